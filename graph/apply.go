@@ -1,0 +1,183 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// apply writes the tasks' updates into a new version of the state, in task
+// order, with one reducer application per channel.
+func (ru *run) apply(tasks []*task, results []taskResult) error {
+	l := ru.r.layout
+	defer ru.clearPending()
+	for i, t := range tasks {
+		for _, w := range results[i].cmd.Update {
+			ch, slot, ok := l.channel(w.Channel())
+			if !ok {
+				return ru.writeErr(t, results[i].attempts, fmt.Errorf("%w %q: graph %q declares %s",
+					ErrUnknownChannel, w.Channel(), ru.r.name, strings.Join(channelNames(l), ", ")))
+			}
+			v, err := ch.convert(w.value)
+			if err != nil {
+				return ru.writeErr(t, results[i].attempts, err)
+			}
+			ru.pend[slot] = append(ru.pend[slot], v)
+			ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
+		}
+	}
+	var vals []any
+	for slot, writes := range ru.pend {
+		if len(writes) == 0 {
+			continue
+		}
+		ch := l.channels[slot]
+		if len(writes) > 1 && ch.Reducer() == "last" {
+			return &WriteConflictError{Channel: ch.Name(), Step: ru.step, Writers: slices.Clone(ru.pendBy[slot])}
+		}
+		if vals == nil {
+			vals = slices.Clone(ru.state.vals)
+		}
+		cur := vals[slot]
+		vals[slot] = ch.reduce(cur, cur != nil, writes)
+		if ru.record != nil {
+			for _, w := range writes {
+				ru.record(Write{ch: ch, value: w})
+			}
+		}
+	}
+	if vals != nil {
+		ru.state = &stateData{layout: l, vals: vals}
+	}
+	return nil
+}
+
+// writeErr reports a bad write: a node's, or the run's input.
+func (ru *run) writeErr(t *task, attempt int, err error) error {
+	if t.name == Start {
+		return fmt.Errorf("graph: invalid input: %w", err)
+	}
+	return ru.nodeErr(t, attempt, err)
+}
+
+func (ru *run) clearPending() {
+	for i := range ru.pend {
+		if len(ru.pend[i]) > 0 {
+			clear(ru.pend[i])
+			ru.pend[i] = ru.pend[i][:0]
+			ru.pendBy[i] = ru.pendBy[i][:0]
+		}
+	}
+}
+
+func channelNames(l *layout) []string {
+	out := make([]string, len(l.channels))
+	for i, c := range l.channels {
+		out[i] = fmt.Sprintf("%q", c.Name())
+	}
+	return out
+}
+
+// route schedules the next step from the tasks of this one, in task order:
+// Goto targets, or else static edges, conditional edges and joins; then
+// Send packets.
+func (ru *run) route(tasks []*task, results []taskResult) error {
+	s := &ru.sched
+	for i, t := range tasks {
+		cmd := results[i].cmd
+		if cmd.Goto != nil {
+			for _, to := range cmd.Goto {
+				if err := ru.checkTarget(t, to, "Goto"); err != nil {
+					return ru.nodeErr(t, results[i].attempts, err)
+				}
+				ru.trigger(to)
+			}
+		} else if err := ru.follow(t); err != nil {
+			return ru.nodeErr(t, results[i].attempts, err)
+		}
+		for _, p := range cmd.Send {
+			if p.Node == End {
+				continue
+			}
+			if err := ru.checkTarget(t, p.Node, "Send"); err != nil {
+				return ru.nodeErr(t, results[i].attempts, err)
+			}
+			s.packets = append(s.packets, p)
+		}
+	}
+	return nil
+}
+
+// follow schedules the outgoing edges of t's node.
+func (ru *run) follow(t *task) error {
+	for _, to := range ru.r.edges[t.name] {
+		ru.trigger(to)
+	}
+	for _, b := range ru.r.branches[t.name] {
+		label, err := ru.callRouter(t, b.route)
+		if err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
+		to, ok := b.ends[label]
+		if !ok {
+			return fmt.Errorf("%w: router returned %q, which is not a declared branch (%s)",
+				ErrUnknownNode, label, strings.Join(sortedKeys(b.ends), ", "))
+		}
+		ru.trigger(to)
+	}
+	for _, ji := range ru.r.joinsOf[t.name] {
+		j := ru.r.joins[ji]
+		seen := ru.sched.seen[ji]
+		seen[slices.Index(j.sources, t.name)] = true
+		if !slices.Contains(seen, false) {
+			clear(seen)
+			ru.trigger(j.to)
+		}
+	}
+	return nil
+}
+
+func (ru *run) callRouter(t *task, route Router) (label string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: string(debug.Stack())}
+		}
+	}()
+	ctx := context.WithValue(ru.ctx, emitterKey{}, &emitter{r: ru, path: t.path, node: t.name, step: ru.step})
+	return route(ctx, State{d: ru.state})
+}
+
+// checkTarget checks a node named by Goto or Send: it must exist and, when
+// the node declared destinations, be one of them.
+func (ru *run) checkTarget(t *task, to, how string) error {
+	if to != End && ru.r.nodes[to] == nil {
+		return fmt.Errorf("%w: %s to %q, which graph %q does not have", ErrUnknownNode, how, to, ru.r.name)
+	}
+	if t.node != nil && len(t.node.destinations) > 0 && !slices.Contains(t.node.destinations, to) {
+		return fmt.Errorf("%w: %s to %q, which is not among the node's destinations (%s)",
+			ErrUnknownNode, how, to, strings.Join(t.node.destinations, ", "))
+	}
+	return nil
+}
+
+// trigger schedules node to run in the next step (once, however often it
+// is triggered), or after everything else if it is deferred.
+func (ru *run) trigger(node string) {
+	if node == End {
+		return
+	}
+	s := &ru.sched
+	if ru.r.nodes[node].deferred {
+		if !slices.Contains(s.deferred, node) {
+			s.deferred = append(s.deferred, node)
+			slices.Sort(s.deferred)
+		}
+		return
+	}
+	i, found := slices.BinarySearch(s.triggered, node)
+	if !found {
+		s.triggered = slices.Insert(s.triggered, i, node)
+	}
+}

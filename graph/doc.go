@@ -1,0 +1,32 @@
+// Package graph is coorflow's engine: a graph of nodes over typed, named
+// channels, run in concurrent supersteps, with one event stream.
+//
+// State is a set of channels. Go code reaches them through typed keys
+// (NewKey), so reads return a T and writes take a T; each channel has a
+// reducer (last value, Append, Merge, Sum or a custom Reduce) and is stored
+// as JSON through its key's type. Workflows declared in files use
+// NewDynamicKey.
+//
+// A node reads the state and returns a Command: writes (Update), explicit
+// routing (Goto, which replaces the node's own edges for that run), and
+// fan-out (Send, one task per Packet, each seeing the packet's writes as a
+// private overlay).
+//
+// A run proceeds in steps. Every task of a step sees the state as of the
+// step's start and runs on its own goroutine (MaxConcurrency bounds them);
+// their writes are applied in task order — node name, then send index — with
+// one reducer application per channel, so results never depend on timing.
+// Two writes to a last-value channel in one step are an error naming both
+// writers. Then static edges, conditional edges (a Router, evaluated on the
+// new state), joins (AddJoin: run once all sources have run) and deferred
+// nodes decide the next step.
+//
+// Faults: a step limit (ErrStepLimit), cancellation through the context, a
+// panic turned into a *NodeError with its stack, and per node a retry
+// policy, a timeout and an error handler that may route to a fallback.
+//
+// Stream yields every event of a run — run, step, node, update, values,
+// custom events from Emit, and the events packages above this one Publish
+// (model tokens, tool calls, agents) — each with its Path. Invoke runs to the
+// end and returns the final state.
+package graph

@@ -1,0 +1,77 @@
+package graph
+
+// Option configures a compiled graph (passed to Compile, as defaults) or one
+// run (passed to Invoke, Stream and the thread methods, overriding them).
+type Option func(*config)
+
+type config struct {
+	saver           Saver
+	stepLimit       int
+	maxConcurrency  int
+	thread          string
+	checkpointID    string
+	interruptBefore map[string]bool
+	interruptAfter  map[string]bool
+	events          EventMask
+	eventsSet       bool
+}
+
+const defaultStepLimit = 100
+
+func (c *config) apply(opts []Option) {
+	for _, o := range opts {
+		o(c)
+	}
+}
+
+// WithSaver makes runs durable: a checkpoint is stored after the input and
+// after every step, so a thread can be read, resumed, replayed and forked.
+func WithSaver(s Saver) Option { return func(c *config) { c.saver = s } }
+
+// StepLimit caps the steps of one run (default 100). A run that would take
+// more fails with ErrStepLimit.
+func StepLimit(n int) Option { return func(c *config) { c.stepLimit = n } }
+
+// MaxConcurrency caps the tasks of a step that run at the same time
+// (default: no cap).
+func MaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrency = n } }
+
+// Thread names the thread a run belongs to. With a saver, the run continues
+// the thread's state.
+func Thread(id string) Option { return func(c *config) { c.thread = id } }
+
+// FromCheckpoint runs from a past checkpoint of the thread instead of its
+// newest one: the steps after it run again, and their checkpoints start a
+// new branch of the thread's history.
+func FromCheckpoint(id string) Option { return func(c *config) { c.checkpointID = id } }
+
+// InterruptBefore pauses a run before a step that would run any of nodes.
+func InterruptBefore(nodes ...string) Option {
+	return func(c *config) { c.interruptBefore = addSet(c.interruptBefore, nodes) }
+}
+
+// InterruptAfter pauses a run after a step that ran any of nodes.
+func InterruptAfter(nodes ...string) Option {
+	return func(c *config) { c.interruptAfter = addSet(c.interruptAfter, nodes) }
+}
+
+// Events selects the kinds of event Stream yields (default: all).
+func Events(kinds ...EventKind) Option {
+	return func(c *config) {
+		c.events, c.eventsSet = 0, true
+		for _, k := range kinds {
+			c.events |= k.mask()
+		}
+	}
+}
+
+func addSet(m map[string]bool, names []string) map[string]bool {
+	out := make(map[string]bool, len(m)+len(names))
+	for k := range m {
+		out[k] = true
+	}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package graph
+
+import "maps"
+
+// State is an immutable view of a graph's channels at one point of a run.
+// Every task of a step sees the state as of the step's start; a task started
+// by a Send packet also sees the packet's writes, which no other task sees.
+// Read it through keys (Key.Get) or, for dynamic channels, Value.
+//
+// State is cheap to copy and safe to share between goroutines. Values are
+// never copied between steps: treat what you read as read-only.
+type State struct {
+	d       *stateData
+	overlay map[string]any
+}
+
+// stateData is one version of the channel values, indexed by slot.
+type stateData struct {
+	layout *layout
+	vals   []any // nil: nothing written
+}
+
+// layout maps channel names to slots for one compiled graph.
+type layout struct {
+	channels []Channel
+	slots    map[string]int
+}
+
+func newLayout(chs []Channel) *layout {
+	l := &layout{channels: chs, slots: make(map[string]int, len(chs))}
+	for i, c := range chs {
+		l.slots[c.Name()] = i
+	}
+	return l
+}
+
+func (l *layout) channel(name string) (Channel, int, bool) {
+	i, ok := l.slots[name]
+	if !ok {
+		return nil, -1, false
+	}
+	return l.channels[i], i, true
+}
+
+func (s State) lookup(name string) (any, bool) {
+	if s.overlay != nil {
+		if v, ok := s.overlay[name]; ok {
+			return v, true
+		}
+	}
+	if s.d == nil {
+		return nil, false
+	}
+	i, ok := s.d.layout.slots[name]
+	if !ok || s.d.vals[i] == nil {
+		return nil, false
+	}
+	return s.d.vals[i], true
+}
+
+// Value returns the value of the channel called name and whether one was
+// written. It is the untyped counterpart of Key.Get, for dynamic channels.
+func (s State) Value(name string) (any, bool) {
+	v, ok := s.lookup(name)
+	if !ok {
+		return nil, false
+	}
+	if s.d != nil {
+		if c, _, found := s.d.layout.channel(name); found {
+			v = c.view(v)
+		}
+	}
+	return v, true
+}
+
+// Values returns every channel that holds a value, by name. The map is new;
+// the values are shared.
+func (s State) Values() map[string]any {
+	out := make(map[string]any)
+	if s.d != nil {
+		for i, c := range s.d.layout.channels {
+			if v := s.d.vals[i]; v != nil {
+				out[c.Name()] = c.view(v)
+			}
+		}
+	}
+	maps.Copy(out, s.overlay)
+	return out
+}
+
+// Channels returns the names of the channels declared for the graph, in
+// declaration order.
+func (s State) Channels() []string {
+	if s.d == nil {
+		return nil
+	}
+	out := make([]string, len(s.d.layout.channels))
+	for i, c := range s.d.layout.channels {
+		out[i] = c.Name()
+	}
+	return out
+}

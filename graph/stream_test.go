@@ -1,0 +1,215 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// collect drains a stream, failing the test on an error.
+func collect(t *testing.T, r *graph.Runnable, input []graph.Write, opts ...graph.Option) []graph.Event {
+	t.Helper()
+	var evs []graph.Event
+	for ev, err := range r.Stream(t.Context(), input, opts...) {
+		require.NoError(t, err)
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func describe(evs []graph.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Kind.String() + " " + ev.Path
+	}
+	return out
+}
+
+func TestStreamYieldsEveryKindInOrderWithPaths(t *testing.T) {
+	g := graph.New("seq", logKey)
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, "hello from a")
+		return graph.Update(graph.AppendTo(logKey, "a")), nil
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+
+	evs := collect(t, r, nil)
+	assert.Equal(t, []string{
+		"run_start seq",
+		"step_start seq",
+		"node_start seq/a",
+		"custom seq/a",
+		"node_end seq/a",
+		"update seq/a",
+		"values seq",
+		"step_end seq",
+		"run_end seq",
+	}, describe(evs))
+	assert.Equal(t, "hello from a", evs[3].Data)
+	assert.Equal(t, []string{"a"}, evs[1].Data)
+	require.Len(t, evs[5].Writes, 1)
+	assert.Equal(t, "log", evs[5].Writes[0].Channel())
+	assert.Equal(t, []string{"a"}, logKey.Get(evs[6].State))
+	assert.Equal(t, []string{"a"}, logKey.Get(evs[8].State))
+	for _, ev := range evs {
+		assert.False(t, ev.Time.IsZero(), "every event is timestamped")
+	}
+}
+
+func TestStreamFiltersByKind(t *testing.T) {
+	r := chain(t, 3)
+	evs := collect(t, r, nil, graph.Events(graph.EventNodeEnd))
+	assert.Equal(t, []string{"node_end chain/n000", "node_end chain/n001", "node_end chain/n002"}, describe(evs))
+}
+
+func TestStreamYieldsTheErrorLast(t *testing.T) {
+	g := graph.New("fails")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Command{}, errFlaky
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	var last graph.Event
+	var lastErr error
+	for ev, err := range r.Stream(t.Context(), nil) {
+		last, lastErr = ev, err
+	}
+	require.ErrorIs(t, lastErr, errFlaky)
+	assert.Equal(t, graph.EventError, last.Kind)
+	assert.Equal(t, lastErr, last.Err)
+}
+
+func TestSubgraphSharesChannelsAndNestsEventPaths(t *testing.T) {
+	inner := graph.New("inner", logKey, textKey)
+	inner.AddNode("x", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, "from x")
+		return graph.Update(graph.AppendTo(logKey, "x"), textKey.Set("draft")), nil
+	})
+	inner.AddNode("y", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Update(graph.AppendTo(logKey, "y:"+textKey.Get(s)), textKey.Set("final")), nil
+	})
+	inner.AddEdge(graph.Start, "x")
+	inner.AddEdge("x", "y")
+	inner.AddEdge("y", graph.End)
+	sub, err := inner.Compile()
+	require.NoError(t, err)
+
+	outer := graph.New("outer", logKey, textKey)
+	outer.AddNode("before", logger(&counter{}, "before"))
+	outer.AddSubgraph("sub", sub)
+	outer.AddEdge(graph.Start, "before")
+	outer.AddEdge("before", "sub")
+	outer.AddEdge("sub", graph.End)
+	r, err := outer.Compile()
+	require.NoError(t, err)
+
+	var paths []string
+	var last graph.Event
+	for ev, err := range r.Stream(t.Context(), graph.Input(graph.AppendTo(logKey, "in"))) {
+		require.NoError(t, err)
+		if ev.Kind == graph.EventNodeStart || ev.Kind == graph.EventCustom {
+			paths = append(paths, ev.Kind.String()+" "+ev.Path)
+		}
+		last = ev
+	}
+	assert.Equal(t, []string{
+		"node_start outer/before",
+		"node_start outer/sub",
+		"node_start outer/sub/x",
+		"custom outer/sub/x",
+		"node_start outer/sub/y",
+	}, paths)
+	require.Equal(t, graph.EventRunEnd, last.Kind)
+	assert.Equal(t, []string{"in", "before", "x", "y:draft"}, logKey.Get(last.State),
+		"the subgraph saw the parent's log and each of its appends reached the parent once")
+	assert.Equal(t, "final", textKey.Get(last.State), "a last-value channel gets the subgraph's last write")
+}
+
+func TestSubgraphWithAMismatchedChannelFailsToCompile(t *testing.T) {
+	other := graph.NewKey[int]("text") // same name as textKey, another type
+	inner := graph.New("inner", other)
+	inner.AddNode("x", noop)
+	inner.AddEdge(graph.Start, "x")
+	inner.AddEdge("x", graph.End)
+	sub, err := inner.Compile()
+	require.NoError(t, err)
+	outer := graph.New("outer", textKey)
+	outer.AddSubgraph("sub", sub)
+	outer.AddEdge(graph.Start, "sub")
+	outer.AddEdge("sub", graph.End)
+	_, err = outer.Compile()
+	assert.EqualError(t, err, `graph "outer": subgraph node "sub": channel "text" is string (last) here but int (last) in subgraph "inner"`)
+}
+
+func TestBreakingOutOfAStreamCancelsTheRunAndLeaksNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	started := make(chan struct{}, 4)
+	g := graph.New("early", countKey)
+	for i := range 4 {
+		name := fmt.Sprintf("slow%d", i)
+		g.AddNode(name, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			started <- struct{}{}
+			for {
+				graph.Emit(ctx, "tick") // keeps the stream busy until cancelled
+				if ctx.Err() != nil {
+					return graph.Command{}, ctx.Err()
+				}
+			}
+		})
+		g.AddEdge(graph.Start, name)
+		g.AddEdge(name, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+
+	customs := 0
+	for ev, err := range r.Stream(t.Context(), nil) {
+		require.NoError(t, err)
+		if ev.Kind == graph.EventCustom {
+			customs++
+			if customs == 10 {
+				break
+			}
+		}
+	}
+	assert.Equal(t, 10, customs)
+	assert.NotEmpty(t, started)
+}
+
+func TestEmitOutsideARunDoesNothing(t *testing.T) {
+	graph.Emit(t.Context(), "nobody listens")
+	_, ok := graph.TaskOf(t.Context())
+	assert.False(t, ok)
+	assert.Empty(t, graph.PathOf(t.Context()))
+}
+
+func TestScopesExtendThePathOfEvents(t *testing.T) {
+	var info graph.TaskInfo
+	g := graph.New("scoped")
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		info, _ = graph.TaskOf(ctx)
+		agent := graph.WithScope(ctx, "agent:writer")
+		graph.Publish(agent, graph.Event{Kind: graph.EventToken, Data: "Hel"})
+		graph.Emit(graph.WithScope(agent, "tool:search"), "querying")
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	evs := collect(t, r, nil, graph.Events(graph.EventToken, graph.EventCustom))
+	assert.Equal(t, []string{"token scoped/team/agent:writer", "custom scoped/team/agent:writer/tool:search"}, describe(evs))
+	assert.Equal(t, "team", evs[0].Node)
+	assert.Equal(t, graph.TaskInfo{Graph: "scoped", Node: "team", Path: "scoped/team", Step: 0}, info)
+}
