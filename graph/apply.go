@@ -42,7 +42,10 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 		}
 		cur := vals[slot]
 		vals[slot] = ch.reduce(cur, cur != nil, writes)
-		if ru.record != nil {
+		if ru.p != nil {
+			ru.changes = append(ru.changes, change{slot: slot, writes: slices.Clone(writes), had: cur != nil})
+		}
+		if ru.record != nil && ru.shared[ch.Name()] {
 			for _, w := range writes {
 				ru.record(Write{ch: ch, value: w})
 			}

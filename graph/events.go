@@ -22,7 +22,7 @@ const (
 	EventValues                          // the state after a step (State)
 	EventCustom                          // a value from Emit (Data)
 	EventError                           // the run failed (Err)
-	EventInterrupt                       // the run paused (Data: []Interrupt)
+	EventInterrupt                       // the run paused (Data: []InterruptInfo)
 	EventCheckpoint                      // a checkpoint was stored (Data: checkpoint id)
 
 	EventToken        // a chunk of model output (Data: string)
@@ -92,12 +92,17 @@ type Event struct {
 	Time time.Time
 }
 
-// emitter delivers events from inside a node to the run's stream.
+// emitter is what a node's context carries: where its events go, and the
+// task whose journal and interrupts it uses.
 type emitter struct {
 	r    *run
+	t    *task
 	path string
 	node string
 	step int
+	// scope is the path below the task (WithScope), which keys journal
+	// entries and interrupts so that concurrent scopes do not collide.
+	scope string
 }
 
 type emitterKey struct{}
@@ -146,6 +151,7 @@ func WithScope(ctx context.Context, segment string) context.Context {
 	segment = strings.ReplaceAll(segment, "/", "_")
 	child := *e
 	child.path = e.path + "/" + segment
+	child.scope = e.scope + "/" + segment
 	return context.WithValue(ctx, emitterKey{}, &child)
 }
 

@@ -21,6 +21,8 @@ type Channel interface {
 
 	// reduce folds one step's writes into the current value. has reports
 	// whether cur holds a value. A last-value channel takes the last write.
+	// reduce may append into cur's spare capacity: callers that do not own
+	// cur pass view(cur).
 	reduce(cur any, has bool, writes []any) any
 	// delta folds writes from the zero value, for channels whose reducer
 	// allows storing a step's change instead of the whole value.
@@ -223,9 +225,12 @@ func (k *Key[T]) reduce(cur any, has bool, writes []any) any {
 	if k.red == nil {
 		return writes[len(writes)-1]
 	}
-	c := k.start()
-	if has {
-		c = cur.(T)
+	c, ok := cur.(T)
+	if !has || !ok {
+		c = k.start()
+		if k.red.view != nil {
+			c = k.red.view(c) // never append into the shared initial value
+		}
 	}
 	ups := make([]T, len(writes))
 	for i, w := range writes {

@@ -14,6 +14,11 @@ type config struct {
 	interruptAfter  map[string]bool
 	events          EventMask
 	eventsSet       bool
+	durability      Durability
+	resume          *resumeSpec
+	historyLimit int
+	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
+	ns string
 }
 
 const defaultStepLimit = 100

@@ -3,7 +3,9 @@ package graph
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strconv"
@@ -27,7 +29,7 @@ type Result struct {
 	State  State
 	Status Status
 	// Interrupts are the pending questions when Status is interrupted.
-	Interrupts []Interrupt
+	Interrupts []InterruptInfo
 	// Thread and Checkpoint locate the run's last checkpoint (empty
 	// without a saver).
 	Thread     string
@@ -47,8 +49,11 @@ func (r *Runnable) Invoke(ctx context.Context, input []Write, opts ...Option) (R
 	if !cfg.eventsSet {
 		cfg.events = 0
 	}
-	ru := r.newRun(cfg, r.name, nil)
-	return ru.execute(ctx, input)
+	ru, err := r.newRun(cfg, r.name, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	return ru.execute(ctx, nil, input)
 }
 
 // Stream runs the graph and yields its events as they happen. A failure is
@@ -60,8 +65,11 @@ func (r *Runnable) Stream(ctx context.Context, input []Write, opts ...Option) it
 		cfg := r.defaults
 		cfg.events = AllEvents
 		cfg.apply(opts)
-		ru := r.newRun(cfg, r.name, func(ev Event) bool { return yield(ev, nil) })
-		if _, err := ru.execute(ctx, input); err != nil && !ru.stopped.Load() {
+		ru, err := r.newRun(cfg, r.name, func(ev Event) bool { return yield(ev, nil) })
+		if err == nil {
+			_, err = ru.execute(ctx, nil, input)
+		}
+		if err != nil && (ru == nil || !ru.stopped.Load()) {
 			yield(Event{Kind: EventError, Path: r.name, Err: err, Time: time.Now()}, err)
 		}
 	}
@@ -88,15 +96,38 @@ type run struct {
 	state *stateData
 	step  int
 	sched schedule
-	// record, in a subgraph's run, receives the writes applied to
-	// channels it shares with its parent.
+
+	// p stores checkpoints; nil without a saver.
+	p *persister
+	// records holds what was stored for the tasks of the step after the
+	// loaded checkpoint, by task label; used by the first step only.
+	records map[string]*taskRecords
+	// breakpointPassed: the run resumes from a static breakpoint, which
+	// must not pause it again.
+	breakpointPassed bool
+	// answers are resume values handed down by a parent run (subgraph).
+	answers map[string]json.RawMessage
+
+	// record, in a subgraph's run, receives the writes applied to channels
+	// it shares with its parent; output collects them.
 	record func(Write)
+	output []Write
+	// shared names the channels a subgraph shares with its parent.
+	shared map[string]bool
 
 	nodePaths map[string]string
 	// per-step buffers, reused
 	pend    [][]any
 	pendBy  [][]string
+	changes []change
 	results []taskResult
+}
+
+// change is a channel written in a step, for the checkpoint.
+type change struct {
+	slot   int
+	writes []any
+	had    bool // the channel held a value before the step
 }
 
 // schedule is what runs next: the part of a run's progress that is not
@@ -112,6 +143,10 @@ type schedule struct {
 	seen [][]bool
 }
 
+func (s *schedule) empty() bool {
+	return len(s.triggered) == 0 && len(s.packets) == 0 && len(s.deferred) == 0
+}
+
 type task struct {
 	node  *nodeSpec
 	name  string
@@ -121,17 +156,26 @@ type task struct {
 	packet  []Write
 	label   string
 	path    string
+
+	// From a previous run of this step (resume):
+	done    *taskResult                // its recorded result: not run again
+	waiting []InterruptInfo                // unanswered interrupts: not run again
+	resume  map[string]json.RawMessage // answers, by interrupt id
+	jr      journal
+	// interrupts counts Interrupt calls in the current attempt.
+	interrupts atomic.Int32
 }
 
 type taskResult struct {
-	cmd      Command
-	err      error
-	attempts int
-	dur      time.Duration
-	handled  bool // the node failed and its error handler supplied cmd
+	cmd        Command
+	err        error
+	interrupts []InterruptInfo
+	attempts   int
+	dur        time.Duration
+	handled    bool // the node failed and its error handler supplied cmd
 }
 
-func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) *run {
+func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {
 	ru := &run{
 		r:         r,
 		cfg:       cfg,
@@ -153,7 +197,18 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) *run 
 	for i, j := range r.joins {
 		ru.sched.seen[i] = make([]bool, len(j.sources))
 	}
-	return ru
+	if cfg.resume != nil && cfg.resume.err != nil {
+		return nil, fmt.Errorf("graph: resume value: %w", cfg.resume.err)
+	}
+	if cfg.saver != nil {
+		if cfg.thread == "" {
+			return nil, errors.New("graph: a run with a saver needs a thread: pass graph.Thread(id)")
+		}
+		ru.p = newPersister(cfg.saver, cfg.thread, cfg.ns, cfg.durability == DurabilityAsync)
+	} else if len(cfg.interruptBefore) > 0 || len(cfg.interruptAfter) > 0 || cfg.resume != nil || cfg.checkpointID != "" {
+		return nil, errors.New("graph: breakpoints, Resume and FromCheckpoint need a saver: pass graph.WithSaver")
+	}
+	return ru, nil
 }
 
 func (ru *run) wants(k EventKind) bool { return ru.cfg.events.Has(k) && !ru.stopped.Load() }
@@ -186,56 +241,51 @@ func (ru *run) send(ctx context.Context, ev Event) {
 // errStopped ends a run whose consumer stopped reading.
 var errStopped = errors.New("graph: stream consumer stopped")
 
-func (ru *run) execute(ctx context.Context, input []Write) (Result, error) {
-	return ru.executeFrom(ctx, nil, input)
-}
-
-// executeFrom runs from the channel values initial (nil: none), with input
-// applied as the first writes.
-func (ru *run) executeFrom(ctx context.Context, initial []any, input []Write) (Result, error) {
+// execute runs from the channel values initial (nil: none, or the
+// thread's checkpoint), with input applied as the first writes.
+func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ru.ctx, ru.cancel = ctx, cancel
-	ru.emit(Event{Kind: EventRunStart})
-	if err := ru.begin(initial, input); err != nil {
-		return Result{}, err
+	if ru.p != nil {
+		ru.p.start(ctx)
 	}
-	res, err := ru.loop()
+	ru.emit(Event{Kind: EventRunStart})
+	res, err := ru.begin(initial, input)
+	if err == nil && res == nil {
+		res, err = ru.loop()
+	}
+	if ru.p != nil {
+		if perr := ru.p.stop(); err == nil && perr != nil {
+			err = perr
+		}
+	}
 	if err != nil {
 		return Result{}, err
 	}
-	ru.emit(Event{Kind: EventRunEnd, State: res.State})
-	return res, nil
+	if ru.p != nil {
+		res.Thread, res.Checkpoint = ru.p.thread, ru.p.cp.ID
+	}
+	if res.Status == StatusInterrupted {
+		ru.emit(Event{Kind: EventInterrupt, State: res.State, Data: res.Interrupts})
+	}
+	ru.emit(Event{Kind: EventRunEnd, State: res.State, Data: res.Status})
+	return *res, nil
 }
 
-// begin sets up the state: the input's writes go through the reducers, as
-// if written by a node called Start, and Start's edges are followed.
-func (ru *run) begin(initial []any, input []Write) error {
-	if initial == nil {
-		initial = make([]any, len(ru.r.layout.channels))
-	}
-	ru.state = &stateData{layout: ru.r.layout, vals: initial}
-	start := &task{name: Start, index: -1, label: Start, path: ru.path}
-	tasks := []*task{start}
-	ru.results = append(ru.results[:0], taskResult{cmd: Update(input...)})
-	if err := ru.apply(tasks, ru.results); err != nil {
-		return err
-	}
-	return ru.route(tasks, ru.results)
-}
-
-func (ru *run) loop() (Result, error) {
+func (ru *run) loop() (*Result, error) {
 	var last []string
 	for steps := 0; ; steps++ {
 		tasks := ru.nextTasks()
 		if len(tasks) == 0 {
-			return Result{State: State{d: ru.state}, Status: StatusDone}, nil
+			return &Result{State: State{d: ru.state}, Status: StatusDone}, nil
 		}
 		if steps >= ru.cfg.stepLimit {
-			return Result{}, &StepLimitError{Limit: ru.cfg.stepLimit, LastNodes: last}
+			return nil, &StepLimitError{Limit: ru.cfg.stepLimit, LastNodes: last}
 		}
-		if err := ru.runStep(tasks); err != nil {
-			return Result{}, err
+		res, err := ru.runStep(tasks)
+		if err != nil || res != nil {
+			return res, err
 		}
 		last = last[:0]
 		for _, t := range tasks {
@@ -268,6 +318,12 @@ func (ru *run) nextTasks() []*task {
 	}
 	s.triggered, s.packets = s.triggered[:0], nil
 	sortTasks(tasks)
+	if ru.records != nil {
+		for _, t := range tasks {
+			ru.records[t.label].attach(t)
+		}
+		ru.records = nil
+	}
 	return tasks
 }
 

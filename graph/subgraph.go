@@ -2,18 +2,23 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 )
 
 // runNested runs a subgraph as the node of a parent run. The subgraph
 // starts from the parent's values of the channels they share; its writes to
 // those channels become the node's writes (for a last-value channel, only
-// the last one). Its events go to the parent's stream under the node's path.
+// the last one). Its events go to the parent's stream under the node's
+// path. When the parent is durable, the subgraph checkpoints in its own
+// namespace of the parent's thread (one per run of the node), so an
+// interrupt inside it pauses the parent and a resume continues it.
 func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, error) {
 	cfg := sub.defaults
-	cfg.events = 0
+	cfg.events, cfg.saver, cfg.thread, cfg.resume, cfg.checkpointID = 0, nil, "", nil, ""
 	path := sub.name
 	var yield func(Event) bool
+	var answers map[string]json.RawMessage
 	if em := emitterFrom(ctx); em != nil {
 		cfg.events = em.r.cfg.events
 		path = em.path
@@ -21,16 +26,43 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 			em.r.send(ctx, ev)
 			return ctx.Err() == nil
 		}
+		if p := em.r.p; p != nil && em.t != nil {
+			cfg.saver, cfg.thread, cfg.durability = p.saver, p.thread, em.r.cfg.durability
+			cfg.ns = em.t.label + "@" + p.cp.ID
+			if p.ns != "" {
+				cfg.ns = p.ns + "/" + cfg.ns
+			}
+			answers = em.t.resume
+		}
 	}
-	ru := sub.newRun(cfg, path, yield)
+	ru, err := sub.newRun(cfg, path, yield)
+	if err != nil {
+		return Command{}, err
+	}
+	ru.answers = answers
+
+	ru.shared = make(map[string]bool)
+	initial := make([]any, len(sub.layout.channels))
+	for i, c := range sub.layout.channels {
+		if _, ok := parent.lookupChannel(c.Name()); !ok {
+			continue
+		}
+		ru.shared[c.Name()] = true
+		v, ok := parent.lookup(c.Name())
+		if !ok {
+			continue
+		}
+		cv, err := c.convert(v)
+		if err != nil {
+			return Command{}, fmt.Errorf("graph: subgraph %q: %w", sub.name, err)
+		}
+		initial[i] = c.view(cv) // the parent's value is shared with its other tasks
+	}
 
 	var writes []Write
 	last := make(map[string]int)
 	ru.record = func(w Write) {
 		name := w.Channel()
-		if _, shared := parent.lookupChannel(name); !shared {
-			return
-		}
 		if w.ch.Reducer() == "last" {
 			if i, ok := last[name]; ok {
 				writes[i] = w
@@ -41,20 +73,12 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 		writes = append(writes, w)
 	}
 
-	initial := make([]any, len(sub.layout.channels))
-	for i, c := range sub.layout.channels {
-		v, ok := parent.lookup(c.Name())
-		if !ok {
-			continue
-		}
-		cv, err := c.convert(v)
-		if err != nil {
-			return Command{}, fmt.Errorf("graph: subgraph %q: %w", sub.name, err)
-		}
-		initial[i] = cv
-	}
-	if _, err := ru.executeFrom(ctx, initial, nil); err != nil {
+	res, err := ru.execute(ctx, initial, nil)
+	if err != nil {
 		return Command{}, err
+	}
+	if res.Status == StatusInterrupted {
+		return Command{}, &InterruptError{Interrupts: res.Interrupts}
 	}
 	return Update(writes...), nil
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -10,8 +11,12 @@ import (
 )
 
 // runStep runs one superstep: every task concurrently on the state as of
-// the step's start, then their writes in task order, then routing.
-func (ru *run) runStep(tasks []*task) error {
+// the step's start, then their writes in task order, then routing and the
+// checkpoint. It returns a result when the run pauses.
+func (ru *run) runStep(tasks []*task) (*Result, error) {
+	if res := ru.breakBefore(tasks); res != nil {
+		return res, ru.saveBreakpoint(res.Interrupts[0])
+	}
 	if ru.wants(EventStepStart) {
 		names := make([]string, len(tasks))
 		for i, t := range tasks {
@@ -20,25 +25,35 @@ func (ru *run) runStep(tasks []*task) error {
 		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: names})
 	}
 	if err := ru.prepare(tasks); err != nil {
-		return err
+		return nil, err
 	}
 	results := ru.runTasks(tasks)
 	if ru.stopped.Load() {
-		return errStopped
+		return nil, errStopped
 	}
 	if err := ru.ctx.Err(); err != nil {
-		return fmt.Errorf("graph: run %q cancelled in step %d: %w", ru.path, ru.step, err)
+		return nil, fmt.Errorf("graph: run %q cancelled in step %d: %w", ru.path, ru.step, err)
 	}
 	for i := range results {
 		if results[i].err != nil {
-			return results[i].err
+			return nil, results[i].err
 		}
 	}
+	if res, err := ru.interrupted(tasks, results); res != nil || err != nil {
+		return res, err
+	}
 	if err := ru.apply(tasks, results); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ru.route(tasks, results); err != nil {
-		return err
+		return nil, err
+	}
+	writers := make([]string, len(tasks))
+	for i, t := range tasks {
+		writers[i] = t.label
+	}
+	if err := ru.saveCheckpoint(SourceLoop, writers); err != nil {
+		return nil, err
 	}
 	if ru.wants(EventUpdate) {
 		for i, t := range tasks {
@@ -49,10 +64,47 @@ func (ru *run) runStep(tasks []*task) error {
 	}
 	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}})
 	ru.emit(Event{Kind: EventStepEnd, Step: ru.step})
-	return nil
+	if res := ru.breakAfter(tasks); res != nil {
+		return res, ru.saveBreakpoint(res.Interrupts[0])
+	}
+	return nil, nil
 }
 
-// prepare checks each task's node and builds the overlays of packet tasks.
+// interrupted pauses the run when a task of the step is waiting on an
+// interrupt: the tasks that finished keep their results (as records), and
+// the step runs again on resume.
+func (ru *run) interrupted(tasks []*task, results []taskResult) (*Result, error) {
+	var all []InterruptInfo
+	var recs []TaskRecord
+	for i, t := range tasks {
+		ins := results[i].interrupts
+		if len(ins) == 0 {
+			continue
+		}
+		all = append(all, ins...)
+		if ru.p == nil {
+			continue
+		}
+		data, err := json.Marshal(ins)
+		if err != nil {
+			return nil, ru.nodeErr(t, results[i].attempts, fmt.Errorf("encode interrupt payload: %w", err))
+		}
+		recs = append(recs, TaskRecord{TaskID: t.label, Kind: recInterrupt, Data: data})
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	if ru.p == nil {
+		t := tasks[slices.IndexFunc(results, func(r taskResult) bool { return len(r.interrupts) > 0 })]
+		return nil, ru.nodeErr(t, 1, errors.New("graph.Interrupt needs a saver to pause the run: compile or run with graph.WithSaver and graph.Thread"))
+	}
+	if err := ru.p.putRecords(ru.ctx, recs...); err != nil {
+		return nil, err
+	}
+	return &Result{State: State{d: ru.state}, Status: StatusInterrupted, Interrupts: all}, nil
+}
+
+// prepare builds the overlays of packet tasks.
 func (ru *run) prepare(tasks []*task) error {
 	base := State{d: ru.state}
 	for _, t := range tasks {
@@ -73,7 +125,9 @@ func (ru *run) prepare(tasks []*task) error {
 			// folds, so this equals one application per channel.
 			cur, has := t.overlay[ch.Name()]
 			if !has {
-				cur, has = base.lookup(ch.Name())
+				if cur, has = base.lookup(ch.Name()); has {
+					cur = ch.view(cur) // the step's value is shared by every task
+				}
 			}
 			t.overlay[ch.Name()] = ch.reduce(cur, has, []any{v})
 		}
@@ -83,33 +137,50 @@ func (ru *run) prepare(tasks []*task) error {
 
 // runTasks runs tasks concurrently (bounded by MaxConcurrency), delivering
 // their events as they come, and returns their results in task order. It
-// returns only when every task goroutine has ended.
+// returns only when every task goroutine has ended. Tasks that finished or
+// are still waiting on an interrupt in an earlier run of this step are not
+// run again.
 func (ru *run) runTasks(tasks []*task) []taskResult {
 	ru.results = slices.Grow(ru.results[:0], len(tasks))[:len(tasks)]
 	results := ru.results
 	clear(results)
-	if len(tasks) == 1 && ru.cfg.events == 0 {
+	var todo []int
+	for i, t := range tasks {
+		switch {
+		case t.done != nil:
+			results[i] = *t.done
+		case len(t.waiting) > 0:
+			results[i] = taskResult{interrupts: t.waiting}
+		default:
+			todo = append(todo, i)
+		}
+	}
+	// Results are stored as they come when a sibling may still fail or
+	// pause; a lone task's result goes straight into the checkpoint.
+	keep := ru.p != nil && len(todo) > 1
+	if len(todo) == 1 && ru.cfg.events == 0 {
 		// Nobody reads events, so nothing from inside the node needs the
 		// loop to forward it: run the task on this goroutine.
-		results[0] = ru.execTask(tasks[0])
+		results[todo[0]] = ru.execTask(tasks[todo[0]], false)
 		return results
 	}
 	limit := ru.cfg.maxConcurrency
-	if limit <= 0 || limit > len(tasks) {
-		limit = len(tasks)
+	if limit <= 0 || limit > len(todo) {
+		limit = len(todo)
 	}
 	next, running := 0, 0
 	startNext := func() {
-		t, i := tasks[next], next
+		i := todo[next]
+		t := tasks[i]
 		next++
 		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
 		go func() {
-			results[i] = ru.execTask(t)
+			results[i] = ru.execTask(t, keep)
 			ru.done <- i
 		}()
 	}
-	for running < limit && next < len(tasks) {
+	for running < limit && next < len(todo) {
 		startNext()
 	}
 	for running > 0 {
@@ -124,19 +195,33 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
 			Attempt: res.attempts, Duration: res.dur, Err: res.err})
-		if next < len(tasks) && ru.ctx.Err() == nil {
+		if next < len(todo) && ru.ctx.Err() == nil {
 			startNext()
 		}
 	}
-	for i := next; i < len(tasks); i++ {
+	for _, i := range todo[next:] {
 		results[i].err = ru.ctx.Err()
 	}
 	return results
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
-// handler. It runs on its own goroutine.
-func (ru *run) execTask(t *task) taskResult {
+// handler; with keep, a successful result is stored at once.
+func (ru *run) execTask(t *task, keep bool) taskResult {
+	res := ru.tryTask(t)
+	if keep && res.err == nil && len(res.interrupts) == 0 {
+		data, err := ru.r.encodeResult(res)
+		if err == nil {
+			err = ru.p.putRecords(ru.ctx, TaskRecord{TaskID: t.label, Kind: recResult, Data: data})
+		}
+		if err != nil {
+			res.err = ru.nodeErr(t, res.attempts, err)
+		}
+	}
+	return res
+}
+
+func (ru *run) tryTask(t *task) taskResult {
 	start := time.Now()
 	n := t.node
 	s := State{d: ru.state, overlay: t.overlay}
@@ -144,6 +229,9 @@ func (ru *run) execTask(t *task) taskResult {
 		cmd, err := ru.attempt(t, s, attempt)
 		if err == nil {
 			return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start)}
+		}
+		if ins := interruptsOf(err); len(ins) > 0 {
+			return taskResult{interrupts: ins, attempts: attempt, dur: time.Since(start)}
 		}
 		if ru.ctx.Err() != nil {
 			return taskResult{err: ru.ctx.Err(), attempts: attempt, dur: time.Since(start)}
@@ -178,6 +266,10 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
+func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
+	return context.WithValue(ctx, emitterKey{}, &emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step})
+}
+
 // attempt calls the node once, turning a panic into a *PanicError and an
 // overrun of the node's timeout into ErrNodeTimeout.
 func (ru *run) attempt(t *task, s State, attempt int) (cmd Command, err error) {
@@ -187,7 +279,8 @@ func (ru *run) attempt(t *task, s State, attempt int) (cmd Command, err error) {
 		ctx, cancel = context.WithTimeout(ctx, t.node.timeout)
 		defer cancel()
 	}
-	ctx = context.WithValue(ctx, emitterKey{}, &emitter{r: ru, path: t.path, node: t.name, step: ru.step})
+	t.jr.reset()
+	ctx = ru.taskContext(ctx, t)
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
@@ -206,7 +299,7 @@ func (ru *run) attempt(t *task, s State, attempt int) (cmd Command, err error) {
 
 // handle runs the node's error handler, recovering a panic.
 func (ru *run) handle(t *task, s State, nerr error) (cmd Command, err error) {
-	ctx := context.WithValue(ru.ctx, emitterKey{}, &emitter{r: ru, path: t.path, node: t.name, step: ru.step})
+	ctx := ru.taskContext(ru.ctx, t)
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
@@ -230,8 +323,7 @@ func retryable(p RetryPolicy, err error) bool {
 	var pe *PanicError
 	var perm *permanentError
 	switch {
-	case errors.As(err, &pe), errors.As(err, &perm),
-		errors.Is(err, context.Canceled), isInterrupt(err):
+	case errors.As(err, &pe), errors.As(err, &perm), errors.Is(err, context.Canceled):
 		return false
 	}
 	return true

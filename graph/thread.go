@@ -1,0 +1,200 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Snapshot is the state of a thread at one checkpoint.
+type Snapshot struct {
+	State      State
+	Thread     string
+	Checkpoint string
+	Parent     string
+	// Step is the step that produced the checkpoint (-1 for the first
+	// input of a thread).
+	Step   int
+	Source Source
+	// Writers are the tasks whose writes produced it.
+	Writers []string
+	// Next names the tasks the next step would run; empty when the run
+	// finished.
+	Next []string
+	// Interrupts are the questions pending at this checkpoint (State only;
+	// History leaves it empty).
+	Interrupts []InterruptInfo
+	Created    time.Time
+}
+
+// HistoryLimit caps the checkpoints History returns.
+func HistoryLimit(n int) Option { return func(c *config) { c.historyLimit = n } }
+
+// threadRun makes a run for reading or writing a thread outside a run.
+func (r *Runnable) threadRun(ctx context.Context, thread string, opts []Option) (*run, error) {
+	cfg := r.defaults
+	cfg.apply(opts)
+	cfg.thread = thread
+	cfg.events = 0
+	if cfg.saver == nil {
+		return nil, errors.New("graph: reading or updating a thread needs a saver: pass graph.WithSaver")
+	}
+	ru, err := r.newRun(cfg, r.name, nil)
+	if err != nil {
+		return nil, err
+	}
+	ru.ctx, ru.cancel = ctx, func() {}
+	return ru, nil
+}
+
+func (ru *run) loadThread(id string) (CheckpointRecord, checkpointMeta, error) {
+	rec, meta, err := ru.p.load(ru.ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound) && id != "":
+		return rec, meta, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", ru.p.thread, id, err)
+	case errors.Is(err, ErrNotFound):
+		return rec, meta, fmt.Errorf("graph: thread %q does not exist: %w", ru.p.thread, err)
+	case err != nil:
+		return rec, meta, fmt.Errorf("graph: thread %q: %w", ru.p.thread, err)
+	}
+	return rec, meta, nil
+}
+
+// State returns the thread's newest checkpoint (or the one FromCheckpoint
+// names), with the interrupts it is waiting on.
+func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Snapshot, error) {
+	ru, err := r.threadRun(ctx, thread, opts)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	rec, meta, err := ru.loadThread(ru.cfg.checkpointID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if err := ru.restore(rec, meta); err != nil {
+		return Snapshot{}, err
+	}
+	snap := ru.snapshot(rec, meta)
+	if err := ru.loadRecords(); err != nil {
+		return Snapshot{}, err
+	}
+	for _, id := range sortedKeys(ru.records) {
+		tr := ru.records[id]
+		if tr.done != nil {
+			continue
+		}
+		for _, in := range tr.interrupts {
+			if _, answered := tr.resume[in.ID]; !answered {
+				snap.Interrupts = append(snap.Interrupts, in)
+			}
+		}
+	}
+	return snap, nil
+}
+
+func (ru *run) snapshot(rec CheckpointRecord, meta checkpointMeta) Snapshot {
+	return Snapshot{
+		State: State{d: ru.state}, Thread: rec.Thread, Checkpoint: rec.ID, Parent: rec.ParentID,
+		Step: rec.Step, Source: rec.Source, Writers: meta.Writers, Next: ru.sched.names(), Created: rec.Created,
+	}
+}
+
+// History returns the thread's checkpoints, newest first, across every
+// branch, each with its full state.
+func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) ([]Snapshot, error) {
+	ru, err := r.threadRun(ctx, thread, opts)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ru.p.saver.ListCheckpoints(ctx, thread, ru.p.ns, ListOptions{Limit: ru.cfg.historyLimit})
+	if err != nil {
+		return nil, fmt.Errorf("graph: thread %q: list checkpoints: %w", thread, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("graph: thread %q does not exist: %w", thread, ErrNotFound)
+	}
+	metas := make([]checkpointMeta, len(recs))
+	versions := make(map[string]string)
+	for i, rec := range recs {
+		if metas[i], err = decodeMeta(rec); err != nil {
+			return nil, err
+		}
+		for ch := range metas[i].Versions {
+			versions[ch] = ""
+		}
+	}
+	vc, err := ru.loadBlobs(ctx, ru.p.saver, thread, ru.p.ns, versions, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Snapshot, len(recs))
+	for i, rec := range recs {
+		st, err := r.layout.stateAt(vc, metas[i])
+		if err != nil {
+			return nil, fmt.Errorf("graph: thread %q checkpoint %q: %w", thread, rec.ID, err)
+		}
+		sched, err := r.restoreSchedule(metas[i].Next)
+		if err != nil {
+			return nil, fmt.Errorf("%w: thread %q checkpoint %q: %w", ErrCorruptCheckpoint, thread, rec.ID, err)
+		}
+		ru.state, ru.sched = st, sched
+		out[i] = ru.snapshot(rec, metas[i])
+	}
+	return out, nil
+}
+
+// UpdateState writes to a thread outside a run, as if node asNode had
+// written writes: they go through the reducers, and the next step becomes
+// asNode's successors (its static and conditional edges). With asNode
+// empty, the writes are applied and the next step stays as it was.
+//
+// It writes after the newest checkpoint (source "update"), or after the one
+// FromCheckpoint names (source "fork"): a fork starts a new branch of the
+// thread's history, which the next run continues, while the old branch
+// stays readable. It returns the new checkpoint's id. What tasks recorded
+// before the update (finished work, pending interrupts) is not carried over:
+// the next run starts the next step afresh.
+func (r *Runnable) UpdateState(ctx context.Context, thread, asNode string, writes []Write, opts ...Option) (string, error) {
+	if asNode != "" && r.nodes[asNode] == nil {
+		return "", fmt.Errorf("graph: update thread %q as node %q: %w: graph %q has no such node", thread, asNode, ErrUnknownNode, r.name)
+	}
+	ru, err := r.threadRun(ctx, thread, opts)
+	if err != nil {
+		return "", err
+	}
+	rec, meta, err := ru.loadThread(ru.cfg.checkpointID)
+	if err != nil {
+		return "", err
+	}
+	newest, _, err := ru.loadThread("")
+	if err != nil {
+		return "", err
+	}
+	if err := ru.restore(rec, meta); err != nil {
+		return "", err
+	}
+	source := SourceUpdate
+	if rec.ID != newest.ID {
+		source = SourceFork
+	}
+	writer := asNode
+	if writer == "" {
+		writer = "update"
+	}
+	t := &task{node: r.nodes[asNode], name: writer, index: -1, label: writer, path: ru.path + "/" + writer}
+	results := []taskResult{{cmd: Update(writes...)}}
+	if err := ru.apply([]*task{t}, results); err != nil {
+		return "", fmt.Errorf("graph: update thread %q: %w", thread, err)
+	}
+	if asNode != "" {
+		ru.sched.triggered, ru.sched.packets = nil, nil
+		if err := ru.follow(t); err != nil {
+			return "", fmt.Errorf("graph: update thread %q as node %q: %w", thread, asNode, err)
+		}
+	}
+	if err := ru.saveCheckpoint(source, []string{writer}); err != nil {
+		return "", err
+	}
+	return ru.p.cp.ID, nil
+}
