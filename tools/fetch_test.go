@@ -58,7 +58,7 @@ func TestHTTPFetchReturnsReadableText(t *testing.T) {
 			name:        "html",
 			contentType: "text/html; charset=utf-8",
 			body:        page,
-			want: "Title: Go Tools\n\n# Writing tools\n\nA tool has a name, a description and a schema (SRV/schema).\n\n- python\n- http_fetch",
+			want:        "Title: Go Tools\n\n# Writing tools\n\nA tool has a name, a description and a schema (SRV/schema).\n\n- python\n- http_fetch",
 		},
 		{
 			name:        "plain text passes through",
