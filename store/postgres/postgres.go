@@ -320,4 +320,3 @@ func (t *tx) DropPast(ctx context.Context, path string, below int64) error {
 	}
 	return nil
 }
-
