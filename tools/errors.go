@@ -116,6 +116,7 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // HTTPStatusError reports an HTTP response whose status is not 2xx, from
 // http_fetch or a search provider.
 type HTTPStatusError struct {
+	Source     string // who made the request: "http_fetch", "searxng", "tavily"
 	Method     string // GET or POST
 	URL        string // the URL requested, without credentials
 	StatusCode int    // 404
@@ -125,7 +126,7 @@ type HTTPStatusError struct {
 
 // Error implements error.
 func (e *HTTPStatusError) Error() string {
-	msg := fmt.Sprintf("tools: %s %s returned %s", e.Method, e.URL, e.Status)
+	msg := fmt.Sprintf("tools: %s: %s %s returned %s", e.Source, e.Method, e.URL, e.Status)
 	if e.Body != "" {
 		msg += ": " + e.Body
 	}

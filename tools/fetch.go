@@ -131,7 +131,7 @@ func (f *fetchTool) Call(ctx context.Context, args json.RawMessage) (string, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", statusError(resp)
+		return "", statusError("http_fetch", resp)
 	}
 	return f.render(resp)
 }
@@ -242,7 +242,7 @@ func (f *fetchTool) format(u *url.URL, title, text string, bodyCut bool) string 
 }
 
 // statusError reports a non-2xx response with the start of its body.
-func statusError(resp *http.Response) error {
+func statusError(source string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, statusSnippetMaxBody))
 	snippet := ""
 	mediaType, contentType := mediaTypeOf(resp.Header.Get("Content-Type"), body)
@@ -253,6 +253,7 @@ func statusError(resp *http.Response) error {
 		snippet = string(body)
 	}
 	return &HTTPStatusError{
+		Source:     source,
 		Method:     resp.Request.Method,
 		URL:        redact(resp.Request.URL),
 		StatusCode: resp.StatusCode,

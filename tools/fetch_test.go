@@ -136,7 +136,7 @@ func TestHTTPFetchReportsStatusErrors(t *testing.T) {
 			var se *tools.HTTPStatusError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, tt.status, se.StatusCode)
-			want := "tools: GET " + srv.URL + "/missing returned " + tt.wantStatus
+			want := "tools: http_fetch: GET " + srv.URL + "/missing returned " + tt.wantStatus
 			if tt.wantBody != "" {
 				want += ": " + strings.ReplaceAll(tt.wantBody, "SRV", srv.URL)
 			}
@@ -151,7 +151,7 @@ func TestHTTPFetchStatusErrorAsTheModelSeesIt(t *testing.T) {
 	})
 	res := tools.Run(t.Context(), tools.HTTPFetch(local), json.RawMessage(`{"url":"`+srv.URL+`/x"}`), tools.RunOptions{})
 	require.Equal(t, tools.StatusFailed, res.Status)
-	assert.Equal(t, `Error: tool "http_fetch" failed: GET `+srv.URL+`/x returned 404 Not Found: no such page`, res.Text())
+	assert.Equal(t, `Error: tool "http_fetch" failed: http_fetch: GET `+srv.URL+`/x returned 404 Not Found: no such page`, res.Text())
 }
 
 func TestHTTPFetchCapsTheBodyAndTheText(t *testing.T) {
