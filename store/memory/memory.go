@@ -12,7 +12,13 @@ import (
 
 // New returns an empty in-memory Store configured by cfg.
 func New(cfg store.Config) store.Store {
-	return store.New(&backend{owners: map[string]*ownerData{}}, cfg)
+	return store.New(NewBackend(), cfg)
+}
+
+// NewBackend returns an empty in-memory store.Backend, for building a
+// Store with store.New around a wrapped backend.
+func NewBackend() store.Backend {
+	return &backend{owners: map[string]*ownerData{}}
 }
 
 // backend implements store.Backend with maps guarded by one RWMutex.
