@@ -34,7 +34,7 @@ func ErrorText(err error) string {
 		return fmt.Sprintf("Error: there is no tool named %q. The tools you can call are: %s.",
 			ute.Name, availableList(ute.Available))
 	}
-	return "Error: " + err.Error()
+	return "Error: " + strings.TrimPrefix(err.Error(), "tools: ")
 }
 
 func argumentErrorText(e *ArgumentError) string {

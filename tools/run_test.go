@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -274,7 +275,7 @@ func TestRunToolWithAnInvalidSchemaFails(t *testing.T) {
 	res := tools.Run(t.Context(), tl, nil, tools.RunOptions{})
 	assert.Equal(t, tools.StatusFailed, res.Status)
 	require.ErrorIs(t, res.Err, tools.ErrInvalidSchema)
-	assert.Equal(t, `Error: tools: invalid argument schema of tool "arr": the top level must have "type": "object"`, res.Text())
+	assert.Equal(t, `Error: invalid argument schema of tool "arr": the top level must have "type": "object"`, res.Text())
 }
 
 func TestRegistryRunUnknownToolTellsTheModelWhatExists(t *testing.T) {
@@ -315,6 +316,7 @@ func TestTypedDecodesArguments(t *testing.T) {
 	require.ErrorIs(t, res.Err, tools.ErrInvalidArguments)
 	assert.Equal(t, "Error: invalid arguments for tool \"loose\":\n"+
 		"- json: cannot unmarshal string into Go struct field args.a of type int\n"+
+		"The arguments must match this JSON Schema: {\"type\":\"object\",\"properties\":{}}\n"+
 		"Correct the arguments and call the tool again.", res.Text())
 }
 
@@ -328,4 +330,6 @@ func TestStatusString(t *testing.T) {
 func TestErrorTextOfOtherErrors(t *testing.T) {
 	assert.Empty(t, tools.ErrorText(nil))
 	assert.Equal(t, "Error: something odd", tools.ErrorText(errors.New("something odd")))
+	assert.Equal(t, "Error: tool \"t\" not called: context canceled",
+		tools.ErrorText(fmt.Errorf("tools: tool %q not called: %w", "t", context.Canceled)), "the package prefix is left out")
 }

@@ -53,10 +53,13 @@ func Func(name, description string, schema json.RawMessage, fn func(ctx context.
 // with encoding/json. The schema is written by hand and must describe A; a
 // decoding failure is returned as an *ArgumentError.
 func Typed[A any](name, description string, schema json.RawMessage, fn func(ctx context.Context, args A) (string, error)) Tool {
+	if len(schema) == 0 {
+		schema = emptyObjectSchema
+	}
 	return Func(name, description, schema, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var a A
 		if err := json.Unmarshal(normalizeArgs(raw), &a); err != nil {
-			return "", &ArgumentError{Tool: name, Problems: []ArgumentProblem{{Message: err.Error()}}}
+			return "", &ArgumentError{Tool: name, Schema: schema, Problems: []ArgumentProblem{{Message: err.Error()}}}
 		}
 		return fn(ctx, a)
 	})
