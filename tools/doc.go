@@ -12,12 +12,14 @@
 // in words a model can act on: the tools that exist when it invented one, the
 // field and the expectation when its arguments were wrong.
 //
-//	reg, err := tools.NewRegistry(tools.Python(tools.PythonConfig{}), search)
+//	reg, err := tools.NewRegistry(tools.Python(tools.PythonConfig{}), tools.WebSearch(tools.WebSearchConfig{Provider: searxng}))
 //	if err != nil { ... }
 //	resp, err := model.GenerateContent(ctx, msgs, llms.WithTools(reg.LLMTools()))
 //	for _, tc := range resp.Choices[0].ToolCalls {
 //		res := reg.Run(ctx, tc.FunctionCall.Name, json.RawMessage(tc.FunctionCall.Arguments), tools.RunOptions{})
-//		msgs = append(msgs, toolResultMessage(tc.ID, tc.FunctionCall.Name, res.Text()))
+//		msgs = append(msgs, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+//			llms.ToolCallResponse{ToolCallID: tc.ID, Name: tc.FunctionCall.Name, Content: res.Text()},
+//		}})
 //	}
 //
 // Built-in tools: Python runs python3 code in a fresh temporary directory;

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/coorflow/coorflow/tools"
 )
@@ -38,4 +39,17 @@ func Example() {
 	// The arguments must match this JSON Schema: {"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}
 	// Correct the arguments and call the tool again.
 	// failed Error: there is no tool named "lower". The tools you can call are: upper.
+}
+
+func ExampleRun_timeout() {
+	slow := tools.Func("slow", "Takes its time.", nil, func(ctx context.Context, _ json.RawMessage) (string, error) {
+		<-ctx.Done() // a well-behaved tool gives up when its context ends
+		return "", ctx.Err()
+	})
+	res := tools.Run(context.Background(), slow, nil, tools.RunOptions{Timeout: 10 * time.Millisecond})
+	fmt.Println(res.Status)
+	fmt.Println(res.Text())
+	// Output:
+	// degraded
+	// tool "slow" did not answer within 10ms; continue with what you have.
 }
