@@ -46,6 +46,7 @@ type PathError struct {
 	Err    error  // the cause, usually one of the sentinel errors
 }
 
+// Error says what failed, where, for whom and why.
 func (e *PathError) Error() string {
 	var b strings.Builder
 	b.WriteString("store: ")
@@ -87,6 +88,7 @@ type ConflictError struct {
 	Reason   string   // why no merge was possible, when it was not a field clash
 }
 
+// Error names the item and both revisions, and the clashing fields.
 func (e *ConflictError) Error() string {
 	msg := fmt.Sprintf("store: %s %q (owner %q): revision conflict: based on revision %d, current is %d",
 		e.Op, e.Path, e.Owner, e.Revision, e.Current)
