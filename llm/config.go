@@ -1,0 +1,334 @@
+package llm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Provider names the API family a model is reached through.
+type Provider string
+
+// The providers, each backed by a langchaingo client.
+const (
+	// ProviderOpenAI is OpenAI's chat-completions API, or any server that
+	// speaks it (vLLM, Ollama's /v1, DeepSeek, Qwen/DashScope, LiteLLM)
+	// when BaseURL points at it.
+	ProviderOpenAI Provider = "openai"
+	// ProviderAnthropic is Anthropic's Messages API.
+	ProviderAnthropic Provider = "anthropic"
+	// ProviderOllama is Ollama's native API.
+	ProviderOllama Provider = "ollama"
+	// ProviderGoogleAI is the Gemini API of Google AI Studio.
+	ProviderGoogleAI Provider = "googleai"
+)
+
+var allProviders = []Provider{ProviderOpenAI, ProviderAnthropic, ProviderOllama, ProviderGoogleAI}
+
+// Providers returns every supported provider.
+func Providers() []Provider { return slices.Clone(allProviders) }
+
+// Valid reports whether p is a supported provider.
+func (p Provider) Valid() bool { return slices.Contains(allProviders, p) }
+
+// defaultKeyEnv is the variable each provider's key is read from when a
+// tier does not name one.
+var defaultKeyEnv = map[Provider]string{
+	ProviderOpenAI:    "OPENAI_API_KEY",
+	ProviderAnthropic: "ANTHROPIC_API_KEY",
+	ProviderGoogleAI:  "GOOGLE_API_KEY",
+}
+
+// Environment variables read by ApplyEnv.
+const (
+	// EnvModel selects the basic tier's model as "provider:model", e.g.
+	// "openai:gpt-4o" or "ollama:llama3.1:8b" (split at the first colon).
+	EnvModel = "COORFLOW_MODEL"
+	// EnvOpenAIBaseURL gives the base URL of OpenAI tiers that set none.
+	EnvOpenAIBaseURL = "OPENAI_BASE_URL"
+)
+
+// Defaults for zero fields of a ModelConfig.
+const (
+	DefaultMaxRetries = 3
+	DefaultTimeout    = 2 * time.Minute
+)
+
+// ModelConfig configures the model of one tier. The API key itself never
+// appears in it: APIKeyEnv names the environment variable that holds it.
+type ModelConfig struct {
+	// Provider is the API family; required.
+	Provider Provider `yaml:"provider"`
+	// Model is the provider's model name, e.g. "gpt-4o"; required.
+	Model string `yaml:"model"`
+	// BaseURL overrides the provider's endpoint, e.g.
+	// "http://localhost:8000/v1" for vLLM. For Ollama it is the server URL.
+	BaseURL string `yaml:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key. It
+	// defaults to OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY by
+	// provider. The variable must be set, except for an OpenAI tier with a
+	// BaseURL and no APIKeyEnv of its own (local servers need no key).
+	// Ollama takes no key.
+	APIKeyEnv string `yaml:"api_key_env,omitempty"`
+	// MaxRetries is how often a rate-limited or transient failure is
+	// retried: 0 means DefaultMaxRetries, a negative value none.
+	MaxRetries int `yaml:"max_retries,omitempty"`
+	// Timeout bounds each attempt ("30s" in YAML): 0 means DefaultTimeout,
+	// a negative value none.
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// MaxInputTokens overrides the model's input window from the table of
+	// known models (see MaxInputTokens); 0 means use the table.
+	MaxInputTokens int `yaml:"max_input_tokens,omitempty"`
+}
+
+// Config maps tiers to models. The basic tier is required; the other
+// tiers, when absent, are served by the basic tier's model.
+//
+// In YAML:
+//
+//	models:
+//	  basic:
+//	    provider: openai
+//	    model: gpt-4o-mini
+//	  reasoning:
+//	    provider: openai
+//	    model: deepseek-reasoner
+//	    base_url: https://api.deepseek.com/v1
+//	    api_key_env: DEEPSEEK_API_KEY
+//	    timeout: 5m
+type Config struct {
+	// Models holds the model of each configured tier.
+	Models map[Tier]ModelConfig `yaml:"models"`
+	// Getenv looks up API keys by the names in APIKeyEnv; nil means
+	// os.Getenv. ApplyEnv sets it.
+	Getenv func(string) string `yaml:"-"`
+
+	file  string         // where the config was loaded from
+	lines map[string]int // "tier" and "tier.field" → line in file
+}
+
+// LoadConfig reads a YAML configuration. It reports syntax errors, unknown
+// fields, unknown tiers and unknown providers, with their line; what the
+// environment can still supply (models, keys) is checked by Validate.
+func LoadConfig(r io.Reader) (Config, error) {
+	return loadConfig(r, "")
+}
+
+// LoadConfigFile reads a YAML configuration from a file, like LoadConfig;
+// errors name the file.
+func LoadConfigFile(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("llm: load config: %w", err)
+	}
+	defer f.Close()
+	return loadConfig(f, path)
+}
+
+func loadConfig(r io.Reader, file string) (Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Config{}, fmt.Errorf("llm: read config: %w", err)
+	}
+	cfg := Config{file: file}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, &ConfigError{File: file, Msg: err.Error(), Err: ErrInvalidConfig}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Config{}, &ConfigError{File: file, Msg: err.Error(), Err: ErrInvalidConfig}
+	}
+	cfg.lines = lineIndex(&root)
+	for _, t := range cfg.sortedTiers() {
+		if !t.Valid() {
+			return Config{}, cfg.errorf(t, "", ErrUnknownTier,
+				"unknown tier %q (known tiers: %v)", t, allTiers)
+		}
+		if p := cfg.Models[t].Provider; p != "" && !p.Valid() {
+			return Config{}, cfg.errorf(t, "provider", ErrUnknownProvider,
+				"unknown provider %q (known providers: %v)", p, allProviders)
+		}
+	}
+	return cfg, nil
+}
+
+// lineIndex records the lines of the tiers and fields under "models".
+func lineIndex(root *yaml.Node) map[string]int {
+	lines := map[string]int{}
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return lines
+	}
+	top := root.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != "models" {
+			continue
+		}
+		models := top.Content[i+1]
+		for j := 0; j+1 < len(models.Content); j += 2 {
+			tier := models.Content[j].Value
+			lines[tier] = models.Content[j].Line
+			fields := models.Content[j+1]
+			for k := 0; k+1 < len(fields.Content); k += 2 {
+				lines[tier+"."+fields.Content[k].Value] = fields.Content[k].Line
+			}
+		}
+	}
+	return lines
+}
+
+// ApplyEnv applies the environment, read through getenv, over the file:
+//   - COORFLOW_MODEL ("provider:model") replaces the basic tier's provider
+//     and model; when the provider changes, the tier's base_url and
+//     api_key_env are cleared, as they belonged to the old provider. Tiers
+//     without their own entry follow basic, so with an empty file it
+//     selects the model of every tier; tiers configured in the file keep
+//     their own model.
+//   - OPENAI_BASE_URL becomes the base_url of every OpenAI tier that has
+//     none (a base_url written for one tier, such as DeepSeek's, wins).
+//   - API keys are read at New through getenv, which ApplyEnv stores in
+//     Getenv; OPENAI_API_KEY is the default key variable of OpenAI tiers.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	c.Getenv = getenv
+	if v := strings.TrimSpace(getenv(EnvModel)); v != "" {
+		provider, model, ok := strings.Cut(v, ":")
+		if !ok || provider == "" || model == "" {
+			return &ConfigError{Msg: fmt.Sprintf("%s=%q: want provider:model, e.g. openai:gpt-4o", EnvModel, v),
+				Err: ErrInvalidConfig}
+		}
+		p := Provider(provider)
+		if !p.Valid() {
+			return &ConfigError{Msg: fmt.Sprintf("%s=%q: unknown provider %q (known providers: %v)",
+				EnvModel, v, provider, allProviders), Err: ErrUnknownProvider}
+		}
+		if c.Models == nil {
+			c.Models = map[Tier]ModelConfig{}
+		}
+		mc := c.Models[TierBasic]
+		if mc.Provider != p {
+			mc.BaseURL, mc.APIKeyEnv = "", ""
+		}
+		mc.Provider, mc.Model = p, model
+		c.Models[TierBasic] = mc
+	}
+	if base := strings.TrimSpace(getenv(EnvOpenAIBaseURL)); base != "" {
+		for t, mc := range c.Models {
+			if mc.Provider == ProviderOpenAI && mc.BaseURL == "" {
+				mc.BaseURL = base
+				c.Models[t] = mc
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks that every tier is known and names a known provider and a
+// model, and that the basic tier is configured. It does not look up keys;
+// New does.
+func (c Config) Validate() error {
+	if _, ok := c.Models[TierBasic]; !ok {
+		return &ConfigError{File: c.file, Tier: TierBasic, Err: ErrMissingModel,
+			Msg: "not configured; every configuration needs a basic tier (or set " + EnvModel + ")"}
+	}
+	for _, t := range c.sortedTiers() {
+		if !t.Valid() {
+			return c.errorf(t, "", ErrUnknownTier, "unknown tier %q (known tiers: %v)", t, allTiers)
+		}
+		mc := c.Models[t]
+		switch {
+		case mc.Provider == "":
+			return c.errorf(t, "provider", ErrUnknownProvider,
+				"missing provider (one of %v)", allProviders)
+		case !mc.Provider.Valid():
+			return c.errorf(t, "provider", ErrUnknownProvider,
+				"unknown provider %q (known providers: %v)", mc.Provider, allProviders)
+		case strings.TrimSpace(mc.Model) == "":
+			return c.errorf(t, "model", ErrMissingModel, "missing model name")
+		case mc.Provider == ProviderOllama && mc.APIKeyEnv != "":
+			return c.errorf(t, "api_key_env", ErrInvalidConfig,
+				"provider ollama takes no API key; remove api_key_env")
+		}
+	}
+	return nil
+}
+
+// apiKey returns the API key of a tier, or an error naming the variable
+// that should hold it.
+func (c Config) apiKey(t Tier, mc ModelConfig) (string, error) {
+	if mc.Provider == ProviderOllama {
+		return "", nil
+	}
+	name := mc.APIKeyEnv
+	required := true
+	if name == "" {
+		name = defaultKeyEnv[mc.Provider]
+		required = mc.Provider != ProviderOpenAI || mc.BaseURL == ""
+	}
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	key := strings.TrimSpace(getenv(name))
+	if key == "" && required {
+		return "", c.errorf(t, "api_key_env", ErrMissingAPIKey,
+			"environment variable %s is not set (it should hold the %s API key)", name, mc.Provider)
+	}
+	return key, nil
+}
+
+// sortedTiers returns the configured tiers in a stable order: known tiers
+// first in canonical order, then unknown ones by name.
+func (c Config) sortedTiers() []Tier {
+	var known, unknown []Tier
+	for t := range c.Models {
+		if t.Valid() {
+			known = append(known, t)
+		} else {
+			unknown = append(unknown, t)
+		}
+	}
+	slices.SortFunc(known, func(a, b Tier) int {
+		return slices.Index(allTiers, a) - slices.Index(allTiers, b)
+	})
+	slices.Sort(unknown)
+	return append(known, unknown...)
+}
+
+// errorf builds a ConfigError for a tier's field, with its file and line.
+func (c Config) errorf(t Tier, field string, sentinel error, format string, args ...any) *ConfigError {
+	line := c.lines[string(t)+"."+field]
+	if line == 0 {
+		line = c.lines[string(t)]
+	}
+	return &ConfigError{File: c.file, Line: line, Tier: t, Field: field,
+		Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// withDefaults returns mc with zero fields replaced by their defaults and
+// negative ones by zero.
+func (mc ModelConfig) withDefaults() ModelConfig {
+	switch {
+	case mc.MaxRetries == 0:
+		mc.MaxRetries = DefaultMaxRetries
+	case mc.MaxRetries < 0:
+		mc.MaxRetries = 0
+	}
+	switch {
+	case mc.Timeout == 0:
+		mc.Timeout = DefaultTimeout
+	case mc.Timeout < 0:
+		mc.Timeout = 0
+	}
+	if mc.MaxInputTokens <= 0 {
+		mc.MaxInputTokens = MaxInputTokens(mc.Model)
+	}
+	return mc
+}

@@ -1,0 +1,174 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/googleai"
+	"github.com/tmc/langchaingo/llms/ollama"
+	"github.com/tmc/langchaingo/llms/openai"
+)
+
+// defaultOpenAIBaseURL is passed explicitly so that langchaingo's client
+// never reads OPENAI_BASE_URL from the process behind Config.Getenv's back.
+const defaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// keyNotNeeded is the token given to OpenAI-compatible local servers that
+// take no key; langchaingo's client refuses an empty one.
+const keyNotNeeded = "not-needed"
+
+// Models serves one model per tier. It is safe for concurrent use.
+type Models struct {
+	tiers   map[Tier]TierModel
+	closers []io.Closer
+}
+
+// TierModel is a model with its profile, as Models serves it.
+type TierModel struct {
+	Model   llms.Model
+	Profile Profile
+}
+
+// New builds the model of every configured tier, after Validate. Each model
+// is a langchaingo client wrapped so that its errors carry *APIError and
+// are classified, every attempt is bounded by the tier's Timeout, and
+// rate-limited and transient failures are retried up to MaxRetries times
+// (see WithRetry). A missing API key fails with an error naming the
+// variable. New makes no network call.
+func New(ctx context.Context, cfg Config) (*Models, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ms := &Models{tiers: map[Tier]TierModel{}}
+	for _, t := range cfg.sortedTiers() {
+		mc := cfg.Models[t].withDefaults()
+		key, err := cfg.apiKey(t, mc)
+		if err != nil {
+			_ = ms.Close()
+			return nil, err
+		}
+		base, err := newProviderModel(ctx, mc, key)
+		if err != nil {
+			_ = ms.Close()
+			return nil, cfg.errorf(t, "", ErrInvalidConfig, "build %s model %q: %v", mc.Provider, mc.Model, err)
+		}
+		if c, ok := base.(io.Closer); ok {
+			ms.closers = append(ms.closers, c)
+		}
+		var m llms.Model = &captureModel{inner: base}
+		m = WithTimeout(m, mc.Timeout)
+		m = WithRetry(m, RetryPolicy{MaxRetries: mc.MaxRetries})
+		ms.tiers[t] = TierModel{Model: m, Profile: Profile{
+			Provider: mc.Provider, Model: mc.Model, MaxInputTokens: mc.MaxInputTokens,
+		}}
+	}
+	return ms, nil
+}
+
+// NewStatic returns Models serving models built elsewhere — a scripted
+// model in tests, a custom client. The basic tier is required; absent tiers
+// are served by it, as with New. The models are used as given, without the
+// retry and timeout wrappers New adds.
+func NewStatic(tiers map[Tier]TierModel) (*Models, error) {
+	if _, ok := tiers[TierBasic]; !ok {
+		return nil, &ConfigError{Tier: TierBasic, Msg: "not configured", Err: ErrMissingModel}
+	}
+	ms := &Models{tiers: map[Tier]TierModel{}}
+	for t, tm := range tiers {
+		if !t.Valid() {
+			return nil, &ConfigError{Tier: t, Msg: fmt.Sprintf("unknown tier %q (known tiers: %v)", t, allTiers),
+				Err: ErrUnknownTier}
+		}
+		if tm.Model == nil {
+			return nil, &ConfigError{Tier: t, Msg: "nil model", Err: ErrMissingModel}
+		}
+		ms.tiers[t] = tm
+	}
+	return ms, nil
+}
+
+// Model returns the model of tier t, or of the basic tier when t has none
+// of its own. An unknown tier gives an error wrapping ErrUnknownTier.
+func (m *Models) Model(t Tier) (llms.Model, error) {
+	tm, err := m.lookup(t)
+	if err != nil {
+		return nil, err
+	}
+	return tm.Model, nil
+}
+
+// Profile returns the profile of the model serving tier t (the basic
+// tier's when t has none of its own), or the zero Profile for an unknown
+// tier.
+func (m *Models) Profile(t Tier) Profile {
+	tm, err := m.lookup(t)
+	if err != nil {
+		return Profile{}
+	}
+	return tm.Profile
+}
+
+func (m *Models) lookup(t Tier) (TierModel, error) {
+	if !t.Valid() {
+		return TierModel{}, fmt.Errorf("%w %q (known tiers: %v)", ErrUnknownTier, t, allTiers)
+	}
+	if tm, ok := m.tiers[t]; ok {
+		return tm, nil
+	}
+	return m.tiers[TierBasic], nil
+}
+
+// Close releases the clients that hold connections (Google AI's gRPC
+// connection). Models must not be used after Close.
+func (m *Models) Close() error {
+	var errs []error
+	for _, c := range m.closers {
+		errs = append(errs, c.Close())
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+// newProviderModel builds the langchaingo client of one tier. Every option
+// that the client would otherwise read from the process environment is
+// passed explicitly.
+func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Model, error) {
+	switch mc.Provider {
+	case ProviderOpenAI:
+		base := mc.BaseURL
+		if base == "" {
+			base = defaultOpenAIBaseURL
+		}
+		if key == "" {
+			key = keyNotNeeded
+		}
+		return openai.New(openai.WithModel(mc.Model), openai.WithBaseURL(base), openai.WithToken(key),
+			openai.WithOrganization(""), openai.WithHTTPClient(newHTTPClient(mc.Provider)))
+	case ProviderAnthropic:
+		opts := []anthropic.Option{anthropic.WithModel(mc.Model), anthropic.WithToken(key),
+			anthropic.WithHTTPClient(newHTTPClient(mc.Provider))}
+		if mc.BaseURL != "" {
+			opts = append(opts, anthropic.WithBaseURL(mc.BaseURL))
+		}
+		return anthropic.New(opts...)
+	case ProviderOllama:
+		opts := []ollama.Option{ollama.WithModel(mc.Model), ollama.WithHTTPClient(newHTTPClient(mc.Provider))}
+		if mc.BaseURL != "" {
+			if _, err := url.Parse(mc.BaseURL); err != nil {
+				return nil, err
+			}
+			opts = append(opts, ollama.WithServerURL(mc.BaseURL))
+		}
+		return ollama.New(opts...)
+	case ProviderGoogleAI:
+		// The Gemini client speaks gRPC, whose typed status errors Classify
+		// reads directly; a custom HTTP client would also drop the API key.
+		return googleai.New(ctx, googleai.WithAPIKey(key), googleai.WithDefaultModel(mc.Model))
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownProvider, mc.Provider)
+}

@@ -1,0 +1,93 @@
+package scripted_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/scripted"
+)
+
+func TestLoadFile(t *testing.T) {
+	s, err := scripted.LoadFile(filepath.Join("testdata", "research.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Millisecond, s.Latency)
+	require.Len(t, s.Agents["researcher"], 2)
+	first := s.Agents["researcher"][0]
+	assert.Equal(t, "I should search first.", first.Reasoning)
+	assert.Equal(t, []scripted.ToolCall{
+		{Name: "web_search", Arguments: `{"limit":3,"query":"go generics"}`},
+		{ID: "call_fetch", Name: "fetch", Arguments: `{"url": "https://go.dev"}`},
+	}, first.ToolCalls)
+	require.Len(t, s.Rules, 1)
+	assert.Equal(t, scripted.Rule{Agent: "planner", PromptContains: "Summarize", Times: 1,
+		Reply: scripted.Reply{Text: "A summary."}}, s.Rules[0])
+	require.NotNil(t, s.Default)
+	assert.Equal(t, "I cannot help with that.", s.Default.Text)
+
+	m := scripted.New(s)
+	ctx := t.Context()
+	resp, err := m.GenerateContent(llm.WithAgent(ctx, "researcher"), human("q"), tools("web_search", "fetch"))
+	require.NoError(t, err)
+	assert.Len(t, resp.Choices[0].ToolCalls, 2)
+	assert.Equal(t, "call_researcher_1_1", resp.Choices[0].ToolCalls[0].ID)
+
+	_, err = m.Call(llm.WithAgent(ctx, "coder"), "q")
+	assert.ErrorIs(t, err, llm.ErrRateLimited)
+	assert.EqualError(t, err, "scripted: slow down: llm: rate limited")
+
+	out, err := m.Call(llm.WithAgent(ctx, "planner"), "Summarize it")
+	require.NoError(t, err)
+	assert.Equal(t, "A summary.", out)
+	out, err = m.Call(llm.WithAgent(ctx, "planner"), "Summarize it")
+	require.NoError(t, err)
+	assert.Equal(t, "I cannot help with that.", out)
+	assert.Equal(t, map[string]int{"researcher": 1}, m.Remaining())
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		message string
+	}{
+		{"unknown field", "agents:\n  a:\n    - txt: hi\n", "line 3: field txt not found"},
+		{"bad class", "default:\n  error:\n    class: flaky\n", `default.error: line 3: unknown error class "flaky"`},
+		{"bad json arguments", "agents:\n  a:\n    - tool_calls:\n        - name: t\n          arguments: '{oops'\n",
+			"line 5: arguments are not valid JSON"},
+		{"list arguments", "agents:\n  a:\n    - tool_calls:\n        - name: t\n          arguments: [1]\n",
+			"line 5: arguments must be a mapping"},
+		{"tool call without name", "rules:\n  - reply:\n      tool_calls:\n        - arguments: {}\n",
+			"rules[0].reply.tool_calls[0]: missing name"},
+		{"syntax", "agents: [\n", "scripted: invalid script"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := scripted.Load(strings.NewReader(tt.yaml))
+			assert.ErrorIs(t, err, scripted.ErrInvalidScript)
+			assert.ErrorContains(t, err, tt.message)
+		})
+	}
+}
+
+func TestLoadFileErrorNamesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("defaults: {}\n"), 0o600))
+	_, err := scripted.LoadFile(path)
+	assert.ErrorIs(t, err, scripted.ErrInvalidScript)
+	assert.ErrorContains(t, err, "scripted: "+path+": ")
+}
+
+func TestLoadEmpty(t *testing.T) {
+	s, err := scripted.Load(strings.NewReader(""))
+	require.NoError(t, err)
+	_, err = scripted.New(s).GenerateContent(t.Context(), []llms.MessageContent{})
+	assert.ErrorIs(t, err, scripted.ErrNoReply)
+}

@@ -1,0 +1,322 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coorflow/coorflow/store"
+)
+
+// DefaultSchema is the schema the tables are created in when
+// Config.Schema is empty.
+const DefaultSchema = "public"
+
+// Config says which database to use and how.
+type Config struct {
+	// URL is the connection string, used when Pool is nil.
+	URL string
+	// Pool, when set, is used instead of opening one from URL; Close then
+	// leaves it open.
+	Pool *pgxpool.Pool
+	// Schema holds the tables; it is created when missing. Empty means
+	// DefaultSchema.
+	Schema string
+	// Store configures the store's behaviour (warnings, kept revisions).
+	Store store.Config
+}
+
+// Store is a store.Store kept in PostgreSQL. Close it when done.
+type Store struct {
+	store.Store
+	pool    *pgxpool.Pool
+	ownPool bool
+}
+
+// Open connects (unless cfg.Pool is given), creates the schema and tables
+// when needed, and returns the store.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Schema == "" {
+		cfg.Schema = DefaultSchema
+	}
+	pool, own := cfg.Pool, false
+	if pool == nil {
+		if cfg.URL == "" {
+			return nil, fmt.Errorf("postgres: open: %w: neither a URL nor a pool given", store.ErrInvalid)
+		}
+		p, err := pgxpool.New(ctx, cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: open: %w", err)
+		}
+		pool, own = p, true
+	}
+	b := newBackend(pool, cfg.Schema)
+	if err := b.migrate(ctx); err != nil {
+		if own {
+			pool.Close()
+		}
+		return nil, fmt.Errorf("postgres: open schema %q: %w", cfg.Schema, err)
+	}
+	return &Store{Store: store.New(b, cfg.Store), pool: pool, ownPool: own}, nil
+}
+
+// Close closes the pool if Open opened it. It always returns nil; the
+// error result lets Store satisfy io.Closer.
+func (s *Store) Close() error {
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+type backend struct {
+	pool      *pgxpool.Pool
+	schema    string
+	items     string // quoted, schema-qualified table names
+	revisions string
+}
+
+func newBackend(pool *pgxpool.Pool, schema string) *backend {
+	return &backend{
+		pool:      pool,
+		schema:    pgx.Identifier{schema}.Sanitize(),
+		items:     pgx.Identifier{schema, "store_items"}.Sanitize(),
+		revisions: pgx.Identifier{schema, "store_revisions"}.Sanitize(),
+	}
+}
+
+// migrateLock is the advisory lock key that serializes schema creation.
+const migrateLock = 0x636f6f72666c6f77 // "coorflow"
+
+func (b *backend) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+CREATE SCHEMA IF NOT EXISTS `+b.schema+`;
+CREATE TABLE IF NOT EXISTS `+b.items+` (
+	owner        text        NOT NULL,
+	path         text        COLLATE "C" NOT NULL,
+	content      text        NOT NULL,
+	priority     text        NOT NULL,
+	trust        text        NOT NULL,
+	sensitivity  text        NOT NULL,
+	load_trigger text        NOT NULL,
+	vis_scope    text        NOT NULL,
+	vis_id       text        NOT NULL,
+	content_type text        NOT NULL,
+	size         bigint      NOT NULL,
+	created      timestamptz NOT NULL,
+	updated      timestamptz NOT NULL,
+	revision     bigint      NOT NULL,
+	PRIMARY KEY (owner, path)
+);
+CREATE TABLE IF NOT EXISTS `+b.revisions+` (
+	owner    text   NOT NULL,
+	path     text   COLLATE "C" NOT NULL,
+	revision bigint NOT NULL,
+	content  text   NOT NULL,
+	PRIMARY KEY (owner, path, revision)
+);`)
+		return err
+	})
+}
+
+const metaCols = `path, priority, trust, sensitivity, load_trigger, vis_scope, vis_id, content_type, size, created, updated, revision`
+
+func scanMeta(row pgx.Row, extra ...any) (store.Meta, error) {
+	var m store.Meta
+	dest := append([]any{&m.Path, &m.Priority, &m.Trust, &m.Sensitivity, &m.Trigger,
+		&m.Visibility.Scope, &m.Visibility.ID, &m.ContentType, &m.Size, &m.Created, &m.Updated, &m.Revision}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return store.Meta{}, err
+	}
+	m.Created = m.Created.UTC()
+	m.Updated = m.Updated.UTC()
+	return m, nil
+}
+
+func notFound(path string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %q: %w", path, store.ErrNotFound)
+	}
+	return fmt.Errorf("postgres: %q: %w", path, err)
+}
+
+// querier is what a pool and a transaction share.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (b *backend) getItem(ctx context.Context, q querier, owner, path, lock string) (store.Item, error) {
+	row := q.QueryRow(ctx, `SELECT `+metaCols+`, content FROM `+b.items+` WHERE owner = $1 AND path = $2`+lock, owner, path)
+	var it store.Item
+	m, err := scanMeta(row, &it.Content)
+	if err != nil {
+		return store.Item{}, notFound(path, err)
+	}
+	it.Meta = m
+	return it, nil
+}
+
+func (b *backend) Get(ctx context.Context, owner, path string) (store.Item, error) {
+	return b.getItem(ctx, b.pool, owner, path, "")
+}
+
+func (b *backend) ReadRange(ctx context.Context, owner, path string, offset, n int64) (store.Meta, string, error) {
+	row := b.pool.QueryRow(ctx, `SELECT `+metaCols+`, substring(convert_to(content, 'UTF8') from $3 for $4)
+		FROM `+b.items+` WHERE owner = $1 AND path = $2`, owner, path, offset+1, n)
+	var data []byte
+	m, err := scanMeta(row, &data)
+	if err != nil {
+		return store.Meta{}, "", notFound(path, err)
+	}
+	return m, string(data), nil
+}
+
+// likeEscape escapes LIKE's wildcards and its escape character.
+var likeEscape = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+func (b *backend) List(ctx context.Context, owner, prefix, after string, limit int) ([]store.Meta, error) {
+	rows, err := b.pool.Query(ctx, `SELECT `+metaCols+` FROM `+b.items+`
+		WHERE owner = $1 AND path LIKE $2 AND path > $3 ORDER BY path LIMIT $4`,
+		owner, likeEscape.Replace(prefix)+"%", after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list %q: %w", prefix, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Meta, error) { return scanMeta(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+func (b *backend) Match(ctx context.Context, owner, prefix string, terms []string) ([]store.Item, error) {
+	conds := make([]string, len(terms))
+	args := []any{owner, likeEscape.Replace(prefix) + "%"}
+	for i, t := range terms {
+		args = append(args, "%"+likeEscape.Replace(t)+"%")
+		n := len(args)
+		conds[i] = fmt.Sprintf("path ILIKE $%d OR content ILIKE $%d", n, n)
+	}
+	rows, err := b.pool.Query(ctx, `SELECT `+metaCols+`, content FROM `+b.items+`
+		WHERE owner = $1 AND path LIKE $2 AND (`+strings.Join(conds, " OR ")+`) ORDER BY path`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: search: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Item, error) {
+		var it store.Item
+		m, err := scanMeta(r, &it.Content)
+		it.Meta = m
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: search: %w", err)
+	}
+	return out, nil
+}
+
+func (b *backend) Update(ctx context.Context, owner string, fn func(store.Tx) error) error {
+	pgTx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	defer func() { _ = pgTx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(&tx{b: b, tx: pgTx, owner: owner}); err != nil {
+		return err
+	}
+	if err := pgTx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}
+
+// tx implements store.Tx in a READ COMMITTED transaction; Get locks the
+// row it reads until the transaction ends.
+type tx struct {
+	b     *backend
+	tx    pgx.Tx
+	owner string
+}
+
+func (t *tx) Get(ctx context.Context, path string) (store.Item, error) {
+	return t.b.getItem(ctx, t.tx, t.owner, path, " FOR UPDATE")
+}
+
+func itemArgs(owner string, it store.Item) []any {
+	return []any{owner, it.Path, it.Content, string(it.Priority), string(it.Trust), string(it.Sensitivity),
+		string(it.Trigger), string(it.Visibility.Scope), it.Visibility.ID, string(it.ContentType), it.Size,
+		it.Created, it.Updated, it.Revision}
+}
+
+func (t *tx) Insert(ctx context.Context, it store.Item) error {
+	tag, err := t.tx.Exec(ctx, `INSERT INTO `+t.b.items+` (owner, path, content, priority, trust, sensitivity,
+		load_trigger, vis_scope, vis_id, content_type, size, created, updated, revision)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		ON CONFLICT (owner, path) DO NOTHING`, itemArgs(t.owner, it)...)
+	if err != nil {
+		return fmt.Errorf("postgres: insert %q: %w", it.Path, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: insert %q: %w", it.Path, store.ErrExists)
+	}
+	return nil
+}
+
+func (t *tx) Replace(ctx context.Context, it store.Item) error {
+	tag, err := t.tx.Exec(ctx, `UPDATE `+t.b.items+` SET content = $3, priority = $4, trust = $5,
+		sensitivity = $6, load_trigger = $7, vis_scope = $8, vis_id = $9, content_type = $10, size = $11,
+		created = $12, updated = $13, revision = $14 WHERE owner = $1 AND path = $2`, itemArgs(t.owner, it)...)
+	if err != nil {
+		return fmt.Errorf("postgres: update %q: %w", it.Path, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: update %q: %w", it.Path, store.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) Delete(ctx context.Context, path string) error {
+	for _, table := range []string{t.b.items, t.b.revisions} {
+		if _, err := t.tx.Exec(ctx, `DELETE FROM `+table+` WHERE owner = $1 AND path = $2`, t.owner, path); err != nil {
+			return fmt.Errorf("postgres: delete %q: %w", path, err)
+		}
+	}
+	return nil
+}
+
+func (t *tx) PutPast(ctx context.Context, path string, revision int64, content string) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO `+t.b.revisions+` (owner, path, revision, content) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (owner, path, revision) DO UPDATE SET content = EXCLUDED.content`, t.owner, path, revision, content)
+	if err != nil {
+		return fmt.Errorf("postgres: keep revision %d of %q: %w", revision, path, err)
+	}
+	return nil
+}
+
+func (t *tx) Past(ctx context.Context, path string, revision int64) (string, error) {
+	var content string
+	err := t.tx.QueryRow(ctx, `SELECT content FROM `+t.b.revisions+` WHERE owner = $1 AND path = $2 AND revision = $3`,
+		t.owner, path, revision).Scan(&content)
+	if err != nil {
+		return "", notFound(path, err)
+	}
+	return content, nil
+}
+
+func (t *tx) DropPast(ctx context.Context, path string, below int64) error {
+	_, err := t.tx.Exec(ctx, `DELETE FROM `+t.b.revisions+` WHERE owner = $1 AND path = $2 AND revision < $3`,
+		t.owner, path, below)
+	if err != nil {
+		return fmt.Errorf("postgres: drop revisions of %q: %w", path, err)
+	}
+	return nil
+}

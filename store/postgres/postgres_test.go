@@ -1,0 +1,181 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/postgres"
+	"github.com/coorflow/coorflow/store/storetest"
+)
+
+const defaultURL = "postgres://postgres@127.0.0.1:5432/test"
+
+func testURL() string {
+	if u := os.Getenv("COORFLOW_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return defaultURL
+}
+
+var (
+	reachOnce sync.Once
+	reachErr  error
+)
+
+// requireServer skips the test when no server answers at all; every other
+// failure later is a test failure.
+func requireServer(t *testing.T) {
+	t.Helper()
+	reachOnce.Do(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, testURL())
+		if err != nil {
+			reachErr = err
+			return
+		}
+		defer conn.Close(ctx)
+		reachErr = conn.Ping(ctx)
+	})
+	if reachErr != nil {
+		t.Skipf("cannot connect to PostgreSQL at %s (set COORFLOW_TEST_POSTGRES to override): %v", testURL(), reachErr)
+	}
+}
+
+// freshSchema returns a schema name no other test uses, dropped when t ends.
+func freshSchema(t *testing.T) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "storetest_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, testURL())
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+		assert.NoError(t, err)
+	})
+	return name
+}
+
+func open(t *testing.T, cfg postgres.Config) *postgres.Store {
+	t.Helper()
+	requireServer(t)
+	if cfg.Schema == "" {
+		cfg.Schema = freshSchema(t)
+	}
+	if cfg.URL == "" && cfg.Pool == nil {
+		cfg.URL = testURL()
+	}
+	s, err := postgres.Open(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	requireServer(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, postgres.Config{})
+	})
+}
+
+func TestOpenWithoutURL(t *testing.T) {
+	_, err := postgres.Open(t.Context(), postgres.Config{})
+	require.ErrorIs(t, err, store.ErrInvalid)
+}
+
+// TestSharedSchemaAndPool opens several stores on one schema concurrently,
+// as replicas starting together would, and checks they see one store.
+func TestSharedSchemaAndPool(t *testing.T) {
+	requireServer(t)
+	schema := freshSchema(t)
+	pool, err := pgxpool.New(t.Context(), testURL())
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	const replicas = 4
+	stores := make([]*postgres.Store, replicas)
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() {
+			stores[i], errs[i] = postgres.Open(t.Context(), postgres.Config{Pool: pool, Schema: schema})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "replica %d", i)
+	}
+	_, err = stores[0].Add(t.Context(), "alice", "project/a", "from replica 0", store.Attrs{})
+	require.NoError(t, err)
+	it, err := stores[3].Get(t.Context(), "alice", "project/a")
+	require.NoError(t, err)
+	assert.Equal(t, "from replica 0", it.Content)
+
+	for _, s := range stores {
+		require.NoError(t, s.Close())
+	}
+	require.NoError(t, pool.Ping(t.Context()), "Close leaves a pool it did not open")
+}
+
+func TestConcurrentWritersOnTwoPools(t *testing.T) {
+	schema := freshSchema(t)
+	handles := []*postgres.Store{open(t, postgres.Config{Schema: schema}), open(t, postgres.Config{Schema: schema})}
+	_, err := handles[0].Add(t.Context(), "alice", "mission/r1/plan", `{}`, store.Attrs{ContentType: store.ContentJSON})
+	require.NoError(t, err)
+
+	const writers = 12
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range writers {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = handles[i%2].Edit(t.Context(), "alice", "mission/r1/plan",
+				store.Replace(1, fmt.Sprintf(`{"f%02d":%d}`, i, i)))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "writer %d", i)
+	}
+	it, err := handles[1].Get(t.Context(), "alice", "mission/r1/plan")
+	require.NoError(t, err)
+	assert.Equal(t, int64(writers+1), it.Revision)
+}
+
+func TestSizeWarning(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		got []store.Warning
+	)
+	s := open(t, postgres.Config{Store: store.Config{WarnSize: 4, OnWarning: func(w store.Warning) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, w)
+	}}})
+	_, err := s.Add(t.Context(), "alice", "project/big", "12345", store.Attrs{Trigger: store.TriggerAlways})
+	require.NoError(t, err)
+	_, err = s.Add(t.Context(), "alice", "project/small", "1234", store.Attrs{Trigger: store.TriggerAlways})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 1)
+	assert.Equal(t, "project/big", got[0].Path)
+	assert.Equal(t, int64(5), got[0].Size)
+}

@@ -1,0 +1,18 @@
+// Package sqlite is the embedded backend of the context store: one SQLite
+// file, opened with the pure-Go driver modernc.org/sqlite (no cgo), in WAL
+// mode so that reads run alongside a write.
+//
+//	s, err := sqlite.Open(ctx, sqlite.Config{Path: "coorflow.db"})
+//	if err != nil { ... }
+//	defer s.Close()
+//	_, err = s.Add(ctx, "alice", "project/readme", "…", store.Attrs{})
+//
+// Writes are serialized: within a process by the Store itself, across
+// processes by SQLite's write lock, taken at the start of each transaction
+// (BEGIN IMMEDIATE) and waited for up to Config.BusyTimeout, so concurrent
+// writers never see SQLITE_BUSY in normal operation.
+//
+// Search compares terms with a lower-cased copy of each item's path and
+// content, stored beside it, so case-insensitive matching covers all of
+// Unicode, not only ASCII as SQLite's LIKE does.
+package sqlite

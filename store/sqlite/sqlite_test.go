@@ -1,0 +1,129 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/sqlite"
+	"github.com/coorflow/coorflow/store/storetest"
+)
+
+func open(t *testing.T, path string, cfg store.Config) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Store: cfg})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "store.db"), store.Config{})
+	})
+}
+
+func TestOpenWithoutPath(t *testing.T) {
+	_, err := sqlite.Open(t.Context(), sqlite.Config{})
+	require.ErrorIs(t, err, store.ErrInvalid)
+	assert.Contains(t, err.Error(), "no database path")
+}
+
+func TestPersistsAcrossOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "odd ?#% name.db")
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
+	require.NoError(t, err)
+	_, err = s.Add(t.Context(), "alice", "memory/fact", `{"k":1}`, store.Attrs{ContentType: store.ContentJSON})
+	require.NoError(t, err)
+	_, err = s.Edit(t.Context(), "alice", "memory/fact", store.Replace(1, `{"k":2}`))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s2 := open(t, path, store.Config{})
+	it, err := s2.Get(t.Context(), "alice", "memory/fact")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"k":2}`, it.Content)
+	assert.Equal(t, int64(2), it.Revision)
+	// The kept base of revision 1 survived too: a stale edit still merges.
+	_, err = s2.Edit(t.Context(), "alice", "memory/fact", store.Replace(1, `{"k":1,"n":true}`))
+	require.NoError(t, err)
+	it, err = s2.Get(t.Context(), "alice", "memory/fact")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"k":2,"n":true}`, it.Content)
+}
+
+// TestConcurrentWritersOnTwoHandles writes from many goroutines through two
+// Stores opened on the same file, so that writers meet in SQLite's lock and
+// not only in the Store's own queue: none may see SQLITE_BUSY.
+func TestConcurrentWritersOnTwoHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	handles := []*sqlite.Store{open(t, path, store.Config{}), open(t, path, store.Config{})}
+	_, err := handles[0].Add(t.Context(), "alice", "mission/r1/progress", "", store.Attrs{})
+	require.NoError(t, err)
+
+	const writers, each = 16, 8
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range writers {
+		s := handles[i%2]
+		wg.Go(func() {
+			<-start
+			for j := range each {
+				if _, err := s.Add(t.Context(), "alice", fmt.Sprintf("memory/w%02d/%02d", i, j), "x", store.Attrs{}); err != nil {
+					errs[i] = err
+					return
+				}
+				// A read-modify-write: retried on conflict, never on BUSY.
+				for {
+					it, err := s.Get(t.Context(), "alice", "mission/r1/progress")
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					_, err = s.Edit(t.Context(), "alice", "mission/r1/progress",
+						store.Replace(it.Revision, it.Content+"+"))
+					if err == nil {
+						break
+					}
+					var ce *store.ConflictError
+					if !assert.ErrorAs(t, err, &ce) {
+						errs[i] = err
+						return
+					}
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "writer %d", i)
+	}
+	p, err := handles[1].List(t.Context(), "alice", "memory/", store.ListOptions{Limit: store.MaxListLimit})
+	require.NoError(t, err)
+	assert.Len(t, p.Items, writers*each)
+	it, err := handles[0].Get(t.Context(), "alice", "mission/r1/progress")
+	require.NoError(t, err)
+	assert.Len(t, it.Content, writers*each)
+	assert.Equal(t, int64(writers*each+1), it.Revision)
+}
+
+func TestSizeWarning(t *testing.T) {
+	var got []store.Warning
+	s := open(t, filepath.Join(t.TempDir(), "w.db"), store.Config{WarnSize: 8, OnWarning: func(w store.Warning) {
+		got = append(got, w)
+	}})
+	_, err := s.Add(t.Context(), "alice", "project/big", "123456789", store.Attrs{Trigger: store.TriggerAlways})
+	require.NoError(t, err)
+	_, err = s.Add(t.Context(), "alice", "project/indexed", "123456789", store.Attrs{Trigger: store.TriggerIndex})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, store.Warning{Owner: "alice", Path: "project/big", Revision: 1, Trigger: store.TriggerAlways,
+		Size: 9, Limit: 8}, got[0])
+}
