@@ -109,6 +109,9 @@ type Config struct {
 	// Getenv looks up API keys by the names in APIKeyEnv; nil means
 	// os.Getenv. ApplyEnv sets it.
 	Getenv func(string) string `yaml:"-"`
+	// OnRetry, if set, is told of every retry of every tier's model before
+	// its wait, e.g. to log it; it must not block.
+	OnRetry func(t Tier, retry int, wait time.Duration, err error) `yaml:"-"`
 
 	file  string         // where the config was loaded from
 	lines map[string]int // "tier" and "tier.field" → line in file

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
@@ -62,7 +63,11 @@ func New(ctx context.Context, cfg Config) (*Models, error) {
 		}
 		var m llms.Model = &captureModel{inner: base}
 		m = WithTimeout(m, mc.Timeout)
-		m = WithRetry(m, RetryPolicy{MaxRetries: mc.MaxRetries})
+		policy := RetryPolicy{MaxRetries: mc.MaxRetries}
+		if cfg.OnRetry != nil {
+			policy.OnRetry = func(retry int, wait time.Duration, err error) { cfg.OnRetry(t, retry, wait, err) }
+		}
+		m = WithRetry(m, policy)
 		ms.tiers[t] = TierModel{Model: m, Profile: Profile{
 			Provider: mc.Provider, Model: mc.Model, MaxInputTokens: mc.MaxInputTokens,
 		}}

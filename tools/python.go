@@ -136,32 +136,13 @@ func (p *pythonTool) run(ctx context.Context, dir string) (*pythonRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: python: start %s: %w", p.cfg.Interpreter, err)
 	}
-
 	res := &pythonRun{out: newCappedBuffer(p.cfg.MaxOutput)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(res.out, r)
 	}()
-	waited := make(chan struct{})
-	go func() {
-		defer close(waited)
-		_ = cmd.Wait() // the state is read below; a non-zero exit is not an error here
-	}()
-
-	timer := time.NewTimer(p.cfg.Timeout)
-	defer timer.Stop()
-	select {
-	case <-waited:
-	case <-timer.C:
-		res.timedOut = true
-		killProcessGroup(cmd)
-		<-waited
-	case <-ctx.Done():
-		killProcessGroup(cmd)
-		<-waited
-	}
-	killProcessGroup(cmd) // whatever the code left running
+	res.timedOut = p.wait(ctx, cmd)
 	drain := time.NewTimer(pipeDrain)
 	defer drain.Stop()
 	select {
@@ -170,13 +151,36 @@ func (p *pythonTool) run(ctx context.Context, dir string) (*pythonRun, error) {
 		r.Close() // a process escaped the group and holds the pipe
 		<-copied
 	}
-	if !res.timedOut {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("tools: python: %w", err)
-		}
+	if err := ctx.Err(); err != nil && !res.timedOut {
+		return nil, fmt.Errorf("tools: python: %w", err)
 	}
 	res.state = cmd.ProcessState
 	return res, nil
+}
+
+// wait waits for the started cmd to exit, killing its process group at the
+// timeout or when ctx ends, and in any case once it has exited, so that
+// nothing it started lives on. It reports whether the timeout fired.
+func (p *pythonTool) wait(ctx context.Context, cmd *exec.Cmd) (timedOut bool) {
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
+	}()
+	timer := time.NewTimer(p.cfg.Timeout)
+	defer timer.Stop()
+	select {
+	case <-waited:
+	case <-timer.C:
+		timedOut = true
+		killProcessGroup(cmd)
+		<-waited
+	case <-ctx.Done():
+		killProcessGroup(cmd)
+		<-waited
+	}
+	killProcessGroup(cmd)
+	return timedOut
 }
 
 // env builds the code's environment.

@@ -1,0 +1,18 @@
+// Package openaitest provides an httptest server that speaks OpenAI's
+// chat-completions protocol from a script, so that tests can drive
+// langchaingo's real OpenAI client — and every OpenAI-compatible path of
+// package llm — without a network or a key.
+//
+// A Server answers each request with the next scripted Response: text,
+// reasoning, several tool calls, usage, or an error in OpenAI's JSON format
+// with its status and headers (RateLimited, ContextLengthExceeded,
+// ServerError, Unauthorized), optionally after a delay. When the request
+// asks for a stream, the answer is sent as server-sent events the way
+// OpenAI sends them, tool calls as deltas included. The Server records
+// every request.
+//
+//	srv := openaitest.NewServer(openaitest.Text("hello"))
+//	defer srv.Close()
+//	model, err := openai.New(openai.WithBaseURL(srv.BaseURL()),
+//		openai.WithToken("test"), openai.WithModel("gpt-4o"))
+package openaitest

@@ -1,0 +1,113 @@
+package openaitest
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Response is one scripted answer of the Server.
+type Response struct {
+	// Text is the assistant message's content.
+	Text string
+	// Reasoning is sent as reasoning_content, as DeepSeek and vLLM do.
+	Reasoning string
+	// ToolCalls are the tool calls of the message.
+	ToolCalls []ToolCall
+	// FinishReason defaults to "tool_calls" with tool calls, else "stop".
+	FinishReason string
+	// Usage defaults to an estimate of the request and reply (see
+	// llm.EstimateTokens).
+	Usage *Usage
+	// Chunks are the content pieces of a streamed reply; they default to
+	// the words of Text (scripted.Chunks). Ignored when not streaming.
+	Chunks []string
+	// Status, when 400 or more, makes this an error response with Error as
+	// its body.
+	Status int
+	// Error is the body of an error response.
+	Error *ErrorBody
+	// Header holds extra response headers, such as Retry-After.
+	Header http.Header
+	// Delay holds the response back; the wait ends early if the client
+	// goes away or the Server is closed.
+	Delay time.Duration
+}
+
+// ToolCall is a tool call in a Response.
+type ToolCall struct {
+	// ID defaults to "call_<response>_<n>", both counted from 1.
+	ID        string
+	Name      string
+	Arguments string // JSON; "" means "{}"
+}
+
+// Usage is the token usage reported with a Response.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	ReasoningTokens  int
+}
+
+// ErrorBody is an error in OpenAI's format:
+// {"error":{"message","type","param","code"}}.
+type ErrorBody struct {
+	Message string
+	Type    string
+	Param   string
+	Code    string
+}
+
+// Text returns a plain text reply.
+func Text(s string) Response { return Response{Text: s} }
+
+// ToolCalls returns a reply that calls tools, in parallel when there are
+// several.
+func ToolCalls(calls ...ToolCall) Response { return Response{ToolCalls: calls} }
+
+// Delayed returns r held back by d.
+func Delayed(d time.Duration, r Response) Response {
+	r.Delay = d
+	return r
+}
+
+// RateLimited returns OpenAI's 429 answer, asking the client to wait d:
+// retry-after-ms gives d exactly, Retry-After in whole seconds, rounded up.
+func RateLimited(d time.Duration) Response {
+	h := http.Header{}
+	h.Set("retry-after-ms", strconv.FormatInt(d.Milliseconds(), 10))
+	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	return Response{Status: http.StatusTooManyRequests, Header: h, Error: &ErrorBody{
+		Message: "Rate limit reached for requests. Please try again later.",
+		Type:    "requests", Code: "rate_limit_exceeded",
+	}}
+}
+
+// ContextLengthExceeded returns OpenAI's 400 answer to a prompt longer
+// than the model's window of maxTokens.
+func ContextLengthExceeded(maxTokens int) Response {
+	return Response{Status: http.StatusBadRequest, Error: &ErrorBody{
+		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages "+
+			"resulted in %d tokens. Please reduce the length of the messages.", maxTokens, maxTokens+1000),
+		Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+	}}
+}
+
+// ServerError returns OpenAI's 500 answer.
+func ServerError() Response {
+	return Response{Status: http.StatusInternalServerError, Error: &ErrorBody{
+		Message: "The server had an error while processing your request. Sorry about that!",
+		Type:    "server_error",
+	}}
+}
+
+// Unauthorized returns OpenAI's 401 answer to a wrong API key.
+func Unauthorized() Response {
+	return Response{Status: http.StatusUnauthorized, Error: &ErrorBody{
+		Message: "Incorrect API key provided. You can find your API key at " +
+			"https://platform.openai.com/account/api-keys.",
+		Type: "invalid_request_error", Code: "invalid_api_key",
+	}}
+}
