@@ -36,9 +36,15 @@ type Result struct {
 	Checkpoint string
 }
 
-// Input returns the writes that start a run. Pass nil to Invoke or Stream
-// to continue a thread without new input.
-func Input(writes ...Write) []Write { return writes }
+// Input returns the writes that start a run (never nil, even with no
+// writes). Pass nil instead to Invoke or Stream to continue a thread
+// without new input.
+func Input(writes ...Write) []Write {
+	if writes == nil {
+		return []Write{}
+	}
+	return writes
+}
 
 // Invoke runs the graph to the end (or to an interrupt) and returns the
 // final state. It is Stream without events.

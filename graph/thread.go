@@ -52,9 +52,9 @@ func (ru *run) loadThread(id string) (CheckpointRecord, checkpointMeta, error) {
 	rec, meta, err := ru.p.load(ru.ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound) && id != "":
-		return rec, meta, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", ru.p.thread, id, err)
+		return rec, meta, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", ru.p.thread, id, ErrNotFound)
 	case errors.Is(err, ErrNotFound):
-		return rec, meta, fmt.Errorf("graph: thread %q does not exist: %w", ru.p.thread, err)
+		return rec, meta, fmt.Errorf("graph: thread %q does not exist: %w", ru.p.thread, ErrNotFound)
 	case err != nil:
 		return rec, meta, fmt.Errorf("graph: thread %q: %w", ru.p.thread, err)
 	}
