@@ -16,7 +16,7 @@ type config struct {
 	eventsSet       bool
 	durability      Durability
 	resume          *resumeSpec
-	historyLimit int
+	historyLimit    int
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
 }

@@ -165,7 +165,7 @@ type task struct {
 
 	// From a previous run of this step (resume):
 	done    *taskResult                // its recorded result: not run again
-	waiting []InterruptInfo                // unanswered interrupts: not run again
+	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
 	// interrupts counts Interrupt calls in the current attempt.

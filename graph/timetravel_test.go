@@ -202,4 +202,3 @@ func TestPacketOverlaysOnAnAppendChannelDoNotShareMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [][]string{{"base", "p0"}, {"base", "p1"}, {"base", "p2"}}, seen)
 }
-
