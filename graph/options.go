@@ -17,6 +17,7 @@ type config struct {
 	durability      Durability
 	resume          *resumeSpec
 	historyLimit    int
+	runtime         map[string]any
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
 }

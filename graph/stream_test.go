@@ -213,3 +213,35 @@ func TestScopesExtendThePathOfEvents(t *testing.T) {
 	assert.Equal(t, "team", evs[0].Node)
 	assert.Equal(t, graph.TaskInfo{Graph: "scoped", Node: "team", Path: "scoped/team", Step: 0}, info)
 }
+
+func TestRuntimeValuesReachNodesAndSubgraphsButNeverState(t *testing.T) {
+	var fromInner, fromOuter string
+	inner := graph.New("inner", textKey)
+	inner.AddNode("x", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		fromInner = graph.RuntimeString(ctx, "api_key")
+		return graph.Command{}, nil
+	})
+	inner.AddEdge(graph.Start, "x")
+	inner.AddEdge("x", graph.End)
+	sub, err := inner.Compile()
+	require.NoError(t, err)
+	outer := graph.New("outer", textKey)
+	outer.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		fromOuter = graph.RuntimeString(ctx, "api_key")
+		return graph.Command{}, nil
+	})
+	outer.AddSubgraph("sub", sub)
+	outer.AddEdge(graph.Start, "a")
+	outer.AddEdge("a", "sub")
+	outer.AddEdge("sub", graph.End)
+	r, err := outer.Compile(graph.WithRuntime(map[string]any{"api_key": "default"}))
+	require.NoError(t, err)
+
+	res, err := r.Invoke(t.Context(), graph.Input(textKey.Set("hi")), graph.WithRuntime(map[string]any{"api_key": "sk-secret"}))
+	require.NoError(t, err)
+	assert.Equal(t, "sk-secret", fromOuter)
+	assert.Equal(t, "sk-secret", fromInner)
+	assert.NotContains(t, fmt.Sprint(res.State.Values()), "sk-secret")
+	_, ok := graph.RuntimeValue(t.Context(), "api_key")
+	assert.False(t, ok)
+}

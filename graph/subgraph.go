@@ -21,6 +21,7 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 	var answers map[string]json.RawMessage
 	if em := emitterFrom(ctx); em != nil {
 		cfg.events = em.r.cfg.events
+		cfg.runtime = em.r.cfg.runtime
 		path = em.path
 		yield = func(ev Event) bool {
 			em.r.send(ctx, ev)
