@@ -44,11 +44,7 @@ func BenchPutCheckpoint(b *testing.B, s graph.Saver, written BytesWritten) {
 	ctx := b.Context()
 	blobs := make([]graph.Blob, 1)
 	step := 0
-	var before int64
-	if written != nil {
-		before = written(b)
-	}
-	b.ReportAllocs()
+	m := start(b, written)
 	for b.Loop() {
 		var cp graph.CheckpointRecord
 		cp, blobs[0] = SmallStep("bench", step)
@@ -57,7 +53,7 @@ func BenchPutCheckpoint(b *testing.B, s graph.Saver, written BytesWritten) {
 		}
 		step++
 	}
-	report(b, step, before, written)
+	m.report(b, step)
 }
 
 // BenchPutTaskRecords measures PutTaskRecords of one record of about 100
@@ -72,11 +68,7 @@ func BenchPutTaskRecords(b *testing.B, s graph.Saver, written BytesWritten) {
 	ref := graph.CheckpointRef{Thread: cp.Thread, ID: cp.ID}
 	recs := []graph.TaskRecord{{TaskID: "team:7f3a", Kind: "call", Data: smallBlob}}
 	n := 0
-	var before int64
-	if written != nil {
-		before = written(b)
-	}
-	b.ReportAllocs()
+	m := start(b, written)
 	for b.Loop() {
 		recs[0].Key = strconv.Itoa(n)
 		if err := s.PutTaskRecords(ctx, ref, recs); err != nil {
@@ -84,16 +76,42 @@ func BenchPutTaskRecords(b *testing.B, s graph.Saver, written BytesWritten) {
 		}
 		n++
 	}
-	report(b, n, before, written)
+	m.report(b, n)
 }
 
-// report adds the custom metrics of a benchmark that ran n operations.
-func report(b *testing.B, n int, before int64, written BytesWritten) {
+// meter takes the measures a benchmark reports beyond ns/op.
+type meter struct {
+	written      BytesWritten
+	bytesBefore  int64
+	cpuBefore    time.Duration
+	cpuAvailable bool
+}
+
+// start reads the measures before a benchmark's loop, and asks for
+// allocations to be reported.
+func start(b *testing.B, written BytesWritten) *meter {
+	m := &meter{written: written}
+	if written != nil {
+		m.bytesBefore = written(b)
+	}
+	m.cpuBefore, m.cpuAvailable = cpuTime()
+	b.ReportAllocs()
+	return m
+}
+
+// report adds the custom metrics of a benchmark that ran n operations:
+// ns/put, the wall time of one; cpu-ns/put, the CPU time the process spent
+// per operation (which, unlike wall time, does not grow when other
+// processes share the machine's cores); and written-B/op.
+func (m *meter) report(b *testing.B, n int) {
 	if n == 0 {
 		return
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/put")
-	if written != nil {
-		b.ReportMetric(float64(written(b)-before)/float64(n), "written-B/op")
+	if cpu, ok := cpuTime(); ok && m.cpuAvailable {
+		b.ReportMetric(float64((cpu-m.cpuBefore).Nanoseconds())/float64(n), "cpu-ns/put")
+	}
+	if m.written != nil {
+		b.ReportMetric(float64(m.written(b)-m.bytesBefore)/float64(n), "written-B/op")
 	}
 }

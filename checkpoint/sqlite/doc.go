@@ -1,0 +1,31 @@
+// Package sqlite is a graph.Saver that keeps checkpoints in a SQLite file,
+// through the pure-Go driver modernc.org/sqlite (no cgo). It is the embedded
+// default: one file per machine, durable across restarts.
+//
+// Open opens or creates the file with write-ahead logging, synchronous=NORMAL
+// (a commit survives a crash of the process; the last commits before a
+// power loss may not), a busy timeout, foreign keys and 1 KiB pages (see
+// the comment in dsn). New wraps a *sql.DB the caller opened and owns.
+//
+// The tables (checkpoints, checkpoint_heads, checkpoint_blobs,
+// checkpoint_tasks) are created on first use; checkpoint_schema records
+// which migrations have been applied, and a file written by a newer version
+// of this package is refused with ErrSchemaTooNew rather than misread. A
+// row whose values are not of the types the schema declares (the file was
+// edited by hand, or damaged) is reported as a corrupt row, never read as
+// data.
+//
+// Writes are serialized: a Saver keeps one connection for writing, and its
+// writers take turns on it, in Go rather than by contending for SQLite's
+// lock. Each write is one statement or one BEGIN IMMEDIATE transaction on
+// it, so writers in other processes are waited for under the busy timeout
+// and never fail a transaction half way with SQLITE_BUSY. Reads use the
+// other connections and proceed in parallel with the writer (WAL).
+// Timestamps are kept to the microsecond, in UTC.
+//
+//	s, err := sqlite.Open(ctx, "coorflow.db")
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+package sqlite

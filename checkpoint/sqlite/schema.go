@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// ErrSchemaTooNew is returned when the database was written by a newer
+// version of this package, whose schema this version does not know.
+var ErrSchemaTooNew = errors.New("sqlite: checkpoint schema is newer than this version supports")
+
+// migrations[v-1] brings the schema from version v-1 to v. Append to it;
+// never edit a migration that has been released.
+//
+// A PutCheckpoint touches four B-trees: the checkpoints table, its id
+// index, the namespace's head and the blobs table. Each is at least one
+// page written to the WAL per commit, so the schema has no index that
+// writing does not need.
+var migrations = [][]string{
+	{
+		// seq is the rowid: it orders checkpoints by when they were stored.
+		`CREATE TABLE checkpoints (
+			seq           INTEGER PRIMARY KEY,
+			thread_id     TEXT    NOT NULL,
+			ns            TEXT    NOT NULL,
+			checkpoint_id TEXT    NOT NULL,
+			parent_id     TEXT    NOT NULL,
+			step          INTEGER NOT NULL,
+			source        TEXT    NOT NULL,
+			created_us    INTEGER NOT NULL,
+			meta          BLOB    NOT NULL
+		)`,
+		`CREATE UNIQUE INDEX checkpoints_by_id ON checkpoints (thread_id, ns, checkpoint_id)`,
+		// The newest checkpoint and the counts of each namespace of each
+		// thread, kept by a trigger so that finding the newest checkpoint
+		// and listing threads read a few rows rather than every checkpoint.
+		`CREATE TABLE checkpoint_heads (
+			thread_id   TEXT    NOT NULL,
+			ns          TEXT    NOT NULL,
+			last_seq    INTEGER NOT NULL,
+			checkpoints INTEGER NOT NULL,
+			created_us  INTEGER NOT NULL,
+			updated_us  INTEGER NOT NULL,
+			PRIMARY KEY (thread_id, ns)
+		) WITHOUT ROWID`,
+		`CREATE TRIGGER checkpoints_head AFTER INSERT ON checkpoints BEGIN
+			INSERT INTO checkpoint_heads (thread_id, ns, last_seq, checkpoints, created_us, updated_us)
+			VALUES (new.thread_id, new.ns, new.seq, 1, new.created_us, new.created_us)
+			ON CONFLICT (thread_id, ns) DO UPDATE SET
+				last_seq    = excluded.last_seq,
+				checkpoints = checkpoints + 1,
+				created_us  = min(created_us, excluded.created_us),
+				updated_us  = max(updated_us, excluded.updated_us);
+		END`,
+		`CREATE TABLE checkpoint_blobs (
+			thread_id TEXT NOT NULL,
+			ns        TEXT NOT NULL,
+			channel   TEXT NOT NULL,
+			version   TEXT NOT NULL,
+			base      TEXT NOT NULL,
+			data      BLOB NOT NULL,
+			PRIMARY KEY (thread_id, ns, channel, version)
+		) WITHOUT ROWID`,
+		`CREATE TABLE checkpoint_tasks (
+			thread_id     TEXT NOT NULL,
+			ns            TEXT NOT NULL,
+			checkpoint_id TEXT NOT NULL,
+			task_id       TEXT NOT NULL,
+			kind          TEXT NOT NULL,
+			key           TEXT NOT NULL,
+			data          BLOB NOT NULL,
+			PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, kind, key),
+			FOREIGN KEY (thread_id, ns, checkpoint_id)
+				REFERENCES checkpoints (thread_id, ns, checkpoint_id) ON DELETE CASCADE
+		) WITHOUT ROWID`,
+	},
+}
+
+// migrate creates or upgrades the schema on conn. It holds SQLite's write
+// lock from the start (BEGIN IMMEDIATE), so processes opening one file at
+// once apply each migration exactly once.
+func migrate(ctx context.Context, conn *sql.Conn) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("sqlite: migrate: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			// A failed statement may have ended the transaction already.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS checkpoint_schema (
+		version INTEGER PRIMARY KEY
+	)`); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	var version int
+	if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM checkpoint_schema`).Scan(&version); err != nil {
+		return fmt.Errorf("sqlite: migrate: read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("%w: the file is at version %d, this package knows up to %d", ErrSchemaTooNew, version, len(migrations))
+	}
+	for v := version + 1; v <= len(migrations); v++ {
+		for _, stmt := range migrations[v-1] {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("sqlite: migrate to version %d: %w", v, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO checkpoint_schema (version) VALUES (?)`, v); err != nil {
+			return fmt.Errorf("sqlite: migrate to version %d: %w", v, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("sqlite: migrate: commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// preparer is a *sql.DB or a *sql.Conn.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// writeStatements are prepared on the writer connection.
+type writeStatements struct {
+	begin, commit, rollback *sql.Stmt
+	insertCheckpoint        *sql.Stmt
+	insertBlob              *sql.Stmt
+	upsertTask              *sql.Stmt
+	deleteThread            [4]*sql.Stmt
+}
+
+// readStatements are prepared on the pool; database/sql prepares each on a
+// connection the first time it runs there and keeps it.
+type readStatements struct {
+	getCheckpoint *sql.Stmt
+	getNewest     *sql.Stmt
+	getSeq        *sql.Stmt
+	list          *sql.Stmt
+	blobs         *sql.Stmt
+	tasks         *sql.Stmt
+	threads       *sql.Stmt
+}
+
+// checkpointColumns are the columns scanCheckpoint reads, in order.
+const checkpointColumns = `checkpoint_id, parent_id, step, source, created_us, meta`
+
+// statement is a query and where its prepared form goes.
+type statement struct {
+	stmt  **sql.Stmt
+	query string
+}
+
+func (st *writeStatements) all() []statement {
+	out := []statement{
+		{&st.begin, `BEGIN IMMEDIATE`},
+		{&st.commit, `COMMIT`},
+		{&st.rollback, `ROLLBACK`},
+		{&st.insertCheckpoint, `INSERT INTO checkpoints
+			(thread_id, ns, checkpoint_id, parent_id, step, source, created_us, meta)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertBlob, `INSERT OR IGNORE INTO checkpoint_blobs
+			(thread_id, ns, channel, version, base, data) VALUES (?, ?, ?, ?, ?, ?)`},
+		// Inserts nothing when the checkpoint does not exist. (The WHERE
+		// clause also keeps ON CONFLICT from being read as a join.)
+		{&st.upsertTask, `INSERT INTO checkpoint_tasks
+			(thread_id, ns, checkpoint_id, task_id, kind, key, data)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+			WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND ns = ?2 AND checkpoint_id = ?3)
+			ON CONFLICT (thread_id, ns, checkpoint_id, task_id, kind, key) DO UPDATE SET data = excluded.data`},
+	}
+	// Tasks first: their foreign key would otherwise be checked for each
+	// deleted checkpoint.
+	for i, table := range []string{"checkpoint_tasks", "checkpoint_blobs", "checkpoints", "checkpoint_heads"} {
+		out = append(out, statement{&st.deleteThread[i], `DELETE FROM ` + table + ` WHERE thread_id = ?`})
+	}
+	return out
+}
+
+func (st *readStatements) all() []statement {
+	return []statement{
+		{&st.getCheckpoint, `SELECT ` + checkpointColumns + ` FROM checkpoints
+			WHERE thread_id = ? AND ns = ? AND checkpoint_id = ?`},
+		{&st.getNewest, `SELECT ` + checkpointColumns + ` FROM checkpoints
+			WHERE seq = (SELECT last_seq FROM checkpoint_heads WHERE thread_id = ? AND ns = ?)`},
+		{&st.getSeq, `SELECT seq FROM checkpoints WHERE thread_id = ? AND ns = ? AND checkpoint_id = ?`},
+		// Through the id index, so that SQLite reads the namespace's rows
+		// rather than walk the whole table backwards by seq. A negative
+		// limit is no limit.
+		{&st.list, `SELECT ` + checkpointColumns + ` FROM checkpoints INDEXED BY checkpoints_by_id
+			WHERE thread_id = ? AND ns = ? AND seq < ? ORDER BY seq DESC LIMIT ?`},
+		// The channels are passed as one JSON array.
+		{&st.blobs, `SELECT channel, version, base, data FROM checkpoint_blobs
+			WHERE thread_id = ? AND ns = ? AND channel IN (SELECT value FROM json_each(?))`},
+		// One row with NULL task columns when the checkpoint has no records,
+		// none when the checkpoint does not exist.
+		{&st.tasks, `SELECT t.task_id, t.kind, t.key, t.data
+			FROM checkpoints c LEFT JOIN checkpoint_tasks t
+				ON t.thread_id = c.thread_id AND t.ns = c.ns AND t.checkpoint_id = c.checkpoint_id
+			WHERE c.thread_id = ? AND c.ns = ? AND c.checkpoint_id = ?
+			ORDER BY t.task_id, t.kind, t.key`},
+		{&st.threads, `SELECT thread_id, sum(checkpoints), min(created_us), max(updated_us)
+			FROM checkpoint_heads GROUP BY thread_id ORDER BY max(last_seq) DESC LIMIT ?`},
+	}
+}
+
+// prepare prepares stmts on p; after an error none is left open.
+func prepare(ctx context.Context, p preparer, stmts []statement) error {
+	for _, s := range stmts {
+		stmt, err := p.PrepareContext(ctx, s.query)
+		if err != nil {
+			return errors.Join(fmt.Errorf("sqlite: prepare statements: %w", err), closeAll(stmts))
+		}
+		*s.stmt = stmt
+	}
+	return nil
+}
+
+// closeAll closes the prepared stmts.
+func closeAll(stmts []statement) error {
+	var errs []error
+	for _, s := range stmts {
+		if *s.stmt != nil {
+			errs = append(errs, (*s.stmt).Close())
+			*s.stmt = nil
+		}
+	}
+	return errors.Join(errs...)
+}
