@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -497,4 +498,22 @@ func TestStateValuesAndChannels(t *testing.T) {
 	assert.Equal(t, map[string]any{"text": "hi"}, res.State.Values())
 	assert.Equal(t, []string{"text", "count"}, res.State.Channels())
 	assert.True(t, slices.Contains(res.State.Channels(), "count"))
+}
+
+func TestDecodeInputAndStateJSON(t *testing.T) {
+	r := chain(t, 1, logKey, countKey)
+	in, err := r.DecodeInput(map[string]json.RawMessage{"log": []byte(`["x"]`), "count": []byte(`2`)})
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), in)
+	require.NoError(t, err)
+	out, err := json.Marshal(res.State)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"log":["x"],"count":2}`, string(out))
+
+	_, err = r.DecodeInput(map[string]json.RawMessage{"nope": []byte(`1`)})
+	assert.EqualError(t, err, `graph: unknown channel "nope": graph "chain" declares "log", "count"`)
+	_, err = r.DecodeInput(map[string]json.RawMessage{"count": []byte(`"two"`)})
+	assert.EqualError(t, err, `graph: decode channel "count" as int: json: cannot unmarshal string into Go value of type int`)
+	assert.Equal(t, []string{"n000"}, r.Nodes())
+	assert.Len(t, r.Channels(), 2)
 }
