@@ -163,3 +163,11 @@ func PathOf(ctx context.Context) string {
 	}
 	return ""
 }
+
+// Wants reports whether the stream of the run that ctx belongs to takes
+// events of kind k, so that producers can skip work nobody will see (such as
+// asking a model to stream tokens).
+func Wants(ctx context.Context, k EventKind) bool {
+	e := emitterFrom(ctx)
+	return e != nil && e.r.wants(k)
+}

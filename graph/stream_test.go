@@ -245,3 +245,22 @@ func TestRuntimeValuesReachNodesAndSubgraphsButNeverState(t *testing.T) {
 	_, ok := graph.RuntimeValue(t.Context(), "api_key")
 	assert.False(t, ok)
 }
+
+func TestWantsFollowsTheStreamFilter(t *testing.T) {
+	var got []bool
+	g := graph.New("wants")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		got = append(got, graph.Wants(ctx, graph.EventToken))
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	_, err = r.Invoke(t.Context(), nil)
+	require.NoError(t, err)
+	collect(t, r, nil)
+	collect(t, r, nil, graph.Events(graph.EventNodeEnd))
+	assert.Equal(t, []bool{false, true, false}, got)
+	assert.False(t, graph.Wants(t.Context(), graph.EventToken))
+}
