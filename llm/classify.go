@@ -17,7 +17,10 @@ type classified struct {
 	err   error
 }
 
-func (e *classified) Error() string   { return e.class.Error() + ": " + e.err.Error() }
+// Error returns "class: error".
+func (e *classified) Error() string { return e.class.Error() + ": " + e.err.Error() }
+
+// Unwrap returns the class and the error.
 func (e *classified) Unwrap() []error { return []error{e.class, e.err} }
 
 // classes are the four error classes, in the order Classify reports them.

@@ -31,8 +31,8 @@ type Models struct {
 
 // TierModel is a model with its profile, as Models serves it.
 type TierModel struct {
-	Model   llms.Model
-	Profile Profile
+	Model   llms.Model // the model, used as given
+	Profile Profile    // what Models.Profile reports for the tier
 }
 
 // New builds the model of every configured tier, after Validate. Each model

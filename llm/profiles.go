@@ -4,8 +4,8 @@ import "strings"
 
 // Profile describes the model serving a tier.
 type Profile struct {
-	Provider Provider
-	Model    string
+	Provider Provider // provider serving the model
+	Model    string   // provider's model name
 	// MaxInputTokens is the model's input window in tokens; 0 when unknown
 	// (callers then fall back to their own default budget).
 	MaxInputTokens int

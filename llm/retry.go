@@ -184,10 +184,12 @@ type timeoutError struct {
 	err     error
 }
 
+// Error says the call timed out and why the inner call failed.
 func (e *timeoutError) Error() string {
 	return fmt.Sprintf("llm: model call timed out after %s: %v", e.timeout, e.err)
 }
 
+// Unwrap returns context.DeadlineExceeded and the inner error.
 func (e *timeoutError) Unwrap() []error { return []error{context.DeadlineExceeded, e.err} }
 
 // Call implements llms.Model.

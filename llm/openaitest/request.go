@@ -8,39 +8,40 @@ import (
 
 // Request is a request the Server received.
 type Request struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
+	Method string      // HTTP method
+	Path   string      // URL path, e.g. "/v1/chat/completions"
+	Header http.Header // request headers, Authorization included
+	Body   []byte      // raw body
 	// Chat is Body decoded; zero if it was not a chat request.
 	Chat ChatRequest
 }
 
 // ChatRequest is the part of a chat-completions request tests look at.
 type ChatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []Message       `json:"messages"`
-	Tools               []Tool          `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *StreamOptions  `json:"stream_options"`
-	MaxTokens           int             `json:"max_tokens"`
-	MaxCompletionTokens int             `json:"max_completion_tokens"`
-	ResponseFormat      json.RawMessage `json:"response_format"`
+	Model               string          `json:"model"`                 // model asked for
+	Messages            []Message       `json:"messages"`              // conversation
+	Tools               []Tool          `json:"tools"`                 // tools offered
+	ToolChoice          json.RawMessage `json:"tool_choice"`           // tool choice, as sent
+	Stream              bool            `json:"stream"`                // whether SSE was asked for
+	StreamOptions       *StreamOptions  `json:"stream_options"`        // stream options, if any
+	MaxTokens           int             `json:"max_tokens"`            // legacy output limit
+	MaxCompletionTokens int             `json:"max_completion_tokens"` // output limit
+	ResponseFormat      json.RawMessage `json:"response_format"`       // response format, as sent
 }
 
 // StreamOptions are the stream options of a request.
 type StreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+	IncludeUsage bool `json:"include_usage"` // a usage chunk is wanted before [DONE]
 }
 
 // Message is a message of a request.
 type Message struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
+	Role       string          `json:"role"`         // system, user, assistant or tool
+	Content    json.RawMessage `json:"content"`      // a string or a list of parts; see Text
+	Name       string          `json:"name"`         // author name, if any
+	ToolCallID string          `json:"tool_call_id"` // the call a tool message answers
+	// ToolCalls are the tool calls of an assistant message.
+	ToolCalls []struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
 		Function struct {
@@ -75,7 +76,8 @@ func (m Message) Text() string {
 
 // Tool is a tool offered in a request.
 type Tool struct {
-	Type     string `json:"type"`
+	Type string `json:"type"` // "function"
+	// Function describes the tool.
 	Function struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description"`

@@ -40,24 +40,24 @@ type Response struct {
 type ToolCall struct {
 	// ID defaults to "call_<response>_<n>", both counted from 1.
 	ID        string
-	Name      string
+	Name      string // the tool's name
 	Arguments string // JSON; "" means "{}"
 }
 
 // Usage is the token usage reported with a Response.
 type Usage struct {
-	PromptTokens     int
-	CompletionTokens int
-	ReasoningTokens  int
+	PromptTokens     int // prompt_tokens
+	CompletionTokens int // completion_tokens; total_tokens is the sum
+	ReasoningTokens  int // completion_tokens_details.reasoning_tokens
 }
 
 // ErrorBody is an error in OpenAI's format:
 // {"error":{"message","type","param","code"}}.
 type ErrorBody struct {
-	Message string
-	Type    string
-	Param   string
-	Code    string
+	Message string // human-readable message
+	Type    string // e.g. "invalid_request_error"
+	Param   string // offending parameter, if any
+	Code    string // e.g. "context_length_exceeded"; "" sends null
 }
 
 // Text returns a plain text reply.

@@ -19,10 +19,10 @@ var (
 // TurnError is the failure of one call, naming the agent and its turn.
 // Err is ErrExhausted, ErrNoReply or ErrToolNotOffered.
 type TurnError struct {
-	Agent  string
-	Turn   int
-	Reason string
-	Err    error
+	Agent  string // the calling agent's label
+	Turn   int    // the agent's call number, from 1
+	Reason string // what went wrong, in words
+	Err    error  // the sentinel
 }
 
 // Error returns "scripted: agent "name" turn N: reason".

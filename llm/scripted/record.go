@@ -8,10 +8,10 @@ import (
 // Usage sums the estimated tokens of the calls that returned a response;
 // Calls counts every call, failed ones included.
 type Usage struct {
-	Calls            int
-	PromptTokens     int
-	CompletionTokens int
-	TotalTokens      int
+	Calls            int // calls received
+	PromptTokens     int // estimated input tokens
+	CompletionTokens int // estimated output tokens
+	TotalTokens      int // PromptTokens + CompletionTokens
 }
 
 // Calls returns every call received so far, in the order they arrived. A
