@@ -7,7 +7,9 @@ import (
 
 // Barrier holds the replies that wait on it until n of them are waiting,
 // then lets them all through. Use it as Reply.Wait to prove that n calls
-// run at the same time: with fewer in flight the calls would block.
+// run at the same time: with fewer in flight the calls would block (until
+// their contexts end, so give the test a deadline). Once open, it stays
+// open.
 type Barrier struct {
 	n       int
 	mu      sync.Mutex
