@@ -21,7 +21,8 @@ func testTaskOrder(t *testing.T, s graph.Saver) {
 	chain(t, s, "t", "", "c1")
 	ref := graph.CheckpointRef{Thread: "t", ID: "c1"}
 	// Bytewise order, which differs from most locales' collation: upper case
-	// before lower case, digits before '_', "" first.
+	// before lower case, digits before '_', "" first, ASCII before other
+	// UTF-8; and by kind before key.
 	want := []graph.TaskRecord{
 		{TaskID: "B", Kind: "result", Key: "", Data: []byte("1")},
 		{TaskID: "a1", Kind: "call", Key: "k", Data: []byte("2")},
@@ -31,11 +32,13 @@ func testTaskOrder(t *testing.T, s graph.Saver) {
 		{TaskID: "a_1", Kind: "call", Key: "k1", Data: []byte("6")},
 		{TaskID: "a_1", Kind: "call", Key: "k10", Data: []byte("7")},
 		{TaskID: "a_1", Kind: "call", Key: "k2", Data: []byte("8")},
-		{TaskID: "b", Kind: "interrupt", Key: "é", Data: []byte("9")},
+		{TaskID: "b", Kind: "call", Key: "zz", Data: []byte("9")},
+		{TaskID: "b", Kind: "interrupt", Key: "z", Data: []byte("10")},
+		{TaskID: "b", Kind: "interrupt", Key: "é", Data: []byte("11")},
 	}
 	// Stored out of order, in two calls.
-	require.NoError(t, s.PutTaskRecords(t.Context(), ref, []graph.TaskRecord{want[7], want[0], want[5], want[8]}))
-	require.NoError(t, s.PutTaskRecords(t.Context(), ref, []graph.TaskRecord{want[3], want[6], want[1], want[4], want[2]}))
+	require.NoError(t, s.PutTaskRecords(t.Context(), ref, []graph.TaskRecord{want[7], want[10], want[0], want[5], want[8]}))
+	require.NoError(t, s.PutTaskRecords(t.Context(), ref, []graph.TaskRecord{want[3], want[9], want[6], want[1], want[4], want[2]}))
 
 	got, err := s.TaskRecords(t.Context(), ref)
 	require.NoError(t, err)

@@ -1,0 +1,163 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/postgres"
+	"github.com/coorflow/coorflow/checkpoint/savertest"
+	"github.com/coorflow/coorflow/graph"
+)
+
+// connString is the test server: COORFLOW_TEST_POSTGRES, or the local one.
+func connString() string {
+	if s := os.Getenv("COORFLOW_TEST_POSTGRES"); s != "" {
+		return s
+	}
+	return "postgres://postgres@127.0.0.1:5432/test"
+}
+
+// testPool connects to the test server, and skips the test only when it
+// cannot connect at all.
+func testPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, connString())
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		t.Skipf("postgres: cannot connect to %s (set COORFLOW_TEST_POSTGRES): %v", connString(), err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// freshSchema returns the name of a schema no test uses, and drops it,
+// with everything in it, when the test ends.
+func freshSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	name := "coorflow_test_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		_, err := pool.Exec(context.WithoutCancel(t.Context()), `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`)
+		assert.NoError(t, err, "drop schema %s", name)
+	})
+	return name
+}
+
+// newSaver returns a Saver on pool in a fresh schema.
+func newSaver(t testing.TB, pool *pgxpool.Pool) *postgres.Saver {
+	t.Helper()
+	s := postgres.New(pool, postgres.WithSchema(freshSchema(t, pool)))
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
+
+func TestSaver(t *testing.T) {
+	pool := testPool(t)
+	savertest.Run(t, func(t *testing.T) graph.Saver { return newSaver(t, pool) })
+}
+
+func TestOpenCreatesTheSchemaAndOwnsThePool(t *testing.T) {
+	pool := testPool(t)
+	schema := freshSchema(t, pool)
+	s, err := postgres.Open(t.Context(), connString(), postgres.WithSchema(schema))
+	require.NoError(t, err)
+
+	var version int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT max(version) FROM `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema`).Scan(&version))
+	assert.Equal(t, 1, version)
+
+	require.NoError(t, s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
+	require.NoError(t, s.Close())
+	_, err = s.GetCheckpoint(t.Context(), graph.CheckpointRef{Thread: "t"})
+	assert.ErrorContains(t, err, "closed")
+}
+
+func TestNewCreatesSchemaOnFirstUseAndLeavesPoolOpen(t *testing.T) {
+	pool := testPool(t)
+	schema := freshSchema(t, pool)
+	s := postgres.New(pool, postgres.WithSchema(schema))
+
+	var exists bool
+	query := `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`
+	require.NoError(t, pool.QueryRow(t.Context(), query, schema).Scan(&exists))
+	assert.False(t, exists, "New does no I/O")
+
+	_, err := s.Threads(t.Context(), graph.ThreadListOptions{})
+	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(t.Context(), query, schema).Scan(&exists))
+	assert.True(t, exists)
+
+	require.NoError(t, s.Close())
+	assert.NoError(t, pool.Ping(t.Context()), "Close leaves a caller-owned pool open")
+}
+
+func TestConcurrentFirstUseCreatesTheSchemaOnce(t *testing.T) {
+	// Savers on one schema stand for processes that start at once.
+	pool := testPool(t)
+	schema := freshSchema(t, pool)
+	const savers = 6
+	errs := make([]error, savers)
+	var wg sync.WaitGroup
+	for i := range savers {
+		wg.Go(func() {
+			s := postgres.New(pool, postgres.WithSchema(schema))
+			errs[i] = s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: fmt.Sprint(i), ID: "c1"}, nil)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var versions int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema`).Scan(&versions))
+	assert.Equal(t, 1, versions)
+	threads, err := postgres.New(pool, postgres.WithSchema(schema)).Threads(t.Context(), graph.ThreadListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, threads, savers)
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	pool := testPool(t)
+	schema := freshSchema(t, pool)
+	_, err := postgres.New(pool, postgres.WithSchema(schema)).Threads(t.Context(), graph.ThreadListOptions{})
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `INSERT INTO `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema (version) VALUES (7)`)
+	require.NoError(t, err)
+
+	_, err = postgres.New(pool, postgres.WithSchema(schema)).Threads(t.Context(), graph.ThreadListOptions{})
+	require.ErrorIs(t, err, postgres.ErrSchemaTooNew)
+	assert.ErrorContains(t, err, "version 7")
+}
+
+func TestSchemaNameIsQuoted(t *testing.T) {
+	pool := testPool(t)
+	schema := freshSchema(t, pool) + `"; DROP TABLE x; --`
+	t.Cleanup(func() {
+		_, err := pool.Exec(context.WithoutCancel(t.Context()), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		assert.NoError(t, err)
+	})
+	s := postgres.New(pool, postgres.WithSchema(schema))
+	require.NoError(t, s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
+	got, err := s.GetCheckpoint(t.Context(), graph.CheckpointRef{Thread: "t"})
+	require.NoError(t, err)
+	assert.Equal(t, "c1", got.ID)
+}

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrSchemaTooNew is returned when the tables were created by a newer
+// version of this package, whose schema this version does not know.
+var ErrSchemaTooNew = errors.New("postgres: checkpoint schema is newer than this version supports")
+
+// migrations[v-1] brings the schema from version v-1 to v; "{schema}"
+// stands for the quoted schema name. Append to it; never edit a migration
+// that has been released.
+var migrations = [][]string{
+	{
+		// seq orders checkpoints by when they were stored.
+		`CREATE TABLE {schema}.checkpoints (
+			seq           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			thread_id     text COLLATE "C" NOT NULL,
+			ns            text COLLATE "C" NOT NULL,
+			checkpoint_id text COLLATE "C" NOT NULL,
+			parent_id     text NOT NULL,
+			step          bigint NOT NULL,
+			source        text NOT NULL,
+			created       timestamptz NOT NULL,
+			meta          bytea NOT NULL,
+			CONSTRAINT checkpoints_id UNIQUE (thread_id, ns, checkpoint_id)
+		)`,
+		`CREATE INDEX checkpoints_by_seq ON {schema}.checkpoints (thread_id, ns, seq)`,
+		// The newest checkpoint and the counts of each namespace of each
+		// thread. PutCheckpoint updates its row, which also makes writers
+		// of one namespace of one thread take turns.
+		`CREATE TABLE {schema}.checkpoint_heads (
+			thread_id   text COLLATE "C" NOT NULL,
+			ns          text COLLATE "C" NOT NULL,
+			last_seq    bigint NOT NULL,
+			checkpoints bigint NOT NULL,
+			created     timestamptz NOT NULL,
+			updated     timestamptz NOT NULL,
+			PRIMARY KEY (thread_id, ns)
+		)`,
+		`CREATE TABLE {schema}.checkpoint_blobs (
+			thread_id text COLLATE "C" NOT NULL,
+			ns        text COLLATE "C" NOT NULL,
+			channel   text COLLATE "C" NOT NULL,
+			version   text COLLATE "C" NOT NULL,
+			base      text NOT NULL,
+			data      bytea NOT NULL,
+			PRIMARY KEY (thread_id, ns, channel, version)
+		)`,
+		`CREATE TABLE {schema}.checkpoint_tasks (
+			thread_id     text COLLATE "C" NOT NULL,
+			ns            text COLLATE "C" NOT NULL,
+			checkpoint_id text COLLATE "C" NOT NULL,
+			task_id       text COLLATE "C" NOT NULL,
+			kind          text COLLATE "C" NOT NULL,
+			key           text COLLATE "C" NOT NULL,
+			data          bytea NOT NULL,
+			PRIMARY KEY (thread_id, ns, checkpoint_id, task_id, kind, key),
+			FOREIGN KEY (thread_id, ns, checkpoint_id)
+				REFERENCES {schema}.checkpoints (thread_id, ns, checkpoint_id) ON DELETE CASCADE
+		)`,
+	},
+}
+
+// migrate creates the schema if needed and applies the migrations it
+// lacks, in one transaction that holds an advisory lock named for the
+// schema: processes that start at once wait for each other, and each
+// migration is applied once.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	quoted := pgx.Identifier{schema}.Sanitize()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "coorflow/checkpoint:"+schema); err != nil {
+		return fmt.Errorf("postgres: migrate: lock: %w", err)
+	}
+	for _, stmt := range []string{
+		`CREATE SCHEMA IF NOT EXISTS ` + quoted,
+		`CREATE TABLE IF NOT EXISTS ` + quoted + `.checkpoint_schema (version integer PRIMARY KEY)`,
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("postgres: migrate: %w", err)
+		}
+	}
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+quoted+`.checkpoint_schema`).Scan(&version); err != nil {
+		return fmt.Errorf("postgres: migrate: read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("%w: schema %s is at version %d, this package knows up to %d", ErrSchemaTooNew, schema, version, len(migrations))
+	}
+	for v := version + 1; v <= len(migrations); v++ {
+		for _, stmt := range migrations[v-1] {
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(stmt, "{schema}", quoted)); err != nil {
+				return fmt.Errorf("postgres: migrate to version %d: %w", v, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+quoted+`.checkpoint_schema (version) VALUES ($1)`, v); err != nil {
+			return fmt.Errorf("postgres: migrate to version %d: %w", v, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate: commit: %w", err)
+	}
+	return nil
+}
