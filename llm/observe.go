@@ -1,0 +1,172 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// ModelInfo names a model in events and traces.
+type ModelInfo struct {
+	Tier  string
+	Model string
+}
+
+// Observe wraps a model so that every call made inside a graph node goes
+// through the journal (graph.Do: after an interrupt or a crash the recorded
+// response is returned and the model is not called again), streams its
+// text as EventToken events when the run's stream wants them, and reports
+// an EventModelCall with its token usage. Outside a node it is the model
+// itself. Calls are labelled with AgentFrom(ctx).
+func Observe(m llms.Model, info ModelInfo) llms.Model {
+	if o, ok := m.(*observed); ok {
+		m = o.m
+	}
+	return &observed{m: m, info: info}
+}
+
+type observed struct {
+	m    llms.Model
+	info ModelInfo
+}
+
+// modelRecord is what the journal keeps of a model call.
+type modelRecord struct {
+	Resp             *llms.ContentResponse `json:"resp"`
+	PromptTokens     int                   `json:"prompt_tokens"`
+	CompletionTokens int                   `json:"completion_tokens"`
+}
+
+func (o *observed) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, o, prompt, opts...)
+}
+
+func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	var co llms.CallOptions
+	for _, opt := range opts {
+		opt(&co)
+	}
+	callerStream := co.StreamingFunc
+	start := time.Now()
+	live := false
+	rec, err := graph.Do(ctx, "model", func(ctx context.Context) (modelRecord, error) {
+		live = true
+		callOpts := opts
+		if callerStream != nil || graph.Wants(ctx, graph.EventToken) {
+			callOpts = append(append([]llms.CallOption{}, opts...), llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
+				if len(chunk) == 0 || isToolCallChunk(chunk) {
+					return nil
+				}
+				graph.Publish(ctx, graph.Event{Kind: graph.EventToken, Data: string(chunk)})
+				if callerStream != nil {
+					return callerStream(ctx, chunk)
+				}
+				return nil
+			}))
+		}
+		resp, err := o.m.GenerateContent(ctx, msgs, callOpts...)
+		if err != nil {
+			return modelRecord{}, err
+		}
+		if len(resp.Choices) == 0 {
+			return modelRecord{}, fmt.Errorf("llm: model %q returned no choices: %w", o.info.Model, ErrTransient)
+		}
+		p, c := Usage(resp, msgs)
+		return modelRecord{Resp: resp, PromptTokens: p, CompletionTokens: c}, nil
+	})
+	call := graph.ModelCall{
+		Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
+		PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
+		Duration: time.Since(start), Replayed: err == nil && !live,
+	}
+	if err != nil {
+		call.Err = err.Error()
+	}
+	graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: call})
+	if err != nil {
+		return nil, err
+	}
+	if !live && callerStream != nil {
+		// A replayed answer reaches a streaming caller in one chunk.
+		if err := callerStream(ctx, []byte(rec.Resp.Choices[0].Content)); err != nil {
+			return nil, err
+		}
+	}
+	return rec.Resp, nil
+}
+
+// Usage returns the prompt and completion tokens of a response to msgs: the
+// counts the provider reported in the generation info (OpenAI's and
+// Anthropic's keys), estimated where it reported none.
+func Usage(resp *llms.ContentResponse, msgs []llms.MessageContent) (prompt, completion int) {
+	info := resp.Choices[0].GenerationInfo
+	prompt = firstInt(info, "PromptTokens", "InputTokens", "prompt_tokens", "input_tokens")
+	completion = firstInt(info, "CompletionTokens", "OutputTokens", "completion_tokens", "output_tokens")
+	if prompt == 0 {
+		prompt = EstimateMessages(msgs)
+	}
+	if completion == 0 {
+		for _, c := range resp.Choices {
+			completion += EstimateTokens(c.Content)
+			for _, tc := range c.ToolCalls {
+				if tc.FunctionCall != nil {
+					completion += EstimateTokens(tc.FunctionCall.Name + tc.FunctionCall.Arguments)
+				}
+			}
+		}
+	}
+	return prompt, completion
+}
+
+func firstInt(m map[string]any, keys ...string) int {
+	for _, k := range keys {
+		switch v := m[k].(type) {
+		case int:
+			return v
+		case int64:
+			return int(v)
+		case int32:
+			return int(v)
+		case float64:
+			return int(v)
+		}
+	}
+	return 0
+}
+
+// isToolCallChunk reports whether a streamed chunk is not text but a tool
+// call delta: langchaingo's OpenAI client (v0.1.14,
+// combineStreamingChatResponse) passes each tool-call delta to the
+// streaming function as the JSON of the delta list — [{"id":…,"type":…,
+// "function":{"name":…,"arguments":…}}] — and a legacy function-call delta
+// as {"name":…,"arguments":…}. Text never decodes to that shape with the
+// keys present.
+func isToolCallChunk(chunk []byte) bool {
+	switch chunk[0] {
+	case '[':
+		var deltas []map[string]json.RawMessage
+		if json.Unmarshal(chunk, &deltas) != nil || len(deltas) == 0 {
+			return false
+		}
+		for _, d := range deltas {
+			if _, ok := d["function"]; !ok {
+				return false
+			}
+		}
+		return true
+	case '{':
+		var fc map[string]json.RawMessage
+		if json.Unmarshal(chunk, &fc) != nil {
+			return false
+		}
+		_, name := fc["name"]
+		_, args := fc["arguments"]
+		return name && args && len(fc) == 2
+	}
+	return false
+}

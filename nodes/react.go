@@ -1,0 +1,264 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
+)
+
+// DefaultMaxTurns is the number of model calls with tools a ReAct agent
+// makes before it is asked for its best answer (Deer-Flow's default).
+const DefaultMaxTurns = 25
+
+// ErrNoModel: a ReAct agent was configured without a model.
+var ErrNoModel = errors.New("nodes: no model")
+
+// ReActConfig configures a ReAct agent.
+type ReActConfig struct {
+	// Name labels the agent's model calls (llm.WithAgent) and its events.
+	Name string
+	// Model answers; it is wrapped with Observe, so calls made inside a
+	// graph node are journaled and reported. Info names it in events.
+	Model llms.Model
+	Info  llm.ModelInfo
+	// SystemPrompt opens every conversation.
+	SystemPrompt string
+	// Tools the agent may call; nil means none.
+	Tools *tools.Registry
+	// MaxTurns caps the model calls that may use tools (DefaultMaxTurns).
+	MaxTurns int
+	// ToolTimeout bounds each tool call (tools.DefaultTimeout when zero).
+	ToolTimeout time.Duration
+	// CallOptions go to every model call (temperature, max tokens...).
+	CallOptions []llms.CallOption
+}
+
+// ReAct is an agent that reasons and acts: it calls its model with its
+// tools, runs the tools the model asks for — concurrently — and feeds their
+// results back, until the model answers without asking for a tool or the
+// turn limit is reached. At the limit it makes one last call without tools
+// asking for its best answer: hitting the limit is not an error.
+//
+// A ReAct is safe for concurrent use: each Run has its own conversation.
+type ReAct struct {
+	cfg   ReActConfig
+	model llms.Model
+}
+
+// NewReAct checks cfg and returns the agent.
+func NewReAct(cfg ReActConfig) (*ReAct, error) {
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("%w: ReAct agent %q needs a model", ErrNoModel, cfg.Name)
+	}
+	if cfg.Name == "" {
+		return nil, errors.New("nodes: a ReAct agent needs a name")
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	return &ReAct{cfg: cfg, model: llm.Observe(cfg.Model, cfg.Info)}, nil
+}
+
+// Name returns the agent's name.
+func (a *ReAct) Name() string { return a.cfg.Name }
+
+// Task is what a Run works on.
+type Task struct {
+	// Input is the task, as the user message that starts the conversation.
+	Input string
+	// History, when set, is a conversation to continue (after the system
+	// prompt and before Input).
+	History []llms.MessageContent
+	// Scope names this run of the agent in event paths and journal keys;
+	// concurrent runs of one agent inside a node need different scopes.
+	// Default: "agent:<name>".
+	Scope string
+	// Run identifies this run of the agent in agent events.
+	Run string
+}
+
+// Usage counts the tokens of an agent's model calls.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	Calls            int `json:"calls"`
+}
+
+// Result is what a Run produced.
+type Result struct {
+	// Output is the final answer; Reasoning the model's reasoning for it,
+	// when the provider returns one.
+	Output    string
+	Reasoning string
+	// Messages is the whole conversation, final answer included.
+	Messages []llms.MessageContent
+	// Turns counts the model calls; ToolCalls the tool calls made.
+	Turns     int
+	ToolCalls int
+	// HitTurnLimit is true when the answer came from the last call made
+	// without tools after MaxTurns.
+	HitTurnLimit bool
+	Usage        Usage
+}
+
+// turnLimitPrompt asks for an answer when the turns are used up.
+const turnLimitPrompt = "You have used all %d of your turns with tools. Do not call any tool. " +
+	"Answer now with the best answer you can give from what you have found so far, " +
+	"and say what remains uncertain."
+
+// Run works on task until the model answers.
+func (a *ReAct) Run(ctx context.Context, task Task) (*Result, error) {
+	scope := task.Scope
+	if scope == "" {
+		scope = "agent:" + a.cfg.Name
+	}
+	ctx = llm.WithAgent(graph.WithScope(ctx, scope), a.cfg.Name)
+	graph.Publish(ctx, graph.Event{Kind: graph.EventAgentStart, Data: graph.AgentEvent{
+		Agent: a.cfg.Name, Run: task.Run, Task: task.Input, Tools: a.toolNames(), Tier: a.cfg.Info.Tier,
+	}})
+	res, err := a.loop(ctx, task)
+	end := graph.AgentEvent{Agent: a.cfg.Name, Run: task.Run}
+	if err != nil {
+		end.Err = err.Error()
+	} else {
+		end.Output = res.Output
+	}
+	graph.Publish(ctx, graph.Event{Kind: graph.EventAgentEnd, Data: end})
+	return res, err
+}
+
+func (a *ReAct) toolNames() []string {
+	if a.cfg.Tools == nil {
+		return nil
+	}
+	return a.cfg.Tools.Names()
+}
+
+func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
+	msgs := make([]llms.MessageContent, 0, len(task.History)+2)
+	if a.cfg.SystemPrompt != "" {
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, a.cfg.SystemPrompt))
+	}
+	msgs = append(msgs, task.History...)
+	if task.Input != "" {
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, task.Input))
+	}
+	res := &Result{}
+	opts := a.cfg.CallOptions
+	if a.cfg.Tools != nil && len(a.cfg.Tools.Names()) > 0 {
+		opts = append(append([]llms.CallOption{}, opts...), llms.WithTools(a.cfg.Tools.LLMTools()))
+	}
+	for turn := 1; ; turn++ {
+		last := turn > a.cfg.MaxTurns
+		callOpts := opts
+		if last {
+			msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf(turnLimitPrompt, a.cfg.MaxTurns)))
+			callOpts = a.cfg.CallOptions
+			res.HitTurnLimit = true
+		}
+		choice, err := a.call(ctx, msgs, callOpts, res)
+		if err != nil {
+			return res, fmt.Errorf("nodes: agent %q, turn %d: %w", a.cfg.Name, turn, err)
+		}
+		msgs = append(msgs, assistantMessage(choice))
+		if len(choice.ToolCalls) == 0 || last {
+			res.Output, res.Reasoning, res.Messages = choice.Content, choice.ReasoningContent, msgs
+			return res, nil
+		}
+		msgs = append(msgs, a.runTools(ctx, choice.ToolCalls, res)...)
+	}
+}
+
+func (a *ReAct) call(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption, res *Result) (*llms.ContentChoice, error) {
+	resp, err := a.model.GenerateContent(ctx, msgs, opts...)
+	res.Turns++
+	if err != nil {
+		return nil, err
+	}
+	choice := resp.Choices[0]
+	p, c := llm.Usage(resp, msgs)
+	res.Usage.PromptTokens += p
+	res.Usage.CompletionTokens += c
+	res.Usage.Calls++
+	return choice, nil
+}
+
+// assistantMessage turns a model's reply into the message that records it
+// in the conversation, tool calls included.
+func assistantMessage(c *llms.ContentChoice) llms.MessageContent {
+	m := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+	if c.Content != "" || len(c.ToolCalls) == 0 {
+		m.Parts = append(m.Parts, llms.TextContent{Text: c.Content})
+	}
+	for _, tc := range c.ToolCalls {
+		m.Parts = append(m.Parts, tc)
+	}
+	return m
+}
+
+// runTools runs the tool calls of one reply concurrently and returns their
+// results as tool messages, in the order the model asked for them.
+func (a *ReAct) runTools(ctx context.Context, calls []llms.ToolCall, res *Result) []llms.MessageContent {
+	out := make([]llms.MessageContent, len(calls))
+	var wg sync.WaitGroup
+	for i, tc := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = a.runTool(ctx, tc)
+		}()
+	}
+	wg.Wait()
+	res.ToolCalls += len(calls)
+	return out
+}
+
+// toolRecord is what the journal keeps of a tool call.
+type toolRecord struct {
+	Status   string        `json:"status"`
+	Text     string        `json:"text"`
+	Duration time.Duration `json:"duration"`
+}
+
+func (a *ReAct) runTool(ctx context.Context, tc llms.ToolCall) llms.MessageContent {
+	name, args := "", ""
+	if tc.FunctionCall != nil {
+		name, args = tc.FunctionCall.Name, tc.FunctionCall.Arguments
+	}
+	rawArgs := json.RawMessage(args)
+	if !json.Valid(rawArgs) {
+		rawArgs = nil
+	}
+	graph.Publish(ctx, graph.Event{Kind: graph.EventToolCall, Data: graph.ToolCall{Agent: a.cfg.Name, ID: tc.ID, Name: name, Args: rawArgs}})
+	rec, err := graph.Do(ctx, "tool:"+tc.ID, func(ctx context.Context) (toolRecord, error) {
+		r := a.callTool(ctx, name, args)
+		return toolRecord{Status: r.Status.String(), Text: r.Text(), Duration: r.Duration}, nil
+	})
+	if err != nil { // the journal could not record the call: tell the model
+		rec = toolRecord{Status: tools.StatusFailed.String(), Text: "The tool call could not be completed: " + err.Error()}
+	}
+	graph.Publish(ctx, graph.Event{Kind: graph.EventToolResult, Data: graph.ToolResult{
+		Agent: a.cfg.Name, ID: tc.ID, Name: name, Status: rec.Status, Output: rec.Text, Duration: rec.Duration,
+	}})
+	return llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+		llms.ToolCallResponse{ToolCallID: tc.ID, Name: name, Content: rec.Text},
+	}}
+}
+
+func (a *ReAct) callTool(ctx context.Context, name, args string) tools.Result {
+	if a.cfg.Tools == nil {
+		var empty tools.Registry
+		return empty.Run(ctx, name, json.RawMessage(args), tools.RunOptions{Timeout: a.cfg.ToolTimeout})
+	}
+	return a.cfg.Tools.Run(ctx, name, json.RawMessage(strings.TrimSpace(args)), tools.RunOptions{Timeout: a.cfg.ToolTimeout})
+}
