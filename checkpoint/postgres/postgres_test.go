@@ -161,3 +161,23 @@ func TestSchemaNameIsQuoted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "c1", got.ID)
 }
+
+func TestFailedPutIsRolledBackWhole(t *testing.T) {
+	// PostgreSQL text cannot hold NUL, so the blob statement fails after
+	// the checkpoint statement of the same batch succeeded.
+	s := newSaver(t, testPool(t))
+	err := s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, []graph.Blob{
+		{Channel: "messages", Version: "1"},
+		{Channel: "bad\x00channel", Version: "1"},
+	})
+	require.ErrorContains(t, err, "SQLSTATE 22021", "the server refused the blob")
+
+	_, err = s.GetCheckpoint(t.Context(), graph.CheckpointRef{Thread: "t"})
+	require.ErrorIs(t, err, graph.ErrNotFound)
+	threads, err := s.Threads(t.Context(), graph.ThreadListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, threads)
+	blobs, err := s.Blobs(t.Context(), "t", "", []string{"messages"})
+	require.NoError(t, err)
+	assert.Empty(t, blobs)
+}

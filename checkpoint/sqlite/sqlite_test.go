@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
@@ -249,4 +250,48 @@ func TestWritersOfTwoSaversOnOneFileNeverSeeBusy(t *testing.T) {
 		total += th.Checkpoints
 	}
 	assert.Equal(t, goroutines*puts, total)
+}
+
+// cancelledAfter is a context whose Err reports cancellation from its
+// second call on: a write sees it live when it starts and cancelled before
+// it commits.
+type cancelledAfter struct {
+	context.Context
+	calls int
+}
+
+func (c *cancelledAfter) Err() error {
+	c.calls++
+	if c.calls > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+func TestContextCancelledDuringAWriteLeavesNothing(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "checkpoints.db"))
+	require.NoError(t, s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
+
+	ctx := &cancelledAfter{Context: t.Context()}
+	err := s.PutCheckpoint(ctx, graph.CheckpointRecord{Thread: "t", ID: "c2"}, []graph.Blob{{Channel: "messages", Version: "2"}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 2, ctx.calls, "the write began, then saw the cancellation")
+
+	list, err := s.ListCheckpoints(t.Context(), "t", "", graph.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, list, 1)
+	blobs, err := s.Blobs(t.Context(), "t", "", []string{"messages"})
+	require.NoError(t, err)
+	assert.Empty(t, blobs)
+	threads, err := s.Threads(t.Context(), graph.ThreadListOptions{})
+	require.NoError(t, err)
+	require.Len(t, threads, 1)
+	assert.Equal(t, 1, threads[0].Checkpoints)
+
+	ctx = &cancelledAfter{Context: t.Context()}
+	recs := []graph.TaskRecord{{TaskID: "a"}, {TaskID: "b"}}
+	require.ErrorIs(t, s.PutTaskRecords(ctx, graph.CheckpointRef{Thread: "t", ID: "c1"}, recs), context.Canceled)
+	got, err := s.TaskRecords(t.Context(), graph.CheckpointRef{Thread: "t", ID: "c1"})
+	require.NoError(t, err)
+	assert.Empty(t, got)
 }
