@@ -15,7 +15,21 @@
 //
 // Each subtest checks one rule of the contract and is named for it. Where
 // graph.Saver leaves a behaviour open, the suite fixes the one all backends
-// share: listing an unknown thread yields nothing rather than an error, task
-// records of a checkpoint that does not exist are graph.ErrNotFound, storing
-// a checkpoint id twice is an error, timestamps are kept to the microsecond.
+// share:
+//
+//   - storing a checkpoint id that exists in the thread and namespace is an
+//     error, and the first checkpoint is kept;
+//   - ListCheckpoints of an unknown thread or namespace is empty, not an
+//     error; ListOptions.Before naming no checkpoint there is
+//     graph.ErrNotFound;
+//   - PutTaskRecords and TaskRecords of a checkpoint that does not exist are
+//     graph.ErrNotFound; records are ordered bytewise;
+//   - Threads orders threads by their last stored checkpoint, counts the
+//     checkpoints of every namespace, and reports as Created and Updated
+//     the earliest and latest checkpoint timestamps;
+//   - timestamps are kept to the microsecond; empty and nil byte slices
+//     both read back empty.
+//
+// BenchPutCheckpoint and BenchPutTaskRecords are the benchmarks every
+// backend runs, on the step size the engine writes most (SmallStep).
 package savertest
