@@ -181,3 +181,26 @@ func TestFailedPutIsRolledBackWhole(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, blobs)
 }
+
+func TestWithoutWithSchemaTheCurrentSchemaIsUsed(t *testing.T) {
+	pool := testPool(t)
+	schema := freshSchema(t, pool)
+	cfg, err := pgxpool.ParseConfig(connString())
+	require.NoError(t, err)
+
+	// search_path names a schema that does not exist yet: there is no
+	// current schema, and the Saver says how to name one.
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	other, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(other.Close)
+	_, err = postgres.New(other).Threads(t.Context(), graph.ThreadListOptions{})
+	assert.ErrorContains(t, err, "WithSchema")
+
+	_, err = pool.Exec(t.Context(), `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	require.NoError(t, postgres.New(other).PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema}.Sanitize()+`.checkpoints`).Scan(&n))
+	assert.Equal(t, 1, n)
+}
