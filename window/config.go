@@ -1,0 +1,175 @@
+package window
+
+import (
+	"math"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Budget is the room a model call has.
+type Budget struct {
+	// MaxInputTokens is the model's input window (llm.Profile's
+	// MaxInputTokens); 0 when unknown, in which case nothing is left out
+	// for size and the policies use their fallback thresholds.
+	MaxInputTokens int `json:"max_input_tokens"`
+	// ReserveForOutput is kept free for the reply.
+	ReserveForOutput int `json:"reserve_for_output,omitempty"`
+}
+
+// Limit returns the tokens the messages may take, MaxInputTokens less
+// ReserveForOutput, or 0 when the window is unknown. The policies'
+// thresholds are fractions of it.
+func (b Budget) Limit() int {
+	if b.MaxInputTokens <= 0 {
+		return 0
+	}
+	return b.MaxInputTokens - b.ReserveForOutput
+}
+
+// Policy defaults, as the mission sets them.
+const (
+	DefaultStepsThreshold      = 0.60
+	DefaultStepsFallbackTokens = 120_000
+	DefaultFullSteps           = 3
+	DefaultSummarizedSteps     = 7
+
+	DefaultOffloadTokens      = 20_000
+	DefaultPreviewLines       = 5
+	DefaultOutputBytes        = 32 << 10
+	DefaultOutputSummaryBytes = 4 << 10
+
+	DefaultHistoryThreshold      = 0.85
+	DefaultHistoryKeep           = 0.10
+	DefaultHistoryFallbackTokens = 170_000
+	DefaultHistoryFallbackKeep   = 6
+	DefaultHistorySummaryTokens  = 2_000
+
+	// DefaultSummarizerAgent labels the summarizer's model calls
+	// (llm.WithAgent).
+	DefaultSummarizerAgent = "summarizer"
+)
+
+// StepsPolicy configures the tiered compression of completed steps.
+type StepsPolicy struct {
+	// Disabled shows every step in full.
+	Disabled bool
+	// Threshold is the fraction of the limit the window must reach for
+	// compression to start (default 0.60); below it every step is shown
+	// in full.
+	Threshold float64
+	// FallbackTokens replaces Threshold when the limit is unknown
+	// (default 120,000).
+	FallbackTokens int
+	// Full is how many of the latest steps are shown in full (default 3).
+	Full int
+	// Summarized is how many steps before those are shown as their summary
+	// and confidence (default 7, so steps 4 to 10 from the end); older
+	// steps are one line of metadata with a reference.
+	Summarized int
+}
+
+// OffloadPolicy configures what moves out of the window to the store.
+type OffloadPolicy struct {
+	// Disabled keeps large tool results and outputs in the window.
+	Disabled bool
+	// Tokens is the size above which a tool result is offloaded and
+	// replaced by a reference and a preview (default 20,000).
+	Tokens int
+	// PreviewLines is how many first and last lines the preview shows
+	// (default 5).
+	PreviewLines int
+	// OutputBytes is the size above which an agent's output (a handoff, a
+	// step's result) is replaced by a summary and a reference
+	// (default 32 KiB).
+	OutputBytes int
+	// SummaryBytes caps that summary (default 4 KiB).
+	SummaryBytes int
+}
+
+// HistoryPolicy configures the summarization of the conversation.
+type HistoryPolicy struct {
+	// Disabled never summarizes the history; it is then only cut when
+	// required and over budget.
+	Disabled bool
+	// Threshold is the fraction of the limit at which the older history is
+	// summarized (default 0.85).
+	Threshold float64
+	// Keep is the fraction of the history's tokens kept verbatim, newest
+	// first (default 0.10); at least the last message group is kept.
+	Keep float64
+	// FallbackTokens replaces Threshold when the limit is unknown
+	// (default 170,000).
+	FallbackTokens int
+	// FallbackKeep is how many of the latest messages are kept when the
+	// limit is unknown (default 6).
+	FallbackKeep int
+	// SummaryTokens caps the summary (default 2,000, and never more than
+	// a tenth of a known limit).
+	SummaryTokens int
+}
+
+// Config configures a Builder. The zero value applies the mission's
+// defaults but cannot offload or archive anything and summarizes by
+// extraction: set Offloader and Summarizer.
+type Config struct {
+	// Offloader receives what leaves the window: large tool results, large
+	// outputs, evicted history. Without one those policies are skipped.
+	Offloader Offloader
+	// Summarizer writes the summaries of outputs and history. Without one,
+	// or when it fails, the summary is an extract (the first lines).
+	Summarizer llms.Model
+	// SummarizerAgent labels the summarizer's calls (default
+	// DefaultSummarizerAgent).
+	SummarizerAgent string
+
+	Steps   StepsPolicy
+	Offload OffloadPolicy
+	History HistoryPolicy
+
+	// Now is the clock of snapshots; nil means time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns c with every zero setting at its default.
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	deff := func(v *float64, d float64) {
+		if *v <= 0 || *v > 1 {
+			*v = d
+		}
+	}
+	deff(&c.Steps.Threshold, DefaultStepsThreshold)
+	def(&c.Steps.FallbackTokens, DefaultStepsFallbackTokens)
+	def(&c.Steps.Full, DefaultFullSteps)
+	def(&c.Steps.Summarized, DefaultSummarizedSteps)
+	def(&c.Offload.Tokens, DefaultOffloadTokens)
+	def(&c.Offload.PreviewLines, DefaultPreviewLines)
+	def(&c.Offload.OutputBytes, DefaultOutputBytes)
+	def(&c.Offload.SummaryBytes, DefaultOutputSummaryBytes)
+	deff(&c.History.Threshold, DefaultHistoryThreshold)
+	deff(&c.History.Keep, DefaultHistoryKeep)
+	def(&c.History.FallbackTokens, DefaultHistoryFallbackTokens)
+	def(&c.History.FallbackKeep, DefaultHistoryFallbackKeep)
+	def(&c.History.SummaryTokens, DefaultHistorySummaryTokens)
+	if c.SummarizerAgent == "" {
+		c.SummarizerAgent = DefaultSummarizerAgent
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// trigger returns the token count at which a policy with threshold
+// fraction starts, for a limit (0: unknown, use fallback).
+func trigger(fraction float64, limit, fallback int) int {
+	if limit <= 0 {
+		return fallback
+	}
+	return int(math.Ceil(fraction*float64(limit) - 1e-9))
+}

@@ -1,0 +1,55 @@
+// Package window decides what one model call sees. An agent gives it the
+// parts of its context — system prompt, memory, task, handoffs, completed
+// steps, its own history, tool results — and a token budget; Assemble
+// returns the messages to send and a Snapshot of exactly what went in:
+// each part's tokens, what was cut or left out and why, and which
+// policies were applied.
+//
+// The policies, each set in Config (defaults from the mission):
+//
+//   - Priorities: parts are laid out in the order given, but when the
+//     window exceeds the budget they are left out lowest priority first;
+//     required parts are cut, never dropped.
+//   - Tiered compression of completed steps, once the window reaches 60%
+//     of the limit: the last 3 in full, the 7 before as summaries with
+//     their confidence, older ones as one line of metadata with a
+//     reference.
+//   - Offload: a tool result above 20,000 tokens goes to the Offloader and
+//     is replaced by its reference and a preview of its first and last 5
+//     lines; an agent output above 32 KiB becomes a summary of at most
+//     4 KiB and a reference. The read_context tool (ReadContextTool) reads
+//     the full text back page by page.
+//   - Summarization of the history at 85% of the limit: older messages are
+//     archived and replaced by a summary, the newest 10% (by tokens) kept
+//     verbatim; with no known limit, at 170,000 tokens, keeping the last 6
+//     messages. A tool call and its results are never separated.
+//     CallWithOverflowRetry summarizes and retries once when a provider
+//     still reports a context overflow.
+//   - Results, not process: RenderResults renders the planner's view of
+//     the steps, one line each.
+//
+// Token counts are llm.EstimateMessages estimates; the limit is the
+// budget's MaxInputTokens (llm.Profile) less its output reserve. Summaries
+// come from Config.Summarizer with the prompts in prompts/, and are
+// journaled with graph.Do, so a node that runs again after an interrupt
+// gets the same summary without a model call. Offloaded text lives where
+// the Offloader puts it: NewBoardStore keeps it on the run's mission
+// board.
+//
+// A typical agent turn:
+//
+//	w := window.New(window.Config{Offloader: window.NewBoardStore(b, who), Summarizer: basic})
+//	resp, res, err := w.Generate(ctx, model, window.Request{
+//		Agent:  "researcher-1",
+//		Budget: window.Budget{MaxInputTokens: profile.MaxInputTokens, ReserveForOutput: 4096},
+//		Parts: []window.Part{
+//			{Name: "system", Kind: window.KindSystem, Text: prompt, Required: true},
+//			{Name: "task", Kind: window.KindTask, Text: task, Required: true},
+//			{Name: "steps", Kind: window.KindSteps, Steps: done},
+//			{Name: "history", Kind: window.KindHistory, Messages: history, Required: true},
+//		},
+//	}, llms.WithTools(reg.LLMTools()))
+//	if m, ok := res.Compacted["history"]; ok {
+//		history = m // summarized and archived for good
+//	}
+package window

@@ -1,0 +1,113 @@
+package window
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/coorflow/coorflow/llm"
+)
+
+// Output is a tool result or an agent output as later prompts see it:
+// the text itself, or a preview or summary with a reference to the full
+// text.
+type Output struct {
+	// Text is what goes into prompts.
+	Text string `json:"text"`
+	// Summary is the summary of a compacted agent output.
+	Summary string `json:"summary,omitempty"`
+	// Ref is where the full text lives, when it was moved out.
+	Ref string `json:"ref,omitempty"`
+	// Offloaded is true when the full text was moved out and Text stands
+	// for it.
+	Offloaded bool `json:"offloaded,omitempty"`
+	// Note says why a text over the threshold was kept as it is, or how a
+	// summary was made when the summarizer could not make it.
+	Note string `json:"note,omitempty"`
+}
+
+// previewLineRunes caps each line of a preview.
+const previewLineRunes = 240
+
+// OffloadToolResult moves a tool result above Config.Offload.Tokens to the
+// Offloader and returns a reference with a preview of its first and last
+// lines in its place; a smaller result is returned as it is. Agents call
+// it as each result arrives, so their history stays small; Assemble also
+// applies it to the parts it is given.
+func (b *Builder) OffloadToolResult(ctx context.Context, agent, tool, text string) (Output, error) {
+	p := b.cfg.Offload
+	tokens := llm.EstimateTokens(text)
+	if p.Disabled || tokens <= p.Tokens {
+		return Output{Text: text}, nil
+	}
+	if b.cfg.Offloader == nil {
+		return Output{Text: text, Note: "no offloader configured"}, nil
+	}
+	ref, err := b.cfg.Offloader.Offload(ctx, offloadName(toolResultsDir, agent, tool, text), text)
+	if err != nil {
+		return Output{Text: text}, fmt.Errorf("window: offload result of tool %q: %w", tool, err)
+	}
+	return Output{Text: offloadNotice(tool, text, ref, tokens, p.PreviewLines), Ref: ref, Offloaded: true}, nil
+}
+
+// offloadNotice is what replaces an offloaded tool result: its size, its
+// reference, and its first and last n lines.
+func offloadNotice(tool, text, ref string, tokens, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	var b strings.Builder
+	what := "Tool result"
+	if tool != "" {
+		what += " of " + tool
+	}
+	fmt.Fprintf(&b, "[%s offloaded: %s tokens, %s lines, %s bytes. Full text: %s — read it page by page with read_context (ref, offset, limit).]\n",
+		what, thousands(tokens), thousands(len(lines)), thousands(len(text)), ref)
+	if len(lines) <= 2*n {
+		fmt.Fprintf(&b, "Preview (all %d lines):\n", len(lines))
+		writeLines(&b, lines)
+		return strings.TrimRight(b.String(), "\n")
+	}
+	fmt.Fprintf(&b, "Preview (first %d and last %d of %s lines):\n", n, n, thousands(len(lines)))
+	writeLines(&b, lines[:n])
+	fmt.Fprintf(&b, "[… %s lines not shown …]\n", thousands(len(lines)-2*n))
+	writeLines(&b, lines[len(lines)-n:])
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func writeLines(b *strings.Builder, lines []string) {
+	for _, l := range lines {
+		if r := []rune(l); len(r) > previewLineRunes {
+			l = string(r[:previewLineRunes-1]) + "…"
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+}
+
+// CompactOutput replaces an agent output above Config.Offload.OutputBytes
+// with a summary of at most Config.Offload.SummaryBytes (from the
+// summarizer) and a reference to the full output, which it moves to the
+// Offloader; a smaller output is returned as it is. name says which output
+// it is (a step id, a handoff), agent who wrote it.
+func (b *Builder) CompactOutput(ctx context.Context, agent, name, text string) (Output, error) {
+	p := b.cfg.Offload
+	if p.Disabled || len(text) <= p.OutputBytes {
+		return Output{Text: text}, nil
+	}
+	if b.cfg.Offloader == nil {
+		return Output{Text: text, Note: "no offloader configured"}, nil
+	}
+	ref, err := b.cfg.Offloader.Offload(ctx, offloadName(agentOutputsDir, agent, name, text), text)
+	if err != nil {
+		return Output{Text: text}, fmt.Errorf("window: offload output %q of %q: %w", name, agent, err)
+	}
+	label := strings.TrimSpace(agent + " " + name)
+	// The reference line takes some of the bound.
+	footer := fmt.Sprintf("\n\n[Summary of a %s-byte output; the full output is at %s — read it with read_context.]",
+		thousands(len(text)), ref)
+	lim := summaryLimits{MaxBytes: max(p.SummaryBytes-len(footer), p.SummaryBytes/2)}
+	summary, note, err := b.summarize(ctx, summaryOutput, label, text, lim)
+	if err != nil {
+		return Output{Text: text}, err
+	}
+	return Output{Text: summary + footer, Summary: summary, Ref: ref, Offloaded: true, Note: note}, nil
+}
