@@ -212,6 +212,9 @@ func TestScopesExtendThePathOfEvents(t *testing.T) {
 	assert.Equal(t, []string{"token scoped/team/agent:writer", "custom scoped/team/agent:writer/tool:search"}, describe(evs))
 	assert.Equal(t, "team", evs[0].Node)
 	assert.Equal(t, graph.TaskInfo{Graph: "scoped", Node: "team", Path: "scoped/team", Step: 0}, info)
+	_, err = r.Invoke(t.Context(), nil, graph.Thread("th"))
+	require.NoError(t, err)
+	assert.Equal(t, "th", info.Thread)
 }
 
 func TestRuntimeValuesReachNodesAndSubgraphsButNeverState(t *testing.T) {

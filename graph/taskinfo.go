@@ -11,6 +11,8 @@ type TaskInfo struct {
 	// a task started by a Send packet).
 	Path string
 	Step int
+	// Thread is the run's thread ("" when it has none).
+	Thread string
 }
 
 // TaskOf returns the task running in ctx, if any.
@@ -19,5 +21,5 @@ func TaskOf(ctx context.Context) (TaskInfo, bool) {
 	if e == nil {
 		return TaskInfo{}, false
 	}
-	return TaskInfo{Graph: e.r.path, Node: e.node, Path: e.path, Step: e.step}, true
+	return TaskInfo{Graph: e.r.path, Node: e.node, Path: e.path, Step: e.step, Thread: e.r.cfg.thread}, true
 }
