@@ -136,6 +136,21 @@ func layout(works []*work) []llms.MessageContent {
 // measure estimates the window as it stands.
 func (a *assembly) measure() int { return llm.EstimateMessages(layout(a.works)) }
 
+// measureFor estimates the window that the thresholds of w's policies
+// compare: w and the parts of its priority or higher. A part is never
+// compressed to make room for parts that matter less, which packing can
+// leave out instead.
+func (a *assembly) measureFor(w *work) int {
+	rank, _ := rankOf(w)
+	var ws []*work
+	for _, o := range a.works {
+		if r, _ := rankOf(o); r <= rank {
+			ws = append(ws, o)
+		}
+	}
+	return llm.EstimateMessages(layout(ws))
+}
+
 // apply records a policy applied to w.
 func (a *assembly) apply(w *work, p Policy, before int, ref, detail string) {
 	name := ""
@@ -335,13 +350,13 @@ func (a *assembly) compressSteps(context.Context) error {
 	if p.Disabled {
 		return nil
 	}
-	total := a.measure()
 	at := trigger(p.Threshold, a.limit, p.FallbackTokens)
-	if total < at && !a.req.Force {
-		return nil
-	}
 	for _, w := range a.works {
 		if w.Kind != KindSteps || len(w.steps) <= p.Full {
+			continue
+		}
+		total := a.measureFor(w)
+		if total < at && !a.req.Force {
 			continue
 		}
 		before := w.tokens()

@@ -63,8 +63,11 @@ type Result struct {
 // window reaches the steps threshold the completed steps are tiered; when
 // it reaches the history threshold the older history is summarized and
 // archived; last, if the window exceeds the budget, parts are left out
-// lowest priority first, and required parts are cut instead. The snapshot
-// is published on ctx as a graph.EventSnapshot.
+// lowest priority first, and required parts are cut instead. The
+// thresholds of a part's policies measure the window of the parts of its
+// priority or higher: a lower-priority part is left out before a more
+// important one is compressed. The snapshot is published on ctx as a
+// graph.EventSnapshot.
 //
 // A failing Offloader or summarizer does not fail the call: the policy is
 // skipped (or the summary is an extract) and the snapshot says so. Errors

@@ -56,18 +56,18 @@ func (a *assembly) summarizeHistory(ctx context.Context) error {
 	if p.Disabled {
 		return nil
 	}
-	total := a.measure()
 	at := trigger(p.Threshold, a.limit, p.FallbackTokens)
-	if total < at && !a.req.Force {
-		return nil
-	}
-	why := "at " + a.share(total, at)
-	if a.req.Force {
-		why = "after a context overflow"
-	}
 	for _, w := range a.works {
 		if w.Kind != KindHistory || !w.isMsgs {
 			continue
+		}
+		total := a.measureFor(w)
+		if total < at && !a.req.Force {
+			continue
+		}
+		why := "at " + a.share(total, at)
+		if a.req.Force {
+			why = "after a context overflow"
 		}
 		if err := a.summarizePart(ctx, w, why); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/window"
 )
 
@@ -279,4 +280,23 @@ func TestHistorySummaryOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLowerPriorityPartsDoNotTriggerSummarization(t *testing.T) {
+	sum := summarizer("summary")
+	b, _ := newBuilder(t, sum, nil)
+	req := agentRequest(conversation(10, 200), window.Budget{MaxInputTokens: 4_000})
+	req.Parts = append(req.Parts, window.Part{Name: "index", Kind: window.KindMemory, Text: words(3_000), Priority: store.PriorityLow})
+	res, err := b.Assemble(t.Context(), req)
+	require.NoError(t, err)
+	require.Greater(t, res.Snapshot.FullTokens, 4_000)
+	assert.Empty(t, res.Snapshot.PoliciesOf(window.PolicySummarizeHistory))
+	assert.Empty(t, sum.Calls())
+	index, _ := res.Snapshot.Part("index")
+	assert.True(t, index.Omitted, "the low-priority part is left out instead")
+
+	req.Parts[3].Priority = store.PriorityHigh
+	res, err = b.Assemble(t.Context(), req)
+	require.NoError(t, err)
+	assert.Len(t, res.Snapshot.PoliciesOf(window.PolicySummarizeHistory), 1, "a part as important as the history counts")
 }
