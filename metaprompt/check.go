@@ -66,13 +66,17 @@ func (p Problem) String() string { return p.Message }
 // labelled fields ("**Answer:**", `"answer":`, "## Reasoning"), for a
 // conclusion label above the first reasoning label.
 func Check(text string) []Problem {
-	text = strings.TrimSpace(text)
-	if text == "" {
+	if strings.TrimSpace(text) == "" {
 		return []Problem{{Kind: ProblemEmpty, Message: "the prompt is empty"}}
 	}
 	lines := strings.Split(text, "\n")
+	top := 0
+	for strings.TrimSpace(lines[top]) == "" {
+		top++
+	}
 	var problems []Problem
-	if p, ok := checkFirstLine(lines[0]); !ok {
+	if p, ok := checkFirstLine(lines[top]); !ok {
+		p.Line = top + 1
 		problems = append(problems, p)
 	}
 	secs := sections(lines)
@@ -88,7 +92,7 @@ func Check(text string) []Problem {
 			}
 		}
 	}
-	if n := utf8.RuneCountInString(text); n > MaxPromptChars {
+	if n := utf8.RuneCountInString(strings.TrimSpace(text)); n > MaxPromptChars {
 		problems = append(problems, Problem{Kind: ProblemTooLong,
 			Message: fmt.Sprintf("the prompt has %d characters, more than %d; shorten it", n, MaxPromptChars)})
 	}
@@ -105,7 +109,7 @@ var preambles = []string{
 func checkFirstLine(line string) (Problem, bool) {
 	line = strings.TrimSpace(line)
 	bad := func(why string) (Problem, bool) {
-		return Problem{Kind: ProblemFirstLine, Line: 1,
+		return Problem{Kind: ProblemFirstLine,
 			Message: "the first line " + why + "; start with one sentence that states the agent's task, with no heading or preamble"}, false
 	}
 	lower := strings.ToLower(line)
@@ -215,7 +219,7 @@ var reasoningWords = []string{
 	"考え", "推論", "根拠", // ja
 	"추론", "분석", "생각", "근거", // ko
 	"razon", "anális", "analis", "analiz", "raciocín", "raciocin", // es, pt, it
-	"raison", // fr
+	"raison",                         // fr
 	"überleg", "begründ", "nachdenk", // de
 	"рассужд", "анализ", "обоснов", // ru
 }
