@@ -134,11 +134,13 @@ func cutText(text string, allow int, ref string) string {
 // cut to the longest equal length that fits, or as short as they go.
 func cutMessages(msgs []llms.MessageContent, allow int) []llms.MessageContent {
 	us := units(msgs)
-	for len(us) > 1 && partTokens(msgs[us[0].start:]) > allow {
+	total := partTokens(msgs)
+	for len(us) > 1 && total > allow {
+		total -= partTokens(msgs[us[0].start:us[0].end])
 		us = us[1:]
 	}
 	kept := msgs[us[0].start:]
-	if partTokens(kept) <= allow {
+	if total <= allow {
 		return kept
 	}
 	longest := 0

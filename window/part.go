@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -106,11 +107,4 @@ func validateParts(parts []Part) error {
 	return nil
 }
 
-func knownKind(k Kind) bool {
-	for _, known := range kinds {
-		if k == known {
-			return true
-		}
-	}
-	return false
-}
+func knownKind(k Kind) bool { return slices.Contains(kinds, k) }
