@@ -3,12 +3,15 @@ package window_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/window"
 )
@@ -299,4 +302,40 @@ func TestLowerPriorityPartsDoNotTriggerSummarization(t *testing.T) {
 	res, err = b.Assemble(t.Context(), req)
 	require.NoError(t, err)
 	assert.Len(t, res.Snapshot.PoliciesOf(window.PolicySummarizeHistory), 1, "a part as important as the history counts")
+}
+
+func TestFailingSummarizerFallsBackToAnExtract(t *testing.T) {
+	model := scripted.New(scripted.Script{Default: &scripted.Reply{Err: llm.ErrTransient}})
+	b, bs := newBuilder(t, model, nil)
+	req := agentRequest(conversation(10, 200), window.Budget{MaxInputTokens: 100_000})
+	req.Force = true
+	res, err := b.Assemble(t.Context(), req)
+	require.NoError(t, err)
+	applied := res.Snapshot.PoliciesOf(window.PolicySummarizeHistory)
+	require.Len(t, applied, 1)
+	assert.Contains(t, applied[0].Detail, "(summarizer failed (llm: transient error")
+	summary := text(res.Compacted["history"][0])
+	assert.Contains(t, summary, "[assistant]\n→ web_search (call_01)", "an extract of the transcript's first lines")
+	archived, _ := readAll(t, bs, applied[0].Ref, 0)
+	assert.True(t, strings.HasPrefix(archived, "[assistant]\n→ web_search (call_01)"))
+}
+
+func TestBuilderIsSafeForConcurrentUse(t *testing.T) {
+	sum := summarizer("summary")
+	b, _ := newBuilder(t, sum, nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			req := agentRequest(conversation(10, 200), window.Budget{MaxInputTokens: 100_000})
+			req.Agent = fmt.Sprintf("agent-%d", i%2)
+			req.Force = true
+			_, errs[i] = b.Assemble(t.Context(), req)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		assert.NoError(t, err)
+	}
+	assert.LessOrEqual(t, len(sum.Calls()), 8)
 }
