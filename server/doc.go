@@ -1,0 +1,102 @@
+// Package server is coorflow's HTTP API: threads, runs, streamed events and
+// resumes over a set of compiled workflows, as an http.Handler.
+//
+//	srv, err := server.New(server.Config{
+//		Workflows: map[string]*graph.Runnable{"research": research},
+//		Saver:     saver,
+//		Tokens:    map[string]string{os.Getenv("COORFLOW_TOKEN"): "alice"},
+//	})
+//	hs := &http.Server{Addr: ":8080", Handler: srv}
+//	go hs.ListenAndServe()
+//	...
+//	hs.Shutdown(ctx)  // stop accepting requests
+//	srv.Shutdown(ctx) // cancel runs (their checkpoints stay) and wait for them
+//
+// # Routes
+//
+// Every route but /healthz needs the header "Authorization: Bearer <token>";
+// the token names its owner (Config.Tokens). Bodies and answers are JSON.
+//
+//	GET    /healthz                                    200 {"status":"ok"}; 503 while shutting down
+//	GET    /v1/workflows                               {"workflows": [WorkflowInfo]}: name, channels, nodes, Mermaid
+//	GET    /v1/workflows/{workflow}                    WorkflowInfo
+//	GET    /v1/agents                                  {"agents": [AgentInfo]} (Config.Agents)
+//	POST   /v1/threads                                 {"workflow", "thread_id"?, "metadata"?} -> 201 Thread
+//	GET    /v1/threads/{thread}                        Thread, with its active run
+//	DELETE /v1/threads/{thread}                        204; 409 while it has a run
+//	GET    /v1/threads/{thread}/state?checkpoint=      Snapshot: values, next, pending interrupts
+//	GET    /v1/threads/{thread}/history?limit=         {"checkpoints": [Snapshot]}, newest first
+//	POST   /v1/threads/{thread}/runs                   RunRequest -> 202 Run once started (Location: the run)
+//	POST   /v1/threads/{thread}/runs/wait              RunRequest -> 200 Run once ended, with values or interrupts
+//	POST   /v1/threads/{thread}/runs/stream?kinds=     RunRequest -> the run's events (text/event-stream)
+//	GET    /v1/threads/{thread}/runs                   {"runs": [Run]}, newest first
+//	GET    /v1/threads/{thread}/runs/{run}             Run: status, values, interrupts, error
+//	GET    /v1/threads/{thread}/runs/{run}/stream      re-attach: events after ?after=N or Last-Event-ID
+//	POST   /v1/threads/{thread}/runs/{run}/cancel      200 Run once it ended (202 if it is still ending after 10s)
+//
+// A thread belongs to one workflow and one owner. The Saver stores it under
+// an id derived from both (see threadKey), so another owner's thread does
+// not exist for this one: 404, like a thread that was never created. The
+// thread's workflow and metadata are a record in the Saver's namespace
+// "#coorflow-server", so threads survive a restart, and so does everything
+// the engine checkpointed. Runs (ids, status, buffered events) live in the
+// server's memory: the last Config.RetainRuns finished runs are kept.
+//
+// # Runs
+//
+// A RunRequest holds one of: "input" (channel name -> JSON value, decoded
+// through the channel's type) to start a run; "resume" (one answer to the
+// only pending interrupt) or "resume_each" (interrupt id -> answer); or
+// nothing, to continue a run that did not finish — one cancelled, or stopped
+// by a shutdown — from its last checkpoint: the steps that finished are not
+// run again.
+//
+// A thread runs one run at a time: a second one is refused with 409
+// thread_busy, or queued behind it when Config.QueueBusy is set. A run that
+// the thread's state makes impossible is refused before it starts, with
+// 409: not_interrupted (resume of a thread that waits on nothing),
+// ambiguous_resume (one answer, several questions), interrupted (an input or
+// a bare continue for a thread waiting on answers), unfinished_run (an input
+// while a run is unfinished), nothing_to_continue. A run that fails once
+// started ends with status "error" and an error object.
+//
+// # Events
+//
+// A stream is a sequence of server-sent events:
+//
+//	id: 7
+//	event: node_end
+//	data: {"id":7,"run_id":"…","kind":"node_end","path":"wf/a","node":"a","step":0,"attempt":1,"time":"…","duration_ms":1.2}
+//
+// The event names are graph.EventKind names (run_start, step_start,
+// node_start, node_end, update, values, custom, checkpoint, token,
+// model_call, tool_call, tool_result, agent_created, agent_start, agent_end,
+// snapshot, warning, interrupt, error, run_end); data is an Event. The last
+// event is always "end", whose data is the Run. ?kinds=a,b sends only those
+// kinds (and end).
+//
+// A client that disconnects does not stop the run. Each run keeps its most
+// recent Config.EventBuffer events (default 1024): a client re-attaches with
+// GET .../runs/{run}/stream and gets the buffered events after the id it
+// last saw (Last-Event-ID, as browsers' EventSource send it, or ?after=N),
+// then the live ones. If some of those were dropped from the buffer, it
+// first gets a "truncated" event saying how many. The run's final values
+// are always in the Run, whatever was dropped.
+//
+// # Errors
+//
+// Every error is {"error": {"code", "message", "field"?}} (ErrorBody):
+// 401 unauthorized (missing or unknown token), 404 unknown_workflow,
+// unknown_thread, unknown_run, unknown_checkpoint, not_found (no route),
+// 405 method_not_allowed, 413 body_too_large (Config.MaxBodyBytes),
+// 400 malformed_json, unknown_field, invalid_field, unknown_channel,
+// invalid_query (with the field or parameter at fault), 409 as above,
+// 503 shutting_down.
+//
+// # Tracing
+//
+// Each run is traced with telemetry.Observer: a run span whose parent is
+// the caller's span, read from the request's traceparent header
+// (Config.Propagator), with spans for steps, nodes, model and tool calls
+// below it.
+package server

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Event is the data of one server-sent event: a graph.Event as JSON. Which
+// fields are set depends on Kind, as in graph.Event.
+type Event struct {
+	// ID numbers the run's events from 1; it is also the SSE id, which a
+	// client sends back as Last-Event-ID to re-attach.
+	ID    int64  `json:"id"`
+	RunID string `json:"run_id"`
+	// Kind is the event kind's name (graph.EventKind.String): run_start,
+	// node_end, update, values, token, tool_call, interrupt, error, ...
+	Kind    string    `json:"kind"`
+	Path    string    `json:"path"`
+	Node    string    `json:"node,omitempty"`
+	Step    int       `json:"step"`
+	Attempt int       `json:"attempt,omitempty"`
+	Time    time.Time `json:"time"`
+	// DurationMS is a node's duration (node_end).
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	// Writes are a task's writes (update), in apply order.
+	Writes []Write `json:"writes,omitempty"`
+	// State holds the channel values (values, run_end, interrupt).
+	State json.RawMessage `json:"state,omitempty"`
+	// Data is the kind's payload: the node names of a step, a token's
+	// text, a graph.ModelCall, graph.ToolCall, graph.ToolResult,
+	// graph.AgentEvent, the interrupts, a checkpoint id, the run's status.
+	Data any `json:"data,omitempty"`
+	// Error is the failure (error, node_end).
+	Error string `json:"error,omitempty"`
+	// DataError says why Data could not be encoded, when it could not.
+	DataError string `json:"data_error,omitempty"`
+}
+
+// Write is one write of a task to a channel.
+type Write struct {
+	Channel string `json:"channel"`
+	Value   any    `json:"value"`
+}
+
+// The names of the events the server adds to a run's own.
+const (
+	// EventEnd is the last event of every stream; its data is the Run.
+	EventEnd = "end"
+	// EventTruncated tells a client that events it asked for were dropped
+	// from the run's buffer; its data is {"dropped": n, "first_id": id}.
+	EventTruncated = "truncated"
+)
+
+// encodeFrame renders ev as a server-sent event with id.
+func encodeFrame(id int64, runID string, ev graph.Event) []byte {
+	out := Event{
+		ID: id, RunID: runID, Kind: ev.Kind.String(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
+		Attempt: ev.Attempt, Time: ev.Time, Data: ev.Data,
+	}
+	for _, w := range ev.Writes {
+		out.Writes = append(out.Writes, Write{Channel: w.Channel(), Value: w.Value()})
+	}
+	if ev.Duration > 0 {
+		out.DurationMS = float64(ev.Duration) / float64(time.Millisecond)
+	}
+	var stateErr error
+	switch ev.Kind {
+	case graph.EventValues, graph.EventRunEnd, graph.EventInterrupt:
+		out.State, stateErr = json.Marshal(ev.State)
+	}
+	if ev.Err != nil {
+		out.Error = ev.Err.Error()
+	}
+	data, err := json.Marshal(out)
+	if err == nil && stateErr != nil {
+		err = stateErr
+	}
+	if err != nil {
+		out.Data, out.Writes, out.State = nil, nil, nil
+		out.DataError = fmt.Sprintf("the event's payload cannot be encoded as JSON: %v", err)
+		data, _ = json.Marshal(out)
+	}
+	return sseFrame(strconv.FormatInt(id, 10), ev.Kind.String(), data)
+}
+
+// sseFrame renders one server-sent event. data is one line of JSON.
+func sseFrame(id, event string, data []byte) []byte {
+	b := make([]byte, 0, len(data)+len(event)+len(id)+24)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	b = append(b, "event: "...)
+	b = append(b, event...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+// frame is one encoded event of a run.
+type frame struct {
+	id   int64
+	kind graph.EventKind
+	data []byte
+}
+
+// eventLog keeps the most recent events of a run in a ring, for streams
+// that attach at any time. One goroutine appends; any number read.
+type eventLog struct {
+	mu     sync.Mutex
+	ring   []frame
+	max    int   // frames kept
+	head   int   // index of the oldest frame
+	n      int   // frames held
+	next   int64 // id of the next frame
+	closed bool
+	// wake is closed at the next append or at close, when a reader is
+	// waiting on it.
+	wake    chan struct{}
+	waiting bool
+}
+
+func (l *eventLog) init(capacity int) {
+	l.ring = make([]frame, 0, min(capacity, 64))
+	l.next = 1
+	l.max = capacity
+	l.wake = make(chan struct{})
+}
+
+// nextID is the id the next appended frame gets; only the appender calls it.
+func (l *eventLog) nextID() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next
+}
+
+func (l *eventLog) append(kind graph.EventKind, data []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := frame{id: l.next, kind: kind, data: data}
+	l.next++
+	switch {
+	case len(l.ring) < l.max:
+		l.ring = append(l.ring, f)
+		l.n++
+	default:
+		l.ring[l.head] = f
+		l.head = (l.head + 1) % len(l.ring)
+	}
+	l.signal()
+}
+
+func (l *eventLog) signal() {
+	if l.waiting {
+		close(l.wake)
+		l.wake = make(chan struct{})
+		l.waiting = false
+	}
+}
+
+func (l *eventLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.signal()
+}
+
+func (l *eventLog) count() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - 1
+}
+
+// since returns the held frames after id after (appended to buf), how
+// many frames after it were dropped from the ring, whether the log is
+// closed, and a channel closed when there is more to read.
+func (l *eventLog) since(after int64, buf []frame) (frames []frame, dropped int64, closed bool, wake <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := l.next - int64(l.n)
+	if after < first-1 {
+		dropped = first - 1 - after
+		after = first - 1
+	}
+	skip := int(after - (first - 1)) // frames of the ring already seen
+	for i := skip; i < l.n; i++ {
+		buf = append(buf, l.ring[(l.head+i)%len(l.ring)])
+	}
+	if len(buf) == 0 && !l.closed {
+		l.waiting = true
+	}
+	return buf, dropped, l.closed, l.wake
+}

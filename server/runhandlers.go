@@ -1,0 +1,225 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+type runMode int
+
+const (
+	modeBackground runMode = iota // 202 with the run id once it has started
+	modeWait                      // 200 with the result once it has ended
+	modeStream                    // its events as server-sent events
+)
+
+// cancelWait bounds how long a cancel request waits for the run to end.
+const cancelWait = 10 * time.Second
+
+type propagationCarrier = propagation.HeaderCarrier
+
+// RunRequest is the body of POST /v1/threads/{thread}/runs (and /wait,
+// /stream). At most one field is set: Input starts a new run; Resume or
+// ResumeEach answer the pending interrupts; none continues a run that did
+// not finish (after a cancellation or a shutdown).
+type RunRequest struct {
+	// Input holds JSON values keyed by channel name; {} is an empty input.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Resume answers the only pending interrupt (any JSON value, null
+	// included).
+	Resume json.RawMessage `json:"resume,omitempty"`
+	// ResumeEach answers pending interrupts by id.
+	ResumeEach map[string]json.RawMessage `json:"resume_each,omitempty"`
+}
+
+func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		th, wf, ok := s.threadFor(w, r)
+		if !ok {
+			return
+		}
+		var req RunRequest
+		if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		var kinds kindFilter
+		if mode == modeStream {
+			var e *apiError
+			if kinds, e = parseKinds(r); e != nil {
+				writeError(w, e)
+				return
+			}
+		}
+		ru := s.newRun(r, th, wf)
+		if e := ru.setRequest(req); e != nil {
+			writeError(w, e)
+			return
+		}
+		queued, e := s.submit(ru)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		wait := ru.started
+		if mode == modeWait {
+			wait = ru.done
+		}
+		if !queued || mode == modeWait {
+			select {
+			case <-wait:
+			case <-r.Context().Done():
+				return // the client left; the run goes on
+			}
+		}
+		if e := ru.earlyError(); e != nil {
+			s.forget(ru)
+			writeError(w, e)
+			return
+		}
+		switch mode {
+		case modeBackground:
+			w.Header().Set("Location", "/v1/threads/"+th.ID+"/runs/"+ru.id)
+			writeJSON(w, http.StatusAccepted, ru.view())
+		case modeWait:
+			writeJSON(w, http.StatusOK, ru.view())
+		case modeStream:
+			s.serveEvents(w, r, ru, 0, kinds)
+		}
+	}
+}
+
+// setRequest checks the request's fields and sets the run's input or
+// answers.
+func (ru *run) setRequest(req RunRequest) *apiError {
+	given := 0
+	for _, set := range []bool{len(req.Input) > 0, len(req.Resume) > 0, req.ResumeEach != nil} {
+		if set {
+			given++
+		}
+	}
+	if given > 1 {
+		return fieldErrorf(CodeInvalidField, "", "send at most one of \"input\" (a new run), \"resume\" or \"resume_each\" (answers to interrupts)")
+	}
+	switch {
+	case len(req.Input) > 0:
+		input, e := decodeInput(ru.wf, req.Input)
+		if e != nil {
+			return e
+		}
+		ru.input = input
+	case len(req.Resume) > 0:
+		ru.resume, ru.resumeOne = graph.Resume(req.Resume), true
+	case req.ResumeEach != nil:
+		if len(req.ResumeEach) == 0 {
+			return fieldErrorf(CodeInvalidField, "resume_each", "field \"resume_each\" must answer at least one interrupt: {\"<interrupt id>\": <answer>}")
+		}
+		answers := make(map[string]any, len(req.ResumeEach))
+		for id, v := range req.ResumeEach {
+			if v == nil {
+				v = json.RawMessage("null")
+			}
+			answers[id] = v
+		}
+		ru.resume = graph.ResumeEach(answers)
+	}
+	return nil
+}
+
+// decodeInput turns {"channel": value, ...} into writes, naming the
+// channel at fault.
+func decodeInput(wf *graph.Runnable, raw json.RawMessage) ([]graph.Write, *apiError) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	var values map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &values); err != nil {
+		return nil, fieldErrorf(CodeInvalidField, "input", "field \"input\" must be a JSON object keyed by channel name")
+	}
+	writes := graph.Input()
+	for _, name := range sortedKeys(values) {
+		ws, err := wf.DecodeInput(map[string]json.RawMessage{name: values[name]})
+		switch {
+		case errors.Is(err, graph.ErrUnknownChannel):
+			return nil, fieldErrorf(CodeUnknownChannel, "input."+name, "%v", err)
+		case err != nil:
+			return nil, fieldErrorf(CodeInvalidField, "input."+name, "%v", err)
+		}
+		writes = append(writes, ws...)
+	}
+	return writes, nil
+}
+
+// runFor finds the run the request names, on the owner's thread; or writes
+// a 404 and returns nil.
+func (s *Server) runFor(w http.ResponseWriter, r *http.Request) *run {
+	key := threadKey(ownerFrom(r.Context()), r.PathValue("thread"))
+	id := r.PathValue("run")
+	s.mu.Lock()
+	ru := s.runs[id]
+	s.mu.Unlock()
+	if ru == nil || ru.key != key {
+		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", id, r.PathValue("thread")))
+		return nil
+	}
+	return ru
+}
+
+func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
+	if ru := s.runFor(w, r); ru != nil {
+		writeJSON(w, http.StatusOK, ru.view())
+	}
+}
+
+// RunList is the body of GET /v1/threads/{thread}/runs.
+type RunList struct {
+	Runs []Run `json:"runs"`
+}
+
+func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
+	th, _, ok := s.threadFor(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	var runs []*run
+	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
+		runs = slices.Clone(ts.runs)
+	}
+	s.mu.Unlock()
+	out := RunList{Runs: make([]Run, 0, len(runs))}
+	for _, ru := range slices.Backward(runs) {
+		out.Runs = append(out.Runs, ru.view())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
+	}
+	if !s.cancelRun(ru) {
+		v := ru.view()
+		e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", ru.id, v.Status)
+		e.Run = ru.id
+		writeError(w, e)
+		return
+	}
+	timer := time.NewTimer(cancelWait)
+	defer timer.Stop()
+	select {
+	case <-ru.done:
+		writeJSON(w, http.StatusOK, ru.view())
+	case <-timer.C:
+		writeJSON(w, http.StatusAccepted, ru.view())
+	case <-r.Context().Done():
+	}
+}

@@ -1,0 +1,270 @@
+package server
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/telemetry"
+)
+
+// Defaults of the Config fields left zero.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultEventBuffer  = 1024
+	DefaultRetainRuns   = 1000
+	DefaultHeartbeat    = 15 * time.Second
+)
+
+// Keys of the runtime values (graph.RuntimeString) every run started by the
+// server carries: who asked, on which thread, in which run.
+const (
+	RuntimeOwner  = "coorflow.owner"
+	RuntimeThread = "coorflow.thread"
+	RuntimeRun    = "coorflow.run"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Workflows are the workflows clients can run, by the name they use
+	// in requests.
+	Workflows map[string]*graph.Runnable
+	// Saver stores threads and their checkpoints. Required.
+	Saver graph.Saver
+	// Tokens maps each bearer token to the owner it acts for. Required.
+	Tokens map[string]string
+	// QueueBusy queues a run started on a thread that already has one; the
+	// queued run starts when the thread is free. Without it, such a request
+	// is refused with 409 thread_busy.
+	QueueBusy bool
+	// MaxBodyBytes caps request bodies (default 1 MiB); larger ones get 413.
+	MaxBodyBytes int64
+	// EventBuffer is how many of a run's most recent events the server
+	// keeps for streams that attach late or re-attach (default 1024).
+	EventBuffer int
+	// RetainRuns is how many finished runs the server remembers, the
+	// oldest forgotten first (default 1000). A forgotten run's thread and
+	// checkpoints stay in the Saver.
+	RetainRuns int
+	// Heartbeat is the interval of the comment lines that keep an idle
+	// event stream open through proxies (default 15s).
+	Heartbeat time.Duration
+	// Agents lists the dynamic agents of an owner; nil lists none.
+	Agents Agents
+	// RunOptions are given to every run, after the server's own (for
+	// example graph.StepLimit or graph.MaxConcurrency).
+	RunOptions []graph.Option
+	// Logger receives the server's logs (default slog.Default()).
+	Logger *slog.Logger
+	// TracerProvider makes the spans of runs (default: the global
+	// provider).
+	TracerProvider trace.TracerProvider
+	// Propagator reads the caller's trace context from request headers
+	// (default: W3C traceparent and baggage).
+	Propagator propagation.TextMapPropagator
+}
+
+// Server is the HTTP API over a set of workflows: an http.Handler. Create
+// it with New and stop it with Shutdown.
+type Server struct {
+	cfg       Config
+	mux       *http.ServeMux
+	tokens    map[[sha256.Size]byte]string
+	tracer    trace.Tracer
+	log       *slog.Logger
+	workflows map[string]WorkflowInfo
+
+	mu       sync.Mutex
+	closing  bool
+	runs     map[string]*run        // by run id
+	threads  map[string]*threadRuns // by thread key
+	finished *list.List             // finished runs, oldest first
+	wg       sync.WaitGroup         // run goroutines
+	drained  chan struct{}          // closed when closing and no run is left
+}
+
+// threadRuns is what the server knows of the runs of one thread.
+type threadRuns struct {
+	active *run
+	queue  []*run
+	// runs are the runs it remembers, oldest first.
+	runs []*run
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Saver == nil {
+		return nil, errors.New("server: Config.Saver is nil: threads need a saver (checkpoint/sqlite, checkpoint/postgres or checkpoint/memory)")
+	}
+	if len(cfg.Tokens) == 0 {
+		return nil, errors.New("server: Config.Tokens is empty: every request needs a bearer token bound to an owner")
+	}
+	s := &Server{
+		cfg:       cfg,
+		mux:       http.NewServeMux(),
+		tokens:    make(map[[sha256.Size]byte]string, len(cfg.Tokens)),
+		log:       cfg.Logger,
+		workflows: make(map[string]WorkflowInfo, len(cfg.Workflows)),
+		runs:      make(map[string]*run),
+		threads:   make(map[string]*threadRuns),
+		finished:  list.New(),
+	}
+	for tok, owner := range cfg.Tokens {
+		if tok == "" || owner == "" {
+			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
+		}
+		s.tokens[sha256.Sum256([]byte(tok))] = owner
+	}
+	for name, r := range cfg.Workflows {
+		if name == "" || strings.Contains(name, "/") || r == nil {
+			return nil, fmt.Errorf("server: Config.Workflows: %q must be a non-empty name without '/' mapped to a compiled graph", name)
+		}
+		s.workflows[name] = newWorkflowView(name, r)
+	}
+	if s.cfg.MaxBodyBytes <= 0 {
+		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.cfg.EventBuffer <= 0 {
+		s.cfg.EventBuffer = DefaultEventBuffer
+	}
+	if s.cfg.RetainRuns <= 0 {
+		s.cfg.RetainRuns = DefaultRetainRuns
+	}
+	if s.cfg.Heartbeat <= 0 {
+		s.cfg.Heartbeat = DefaultHeartbeat
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	s.tracer = tp.Tracer(telemetry.TracerName)
+	if s.cfg.Propagator == nil {
+		s.cfg.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+	s.mux.HandleFunc("GET /v1/workflows", s.auth(s.handleListWorkflows))
+	s.mux.HandleFunc("GET /v1/workflows/{workflow}", s.auth(s.handleGetWorkflow))
+	s.mux.HandleFunc("GET /v1/agents", s.auth(s.handleListAgents))
+	s.mux.HandleFunc("POST /v1/threads", s.auth(s.handleCreateThread))
+	s.mux.HandleFunc("GET /v1/threads/{thread}", s.auth(s.handleGetThread))
+	s.mux.HandleFunc("DELETE /v1/threads/{thread}", s.auth(s.handleDeleteThread))
+	s.mux.HandleFunc("GET /v1/threads/{thread}/state", s.auth(s.handleState))
+	s.mux.HandleFunc("GET /v1/threads/{thread}/history", s.auth(s.handleHistory))
+	s.mux.HandleFunc("POST /v1/threads/{thread}/runs", s.auth(s.handleCreateRun(modeBackground)))
+	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/wait", s.auth(s.handleCreateRun(modeWait)))
+	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/stream", s.auth(s.handleCreateRun(modeStream)))
+	s.mux.HandleFunc("GET /v1/threads/{thread}/runs", s.auth(s.handleListRuns))
+	s.mux.HandleFunc("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
+	s.mux.HandleFunc("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
+	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
+}
+
+// ServeHTTP serves the API. Requests that match no route get a JSON 404
+// or 405 like every other error.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	rec := &headerRecorder{header: make(http.Header), code: http.StatusOK}
+	h.ServeHTTP(rec, r)
+	switch rec.code {
+	case http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+	case http.StatusNotFound:
+		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	default: // a redirect to the clean path
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.code)
+	}
+}
+
+// headerRecorder captures the status and headers of the mux's own 404, 405
+// and redirect handlers.
+type headerRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.code = code }
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		writeError(w, errorf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// errShutdown is the cause of the cancellation of runs stopped by Shutdown.
+var errShutdown = errors.New("server: shutting down")
+
+// Shutdown stops the server: new runs are refused with 503, queued runs
+// are dropped, running runs are cancelled — each keeps its last
+// checkpoint, so a later run on the thread continues from there — and
+// Shutdown waits until they have ended or ctx is done. Event streams end
+// when their run does. It does not close the Saver.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		s.drained = make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(s.drained)
+		}()
+	}
+	var queued, active []*run
+	for _, ts := range s.threads {
+		queued = append(queued, ts.queue...)
+		ts.queue = nil
+		if ts.active != nil {
+			active = append(active, ts.active)
+		}
+	}
+	drained := s.drained
+	s.mu.Unlock()
+	for _, ru := range queued {
+		ru.cancel(errShutdown)
+		s.finishUnstarted(ru, errShutdown)
+	}
+	for _, ru := range active {
+		ru.cancel(errShutdown)
+	}
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server: shutdown: runs still ending: %w", ctx.Err())
+	}
+}

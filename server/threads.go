@@ -1,0 +1,314 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// threadNS is the Saver namespace of the server's record of a thread. Its
+// one checkpoint holds the thread's workflow and metadata; the engine's
+// namespaces never start with '#'.
+const threadNS = "#coorflow-server"
+
+const threadRecordID = "thread"
+
+// Thread is a thread as the API shows it.
+type Thread struct {
+	ID        string         `json:"thread_id"`
+	Workflow  string         `json:"workflow"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	// ActiveRun is the run in progress on the thread, if any; Queued
+	// counts the runs waiting for it.
+	ActiveRun string `json:"active_run,omitempty"`
+	Queued    int    `json:"queued,omitempty"`
+}
+
+var threadIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+type createThreadRequest struct {
+	Workflow string         `json:"workflow"`
+	ThreadID string         `json:"thread_id"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
+	var req createThreadRequest
+	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	switch {
+	case req.Workflow == "":
+		writeError(w, fieldErrorf(CodeInvalidField, "workflow", "field \"workflow\" is required: name one of GET /v1/workflows"))
+		return
+	case req.ThreadID != "" && !threadIDPattern.MatchString(req.ThreadID):
+		writeError(w, fieldErrorf(CodeInvalidField, "thread_id",
+			"field \"thread_id\" must be 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit"))
+		return
+	}
+	if _, ok := s.cfg.Workflows[req.Workflow]; !ok {
+		writeError(w, unknownWorkflow(req.Workflow))
+		return
+	}
+	th := Thread{ID: req.ThreadID, Workflow: req.Workflow, Metadata: req.Metadata, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	if th.ID == "" {
+		th.ID = newID()
+	}
+	if e := s.storeThread(r.Context(), ownerFrom(r.Context()), th); e != nil {
+		writeError(w, s.internal(r, e))
+		return
+	}
+	w.Header().Set("Location", "/v1/threads/"+th.ID)
+	writeJSON(w, http.StatusCreated, th)
+}
+
+func unknownWorkflow(name string) *apiError {
+	return errorf(http.StatusNotFound, CodeUnknownWorkflow, "unknown workflow %q: GET /v1/workflows lists them", name)
+}
+
+func unknownThread(id string) *apiError {
+	return errorf(http.StatusNotFound, CodeUnknownThread, "unknown thread %q", id)
+}
+
+// storeThread writes the thread's record; an id in use is a 409.
+func (s *Server) storeThread(ctx context.Context, owner string, th Thread) error {
+	key := threadKey(owner, th.ID)
+	exists := func() (bool, error) {
+		_, err := s.cfg.Saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key, NS: threadNS})
+		if errors.Is(err, graph.ErrNotFound) {
+			// A thread made outside the server (its checkpoints only) is
+			// taken too.
+			_, err = s.cfg.Saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key})
+		}
+		if errors.Is(err, graph.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	taken := errorf(http.StatusConflict, CodeThreadExists, "thread %q already exists", th.ID)
+	if ok, err := exists(); ok || err != nil {
+		if ok {
+			return taken
+		}
+		return fmt.Errorf("server: create thread %q: %w", th.ID, err)
+	}
+	meta, err := json.Marshal(th)
+	if err != nil {
+		return fieldErrorf(CodeInvalidField, "metadata", "field \"metadata\" cannot be stored: %v", err)
+	}
+	rec := graph.CheckpointRecord{Thread: key, NS: threadNS, ID: threadRecordID, Source: "server", Created: th.CreatedAt, Meta: meta}
+	if err := s.cfg.Saver.PutCheckpoint(ctx, rec, nil); err != nil {
+		if ok, _ := exists(); ok { // created at the same moment by another request
+			return taken
+		}
+		return fmt.Errorf("server: create thread %q: %w", th.ID, err)
+	}
+	return nil
+}
+
+// loadThread reads the owner's thread id, with its workflow; a thread that
+// does not exist, or is another owner's, is a 404.
+func (s *Server) loadThread(ctx context.Context, owner, id string) (Thread, *graph.Runnable, error) {
+	rec, err := s.cfg.Saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: threadKey(owner, id), NS: threadNS, ID: threadRecordID})
+	if errors.Is(err, graph.ErrNotFound) {
+		return Thread{}, nil, unknownThread(id)
+	}
+	if err != nil {
+		return Thread{}, nil, fmt.Errorf("server: read thread %q: %w", id, err)
+	}
+	var th Thread
+	if err := json.Unmarshal(rec.Meta, &th); err != nil {
+		return Thread{}, nil, fmt.Errorf("server: thread %q has a corrupt record: %w", id, err)
+	}
+	wf := s.cfg.Workflows[th.Workflow]
+	if wf == nil {
+		return th, nil, errorf(http.StatusNotFound, CodeUnknownWorkflow, "thread %q belongs to workflow %q, which this server does not serve", id, th.Workflow)
+	}
+	return th, wf, nil
+}
+
+// threadFor loads the thread the request names, or writes the error and
+// returns false.
+func (s *Server) threadFor(w http.ResponseWriter, r *http.Request) (Thread, *graph.Runnable, bool) {
+	th, wf, err := s.loadThread(r.Context(), ownerFrom(r.Context()), r.PathValue("thread"))
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return th, nil, false
+	}
+	return th, wf, true
+}
+
+// internal passes an *apiError through and logs and hides anything else
+// behind a 500.
+func (s *Server) internal(r *http.Request, err error) *apiError {
+	var e *apiError
+	if errors.As(err, &e) {
+		return e
+	}
+	s.log.ErrorContext(r.Context(), "server: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	return errorf(http.StatusInternalServerError, CodeInternal, "%v", err)
+}
+
+func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
+	th, _, ok := s.threadFor(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
+		if ts.active != nil {
+			th.ActiveRun = ts.active.id
+		}
+		th.Queued = len(ts.queue)
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, th)
+}
+
+func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
+	th, _, ok := s.threadFor(w, r)
+	if !ok {
+		return
+	}
+	key := threadKey(ownerFrom(r.Context()), th.ID)
+	s.mu.Lock()
+	ts := s.threads[key]
+	if ts != nil && (ts.active != nil || len(ts.queue) > 0) {
+		s.mu.Unlock()
+		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID))
+		return
+	}
+	if ts != nil {
+		for _, ru := range ts.runs {
+			s.forgetLocked(ru)
+		}
+		delete(s.threads, key)
+	}
+	s.mu.Unlock()
+	if err := s.cfg.Saver.DeleteThread(r.Context(), key); err != nil {
+		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Snapshot is a thread's state at one checkpoint, as the API shows it.
+type Snapshot struct {
+	ThreadID string `json:"thread_id"`
+	// Values holds the channel values, by channel name.
+	Values     json.RawMessage       `json:"values"`
+	Checkpoint string                `json:"checkpoint,omitempty"`
+	Parent     string                `json:"parent,omitempty"`
+	Step       int                   `json:"step"`
+	Source     string                `json:"source,omitempty"`
+	Writers    []string              `json:"writers"`
+	Next       []string              `json:"next"`
+	Interrupts []graph.InterruptInfo `json:"interrupts"`
+	CreatedAt  time.Time             `json:"created_at,omitzero"`
+}
+
+func snapshotView(thread string, s graph.Snapshot) (Snapshot, error) {
+	values, err := json.Marshal(s.State)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("server: encode the state of thread %q: %w", thread, err)
+	}
+	out := Snapshot{
+		ThreadID: thread, Values: values, Checkpoint: s.Checkpoint, Parent: s.Parent, Step: s.Step,
+		Source: string(s.Source), Writers: s.Writers, Next: s.Next, Interrupts: s.Interrupts, CreatedAt: s.Created,
+	}
+	if out.Writers == nil {
+		out.Writers = []string{}
+	}
+	if out.Next == nil {
+		out.Next = []string{}
+	}
+	if out.Interrupts == nil {
+		out.Interrupts = []graph.InterruptInfo{}
+	}
+	return out, nil
+}
+
+// handleState answers the thread's newest checkpoint (or ?checkpoint=id)
+// with its pending interrupts. A thread that never ran has empty values.
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+	th, wf, ok := s.threadFor(w, r)
+	if !ok {
+		return
+	}
+	opts := []graph.Option{graph.WithSaver(s.cfg.Saver)}
+	cp := r.URL.Query().Get("checkpoint")
+	if cp != "" {
+		opts = append(opts, graph.FromCheckpoint(cp))
+	}
+	snap, err := wf.State(r.Context(), threadKey(ownerFrom(r.Context()), th.ID), opts...)
+	switch {
+	case errors.Is(err, graph.ErrNotFound) && cp != "":
+		writeError(w, errorf(http.StatusNotFound, CodeUnknownCheckpt, "thread %q has no checkpoint %q", th.ID, cp))
+		return
+	case errors.Is(err, graph.ErrNotFound):
+		snap = graph.Snapshot{Step: -1}
+	case err != nil:
+		writeError(w, s.internal(r, err))
+		return
+	}
+	view, err := snapshotView(th.ID, snap)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// History is the body of GET .../history: checkpoints newest first.
+type History struct {
+	ThreadID    string     `json:"thread_id"`
+	Checkpoints []Snapshot `json:"checkpoints"`
+}
+
+const maxHistory = 1000
+
+func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
+	th, wf, ok := s.threadFor(w, r)
+	if !ok {
+		return
+	}
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxHistory {
+			writeError(w, fieldErrorf(CodeInvalidQuery, "limit", "query parameter \"limit\" must be an integer from 1 to %d, not %q", maxHistory, v))
+			return
+		}
+		limit = n
+	}
+	snaps, err := wf.History(r.Context(), threadKey(ownerFrom(r.Context()), th.ID), graph.WithSaver(s.cfg.Saver), graph.HistoryLimit(limit))
+	if err != nil && !errors.Is(err, graph.ErrNotFound) {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	out := History{ThreadID: th.ID, Checkpoints: make([]Snapshot, len(snaps))}
+	for i, sn := range snaps {
+		if out.Checkpoints[i], err = snapshotView(th.ID, sn); err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
