@@ -3,6 +3,7 @@ package metaprompt
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -120,7 +121,7 @@ func checkFirstLine(line string) (Problem, bool) {
 		return bad("opens a code fence")
 	case isListItem(line):
 		return bad("is a list item")
-	case hasAnyPrefix(lower, preambles):
+	case isPreamble(lower):
 		return bad("is a preamble")
 	case utf8.RuneCountInString(line) > 400:
 		return bad("is too long for one sentence")
@@ -309,9 +310,15 @@ func lastRune(s string) string {
 	return string(r)
 }
 
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
+// isPreamble reports whether a lower-case line starts with one of the
+// preambles, as whole words.
+func isPreamble(lower string) bool {
+	for _, p := range preambles {
+		rest, ok := strings.CutPrefix(lower, p)
+		if !ok {
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(rest); rest == "" || !unicode.IsLetter(r) {
 			return true
 		}
 	}

@@ -52,6 +52,8 @@ func TestCheckAcceptsGoodPrompts(t *testing.T) {
 		{"a final answer after reasoning in prose", prompt(first, "# Steps", steps, "# Output Format",
 			"Write your analysis, then give the final answer on the last line.", "# Notes", notes)},
 		{"leading blank lines", "\n\n" + goodPrompt + "\n\n"},
+		{"a word that starts like a preamble", strings.Replace(goodPrompt, "You estimate", "Surely you estimate", 1)},
+		{"windows line ends", strings.ReplaceAll(goodPrompt, "\n", "\r\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
