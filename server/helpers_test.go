@@ -173,6 +173,17 @@ type env struct {
 	hs     *httptest.Server
 	client *http.Client
 	saver  graph.Saver
+
+	mu sync.Mutex
+	// served, when set, is called after the server answered a request.
+	served func(*http.Request)
+}
+
+// onServed sets the function called after each request is answered.
+func (e *env) onServed(f func(*http.Request)) {
+	e.mu.Lock()
+	e.served = f
+	e.mu.Unlock()
 }
 
 func newEnv(t *testing.T, cfg server.Config) *env {
@@ -189,7 +200,15 @@ func newEnv(t *testing.T, cfg server.Config) *env {
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	e := &env{t: t, srv: srv, saver: cfg.Saver}
-	e.hs = httptest.NewServer(srv)
+	e.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(w, r)
+		e.mu.Lock()
+		hook := e.served
+		e.mu.Unlock()
+		if hook != nil {
+			hook(r)
+		}
+	}))
 	e.client = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {
 		e.client.CloseIdleConnections()
