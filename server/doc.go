@@ -76,7 +76,8 @@
 // kinds (and end).
 //
 // A client that disconnects does not stop the run. Each run keeps its most
-// recent Config.EventBuffer events (default 1024): a client re-attaches with
+// recent Config.EventBuffer events (default 1024, at most
+// Config.EventBufferBytes, default 1 MiB, of them): a client re-attaches with
 // GET .../runs/{run}/stream and gets the buffered events after the id it
 // last saw (Last-Event-ID, as browsers' EventSource send it, or ?after=N),
 // then the live ones. If some of those were dropped from the buffer, it

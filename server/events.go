@@ -110,26 +110,28 @@ type frame struct {
 	data []byte
 }
 
-// eventLog keeps the most recent events of a run in a ring, for streams
-// that attach at any time. One goroutine appends; any number read.
+// eventLog keeps the most recent events of a run, within a count and a
+// size, for streams that attach at any time. One goroutine appends; any
+// number read.
 type eventLog struct {
-	mu     sync.Mutex
-	ring   []frame
-	max    int   // frames kept
-	head   int   // index of the oldest frame
-	n      int   // frames held
-	next   int64 // id of the next frame
-	closed bool
+	mu sync.Mutex
+	// frames[head:] are held, oldest first.
+	frames    []frame
+	head      int
+	bytes     int
+	maxFrames int
+	maxBytes  int
+	next      int64 // id of the next frame
+	closed    bool
 	// wake is closed at the next append or at close, when a reader is
 	// waiting on it.
 	wake    chan struct{}
 	waiting bool
 }
 
-func (l *eventLog) init(capacity int) {
-	l.ring = make([]frame, 0, min(capacity, 64))
+func (l *eventLog) init(maxFrames, maxBytes int) {
+	l.maxFrames, l.maxBytes = maxFrames, maxBytes
 	l.next = 1
-	l.max = capacity
 	l.wake = make(chan struct{})
 }
 
@@ -140,18 +142,23 @@ func (l *eventLog) nextID() int64 {
 	return l.next
 }
 
+// append adds a frame and drops the oldest ones beyond the limits; the
+// newest frame is always kept.
 func (l *eventLog) append(kind graph.EventKind, data []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f := frame{id: l.next, kind: kind, data: data}
+	l.frames = append(l.frames, frame{id: l.next, kind: kind, data: data})
 	l.next++
-	switch {
-	case len(l.ring) < l.max:
-		l.ring = append(l.ring, f)
-		l.n++
-	default:
-		l.ring[l.head] = f
-		l.head = (l.head + 1) % len(l.ring)
+	l.bytes += len(data)
+	for held := len(l.frames) - l.head; held > 1 && (held > l.maxFrames || l.bytes > l.maxBytes); held-- {
+		l.bytes -= len(l.frames[l.head].data)
+		l.frames[l.head] = frame{}
+		l.head++
+	}
+	if l.head >= 32 && l.head*2 >= len(l.frames) {
+		n := copy(l.frames, l.frames[l.head:])
+		clear(l.frames[n:])
+		l.frames, l.head = l.frames[:n], 0
 	}
 	l.signal()
 }
@@ -178,19 +185,19 @@ func (l *eventLog) count() int64 {
 }
 
 // since returns the held frames after id after (appended to buf), how
-// many frames after it were dropped from the ring, whether the log is
-// closed, and a channel closed when there is more to read.
+// many frames after it were dropped, whether the log is closed, and a
+// channel closed when there is more to read.
 func (l *eventLog) since(after int64, buf []frame) (frames []frame, dropped int64, closed bool, wake <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	first := l.next - int64(l.n)
+	held := l.frames[l.head:]
+	first := l.next - int64(len(held)) // id of the oldest held frame
 	if after < first-1 {
 		dropped = first - 1 - after
 		after = first - 1
 	}
-	skip := int(after - (first - 1)) // frames of the ring already seen
-	for i := skip; i < l.n; i++ {
-		buf = append(buf, l.ring[(l.head+i)%len(l.ring)])
+	if skip := after - (first - 1); skip < int64(len(held)) {
+		buf = append(buf, held[skip:]...)
 	}
 	if len(buf) == 0 && !l.closed {
 		l.waiting = true

@@ -95,7 +95,7 @@ func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
 		ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
 		status: StatusRunning, created: time.Now().UTC(),
 	}
-	ru.events.init(s.cfg.EventBuffer)
+	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
 	return ru
 }
 

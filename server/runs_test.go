@@ -315,3 +315,28 @@ func TestRunsCarryTheOwnerAsARuntimeValue(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ru.Values, &v))
 	assert.Equal(t, "bob@t", v["text"])
 }
+
+func TestOnlyTheLastFinishedRunsAreRemembered(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), RetainRuns: 2})
+	e.thread(alice, "echo", "t")
+	var ids []string
+	for range 3 {
+		ids = append(ids, e.wait(alice, "t", map[string]any{"input": map[string]any{"text": "x"}}).ID)
+	}
+	e.fails("GET", "/v1/threads/t/runs/"+ids[0], alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: "unknown_run", Message: `unknown run "` + ids[0] + `" on thread "t"`})
+	var runs server.RunList
+	e.call("GET", "/v1/threads/t/runs", alice, nil, http.StatusOK, &runs)
+	require.Len(t, runs.Runs, 2)
+	assert.Equal(t, []string{ids[2], ids[1]}, []string{runs.Runs[0].ID, runs.Runs[1].ID})
+	assert.Equal(t, 3, countKeyOf(t, e.state(alice, "t").Values), "the thread keeps every run's writes")
+}
+
+func countKeyOf(t *testing.T, values json.RawMessage) int {
+	t.Helper()
+	var v struct {
+		Count int `json:"count"`
+	}
+	require.NoError(t, json.Unmarshal(values, &v))
+	return v.Count
+}

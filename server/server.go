@@ -24,6 +24,7 @@ import (
 const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultEventBuffer  = 1024
+	DefaultEventBytes   = 1 << 20
 	DefaultRetainRuns   = 1000
 	DefaultHeartbeat    = 15 * time.Second
 )
@@ -54,6 +55,9 @@ type Config struct {
 	// EventBuffer is how many of a run's most recent events the server
 	// keeps for streams that attach late or re-attach (default 1024).
 	EventBuffer int
+	// EventBufferBytes caps the size of those events (default 1 MiB); the
+	// newest event is kept whatever its size.
+	EventBufferBytes int
 	// RetainRuns is how many finished runs the server remembers, the
 	// oldest forgotten first (default 1000). A forgotten run's thread and
 	// checkpoints stay in the Saver.
@@ -138,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cfg.EventBuffer <= 0 {
 		s.cfg.EventBuffer = DefaultEventBuffer
+	}
+	if s.cfg.EventBufferBytes <= 0 {
+		s.cfg.EventBufferBytes = DefaultEventBytes
 	}
 	if s.cfg.RetainRuns <= 0 {
 		s.cfg.RetainRuns = DefaultRetainRuns
