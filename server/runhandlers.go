@@ -81,6 +81,9 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 		}
 		if e := ru.earlyError(); e != nil {
 			s.forget(ru)
+			if e.Status >= http.StatusInternalServerError {
+				s.log.ErrorContext(r.Context(), "server: run failed to start", "thread", th.ID, "err", e.Message)
+			}
 			writeError(w, e)
 			return
 		}

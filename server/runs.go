@@ -120,7 +120,9 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 	s.runs[ru.id] = ru
 	ts.runs = append(ts.runs, ru)
 	if ts.active != nil {
+		ru.mu.Lock()
 		ru.status = StatusQueued
+		ru.mu.Unlock()
 		ts.queue = append(ts.queue, ru)
 		return true, nil
 	}
