@@ -35,11 +35,60 @@ type observed struct {
 	info ModelInfo
 }
 
-// modelRecord is what the journal keeps of a model call.
+// modelRecord is what the journal keeps of a model call. It has its own
+// JSON form because langchaingo's llms.ToolCall does not survive a JSON
+// round trip (v0.1.14: its UnmarshalJSON drops the function call).
 type modelRecord struct {
-	Resp             *llms.ContentResponse `json:"resp"`
-	PromptTokens     int                   `json:"prompt_tokens"`
-	CompletionTokens int                   `json:"completion_tokens"`
+	Choices          []recordedChoice `json:"choices"`
+	PromptTokens     int              `json:"prompt_tokens"`
+	CompletionTokens int              `json:"completion_tokens"`
+}
+
+type recordedChoice struct {
+	Content          string             `json:"content"`
+	StopReason       string             `json:"stop_reason,omitempty"`
+	ReasoningContent string             `json:"reasoning,omitempty"`
+	GenerationInfo   map[string]any     `json:"info,omitempty"`
+	FuncCall         *llms.FunctionCall `json:"func_call,omitempty"`
+	ToolCalls        []recordedToolCall `json:"tool_calls,omitempty"`
+}
+
+type recordedToolCall struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func record(resp *llms.ContentResponse) []recordedChoice {
+	out := make([]recordedChoice, len(resp.Choices))
+	for i, c := range resp.Choices {
+		rc := recordedChoice{Content: c.Content, StopReason: c.StopReason, ReasoningContent: c.ReasoningContent,
+			GenerationInfo: c.GenerationInfo, FuncCall: c.FuncCall}
+		for _, tc := range c.ToolCalls {
+			r := recordedToolCall{ID: tc.ID, Type: tc.Type}
+			if tc.FunctionCall != nil {
+				r.Name, r.Arguments = tc.FunctionCall.Name, tc.FunctionCall.Arguments
+			}
+			rc.ToolCalls = append(rc.ToolCalls, r)
+		}
+		out[i] = rc
+	}
+	return out
+}
+
+func (m modelRecord) response() *llms.ContentResponse {
+	resp := &llms.ContentResponse{Choices: make([]*llms.ContentChoice, len(m.Choices))}
+	for i, c := range m.Choices {
+		cc := &llms.ContentChoice{Content: c.Content, StopReason: c.StopReason, ReasoningContent: c.ReasoningContent,
+			GenerationInfo: c.GenerationInfo, FuncCall: c.FuncCall}
+		for _, tc := range c.ToolCalls {
+			cc.ToolCalls = append(cc.ToolCalls, llms.ToolCall{ID: tc.ID, Type: tc.Type,
+				FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+		resp.Choices[i] = cc
+	}
+	return resp
 }
 
 func (o *observed) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
@@ -77,7 +126,7 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 			return modelRecord{}, fmt.Errorf("llm: model %q returned no choices: %w", o.info.Model, ErrTransient)
 		}
 		p, c := Usage(resp, msgs)
-		return modelRecord{Resp: resp, PromptTokens: p, CompletionTokens: c}, nil
+		return modelRecord{Choices: record(resp), PromptTokens: p, CompletionTokens: c}, nil
 	})
 	call := graph.ModelCall{
 		Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
@@ -91,13 +140,14 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	if err != nil {
 		return nil, err
 	}
+	resp := rec.response()
 	if !live && callerStream != nil {
 		// A replayed answer reaches a streaming caller in one chunk.
-		if err := callerStream(ctx, []byte(rec.Resp.Choices[0].Content)); err != nil {
+		if err := callerStream(ctx, []byte(resp.Choices[0].Content)); err != nil {
 			return nil, err
 		}
 	}
-	return rec.Resp, nil
+	return resp, nil
 }
 
 // Usage returns the prompt and completion tokens of a response to msgs: the

@@ -175,7 +175,11 @@ func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
 			res.Output, res.Reasoning, res.Messages = choice.Content, choice.ReasoningContent, msgs
 			return res, nil
 		}
-		msgs = append(msgs, a.runTools(ctx, choice.ToolCalls, res)...)
+		results, err := a.runTools(ctx, choice.ToolCalls, res)
+		if err != nil {
+			return res, err
+		}
+		msgs = append(msgs, results...)
 	}
 }
 
@@ -207,20 +211,24 @@ func assistantMessage(c *llms.ContentChoice) llms.MessageContent {
 }
 
 // runTools runs the tool calls of one reply concurrently and returns their
-// results as tool messages, in the order the model asked for them.
-func (a *ReAct) runTools(ctx context.Context, calls []llms.ToolCall, res *Result) []llms.MessageContent {
+// results as tool messages, in the order the model asked for them. A tool
+// that interrupts the run (graph.Interrupt, such as AskHuman) does not
+// produce a result: the interrupts are returned as the error, after the
+// other calls have finished.
+func (a *ReAct) runTools(ctx context.Context, calls []llms.ToolCall, res *Result) ([]llms.MessageContent, error) {
 	out := make([]llms.MessageContent, len(calls))
+	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i, tc := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = a.runTool(ctx, tc)
+			out[i], errs[i] = a.runTool(ctx, tc)
 		}()
 	}
 	wg.Wait()
 	res.ToolCalls += len(calls)
-	return out
+	return out, errors.Join(errs...)
 }
 
 // toolRecord is what the journal keeps of a tool call.
@@ -230,7 +238,7 @@ type toolRecord struct {
 	Duration time.Duration `json:"duration"`
 }
 
-func (a *ReAct) runTool(ctx context.Context, tc llms.ToolCall) llms.MessageContent {
+func (a *ReAct) runTool(ctx context.Context, tc llms.ToolCall) (llms.MessageContent, error) {
 	name, args := "", ""
 	if tc.FunctionCall != nil {
 		name, args = tc.FunctionCall.Name, tc.FunctionCall.Arguments
@@ -241,9 +249,19 @@ func (a *ReAct) runTool(ctx context.Context, tc llms.ToolCall) llms.MessageConte
 	}
 	graph.Publish(ctx, graph.Event{Kind: graph.EventToolCall, Data: graph.ToolCall{Agent: a.cfg.Name, ID: tc.ID, Name: name, Args: rawArgs}})
 	rec, err := graph.Do(ctx, "tool:"+tc.ID, func(ctx context.Context) (toolRecord, error) {
-		r := a.callTool(ctx, name, args)
+		// Each call gets its own scope, so that what a tool journals or
+		// asks (graph.Interrupt) is told apart from concurrent calls.
+		r := a.callTool(graph.WithScope(ctx, "tool:"+tc.ID), name, args)
+		var ie *graph.InterruptError
+		if errors.As(r.Err, &ie) {
+			return toolRecord{}, ie // not a result: the run pauses, and the call runs again on resume
+		}
 		return toolRecord{Status: r.Status.String(), Text: r.Text(), Duration: r.Duration}, nil
 	})
+	var ie *graph.InterruptError
+	if errors.As(err, &ie) {
+		return llms.MessageContent{}, ie
+	}
 	if err != nil { // the journal could not record the call: tell the model
 		rec = toolRecord{Status: tools.StatusFailed.String(), Text: "The tool call could not be completed: " + err.Error()}
 	}
@@ -252,7 +270,7 @@ func (a *ReAct) runTool(ctx context.Context, tc llms.ToolCall) llms.MessageConte
 	}})
 	return llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
 		llms.ToolCallResponse{ToolCallID: tc.ID, Name: name, Content: rec.Text},
-	}}
+	}}, nil
 }
 
 func (a *ReAct) callTool(ctx context.Context, name, args string) tools.Result {

@@ -1,0 +1,192 @@
+package factory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/store"
+)
+
+// Agent is a built agent: what it is, the model tier and tools it uses, and
+// its system prompt. Agents are stored in the registry and reused by later
+// plans that name them.
+type Agent struct {
+	Name        string `json:"name"`
+	Role        string `json:"role,omitempty"`
+	Description string `json:"description"`
+	// Thought is the builder's reasoning for its choices.
+	Thought string `json:"thought,omitempty"`
+	// Tier is the model tier: basic, reasoning, vision or code.
+	Tier string `json:"tier"`
+	// Tools are names of registered tools.
+	Tools []string `json:"tools,omitempty"`
+	// Brief is the short task description the prompt was written from.
+	Brief string `json:"brief,omitempty"`
+	// Prompt is the system prompt; PromptPinned says a person wrote or
+	// fixed it, so it is never regenerated.
+	Prompt       string `json:"prompt"`
+	PromptPinned bool   `json:"prompt_pinned,omitempty"`
+	// Spec is the plan's description of the agent it was built from.
+	Spec    *nodes.AgentSpec `json:"spec,omitempty"`
+	Builtin bool             `json:"builtin,omitempty"`
+	Created time.Time        `json:"created"`
+	// Revision is the store revision the agent was read at; pass it back
+	// to Update.
+	Revision int64 `json:"-"`
+}
+
+// ErrAgentNotFound: no agent of that name in the owner's registry.
+var ErrAgentNotFound = errors.New("factory: agent not found")
+
+// Registry keeps agents in a context store, under team/agents/<name>, per
+// owner. It is safe for concurrent use.
+type Registry struct {
+	store store.Store
+	owner string
+}
+
+// NewRegistry returns the registry of owner's agents in s.
+func NewRegistry(s store.Store, owner string) *Registry {
+	return &Registry{store: s, owner: owner}
+}
+
+// Owner returns the registry's owner.
+func (r *Registry) Owner() string { return r.owner }
+
+func agentPath(name string) string { return "team/agents/" + name }
+
+// Get returns the agent called name.
+func (r *Registry) Get(ctx context.Context, name string) (Agent, error) {
+	it, err := r.store.Get(ctx, r.owner, agentPath(name))
+	if errors.Is(err, store.ErrNotFound) {
+		return Agent{}, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, name, r.owner)
+	}
+	if err != nil {
+		return Agent{}, fmt.Errorf("factory: read agent %q: %w", name, err)
+	}
+	var a Agent
+	if err := json.Unmarshal([]byte(it.Content), &a); err != nil {
+		return Agent{}, fmt.Errorf("factory: agent %q is not readable: %w", name, err)
+	}
+	a.Revision = it.Revision
+	return a, nil
+}
+
+// Add stores a new agent. Adding a name that exists fails with an error
+// wrapping store.ErrExists.
+func (r *Registry) Add(ctx context.Context, a Agent) (Agent, error) {
+	if a.Created.IsZero() {
+		a.Created = time.Now().UTC()
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return a, fmt.Errorf("factory: encode agent %q: %w", a.Name, err)
+	}
+	m, err := r.store.Add(ctx, r.owner, agentPath(a.Name), string(b), store.Attrs{
+		ContentType: store.ContentJSON, Trust: store.TrustSystem, Trigger: store.TriggerIndex,
+	})
+	if err != nil {
+		return a, fmt.Errorf("factory: add agent %q: %w", a.Name, err)
+	}
+	a.Revision = m.Revision
+	return a, nil
+}
+
+// Update replaces an agent, based on the revision it was read at; a stale
+// revision is a conflict (store.ErrConflict), never a silent overwrite.
+func (r *Registry) Update(ctx context.Context, a Agent) (Agent, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return a, fmt.Errorf("factory: encode agent %q: %w", a.Name, err)
+	}
+	m, err := r.store.Edit(ctx, r.owner, agentPath(a.Name), store.Replace(a.Revision, string(b)))
+	if errors.Is(err, store.ErrNotFound) {
+		return a, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, a.Name, r.owner)
+	}
+	if err != nil {
+		return a, fmt.Errorf("factory: update agent %q: %w", a.Name, err)
+	}
+	a.Revision = m.Revision
+	return a, nil
+}
+
+// Remove deletes the agent called name.
+func (r *Registry) Remove(ctx context.Context, name string) error {
+	a, err := r.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := r.store.Delete(ctx, r.owner, agentPath(name), a.Revision); err != nil {
+		return fmt.Errorf("factory: remove agent %q: %w", name, err)
+	}
+	return nil
+}
+
+// List returns every agent, by name.
+func (r *Registry) List(ctx context.Context) ([]Agent, error) {
+	var out []Agent
+	opts := store.ListOptions{Limit: store.MaxListLimit}
+	for {
+		page, err := r.store.List(ctx, r.owner, "team/agents/", opts)
+		if err != nil {
+			return nil, fmt.Errorf("factory: list agents: %w", err)
+		}
+		for _, m := range page.Items {
+			a, err := r.Get(ctx, m.Path[len("team/agents/"):])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+		if page.Next == "" {
+			break
+		}
+		opts.After = page.Next
+	}
+	slices.SortFunc(out, func(a, b Agent) int { return cmpString(a.Name, b.Name) })
+	return out, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Cards lists the agents for a planner (nodes.AgentDirectory).
+func (r *Registry) Cards(ctx context.Context) ([]nodes.AgentCard, error) {
+	as, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodes.AgentCard, len(as))
+	for i, a := range as {
+		out[i] = nodes.AgentCard{Name: a.Name, Description: a.Description}
+	}
+	return out, nil
+}
+
+// EnsureDefaults adds the built-in agents (researcher, coder, reporter)
+// that the owner's registry lacks, and leaves the others as they are.
+func (r *Registry) EnsureDefaults(ctx context.Context) error {
+	for _, a := range DefaultAgents() {
+		if _, err := r.Get(ctx, a.Name); err == nil {
+			continue
+		} else if !errors.Is(err, ErrAgentNotFound) {
+			return err
+		}
+		if _, err := r.Add(ctx, a); err != nil && !errors.Is(err, store.ErrExists) {
+			return err
+		}
+	}
+	return nil
+}

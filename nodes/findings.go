@@ -1,0 +1,57 @@
+package nodes
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Finding is the result of one step, kept across plans for the reporter.
+type Finding struct {
+	StepID     string   `json:"step_id"`
+	Title      string   `json:"title"`
+	Agent      string   `json:"agent"`
+	Status     string   `json:"status"`
+	Summary    string   `json:"summary"`
+	Output     string   `json:"output,omitempty"`
+	Ref        string   `json:"ref,omitempty"`
+	Confidence float64  `json:"confidence"`
+	Sources    []string `json:"sources,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+// Findings accumulates the results of every step of every plan of a run.
+var Findings = graph.NewKey("findings", graph.Append[Finding]())
+
+// FindingOf returns the finding of a step that has a result.
+func FindingOf(s Step) Finding {
+	r := s.Result
+	return Finding{StepID: s.ID, Title: s.Title, Agent: s.AgentName, Status: r.Status, Summary: r.Summary,
+		Output: r.Output, Ref: r.Ref, Confidence: r.Confidence, Sources: r.Sources, Error: r.Error}
+}
+
+// ResultsView renders findings the way the planner sees them: status and
+// a one-line summary per step — results, not process.
+func ResultsView(fs []Finding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		line := f.Summary
+		if f.Status != StepDone {
+			line = f.Error
+		}
+		fmt.Fprintf(&b, "- [%s] %s %s (agent %s, confidence %.2f): %s\n", f.Status, f.StepID, f.Title, f.Agent, f.Confidence, oneLine(line))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 240 {
+		s = string(r[:239]) + "…"
+	}
+	return s
+}

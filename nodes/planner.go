@@ -1,0 +1,195 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/structured"
+)
+
+// AgentCard describes an agent a plan may name.
+type AgentCard struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// AgentDirectory lists the agents that exist (the factory's registry).
+type AgentDirectory interface {
+	Cards(ctx context.Context) ([]AgentCard, error)
+}
+
+// StaticAgents is a fixed AgentDirectory.
+type StaticAgents []AgentCard
+
+// Cards returns the agents.
+func (s StaticAgents) Cards(context.Context) ([]AgentCard, error) { return s, nil }
+
+// DefaultAgents are the predefined roles of the research workflow.
+var DefaultAgents = StaticAgents{
+	{Name: "researcher", Description: "Searches the web and reads pages to gather facts, with sources."},
+	{Name: "coder", Description: "Writes and runs Python to compute, analyse data or check claims."},
+}
+
+// ErrInvalidPlan: the planner could not get a valid plan from its model.
+var ErrInvalidPlan = errors.New("nodes: invalid plan")
+
+// PlanError is a plan that stayed invalid after the repairs allowed.
+type PlanError struct {
+	Problems []string
+	// Output is the model's last plan, as JSON.
+	Output string
+}
+
+func (e *PlanError) Error() string {
+	return "nodes: the planner's plan is invalid after repairs: " + strings.Join(e.Problems, "; ")
+}
+
+// Unwrap returns ErrInvalidPlan.
+func (e *PlanError) Unwrap() error { return ErrInvalidPlan }
+
+// PlannerConfig configures the planner node.
+type PlannerConfig struct {
+	Model llms.Model
+	Info  llm.ModelInfo
+	// Agents lists the agents steps may name (DefaultAgents when nil).
+	Agents AgentDirectory
+	// AllowNewAgents lets plans declare new agents (the coor workflow).
+	AllowNewAgents bool
+	// MaxSteps caps the steps of a plan (default 3); MaxIterations the
+	// plans made in one run (default 1); Repairs the times the model is
+	// asked to fix an invalid plan (default 2).
+	MaxSteps      int
+	MaxIterations int
+	Repairs       int
+	// Review is the node that receives a new plan; Reporter the node that
+	// writes the report once enough is known or the iterations are used.
+	Review   string
+	Reporter string
+}
+
+func (c *PlannerConfig) defaults() {
+	if c.Agents == nil {
+		c.Agents = DefaultAgents
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = 3
+	}
+	if c.MaxIterations <= 0 {
+		c.MaxIterations = 1
+	}
+	if c.Repairs <= 0 {
+		c.Repairs = 2
+	}
+}
+
+// Planner returns the planner node. It reads Request, Locale, Background,
+// Feedback and the Findings so far; it writes PlanKey and Iterations and
+// goes to the reviewer, or to the reporter when enough is known or when
+// MaxIterations plans have been made.
+func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
+	if cfg.Model == nil {
+		return nil, fmt.Errorf("%w: the planner needs a model", ErrNoModel)
+	}
+	if cfg.Review == "" || cfg.Reporter == "" {
+		return nil, errors.New("nodes: the planner needs its Review and Reporter nodes")
+	}
+	cfg.defaults()
+	model := llm.Observe(cfg.Model, cfg.Info)
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if Iterations.Get(s) >= cfg.MaxIterations && PlanKey.Get(s) != nil {
+			return graph.Goto(cfg.Reporter), nil
+		}
+		cards, err := cfg.Agents.Cards(ctx)
+		if err != nil {
+			return graph.Command{}, fmt.Errorf("nodes: planner: list agents: %w", err)
+		}
+		known := map[string]bool{}
+		var list strings.Builder
+		for _, c := range cards {
+			known[c.Name] = true
+			fmt.Fprintf(&list, "- %s: %s\n", c.Name, c.Description)
+		}
+		locale := Locale.Get(s)
+		if locale == "" {
+			locale = "en-US"
+		}
+		sys := prompt("planner", map[string]string{"max_steps": fmt.Sprint(cfg.MaxSteps), "locale": locale, "agents": list.String()})
+		if !cfg.AllowNewAgents {
+			sys += "\nThis team has no factory: new_agents_needed must stay empty.\n"
+		}
+		msgs := []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeSystem, sys),
+			llms.TextParts(llms.ChatMessageTypeHuman, plannerInput(s, locale)),
+		}
+		ctx = llm.WithAgent(ctx, "planner")
+		p, err := generatePlan(ctx, model, msgs, func(n string) bool { return known[n] }, cfg)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		if p.Locale == "" {
+			p.Locale = locale
+		}
+		writes := []graph.Write{PlanKey.Set(p), Iterations.Set(1), Feedback.Set("")}
+		if p.HasEnoughContext {
+			return graph.Goto(cfg.Reporter, writes...), nil
+		}
+		return graph.Goto(cfg.Review, writes...), nil
+	}, nil
+}
+
+func plannerInput(s graph.State, locale string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Request\n%s\n\nLocale: %s\n", Request.Get(s), locale)
+	if bg := Background.Get(s); bg != "" {
+		fmt.Fprintf(&b, "\n# Background investigation\n%s\n", bg)
+	}
+	if r := ResultsView(Findings.Get(s)); r != "" {
+		fmt.Fprintf(&b, "\n# Results of the steps run so far\n%s", r)
+	}
+	if fb := Feedback.Get(s); fb != "" {
+		prev, _ := json.Marshal(PlanKey.Get(s))
+		fmt.Fprintf(&b, "\n# Your previous plan\n%s\n\n# The reviewer's feedback on it\n%s\n", prev, fb)
+	}
+	return b.String()
+}
+
+// generatePlan asks for a plan and checks it, sending the problems back
+// until it is valid or the repairs are used.
+func generatePlan(ctx context.Context, model llms.Model, msgs []llms.MessageContent, known func(string) bool, cfg PlannerConfig) (*Plan, error) {
+	var last []string
+	var lastJSON []byte
+	for attempt := 0; attempt <= cfg.Repairs; attempt++ {
+		draft, err := structured.Generate[planDraft](ctx, model, msgs, structured.WithRepairs(cfg.Repairs))
+		if err != nil {
+			return nil, fmt.Errorf("nodes: planner: %w", err)
+		}
+		p := draft.plan()
+		last = ValidatePlan(p, known, cfg.MaxSteps, cfg.AllowNewAgents)
+		if len(last) == 0 {
+			return p, nil
+		}
+		lastJSON, _ = json.Marshal(draft)
+		msgs = append(msgs,
+			llms.TextParts(llms.ChatMessageTypeAI, string(lastJSON)),
+			llms.TextParts(llms.ChatMessageTypeHuman, "This plan cannot be run:\n- "+strings.Join(last, "\n- ")+
+				"\nFix every problem and reply with the whole corrected plan."))
+	}
+	return nil, &PlanError{Problems: last, Output: string(lastJSON)}
+}
+
+// ValidatePlan checks a plan like Plan.Validate and, when new agents are
+// not allowed, that it declares none.
+func ValidatePlan(p *Plan, known func(string) bool, maxSteps int, allowNew bool) []string {
+	probs := p.Validate(known, maxSteps)
+	if !allowNew && len(p.NewAgentsNeeded) > 0 {
+		probs = append(probs, "new_agents_needed must be empty: this team cannot build new agents")
+	}
+	return probs
+}

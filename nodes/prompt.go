@@ -1,0 +1,45 @@
+package nodes
+
+import (
+	"embed"
+	"strings"
+)
+
+//go:embed prompts/*.md
+var promptFiles embed.FS
+
+// prompt returns the embedded prompt name with {{key}} placeholders
+// replaced.
+func prompt(name string, vars map[string]string) string {
+	b, err := promptFiles.ReadFile("prompts/" + name + ".md")
+	if err != nil {
+		panic("nodes: missing embedded prompt " + name) // a build error, caught by tests
+	}
+	return render(string(b), vars)
+}
+
+func render(text string, vars map[string]string) string {
+	pairs := make([]string, 0, 2*len(vars))
+	for k, v := range vars {
+		pairs = append(pairs, "{{"+k+"}}", v)
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// stripThink removes <think>…</think> blocks (reasoning some models put in
+// their answer) and trims the rest.
+func stripThink(s string) string {
+	for {
+		i := strings.Index(s, "<think>")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(s[i:], "</think>")
+		if j < 0 {
+			s = s[:i]
+			break
+		}
+		s = s[:i] + s[i+j+len("</think>"):]
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,151 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/tools"
+)
+
+// ResearchTeam returns the step router of the research workflow: it picks
+// the next step of the plan that has no result, in plan order, and sends
+// it to the worker node named for the step's agent (workers maps agent
+// names to nodes; a step whose agent has no node goes by step type:
+// research to workers["researcher"], processing to workers["coder"]).
+// Steps whose dependency failed are already marked skipped by the worker
+// (SkipDependents). When every step has a result it goes to planner.
+func ResearchTeam(workers map[string]string, planner string) graph.NodeFunc {
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		p := PlanKey.Get(s)
+		if p == nil {
+			return graph.Goto(planner), nil
+		}
+		for _, st := range p.Ready() {
+			node, ok := workers[st.AgentName]
+			if !ok {
+				node = workers["researcher"]
+				if st.StepType == StepProcessing {
+					node = workers["coder"]
+				}
+			}
+			if node == "" {
+				return graph.Command{}, fmt.Errorf("nodes: research team: no worker for step %q (agent %q, type %q)", st.ID, st.AgentName, st.StepType)
+			}
+			return graph.Goto(node, CurrentStep.Set(st.ID)), nil
+		}
+		return graph.Goto(planner), nil
+	}
+}
+
+// WorkerConfig configures a research-team worker node.
+type WorkerConfig struct {
+	Agent *ReAct
+	// Threshold is the confidence under which the step runs once more
+	// (DefaultConfidenceThreshold when 0).
+	Threshold float64
+}
+
+// Worker returns a node that runs the plan's CurrentStep with its agent,
+// records the result on the plan and in Findings, and marks the steps that
+// depended on a failed step as skipped.
+func Worker(cfg WorkerConfig) (graph.NodeFunc, error) {
+	if cfg.Agent == nil {
+		return nil, fmt.Errorf("%w: a worker needs an agent", ErrNoModel)
+	}
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		p := PlanKey.Get(s)
+		id := CurrentStep.Get(s)
+		if p == nil || p.Step(id) == nil {
+			return graph.Command{}, fmt.Errorf("nodes: worker %q: the plan has no step %q", cfg.Agent.Name(), id)
+		}
+		step := *p.Step(id)
+		res, err := RunStep(ctx, StepRun{Agent: cfg.Agent, Plan: p, Step: step, Handoffs: HandoffsFor(p, step), Threshold: cfg.Threshold})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		np := p.Clone()
+		np.Step(id).Result = &res
+		found := []Finding{FindingOf(*np.Step(id))}
+		found = append(found, SkipDependents(np)...)
+		return graph.Update(PlanKey.Set(np), Findings.Set(found)), nil
+	}, nil
+}
+
+// HandoffsFor returns what step receives from the steps it depends on.
+func HandoffsFor(p *Plan, step Step) []Handoff {
+	var hs []Handoff
+	for _, d := range step.DependsOn {
+		ds := p.Step(d)
+		if ds == nil || ds.Result == nil || ds.Result.Status != StepDone {
+			continue
+		}
+		text := ds.Result.Output
+		if text == "" {
+			text = ds.Result.Summary
+		}
+		hs = append(hs, Handoff{From: ds.ID, Agent: ds.AgentName, Title: ds.Title, Summary: ds.Result.Summary, Text: text})
+	}
+	return hs
+}
+
+// SkipDependents marks as skipped every step without a result that
+// depends, directly or not, on a step that did not succeed, and returns
+// their findings.
+func SkipDependents(p *Plan) []Finding {
+	var out []Finding
+	for changed := true; changed; {
+		changed = false
+		for i := range p.Steps {
+			st := &p.Steps[i]
+			if st.Result != nil {
+				continue
+			}
+			for _, d := range st.DependsOn {
+				ds := p.Step(d)
+				if ds != nil && ds.Result != nil && ds.Result.Status != StepDone {
+					st.Result = &StepResult{Status: StepSkipped, Error: fmt.Sprintf("step %s, which it needs, did not complete", d)}
+					out = append(out, FindingOf(*st))
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// BackgroundConfig configures the background investigator.
+type BackgroundConfig struct {
+	// Search is the web search tool (tools.WebSearch); the node writes
+	// nothing when it is nil.
+	Search tools.Tool
+	// Next is the planner.
+	Next    string
+	Timeout time.Duration
+}
+
+// BackgroundInvestigator returns a node that searches the web for the
+// Request before planning, so the planner starts from facts, and writes
+// what it found to Background. A failed search is noted, not fatal.
+func BackgroundInvestigator(cfg BackgroundConfig) (graph.NodeFunc, error) {
+	if cfg.Next == "" {
+		return nil, fmt.Errorf("nodes: the background investigator needs its Next node")
+	}
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if cfg.Search == nil {
+			return graph.Goto(cfg.Next), nil
+		}
+		args, _ := json.Marshal(map[string]any{"query": Request.Get(s)})
+		text, err := graph.Do(ctx, "background search", func(ctx context.Context) (string, error) {
+			r := tools.Run(ctx, cfg.Search, args, tools.RunOptions{Timeout: cfg.Timeout})
+			return r.Text(), nil
+		})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Goto(cfg.Next, Background.Set(text)), nil
+	}, nil
+}

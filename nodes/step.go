@@ -1,0 +1,170 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/structured"
+)
+
+// DefaultConfidenceThreshold is the confidence under which a step is sent
+// back once with an instruction to go deeper.
+const DefaultConfidenceThreshold = 0.8
+
+// Handoff is what a step receives from a step it depends on.
+type Handoff struct {
+	From    string // step id
+	Agent   string
+	Title   string
+	Summary string
+	// Text is the result itself, or an excerpt with a reference.
+	Text string
+}
+
+// StepRun is one step to carry out.
+type StepRun struct {
+	Agent    *ReAct
+	Plan     *Plan
+	Step     Step
+	Handoffs []Handoff
+	// Extra is more context for the task (board items it may see), as
+	// text.
+	Extra string
+	// Threshold is the confidence under which the step runs once more,
+	// deeper (DefaultConfidenceThreshold when 0; negative: never).
+	Threshold float64
+}
+
+// stepAnswer is the JSON a step's agent ends with.
+type stepAnswer struct {
+	Reasoning  string   `json:"reasoning" jsonschema:"required,description=What was tried, kept or dropped, and why"`
+	Result     string   `json:"result" jsonschema:"required,description=The complete result, in markdown"`
+	Summary    string   `json:"summary" jsonschema:"required,description=One or two sentences with the key finding"`
+	Confidence float64  `json:"confidence" jsonschema:"required,minimum=0,maximum=1"`
+	Sources    []string `json:"sources,omitempty"`
+}
+
+// RunStep carries out a step with its agent and returns its result: the
+// agent sees only the task rendered from the step and its handoffs, never
+// another agent's transcript. A result under the confidence threshold is
+// sent back once with a deeper instruction, and the second one counts. A
+// failure is a result with status failed, not an error; the error return
+// is for a run that must stop (its context ended, an interrupt). The whole
+// step goes through the journal, so a finished step is never run again.
+func RunStep(ctx context.Context, r StepRun) (StepResult, error) {
+	id := r.Step.ID
+	return graph.Do(ctx, "step "+id, func(ctx context.Context) (StepResult, error) {
+		ctx = graph.WithScope(ctx, "step:"+id)
+		threshold := r.Threshold
+		if threshold == 0 {
+			threshold = DefaultConfidenceThreshold
+		}
+		task := RenderTask(r)
+		ans, err := r.attempt(ctx, task, "")
+		if err != nil {
+			return failed(ctx, err, 1)
+		}
+		if ans.Confidence >= threshold || threshold < 0 {
+			return done(ans, 1), nil
+		}
+		deeper := fmt.Sprintf("%s\n# Go deeper\nA first attempt reached confidence %.2f with this summary: %s\nIts reasoning: %s\n"+
+			"Check the key claims, fill what is missing, correct what is wrong, and only then answer in the same JSON form.",
+			task, ans.Confidence, oneLine(ans.Summary), oneLine(ans.Reasoning))
+		ans2, err := r.attempt(ctx, deeper, "#2")
+		if err != nil {
+			return failed(ctx, err, 2)
+		}
+		return done(ans2, 2), nil
+	})
+}
+
+func done(a stepAnswer, attempts int) StepResult {
+	return StepResult{Status: StepDone, Summary: oneLine(a.Summary), Output: a.Result, Confidence: a.Confidence,
+		Reasoning: a.Reasoning, Sources: a.Sources, Attempts: attempts}
+}
+
+// failed turns an agent's failure into a failed result; a cancelled run or
+// an interrupt stays an error.
+func failed(ctx context.Context, err error, attempts int) (StepResult, error) {
+	var ie *graph.InterruptError
+	if ctx.Err() != nil || errors.As(err, &ie) {
+		return StepResult{}, err
+	}
+	return StepResult{Status: StepFailed, Error: err.Error(), Attempts: attempts}, nil
+}
+
+// attempt runs the agent once and reads its JSON answer, asking once more
+// for the JSON when the agent answered in another form.
+func (r StepRun) attempt(ctx context.Context, task, suffix string) (stepAnswer, error) {
+	res, err := r.Agent.Run(ctx, Task{Input: task, Scope: "agent:" + r.Agent.Name() + suffix, Run: r.Step.ID + suffix})
+	if err != nil {
+		return stepAnswer{}, err
+	}
+	if ans, ok := parseAnswer(res.Output); ok {
+		return ans, nil
+	}
+	ctx = llm.WithAgent(graph.WithScope(ctx, "format"+suffix), r.Agent.Name())
+	msgs := append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman,
+		"Restate your final answer as the JSON object described in the task."))
+	ans, err := structured.Generate[stepAnswer](ctx, r.Agent.model, msgs)
+	if err != nil {
+		return stepAnswer{}, fmt.Errorf("nodes: step %s: the agent's answer is not in the required form: %w", r.Step.ID, err)
+	}
+	return ans, nil
+}
+
+func parseAnswer(out string) (stepAnswer, bool) {
+	raw, err := structured.ExtractJSON(out)
+	if err != nil {
+		return stepAnswer{}, false
+	}
+	var a stepAnswer
+	if json.Unmarshal(raw, &a) != nil || strings.TrimSpace(a.Result) == "" || a.Confidence < 0 || a.Confidence > 1 {
+		return stepAnswer{}, false
+	}
+	if a.Summary == "" {
+		a.Summary = a.Result
+	}
+	return a, true
+}
+
+// RenderTask renders the task an agent receives for a step: the step
+// itself, the plan's title and locale, and the handoffs of the steps it
+// depends on — nothing else.
+func RenderTask(r StepRun) string {
+	note := ""
+	if r.Step.Note != "" {
+		note = "\nNote: " + r.Step.Note + "\n"
+	}
+	var hs strings.Builder
+	if len(r.Handoffs) > 0 {
+		hs.WriteString("\n## Results you build on\n")
+		for _, h := range r.Handoffs {
+			fmt.Fprintf(&hs, "### From step %s, %q (agent %s)\n%s\n", h.From, h.Title, h.Agent, h.Text)
+		}
+	}
+	if r.Extra != "" {
+		hs.WriteString("\n## Shared notes\n" + r.Extra + "\n")
+	}
+	title, locale := "", "en-US"
+	if r.Plan != nil {
+		title = r.Plan.Title
+		if r.Plan.Locale != "" {
+			locale = r.Plan.Locale
+		}
+	}
+	if r.Step.NeedSearch {
+		note += "\nThis step needs current information: search before you answer, and cite what you use.\n"
+	}
+	return prompt("step", map[string]string{
+		"title": r.Step.Title, "description": r.Step.Description, "note": note,
+		"id": r.Step.ID, "plan": title, "locale": locale, "handoffs": hs.String(),
+	})
+}
