@@ -17,8 +17,8 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
-	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/store"
+	smem "github.com/coorflow/coorflow/store/memory"
 	ssqlite "github.com/coorflow/coorflow/store/sqlite"
 )
 
