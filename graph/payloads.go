@@ -23,6 +23,13 @@ type ModelCall struct {
 	// Replayed is true when the result came from the journal.
 	Replayed bool   `json:"replayed,omitempty"`
 	Err      string `json:"error,omitempty"`
+	// Request holds the messages sent and Response the choices received,
+	// as JSON, when the stream takes model calls (for recorders and
+	// replay). Hash identifies the request: the same messages and tools
+	// give the same hash.
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Hash     string          `json:"hash,omitempty"`
 }
 
 // ToolCall is the Data of EventToolCall: a tool call started.
