@@ -2,6 +2,8 @@ package llm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -128,15 +130,20 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		p, c := Usage(resp, msgs)
 		return modelRecord{Choices: record(resp), PromptTokens: p, CompletionTokens: c}, nil
 	})
-	call := graph.ModelCall{
-		Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
-		PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
-		Duration: time.Since(start), Replayed: err == nil && !live,
+	if graph.Wants(ctx, graph.EventModelCall) {
+		call := graph.ModelCall{
+			Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
+			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
+			Duration: time.Since(start), Replayed: err == nil && !live,
+		}
+		call.Request, call.Hash = requestJSON(msgs, co)
+		if err != nil {
+			call.Err = err.Error()
+		} else {
+			call.Response, _ = json.Marshal(rec.Choices)
+		}
+		graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: call})
 	}
-	if err != nil {
-		call.Err = err.Error()
-	}
-	graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: call})
 	if err != nil {
 		return nil, err
 	}
@@ -219,4 +226,52 @@ func isToolCallChunk(chunk []byte) bool {
 		return name && args && len(fc) == 2
 	}
 	return false
+}
+
+// requestJSON renders a request for recorders — the messages and the names
+// of the tools offered — and its hash, which replay compares.
+func requestJSON(msgs []llms.MessageContent, co llms.CallOptions) (json.RawMessage, string) {
+	type part struct {
+		Type    string `json:"type"`
+		Text    string `json:"text,omitempty"`
+		ID      string `json:"id,omitempty"`
+		Name    string `json:"name,omitempty"`
+		Content string `json:"content,omitempty"`
+	}
+	type message struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	req := struct {
+		Messages []message `json:"messages"`
+		Tools    []string  `json:"tools,omitempty"`
+	}{}
+	for _, m := range msgs {
+		mm := message{Role: string(m.Role)}
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				mm.Parts = append(mm.Parts, part{Type: "text", Text: p.Text})
+			case llms.ToolCall:
+				pp := part{Type: "tool_call", ID: p.ID}
+				if p.FunctionCall != nil {
+					pp.Name, pp.Content = p.FunctionCall.Name, p.FunctionCall.Arguments
+				}
+				mm.Parts = append(mm.Parts, pp)
+			case llms.ToolCallResponse:
+				mm.Parts = append(mm.Parts, part{Type: "tool_result", ID: p.ToolCallID, Name: p.Name, Content: p.Content})
+			default:
+				mm.Parts = append(mm.Parts, part{Type: fmt.Sprintf("%T", p)})
+			}
+		}
+		req.Messages = append(req.Messages, mm)
+	}
+	for _, t := range co.Tools {
+		if t.Function != nil {
+			req.Tools = append(req.Tools, t.Function.Name)
+		}
+	}
+	data, _ := json.Marshal(req)
+	sum := sha256.Sum256(data)
+	return data, hex.EncodeToString(sum[:8])
 }

@@ -235,6 +235,10 @@ func TestReActInsideANodeIsJournaledAcrossAnInterrupt(t *testing.T) {
 	require.Len(t, replayed, 2)
 	assert.True(t, replayed[0].Replayed)
 	assert.Equal(t, "solver", replayed[0].Agent)
+	assert.Len(t, replayed[0].Hash, 16)
+	assert.Contains(t, string(replayed[0].Request), `"text":"20+22?"`)
+	assert.Contains(t, string(replayed[1].Response), "The answer is 42.")
+	assert.NotEqual(t, replayed[0].Hash, replayed[1].Hash)
 }
 
 func TestTextNodeAndConfigErrors(t *testing.T) {
