@@ -57,7 +57,6 @@ func newEnv(t *testing.T, s store.Store, script scripted.Script) *env {
 	t.Helper()
 	m := scripted.New(script)
 	reg := factory.NewRegistry(s, "acme")
-	require.NoError(t, reg.EnsureDefaults(t.Context()))
 	search := tools.Func("web_search", "Searches the web.", nil, func(ctx context.Context, args json.RawMessage) (string, error) {
 		return "1. A result", nil
 	})

@@ -60,10 +60,24 @@ func (r *Registry) Owner() string { return r.owner }
 
 func agentPath(name string) string { return "team/agents/" + name }
 
-// Get returns the agent called name.
+// builtin returns the built-in agent called name.
+func builtin(name string) (Agent, bool) {
+	for _, a := range DefaultAgents() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// Get returns the agent called name: the stored one, or the built-in one
+// (at revision 0) when none is stored under that name.
 func (r *Registry) Get(ctx context.Context, name string) (Agent, error) {
 	it, err := r.store.Get(ctx, r.owner, agentPath(name))
 	if errors.Is(err, store.ErrNotFound) {
+		if a, ok := builtin(name); ok {
+			return a, nil
+		}
 		return Agent{}, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, name, r.owner)
 	}
 	if err != nil {
@@ -98,8 +112,12 @@ func (r *Registry) Add(ctx context.Context, a Agent) (Agent, error) {
 }
 
 // Update replaces an agent, based on the revision it was read at; a stale
-// revision is a conflict (store.ErrConflict), never a silent overwrite.
+// revision is a conflict (store.ErrConflict), never a silent overwrite. A
+// built-in agent read at revision 0 is stored by its first update.
 func (r *Registry) Update(ctx context.Context, a Agent) (Agent, error) {
+	if _, ok := builtin(a.Name); ok && a.Revision == 0 {
+		return r.Add(ctx, a)
+	}
 	b, err := json.Marshal(a)
 	if err != nil {
 		return a, fmt.Errorf("factory: encode agent %q: %w", a.Name, err)
@@ -115,11 +133,18 @@ func (r *Registry) Update(ctx context.Context, a Agent) (Agent, error) {
 	return a, nil
 }
 
-// Remove deletes the agent called name.
+// ErrBuiltin: a built-in agent cannot be removed (its stored edits can).
+var ErrBuiltin = errors.New("factory: built-in agent")
+
+// Remove deletes the agent called name. Removing an edited built-in agent
+// restores the original; the original itself cannot be removed.
 func (r *Registry) Remove(ctx context.Context, name string) error {
 	a, err := r.Get(ctx, name)
 	if err != nil {
 		return err
+	}
+	if _, ok := builtin(name); ok && a.Revision == 0 {
+		return fmt.Errorf("%w: %q cannot be removed; edit it instead", ErrBuiltin, name)
 	}
 	if err := r.store.Delete(ctx, r.owner, agentPath(name), a.Revision); err != nil {
 		return fmt.Errorf("factory: remove agent %q: %w", name, err)
@@ -127,9 +152,10 @@ func (r *Registry) Remove(ctx context.Context, name string) error {
 	return nil
 }
 
-// List returns every agent, by name.
+// List returns every agent, built-in ones included, by name.
 func (r *Registry) List(ctx context.Context) ([]Agent, error) {
 	var out []Agent
+	stored := map[string]bool{}
 	opts := store.ListOptions{Limit: store.MaxListLimit}
 	for {
 		page, err := r.store.List(ctx, r.owner, "team/agents/", opts)
@@ -141,12 +167,18 @@ func (r *Registry) List(ctx context.Context) ([]Agent, error) {
 			if err != nil {
 				return nil, err
 			}
+			stored[a.Name] = true
 			out = append(out, a)
 		}
 		if page.Next == "" {
 			break
 		}
 		opts.After = page.Next
+	}
+	for _, a := range DefaultAgents() {
+		if !stored[a.Name] {
+			out = append(out, a)
+		}
 	}
 	slices.SortFunc(out, func(a, b Agent) int { return cmpString(a.Name, b.Name) })
 	return out, nil
@@ -173,20 +205,4 @@ func (r *Registry) Cards(ctx context.Context) ([]nodes.AgentCard, error) {
 		out[i] = nodes.AgentCard{Name: a.Name, Description: a.Description}
 	}
 	return out, nil
-}
-
-// EnsureDefaults adds the built-in agents (researcher, coder, reporter)
-// that the owner's registry lacks, and leaves the others as they are.
-func (r *Registry) EnsureDefaults(ctx context.Context) error {
-	for _, a := range DefaultAgents() {
-		if _, err := r.Get(ctx, a.Name); err == nil {
-			continue
-		} else if !errors.Is(err, ErrAgentNotFound) {
-			return err
-		}
-		if _, err := r.Add(ctx, a); err != nil && !errors.Is(err, store.ErrExists) {
-			return err
-		}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -84,6 +85,13 @@ func Team(cfg TeamConfig) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, err
 		}
+		// Plan order, not finishing order: what follows must not depend on
+		// timing.
+		order := map[string]int{}
+		for i, st := range t.plan.Steps {
+			order[st.ID] = i
+		}
+		slices.SortStableFunc(found, func(a, b nodes.Finding) int { return order[a.StepID] - order[b.StepID] })
 		return graph.Update(nodes.PlanKey.Set(t.plan), nodes.Findings.Set(found)), nil
 	}, nil
 }
@@ -218,8 +226,7 @@ type outcome struct {
 }
 
 // runSteps runs every step without a result, each as soon as its
-// dependencies are done, and returns the findings in the order results
-// came in.
+// dependencies are done, and returns their findings.
 func (t *teamRun) runSteps(ctx context.Context) ([]nodes.Finding, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
