@@ -16,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
 )
 
 // Models gives the model of a tier (llm.Models does).
@@ -46,6 +47,17 @@ type TeamConfig struct {
 	FailFast bool
 	// MaxTurns caps each agent's tool turns (nodes.DefaultMaxTurns).
 	MaxTurns int
+	// NoWindow sends agents their whole context as it is. By default,
+	// with a Store, each agent's calls are assembled by a window over the
+	// mission board (large results offloaded and readable back with the
+	// read_context tool, long histories summarized, snapshots published),
+	// within the input window of its model's profile.
+	NoWindow bool
+	// ShareAllResults hands every step the full results of all the steps
+	// completed before it, and runs the steps one at a time in plan order
+	// — CoorAgent's shared history. It exists to measure what isolation
+	// saves; leave it off.
+	ShareAllResults bool
 }
 
 // ErrStepFailed: with FailFast, a step failed.
@@ -247,8 +259,12 @@ func (t *teamRun) runSteps(ctx context.Context) ([]nodes.Finding, error) {
 	for {
 		found = append(found, nodes.SkipDependents(t.plan)...)
 		if first == nil {
+			limit := t.cfg.StepConcurrency
+			if t.cfg.ShareAllResults {
+				limit = 1
+			}
 			for _, st := range t.plan.Ready() {
-				if started[st.ID] || (t.cfg.StepConcurrency > 0 && running >= t.cfg.StepConcurrency) {
+				if started[st.ID] || (limit > 0 && running >= limit) {
 					continue
 				}
 				started[st.ID] = true
@@ -298,11 +314,11 @@ func (t *teamRun) runSteps(ctx context.Context) ([]nodes.Finding, error) {
 // runStep runs one step with its agent and publishes its result on the
 // board.
 func (t *teamRun) runStep(ctx context.Context, head *nodes.Plan, step nodes.Step, hs []nodes.Handoff, a Agent) (nodes.StepResult, error) {
-	agent, err := t.agent(a)
+	viewer := store.Viewer{Task: step.ID, Agent: agentRun(step, a)}
+	agent, err := t.agent(a, viewer)
 	if err != nil {
 		return nodes.StepResult{Status: nodes.StepFailed, Error: err.Error(), Attempts: 0}, nil
 	}
-	viewer := store.Viewer{Task: step.ID, Agent: agentRun(step, a)}
 	extra, err := t.visibleNotes(ctx, viewer)
 	if err != nil {
 		return nodes.StepResult{}, err
@@ -333,6 +349,14 @@ func (t *teamRun) runStep(ctx context.Context, head *nodes.Plan, step nodes.Step
 // handoffs returns what step receives from the steps it depends on: their
 // full results, read back from the board.
 func (t *teamRun) handoffs(ctx context.Context, step nodes.Step) ([]nodes.Handoff, error) {
+	if t.cfg.ShareAllResults {
+		step.DependsOn = nil
+		for _, s := range t.plan.Steps {
+			if s.Result != nil && s.ID != step.ID {
+				step.DependsOn = append(step.DependsOn, s.ID)
+			}
+		}
+	}
 	hs := nodes.HandoffsFor(t.plan, step)
 	if t.board == nil {
 		return hs, nil
@@ -342,6 +366,7 @@ func (t *teamRun) handoffs(ctx context.Context, step nodes.Step) ([]nodes.Handof
 		if ref == "" {
 			continue
 		}
+		hs[i].Ref = ref
 		it, err := t.board.Get(ctx, store.Viewer{Task: step.ID, Agent: agentRun(step, t.agents[step.AgentName])}, ref)
 		if err != nil {
 			return nil, fmt.Errorf("factory: read the result of step %s for step %s: %w", hs[i].From, step.ID, err)
@@ -354,8 +379,10 @@ func (t *teamRun) handoffs(ctx context.Context, step nodes.Step) ([]nodes.Handof
 // agentRun is the id of one run of an agent: its private board's key.
 func agentRun(step nodes.Step, a Agent) string { return a.Name + "." + step.ID }
 
-// agent makes the ReAct agent of a built agent.
-func (t *teamRun) agent(a Agent) (*nodes.ReAct, error) {
+// agent makes the ReAct agent of a built agent, for one step: with a
+// window over the board as viewer sees it, and the read_context tool to
+// read back what the window offloaded.
+func (t *teamRun) agent(a Agent, viewer store.Viewer) (*nodes.ReAct, error) {
 	tier, err := llm.ParseTier(a.Tier)
 	if err != nil {
 		tier = llm.TierBasic
@@ -364,14 +391,31 @@ func (t *teamRun) agent(a Agent) (*nodes.ReAct, error) {
 	if err != nil {
 		return nil, fmt.Errorf("factory: agent %q: %w", a.Name, err)
 	}
-	var reg *tools.Registry
+	reg := &tools.Registry{}
 	if t.cfg.Tools != nil && len(a.Tools) > 0 {
 		reg, _ = t.cfg.Tools.Subset(a.Tools...)
 	}
-	return nodes.NewReAct(nodes.ReActConfig{
+	profile := t.cfg.Models.Profile(tier)
+	cfg := nodes.ReActConfig{
 		Name: a.Name, Model: model, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: t.cfg.MaxTurns,
-		Info: llm.ModelInfo{Tier: string(tier), Model: t.cfg.Models.Profile(tier).Model},
-	})
+		Info: llm.ModelInfo{Tier: string(tier), Model: profile.Model},
+	}
+	if t.board != nil && !t.cfg.NoWindow {
+		summarizer, err := t.cfg.Models.Model(llm.TierBasic)
+		if err != nil {
+			return nil, fmt.Errorf("factory: the summarizer for agent %q: %w", a.Name, err)
+		}
+		bs := window.NewBoardStore(t.board, viewer)
+		cfg.Window = window.New(window.Config{Offloader: bs, Summarizer: summarizer})
+		cfg.Budget = window.Budget{MaxInputTokens: profile.MaxInputTokens}
+		if profile.MaxInputTokens > 16_000 {
+			cfg.Budget.ReserveForOutput = 4096
+		}
+		if err := reg.Register(window.ReadContextTool(bs)); err != nil {
+			return nil, fmt.Errorf("factory: agent %q: %w", a.Name, err)
+		}
+	}
+	return nodes.NewReAct(cfg)
 }
 
 // visibleNotes returns the board items that are loaded into every prompt

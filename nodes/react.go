@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
 )
 
 // DefaultMaxTurns is the number of model calls with tools a ReAct agent
@@ -41,6 +42,13 @@ type ReActConfig struct {
 	ToolTimeout time.Duration
 	// CallOptions go to every model call (temperature, max tokens...).
 	CallOptions []llms.CallOption
+	// Window, when set, assembles every model call's messages from the
+	// system prompt, the task, its context parts and the conversation so
+	// far, under Budget: it offloads large tool results, summarizes a long
+	// history, leaves out what does not fit, and publishes a snapshot of
+	// what the call saw. Without it the conversation is sent as it is.
+	Window *window.Builder
+	Budget window.Budget
 }
 
 // ReAct is an agent that reasons and acts: it calls its model with its
@@ -72,6 +80,9 @@ func NewReAct(cfg ReActConfig) (*ReAct, error) {
 // Name returns the agent's name.
 func (a *ReAct) Name() string { return a.cfg.Name }
 
+// HasWindow reports whether the agent assembles its calls with a window.
+func (a *ReAct) HasWindow() bool { return a != nil && a.cfg.Window != nil }
+
 // Task is what a Run works on.
 type Task struct {
 	// Input is the task, as the user message that starts the conversation.
@@ -85,6 +96,11 @@ type Task struct {
 	Scope string
 	// Run identifies this run of the agent in agent events.
 	Run string
+	// Parts are more context for the task — handoffs, notes, completed
+	// steps — given to the window as parts of their own (each can be
+	// compacted or left out on its own). Without a window they are sent
+	// as messages before Input.
+	Parts []window.Part
 }
 
 // Usage counts the tokens of an agent's model calls.
@@ -145,14 +161,7 @@ func (a *ReAct) toolNames() []string {
 }
 
 func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
-	msgs := make([]llms.MessageContent, 0, len(task.History)+2)
-	if a.cfg.SystemPrompt != "" {
-		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, a.cfg.SystemPrompt))
-	}
-	msgs = append(msgs, task.History...)
-	if task.Input != "" {
-		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, task.Input))
-	}
+	c := &conversation{a: a, task: task, history: append([]llms.MessageContent{}, task.History...)}
 	res := &Result{}
 	opts := a.cfg.CallOptions
 	if a.cfg.Tools != nil && len(a.cfg.Tools.Names()) > 0 {
@@ -162,39 +171,99 @@ func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
 		last := turn > a.cfg.MaxTurns
 		callOpts := opts
 		if last {
-			msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf(turnLimitPrompt, a.cfg.MaxTurns)))
+			c.history = append(c.history, llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf(turnLimitPrompt, a.cfg.MaxTurns)))
 			callOpts = a.cfg.CallOptions
 			res.HitTurnLimit = true
 		}
-		choice, err := a.call(ctx, msgs, callOpts, res)
+		choice, err := c.call(ctx, callOpts, res)
 		if err != nil {
 			return res, fmt.Errorf("nodes: agent %q, turn %d: %w", a.cfg.Name, turn, err)
 		}
-		msgs = append(msgs, assistantMessage(choice))
+		c.history = append(c.history, assistantMessage(choice))
 		if len(choice.ToolCalls) == 0 || last {
-			res.Output, res.Reasoning, res.Messages = choice.Content, choice.ReasoningContent, msgs
+			res.Output, res.Reasoning, res.Messages = choice.Content, choice.ReasoningContent, c.transcript()
 			return res, nil
 		}
 		results, err := a.runTools(ctx, choice.ToolCalls, res)
 		if err != nil {
 			return res, err
 		}
-		msgs = append(msgs, results...)
+		c.history = append(c.history, results...)
 	}
 }
 
-func (a *ReAct) call(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption, res *Result) (*llms.ContentChoice, error) {
-	resp, err := a.model.GenerateContent(ctx, msgs, opts...)
+// conversation is one Run's context: the fixed parts, and the history
+// (the task's, then the agent's turns) that grows turn by turn.
+type conversation struct {
+	a       *ReAct
+	task    Task
+	history []llms.MessageContent
+}
+
+// transcript returns the conversation as it is sent without a window.
+func (c *conversation) transcript() []llms.MessageContent {
+	var msgs []llms.MessageContent
+	if c.a.cfg.SystemPrompt != "" {
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, c.a.cfg.SystemPrompt))
+	}
+	for _, p := range c.task.Parts {
+		if p.Text != "" {
+			role := p.Role
+			if role == "" {
+				role = llms.ChatMessageTypeHuman
+			}
+			msgs = append(msgs, llms.TextParts(role, p.Text))
+		}
+		msgs = append(msgs, p.Messages...)
+	}
+	if c.task.Input != "" {
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, c.task.Input))
+	}
+	return append(msgs, c.history...)
+}
+
+// call makes one model call, through the window when there is one.
+func (c *conversation) call(ctx context.Context, opts []llms.CallOption, res *Result) (*llms.ContentChoice, error) {
+	a := c.a
+	var resp *llms.ContentResponse
+	var sent []llms.MessageContent
+	var err error
+	if a.cfg.Window == nil {
+		sent = c.transcript()
+		resp, err = a.model.GenerateContent(ctx, sent, opts...)
+	} else {
+		var wres window.Result
+		resp, wres, err = a.cfg.Window.Generate(ctx, a.model, window.Request{Agent: a.cfg.Name, Budget: a.cfg.Budget, Parts: c.parts()}, opts...)
+		sent = wres.Messages
+		if h, ok := wres.Compacted["history"]; ok {
+			c.history = h // summarized or offloaded for good
+		}
+	}
 	res.Turns++
 	if err != nil {
 		return nil, err
 	}
-	choice := resp.Choices[0]
-	p, c := llm.Usage(resp, msgs)
+	p, cmp := llm.Usage(resp, sent)
 	res.Usage.PromptTokens += p
-	res.Usage.CompletionTokens += c
+	res.Usage.CompletionTokens += cmp
 	res.Usage.Calls++
-	return choice, nil
+	return resp.Choices[0], nil
+}
+
+// parts returns the window parts of the next call.
+func (c *conversation) parts() []window.Part {
+	var ps []window.Part
+	if c.a.cfg.SystemPrompt != "" {
+		ps = append(ps, window.Part{Name: "system", Kind: window.KindSystem, Text: c.a.cfg.SystemPrompt, Required: true})
+	}
+	ps = append(ps, c.task.Parts...)
+	if c.task.Input != "" {
+		ps = append(ps, window.Part{Name: "task", Kind: window.KindTask, Text: c.task.Input, Required: true})
+	}
+	if len(c.history) > 0 {
+		ps = append(ps, window.Part{Name: "history", Kind: window.KindHistory, Messages: c.history, Required: true})
+	}
+	return ps
 }
 
 // assistantMessage turns a model's reply into the message that records it

@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
+	"github.com/coorflow/coorflow/window"
 )
 
 // DefaultConfidenceThreshold is the confidence under which a step is sent
@@ -26,6 +27,8 @@ type Handoff struct {
 	Summary string
 	// Text is the result itself, or an excerpt with a reference.
 	Text string
+	// Ref is where the full result lives (a board reference), if anywhere.
+	Ref string
 }
 
 // StepRun is one step to carry out.
@@ -103,7 +106,7 @@ func failed(ctx context.Context, err error, attempts int) (StepResult, error) {
 // attempt runs the agent once and reads its JSON answer, asking once more
 // for the JSON when the agent answered in another form.
 func (r StepRun) attempt(ctx context.Context, task, suffix string) (stepAnswer, error) {
-	res, err := r.Agent.Run(ctx, Task{Input: task, Scope: "agent:" + r.Agent.Name() + suffix, Run: r.Step.ID + suffix})
+	res, err := r.Agent.Run(ctx, Task{Input: task, Parts: r.contextParts(), Scope: "agent:" + r.Agent.Name() + suffix, Run: r.Step.ID + suffix})
 	if err != nil {
 		return stepAnswer{}, err
 	}
@@ -135,22 +138,43 @@ func parseAnswer(out string) (stepAnswer, bool) {
 	return a, true
 }
 
+// contextParts returns the handoffs and notes as window parts, for an
+// agent with a window; without one they are in the task text.
+func (r StepRun) contextParts() []window.Part {
+	if !r.Agent.HasWindow() {
+		return nil
+	}
+	var ps []window.Part
+	for _, h := range r.Handoffs {
+		ps = append(ps, window.Part{Name: "handoff:" + h.From, Kind: window.KindHandoff, Text: handoffText(h), Ref: h.Ref})
+	}
+	if r.Extra != "" {
+		ps = append(ps, window.Part{Name: "notes", Kind: window.KindMemory, Text: "## Shared notes\n" + r.Extra})
+	}
+	return ps
+}
+
+func handoffText(h Handoff) string {
+	return fmt.Sprintf("### Result of step %s, %q (agent %s), which your task builds on\n%s\n", h.From, h.Title, h.Agent, h.Text)
+}
+
 // RenderTask renders the task an agent receives for a step: the step
-// itself, the plan's title and locale, and the handoffs of the steps it
-// depends on — nothing else.
+// itself, the plan's title and locale, and — for an agent without a window,
+// which gets them as parts of their own — the handoffs of the steps it
+// depends on and the notes it may see. Nothing else.
 func RenderTask(r StepRun) string {
 	note := ""
 	if r.Step.Note != "" {
 		note = "\nNote: " + r.Step.Note + "\n"
 	}
 	var hs strings.Builder
-	if len(r.Handoffs) > 0 {
+	if len(r.Handoffs) > 0 && !r.Agent.HasWindow() {
 		hs.WriteString("\n## Results you build on\n")
 		for _, h := range r.Handoffs {
-			fmt.Fprintf(&hs, "### From step %s, %q (agent %s)\n%s\n", h.From, h.Title, h.Agent, h.Text)
+			hs.WriteString(handoffText(h))
 		}
 	}
-	if r.Extra != "" {
+	if r.Extra != "" && !r.Agent.HasWindow() {
 		hs.WriteString("\n## Shared notes\n" + r.Extra + "\n")
 	}
 	title, locale := "", "en-US"

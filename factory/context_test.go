@@ -1,0 +1,130 @@
+package factory_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/factory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
+	smem "github.com/coorflow/coorflow/store/memory"
+	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
+)
+
+// twoSteps: s1 (researcher) and s2 (coder), independent.
+func twoSteps() *nodes.Plan {
+	return &nodes.Plan{Title: "Two", Steps: []nodes.Step{
+		{ID: "s1", AgentName: "researcher", Title: "One", Description: "Do one.", StepType: nodes.StepResearch},
+		{ID: "s2", AgentName: "coder", Title: "Two", Description: "Do two.", StepType: nodes.StepProcessing},
+	}}
+}
+
+func TestAnAgentSeesOnlyTheBoardItemsItsLabelAllows(t *testing.T) {
+	s := smem.New(store.Config{})
+	b, err := board.New(s, "acme", "local")
+	require.NoError(t, err)
+	ctx := t.Context()
+	always := board.WithTrigger(store.TriggerAlways)
+	_, err = b.PutPrivate(ctx, "researcher.s1", "credentials", "SECRET-RESEARCHER-ONLY", always)
+	require.NoError(t, err)
+	_, err = b.PutOutput(ctx, "brief-s2", "TASK-S2-NOTE", always, board.WithVisibility(store.TaskScoped("s2")))
+	require.NoError(t, err)
+	_, err = b.PutOutput(ctx, "style", "PUBLIC-STYLE-GUIDE", always)
+	require.NoError(t, err)
+	// Shared notes are any always-loaded item outside outputs/, handoffs/
+	// and the progress log; write two through the store.
+	_, err = s.Add(ctx, "acme", b.Prefix()+"notes/public", "PUBLIC-NOTE", store.Attrs{Trigger: store.TriggerAlways})
+	require.NoError(t, err)
+	_, err = s.Add(ctx, "acme", b.Prefix()+"notes/s2-only", "TASK-S2-ONLY", store.Attrs{Trigger: store.TriggerAlways, Visibility: store.TaskScoped("s2")})
+	require.NoError(t, err)
+
+	e := newEnv(t, s, scripted.Script{Agents: map[string][]scripted.Reply{
+		"researcher": {answer("R", 0.9)}, "coder": {answer("C", 0.9)},
+	}})
+	_, err = e.team(t, factory.TeamConfig{}).Invoke(ctx, graph.Input(nodes.PlanKey.Set(twoSteps())))
+	require.NoError(t, err)
+
+	researcher := e.model.CallsFor("researcher")[0].Prompt()
+	coder := e.model.CallsFor("coder")[0].Prompt()
+	assert.Contains(t, researcher, "SECRET-RESEARCHER-ONLY", "its own private board")
+	assert.NotContains(t, coder, "SECRET-RESEARCHER-ONLY", "another agent's private board")
+	assert.Contains(t, coder, "TASK-S2-ONLY")
+	assert.NotContains(t, researcher, "TASK-S2-ONLY", "an item of another task")
+	assert.Contains(t, researcher, "PUBLIC-NOTE")
+	assert.Contains(t, coder, "PUBLIC-NOTE")
+	assert.NotContains(t, researcher+coder, "PUBLIC-STYLE-GUIDE", "outputs reach a step only as handoffs")
+}
+
+func TestRuntimeSecretsReachToolsButNeverAPrompt(t *testing.T) {
+	const secret = "sk-live-0123456789"
+	var seen []string
+	deploy := tools.Func("deploy", "Deploys with the caller's key.", nil, func(ctx context.Context, args json.RawMessage) (string, error) {
+		key := graph.RuntimeString(ctx, "api_key")
+		seen = append(seen, key)
+		if key == "" {
+			return "", fmt.Errorf("no key")
+		}
+		return "deployed with the caller's key", nil
+	})
+	s := smem.New(store.Config{})
+	e := newEnv(t, s, scripted.Script{Agents: map[string][]scripted.Reply{
+		"deployer": {{ToolCalls: []scripted.ToolCall{{Name: "deploy"}}}, answer("DEPLOYED", 0.9)},
+	}})
+	require.NoError(t, e.tools.Register(deploy))
+	_, err := e.reg.Add(t.Context(), factory.Agent{Name: "deployer", Description: "Deploys.", Tier: "basic", Tools: []string{"deploy"},
+		Prompt: "You deploy."})
+	require.NoError(t, err)
+	plan := &nodes.Plan{Title: "Ship", Steps: []nodes.Step{{ID: "s1", AgentName: "deployer", Title: "Deploy", Description: "Deploy it.", StepType: nodes.StepProcessing}}}
+	res, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(plan)),
+		graph.WithRuntime(map[string]any{"api_key": secret, "user_id": "u-42"}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{secret}, seen, "the tool of the sub-agent read the key")
+	assert.Equal(t, nodes.StepDone, nodes.PlanKey.Get(res.State).Step("s1").Result.Status)
+	for _, c := range e.model.Calls() {
+		all, err := json.Marshal(c.Messages)
+		require.NoError(t, err)
+		assert.NotContains(t, string(all), secret, "call %s #%d", c.Agent, c.Turn)
+	}
+	state, err := json.Marshal(res.State)
+	require.NoError(t, err)
+	assert.NotContains(t, string(state), secret)
+}
+
+func TestEveryAgentCallLeavesASnapshotOfWhatItSaw(t *testing.T) {
+	e := newEnv(t, smem.New(store.Config{}), fullScript())
+	var snaps []window.Snapshot
+	var paths []string
+	for ev, err := range e.team(t, factory.TeamConfig{}).Stream(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Events(graph.EventSnapshot)) {
+		require.NoError(t, err)
+		snaps = append(snaps, ev.Data.(window.Snapshot))
+		paths = append(paths, ev.Path)
+	}
+	require.Len(t, snaps, 6, "one per step agent call")
+	var a2 *window.Snapshot
+	for i := range snaps {
+		if strings.Contains(paths[i], "step:a2") {
+			a2 = &snaps[i]
+		}
+	}
+	require.NotNil(t, a2)
+	h, ok := a2.Part("handoff:a1")
+	require.True(t, ok, "a2's snapshot shows a1's handoff as a part of its own")
+	assert.True(t, h.Included)
+	assert.Positive(t, h.Tokens)
+	for _, name := range []string{"system", "task"} {
+		_, ok := a2.Part(name)
+		assert.True(t, ok, name)
+	}
+	_, ok = a2.Part("handoff:b1")
+	assert.False(t, ok)
+}
