@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // DefaultWarnSize is the size above which an item loaded into every prompt
 // (TriggerAlways) raises a Warning: 10 KiB.
@@ -18,9 +21,12 @@ type Config struct {
 	WarnSize int64
 
 	// OnWarning, when set, is called after a write that leaves an item
-	// larger than WarnSize with TriggerAlways. It is called synchronously,
-	// outside any lock, from the goroutine that wrote.
-	OnWarning func(Warning)
+	// larger than WarnSize with TriggerAlways, with the writer's context.
+	// It is called synchronously, outside any lock, from the goroutine that
+	// wrote. When nil, the warning is published as a graph.EventWarning on
+	// that context: a write made inside a running node shows in the run's
+	// stream, others go nowhere.
+	OnWarning func(context.Context, Warning)
 
 	// KeepRevisions is how many past revisions of each JSON item are kept
 	// so that a stale edit can be merged against the revision it was based

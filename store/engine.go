@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/coorflow/coorflow/graph"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -125,7 +127,7 @@ func (s *core) Add(ctx context.Context, owner, path, content string, attrs Attrs
 	if err != nil {
 		return Meta{}, wrap("add", owner, path, err)
 	}
-	s.warnSize(owner, it.Meta)
+	s.warnSize(ctx, owner, it.Meta)
 	return it.Meta, nil
 }
 
@@ -163,7 +165,7 @@ func (s *core) Edit(ctx context.Context, owner, path string, e Edit) (Meta, erro
 	if err != nil {
 		return Meta{}, wrap("edit", owner, path, err)
 	}
-	s.warnSize(owner, out)
+	s.warnSize(ctx, owner, out)
 	return out, nil
 }
 
@@ -381,12 +383,16 @@ func rank(items []Item, terms []string) []Hit {
 	return hits
 }
 
-func (s *core) warnSize(owner string, m Meta) {
-	if s.cfg.OnWarning == nil || s.cfg.WarnSize < 0 || m.Trigger != TriggerAlways || m.Size <= s.cfg.WarnSize {
+func (s *core) warnSize(ctx context.Context, owner string, m Meta) {
+	if s.cfg.WarnSize < 0 || m.Trigger != TriggerAlways || m.Size <= s.cfg.WarnSize {
 		return
 	}
-	s.cfg.OnWarning(Warning{Owner: owner, Path: m.Path, Revision: m.Revision, Trigger: m.Trigger,
-		Size: m.Size, Limit: s.cfg.WarnSize})
+	w := Warning{Owner: owner, Path: m.Path, Revision: m.Revision, Trigger: m.Trigger, Size: m.Size, Limit: s.cfg.WarnSize}
+	if s.cfg.OnWarning != nil {
+		s.cfg.OnWarning(ctx, w)
+		return
+	}
+	graph.Publish(ctx, graph.Event{Kind: graph.EventWarning, Data: w})
 }
 
 func quote(s string) string { return strconv.Quote(s) }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 )
@@ -84,7 +86,7 @@ func TestSizeWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []store.Warning
 			cfg := tc.cfg
-			cfg.OnWarning = func(w store.Warning) { got = append(got, w) }
+			cfg.OnWarning = func(_ context.Context, w store.Warning) { got = append(got, w) }
 			s := memory.New(cfg)
 			tc.write(t, s)
 			var paths []string
@@ -169,4 +171,25 @@ func TestPruneSkipsItemsWrittenMeanwhile(t *testing.T) {
 	assert.Equal(t, []string{"mission/r1/plan"}, rep.Runs[0].Paths)
 	_, err = s.Get(t.Context(), "o", "mission/r1/notes")
 	assert.NoError(t, err)
+}
+
+func TestASizeWarningWithoutAnObserverIsARunEvent(t *testing.T) {
+	s := memory.New(store.Config{WarnSize: 16})
+	g := graph.New("warn")
+	g.AddNode("write", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		_, err := s.Add(ctx, "acme", "project/big", strings.Repeat("x", 64), store.Attrs{Trigger: store.TriggerAlways})
+		return graph.Command{}, err
+	})
+	g.AddEdge(graph.Start, "write")
+	g.AddEdge("write", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	var warnings []store.Warning
+	for ev, err := range r.Stream(t.Context(), nil, graph.Events(graph.EventWarning)) {
+		require.NoError(t, err)
+		warnings = append(warnings, ev.Data.(store.Warning))
+		assert.Equal(t, "warn/write", ev.Path)
+	}
+	require.Len(t, warnings, 1)
+	assert.Equal(t, store.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: store.TriggerAlways, Size: 64, Limit: 16}, warnings[0])
 }

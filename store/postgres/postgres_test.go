@@ -164,7 +164,7 @@ func TestSizeWarning(t *testing.T) {
 		mu  sync.Mutex
 		got []store.Warning
 	)
-	s := open(t, postgres.Config{Store: store.Config{WarnSize: 4, OnWarning: func(w store.Warning) {
+	s := open(t, postgres.Config{Store: store.Config{WarnSize: 4, OnWarning: func(_ context.Context, w store.Warning) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, w)

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -116,7 +117,7 @@ func TestConcurrentWritersOnTwoHandles(t *testing.T) {
 
 func TestSizeWarning(t *testing.T) {
 	var got []store.Warning
-	s := open(t, filepath.Join(t.TempDir(), "w.db"), store.Config{WarnSize: 8, OnWarning: func(w store.Warning) {
+	s := open(t, filepath.Join(t.TempDir(), "w.db"), store.Config{WarnSize: 8, OnWarning: func(_ context.Context, w store.Warning) {
 		got = append(got, w)
 	}})
 	_, err := s.Add(t.Context(), "alice", "project/big", "123456789", store.Attrs{Trigger: store.TriggerAlways})
