@@ -275,8 +275,7 @@ func (k *Key[T]) decode(data []byte) (any, error) {
 }
 
 func (k *Key[T]) convert(v any) (any, error) {
-	t, ok := v.(T)
-	if !ok {
+	if _, ok := v.(T); !ok {
 		return nil, fmt.Errorf("graph: channel %q holds %v, not %T", k.name, reflect.TypeFor[T](), v)
 	}
 	if k.check != nil {
@@ -284,7 +283,7 @@ func (k *Key[T]) convert(v any) (any, error) {
 			return nil, fmt.Errorf("graph: channel %q: %w", k.name, err)
 		}
 	}
-	return t, nil
+	return v, nil // already a T: re-boxing it would allocate
 }
 
 // Write is one write to a channel, made by Key.Set or AppendTo. The zero

@@ -127,6 +127,7 @@ type run struct {
 	pendBy  [][]string
 	changes []change
 	results []taskResult
+	taskBuf []*task
 }
 
 // change is a channel written in a step, for the checkpoint.
@@ -158,7 +159,7 @@ type task struct {
 	name  string
 	index int // send index; -1 for a task started by an edge
 	// overlay holds a packet's writes, reduced onto the step's state.
-	overlay map[string]any
+	overlay overlay
 	packet  []Write
 	label   string
 	path    string
@@ -168,6 +169,8 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
+	// em is what the node's context carries (see taskContext).
+	em emitter
 	// interrupts counts Interrupt calls in the current attempt.
 	interrupts atomic.Int32
 }
@@ -306,22 +309,28 @@ func (ru *run) loop() (*Result, error) {
 // scheduled.
 func (ru *run) nextTasks() []*task {
 	s := &ru.sched
-	var tasks []*task
 	names := s.triggered
 	if len(names) == 0 && len(s.packets) == 0 {
 		names, s.deferred = s.deferred, nil
 	}
-	for _, name := range names {
-		n := ru.r.nodes[name]
-		tasks = append(tasks, &task{node: n, name: name, index: -1, label: name, path: ru.nodePaths[name]})
+	n := len(names) + len(s.packets)
+	if n == 0 {
+		return nil
+	}
+	slab := make([]task, n) // one allocation for the step's tasks
+	tasks := ru.taskBuf[:0]
+	for i, name := range names {
+		slab[i] = task{node: ru.r.nodes[name], name: name, index: -1, label: name, path: ru.nodePaths[name]}
+		tasks = append(tasks, &slab[i])
 	}
 	for i, p := range s.packets {
-		label := p.Node + "[" + strconv.Itoa(i) + "]"
-		tasks = append(tasks, &task{
-			node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
-			label: label, path: ru.path + "/" + label,
-		})
+		path := ru.path + "/" + p.Node + "[" + strconv.Itoa(i) + "]"
+		t := &slab[len(names)+i]
+		*t = task{node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
+			label: path[len(ru.path)+1:], path: path}
+		tasks = append(tasks, t)
 	}
+	ru.taskBuf = tasks
 	s.triggered, s.packets = s.triggered[:0], nil
 	sortTasks(tasks)
 	if ru.records != nil {

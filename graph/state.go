@@ -1,7 +1,5 @@
 package graph
 
-import "maps"
-
 // State is an immutable view of a graph's channels at one point of a run.
 // Every task of a step sees the state as of the step's start; a task started
 // by a Send packet also sees the packet's writes, which no other task sees.
@@ -11,7 +9,36 @@ import "maps"
 // never copied between steps: treat what you read as read-only.
 type State struct {
 	d       *stateData
-	overlay map[string]any
+	overlay overlay
+}
+
+// overlay is a packet's private view of some channels: a few entries,
+// searched in order.
+type overlay []overlayEntry
+
+type overlayEntry struct {
+	name  string
+	value any
+}
+
+func (o overlay) get(name string) (any, bool) {
+	for _, e := range o {
+		if e.name == name {
+			return e.value, true
+		}
+	}
+	return nil, false
+}
+
+// set replaces or adds name's value.
+func (o *overlay) set(name string, v any) {
+	for i := range *o {
+		if (*o)[i].name == name {
+			(*o)[i].value = v
+			return
+		}
+	}
+	*o = append(*o, overlayEntry{name, v})
 }
 
 // stateData is one version of the channel values, indexed by slot.
@@ -43,10 +70,8 @@ func (l *layout) channel(name string) (Channel, int, bool) {
 }
 
 func (s State) lookup(name string) (any, bool) {
-	if s.overlay != nil {
-		if v, ok := s.overlay[name]; ok {
-			return v, true
-		}
+	if v, ok := s.overlay.get(name); ok {
+		return v, true
 	}
 	if s.d == nil {
 		return nil, false
@@ -84,7 +109,9 @@ func (s State) Values() map[string]any {
 			}
 		}
 	}
-	maps.Copy(out, s.overlay)
+	for _, e := range s.overlay {
+		out[e.name] = e.value
+	}
 	return out
 }
 

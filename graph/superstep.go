@@ -48,12 +48,14 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 	if err := ru.route(tasks, results); err != nil {
 		return nil, err
 	}
-	writers := make([]string, len(tasks))
-	for i, t := range tasks {
-		writers[i] = t.label
-	}
-	if err := ru.saveCheckpoint(SourceLoop, writers); err != nil {
-		return nil, err
+	if ru.p != nil {
+		writers := make([]string, len(tasks))
+		for i, t := range tasks {
+			writers[i] = t.label
+		}
+		if err := ru.saveCheckpoint(SourceLoop, writers); err != nil {
+			return nil, err
+		}
 	}
 	if ru.wants(EventUpdate) {
 		for i, t := range tasks {
@@ -111,7 +113,7 @@ func (ru *run) prepare(tasks []*task) error {
 		if len(t.packet) == 0 {
 			continue
 		}
-		t.overlay = make(map[string]any, len(t.packet))
+		t.overlay = make(overlay, 0, len(t.packet))
 		for _, w := range t.packet {
 			ch, _, ok := ru.r.layout.channel(w.Channel())
 			if !ok {
@@ -123,13 +125,17 @@ func (ru *run) prepare(tasks []*task) error {
 			}
 			// Each write folds onto the overlay so far: the reducers are
 			// folds, so this equals one application per channel.
-			cur, has := t.overlay[ch.Name()]
+			if ch.Reducer() == "last" {
+				t.overlay.set(ch.Name(), v)
+				continue
+			}
+			cur, has := t.overlay.get(ch.Name())
 			if !has {
 				if cur, has = base.lookup(ch.Name()); has {
 					cur = ch.view(cur) // the step's value is shared by every task
 				}
 			}
-			t.overlay[ch.Name()] = ch.reduce(cur, has, []any{v})
+			t.overlay.set(ch.Name(), ch.reduce(cur, has, []any{v}))
 		}
 	}
 	return nil
@@ -175,10 +181,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		next++
 		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
-		go func() {
-			results[i] = ru.execTask(t, keep)
-			ru.done <- i
-		}()
+		go ru.runOne(results, i, t, keep)
 	}
 	for running < limit && next < len(todo) {
 		startNext()
@@ -203,6 +206,12 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		results[i].err = ru.ctx.Err()
 	}
 	return results
+}
+
+// runOne runs task t on its own goroutine and reports it done.
+func (ru *run) runOne(results []taskResult, i int, t *task, keep bool) {
+	results[i] = ru.execTask(t, keep)
+	ru.done <- i
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
@@ -267,7 +276,8 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 }
 
 func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
-	return context.WithValue(ctx, emitterKey{}, &emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step})
+	t.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
+	return context.WithValue(ctx, emitterKey{}, &t.em)
 }
 
 // attempt calls the node once, turning a panic into a *PanicError and an
