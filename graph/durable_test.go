@@ -330,3 +330,28 @@ func TestAFinishedThreadTakesNewInputAndKeepsItsState(t *testing.T) {
 	assert.Equal(t, 3, hist[3].Step, "the second input continues the step count")
 	assert.Equal(t, graph.SourceInput, hist[3].Source)
 }
+
+func TestAnAsyncSaverErrorIsReturnedAndTheLastGoodCheckpointStaysUsable(t *testing.T) {
+	base := memory.New()
+	var c counter
+	failing := &countingSaver{Saver: base, failAfter: 2}
+	_, err := durableChain(t, failing, &c, graph.WithDurability(graph.DurabilityAsync)).Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.ErrorIs(t, err, errDiskFull, "the writer's error is the run's error")
+	r := durableChain(t, base, &c)
+	snap, err := r.State(t.Context(), "t")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, logKey.Get(snap.State), "nothing after the failed write was stored")
+	res, err := r.Invoke(t.Context(), nil, graph.Thread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, logKey.Get(res.State))
+}
+
+func TestFeaturesThatNeedASaverSaySo(t *testing.T) {
+	r := chain(t, 1)
+	for _, opt := range []graph.Option{graph.InterruptBefore("n000"), graph.Resume(true), graph.FromCheckpoint("x")} {
+		_, err := r.Invoke(t.Context(), nil, opt)
+		assert.EqualError(t, err, "graph: breakpoints, Resume and FromCheckpoint need a saver: pass graph.WithSaver")
+	}
+	_, err := r.State(t.Context(), "t")
+	assert.EqualError(t, err, "graph: reading or updating a thread needs a saver: pass graph.WithSaver")
+}

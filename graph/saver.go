@@ -23,6 +23,8 @@ type Saver interface {
 	// PutCheckpoint stores cp together with the channel blobs it introduces,
 	// atomically: after an error, neither is visible. Blobs already stored
 	// under the same (thread, ns, channel, version) are left unchanged.
+	// Storing a checkpoint id that the thread and namespace already have is
+	// an error, and the first one is kept.
 	PutCheckpoint(ctx context.Context, cp CheckpointRecord, blobs []Blob) error
 
 	// GetCheckpoint returns the checkpoint ref.ID of ref.Thread in ref.NS,
@@ -32,7 +34,8 @@ type Saver interface {
 
 	// ListCheckpoints returns the checkpoints of a thread in ns, newest first
 	// by the order in which they were stored (not by timestamp, which may
-	// tie), across all branches.
+	// tie), across all branches. An unknown thread gives an empty list; a
+	// Before id the thread does not have is ErrNotFound.
 	ListCheckpoints(ctx context.Context, thread, ns string, opts ListOptions) ([]CheckpointRecord, error)
 
 	// Blobs returns every stored blob of the named channels in (thread, ns),
@@ -42,14 +45,17 @@ type Saver interface {
 
 	// PutTaskRecords stores records for tasks of the step that follows the
 	// checkpoint ref (ref.ID is never empty here). A record replaces an
-	// earlier one with the same (TaskID, Kind, Key).
+	// earlier one with the same (TaskID, Kind, Key). A checkpoint that does
+	// not exist is ErrNotFound.
 	PutTaskRecords(ctx context.Context, ref CheckpointRef, recs []TaskRecord) error
 
 	// TaskRecords returns the records stored for the step that follows the
 	// checkpoint ref, ordered by TaskID, then Kind, then Key.
 	TaskRecords(ctx context.Context, ref CheckpointRef) ([]TaskRecord, error)
 
-	// Threads lists threads, most recently updated first.
+	// Threads lists threads, most recently updated (newest checkpoint in
+	// any namespace) first; Checkpoints counts every namespace, Created and
+	// Updated are the times of the oldest and newest checkpoint.
 	Threads(ctx context.Context, opts ThreadListOptions) ([]ThreadInfo, error)
 
 	// DeleteThread removes a thread and everything stored for it, in every
@@ -111,7 +117,7 @@ type TaskRecord struct {
 
 // ListOptions bounds ListCheckpoints.
 type ListOptions struct {
-	// Before, when set, returns only checkpoints created before this one.
+	// Before, when set, returns only checkpoints stored before this one.
 	Before string
 	// Limit caps the number returned; 0 means no limit.
 	Limit int
