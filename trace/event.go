@@ -1,0 +1,117 @@
+package trace
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The statuses of a recorded run.
+const (
+	StatusRunning     = "running"     // started; not finished (or its process died)
+	StatusDone        = "done"        // finished: nothing left to run
+	StatusInterrupted = "interrupted" // paused on interrupts
+	StatusError       = "error"       // failed
+	StatusCancelled   = "cancelled"   // its context was cancelled
+)
+
+// How a recorded run started (RunInfo.Start).
+const (
+	StartInput    = "input"    // with an input: Replay can run it again
+	StartResume   = "resume"   // answering interrupts of an earlier run
+	StartContinue = "continue" // continuing an unfinished run of its thread
+)
+
+// RunInfo is a run in the index of recorded runs.
+type RunInfo struct {
+	ID string `json:"run_id"`
+	// Thread is the thread as its client knows it; GraphThread the thread
+	// id the engine ran under (graph.Thread), which Replay passes again.
+	Thread      string `json:"thread_id,omitempty"`
+	GraphThread string `json:"graph_thread,omitempty"`
+	// Workflow is the name the workflow was started by; Graph the compiled
+	// graph's name (the root of every event path).
+	Workflow string `json:"workflow,omitempty"`
+	Graph    string `json:"graph,omitempty"`
+	// Owner is who started the run (a server token's owner).
+	Owner  string `json:"owner,omitempty"`
+	Status string `json:"status"`
+	// Start says how the run started: StartInput, StartResume or
+	// StartContinue. Input holds the input's writes (EncodeInput).
+	Start string          `json:"start"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// Runtime holds the run's string runtime values (graph.WithRuntime).
+	Runtime   map[string]string `json:"runtime,omitempty"`
+	StartedAt time.Time         `json:"started_at"`
+	EndedAt   *time.Time        `json:"ended_at,omitempty"`
+	// FinalState holds the channel values when the run ended (done or
+	// interrupted), as graph.State encodes them.
+	FinalState json.RawMessage `json:"final_state,omitempty"`
+	// Error is why the run failed (error, cancelled).
+	Error string `json:"error,omitempty"`
+	// Events is the sequence number of the run's last event.
+	Events int64 `json:"events"`
+}
+
+// Event is one recorded event of a run: a graph.Event with its Data as
+// JSON. A model call's request and response are kept apart from its
+// payload, and read only when asked for (EventQuery.Bodies).
+type Event struct {
+	RunID string `json:"run_id"`
+	// Seq numbers the run's events from 1, in the order the run emitted
+	// them, counting those not recorded (RecorderConfig.Kinds): it is the
+	// event id the server's streams use.
+	Seq int64 `json:"seq"`
+	// Kind is the graph.EventKind's name (node_end, model_call, ...).
+	Kind    string    `json:"kind"`
+	Path    string    `json:"path"`
+	Node    string    `json:"node,omitempty"`
+	Step    int       `json:"step"`
+	Attempt int       `json:"attempt,omitempty"`
+	Time    time.Time `json:"time"`
+	// Duration of a node (node_end).
+	Duration time.Duration `json:"duration,omitempty"`
+	// Agent is the agent the payload names, if any.
+	Agent string `json:"agent,omitempty"`
+	// Payload is the event's Data as JSON: the node names of a step, a
+	// task's writes, a graph.ModelCall (without request and response),
+	// graph.ToolCall, graph.ToolResult, graph.AgentEvent, a window
+	// snapshot, the interrupts, a run's status.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	// Hash identifies a model call's request (graph.ModelCall.Hash);
+	// Request and Response are the call's bodies.
+	Hash     string          `json:"hash,omitempty"`
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+// RunQuery selects runs of the index. Zero fields select everything.
+type RunQuery struct {
+	Owner    string
+	Thread   string
+	Workflow string
+	Status   string
+	// Before keeps runs started strictly before it.
+	Before time.Time
+	// Limit caps the runs returned (DefaultRunLimit when 0).
+	Limit int
+}
+
+// DefaultRunLimit is how many runs a RunQuery returns when it sets no
+// Limit.
+const DefaultRunLimit = 100
+
+// EventQuery selects events of one run. Zero fields select everything.
+type EventQuery struct {
+	// After and Until bound the sequence numbers: After < Seq <= Until
+	// (Until 0: no upper bound).
+	After, Until int64
+	// Kinds keeps events of these kinds only.
+	Kinds []string
+	// Path keeps events whose path is Path or lies below it.
+	Path string
+	// Limit caps the events returned (0: no cap).
+	Limit int
+	// Bodies includes the requests and responses of model calls.
+	Bodies bool
+}

@@ -1,0 +1,407 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coorflow/coorflow/trace"
+)
+
+// Store is a trace.Store backed by PostgreSQL. Create one with Open or
+// New; it is safe for concurrent use.
+type Store struct {
+	pool      *pgxpool.Pool
+	ownsPool  bool
+	schemaOpt string
+
+	initMu sync.Mutex
+	ready  bool
+	closed bool
+	schema string // quoted
+}
+
+var _ trace.Store = (*Store)(nil)
+
+// errClosed is returned by the methods of a closed Store.
+var errClosed = fmt.Errorf("postgres: %w", trace.ErrClosed)
+
+// Option configures Open and New.
+type Option func(*Store)
+
+// WithSchema keeps the tables in the PostgreSQL schema name, created if it
+// does not exist, instead of the connection's current schema.
+func WithSchema(name string) Option {
+	return func(s *Store) { s.schemaOpt = name }
+}
+
+// Open connects to the database at connString (a URL or key=value string,
+// as pgxpool.ParseConfig reads it) and creates or upgrades the tables. The
+// returned Store owns the pool; Close closes it.
+func Open(ctx context.Context, connString string, opts ...Option) (*Store, error) {
+	pool, err := pgxpool.New(ctx, connString)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	s := New(pool, opts...)
+	s.ownsPool = true
+	if _, err := s.init(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns a Store that uses pool, which the caller owns: Close does
+// not close it. The tables are created on first use.
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// Close closes the pool when the Store was returned by Open. Methods
+// called after Close return an error wrapping trace.ErrClosed.
+func (s *Store) Close() error {
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed, s.ready = true, false
+	if s.ownsPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// init resolves the schema and creates or upgrades the tables, once;
+// after a failure the next call tries again. It returns the quoted schema.
+func (s *Store) init(ctx context.Context) (string, error) {
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	if s.closed {
+		return "", errClosed
+	}
+	if s.ready {
+		return s.schema, nil
+	}
+	schema := s.schemaOpt
+	if schema == "" {
+		var current *string
+		if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+			return "", fmt.Errorf("postgres: current schema: %w", err)
+		}
+		if current == nil {
+			return "", errors.New("postgres: the connection has no current schema (search_path); name one with WithSchema")
+		}
+		schema = *current
+	}
+	if err := migrate(ctx, s.pool, schema); err != nil {
+		return "", err
+	}
+	s.schema, s.ready = pgx.Identifier{schema}.Sanitize(), true
+	return s.schema, nil
+}
+
+// CreateRun adds run to the index.
+func (s *Store) CreateRun(ctx context.Context, run trace.RunInfo) error {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return err
+	}
+	runtimeJSON, err := encodeRuntime(run.Runtime)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO `+sc+`.trace_runs
+		(run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
+		 started, ended, final_state, error, events)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (run_id) DO NOTHING`,
+		run.ID, run.Thread, run.GraphThread, run.Workflow, run.Graph, run.Owner, run.Status, run.Start,
+		bytesOrNil(run.Input), runtimeJSON, run.StartedAt, run.EndedAt, bytesOrNil(run.FinalState), run.Error, run.Events)
+	if err != nil {
+		return fmt.Errorf("postgres: create run %q: %w", run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: create run %q: %w", run.ID, trace.ErrRunExists)
+	}
+	return nil
+}
+
+// AppendEvents stores events in one transaction.
+func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	sc, err := s.init(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range events {
+		if !seen[e.RunID] {
+			seen[e.RunID] = true
+			ids = append(ids, e.RunID)
+		}
+	}
+	// FOR KEY SHARE: a run cannot be deleted under the batch.
+	rows, err := tx.Query(ctx, `SELECT run_id FROM `+sc+`.trace_runs WHERE run_id = ANY($1) FOR KEY SHARE`, ids)
+	if err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+	if len(found) < len(ids) {
+		for _, id := range ids {
+			if !slices.Contains(found, id) {
+				return fmt.Errorf("postgres: append events of run %q: %w", id, trace.ErrNotFound)
+			}
+		}
+	}
+	b := &pgx.Batch{}
+	insert := `INSERT INTO ` + sc + `.trace_events
+		(run_id, seq, kind, path, node, step, attempt, at, duration_ns, agent, payload, error, hash, request, response)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (run_id, seq) DO NOTHING`
+	for _, e := range events {
+		b.Queue(insert, e.RunID, e.Seq, e.Kind, e.Path, e.Node, e.Step, e.Attempt, e.Time, int64(e.Duration), e.Agent,
+			bytesOrNil(e.Payload), e.Error, e.Hash, bytesOrNil(e.Request), bytesOrNil(e.Response))
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: append events: commit: %w", err)
+	}
+	return nil
+}
+
+// FinishRun records how a run ended.
+func (s *Store) FinishRun(ctx context.Context, run trace.RunInfo) error {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE `+sc+`.trace_runs SET status = $1, ended = $2, final_state = $3, error = $4, events = $5
+		WHERE run_id = $6`, run.Status, run.EndedAt, bytesOrNil(run.FinalState), run.Error, run.Events, run.ID)
+	if err != nil {
+		return fmt.Errorf("postgres: finish run %q: %w", run.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: finish run %q: %w", run.ID, trace.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteRun removes a run and its events.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+sc+`.trace_runs WHERE run_id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete run %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: delete run %q: %w", id, trace.ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
+	started, ended, final_state, error, events`
+
+// Run returns a run of the index.
+func (s *Store) Run(ctx context.Context, id string) (trace.RunInfo, error) {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return trace.RunInfo{}, err
+	}
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM `+sc+`.trace_runs WHERE run_id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return trace.RunInfo{}, fmt.Errorf("postgres: run %q: %w", id, trace.ErrNotFound)
+	}
+	if err != nil {
+		return trace.RunInfo{}, fmt.Errorf("postgres: run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// Runs returns the runs q selects, the most recently started first.
+func (s *Store) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, error) {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	for _, f := range []struct{ col, v string }{
+		{"owner", q.Owner}, {"thread_id", q.Thread}, {"workflow", q.Workflow}, {"status", q.Status},
+	} {
+		if f.v != "" {
+			where = append(where, f.col+" = "+arg(f.v))
+		}
+	}
+	if !q.Before.IsZero() {
+		where = append(where, "started < "+arg(q.Before))
+	}
+	query := `SELECT ` + runColumns + ` FROM ` + sc + `.trace_runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY started DESC, run_id DESC LIMIT ` + arg(q.EffectiveLimit())
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: runs: %w", err)
+	}
+	defer rows.Close()
+	out := []trace.RunInfo{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: runs: %w", err)
+	}
+	return out, nil
+}
+
+// Events returns the events of run id that q selects.
+func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]trace.Event, error) {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var one int
+	err = s.pool.QueryRow(ctx, `SELECT 1 FROM `+sc+`.trace_runs WHERE run_id = $1`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: events of run %q: %w", id, trace.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
+	}
+	args := []any{id, q.After}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	bodies := `NULL::bytea, NULL::bytea`
+	if q.Bodies {
+		bodies = `request, response`
+	}
+	query := `SELECT seq, kind, path, node, step, attempt, at, duration_ns, agent, payload, error, hash, ` + bodies +
+		` FROM ` + sc + `.trace_events WHERE run_id = $1 AND seq > $2`
+	if q.Until > 0 {
+		query += ` AND seq <= ` + arg(q.Until)
+	}
+	if len(q.Kinds) > 0 {
+		query += ` AND kind = ANY(` + arg(q.Kinds) + `)`
+	}
+	if q.Path != "" {
+		query += ` AND (path = ` + arg(q.Path) + ` OR starts_with(path, ` + arg(q.Path+"/") + `))`
+	}
+	query += ` ORDER BY seq`
+	if q.Limit > 0 {
+		query += ` LIMIT ` + arg(q.Limit)
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []trace.Event
+	for rows.Next() {
+		e := trace.Event{RunID: id}
+		var durNS, step, attempt int64
+		var payload, request, response []byte
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Path, &e.Node, &step, &attempt, &e.Time, &durNS, &e.Agent,
+			&payload, &e.Error, &e.Hash, &request, &response); err != nil {
+			return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
+		}
+		e.Step, e.Attempt = int(step), int(attempt)
+		e.Time, e.Duration = e.Time.UTC(), time.Duration(durNS)
+		e.Payload, e.Request, e.Response = raw(payload), raw(request), raw(response)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
+	}
+	return out, nil
+}
+
+func scanRun(row pgx.Row) (trace.RunInfo, error) {
+	var r trace.RunInfo
+	var input, runtimeJSON, final []byte
+	var ended *time.Time
+	if err := row.Scan(&r.ID, &r.Thread, &r.GraphThread, &r.Workflow, &r.Graph, &r.Owner, &r.Status, &r.Start,
+		&input, &runtimeJSON, &r.StartedAt, &ended, &final, &r.Error, &r.Events); err != nil {
+		return r, err
+	}
+	r.Input, r.FinalState = raw(input), raw(final)
+	r.StartedAt = r.StartedAt.UTC()
+	if ended != nil {
+		t := ended.UTC()
+		r.EndedAt = &t
+	}
+	if len(runtimeJSON) > 0 {
+		if err := json.Unmarshal(runtimeJSON, &r.Runtime); err != nil {
+			return r, fmt.Errorf("corrupt runtime of run %q: %w", r.ID, err)
+		}
+	}
+	return r, nil
+}
+
+func encodeRuntime(m map[string]string) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: encode runtime values: %w", err)
+	}
+	return b, nil
+}
+
+// bytesOrNil passes nil as NULL and anything else as bytea.
+func bytesOrNil(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+func raw(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}

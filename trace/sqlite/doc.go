@@ -1,0 +1,22 @@
+// Package sqlite is a trace.Store that keeps recorded runs in a SQLite
+// file, through the pure-Go driver modernc.org/sqlite (no cgo): the
+// embedded default, one file per machine. The file may be the one
+// checkpoint/sqlite uses; the tables (trace_runs, trace_events,
+// trace_schema) are its own.
+//
+// Open opens or creates the file with write-ahead logging, a busy timeout
+// and synchronous=NORMAL; New wraps a *sql.DB the caller opened and owns.
+// trace_schema records which migrations have been applied, and a file
+// written by a newer version of this package is refused with
+// ErrSchemaTooNew. Writes go through one connection, one at a time; reads
+// proceed in parallel on the others. Times are kept to the microsecond, in
+// UTC; payloads byte for byte.
+//
+//	s, err := sqlite.Open(ctx, "coorflow.db")
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+//	rec := trace.NewRecorder(s, trace.RecorderConfig{})
+//	defer rec.Close(ctx)
+package sqlite

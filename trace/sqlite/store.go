@@ -1,0 +1,457 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"github.com/coorflow/coorflow/trace"
+)
+
+// Store is a trace.Store backed by a SQLite database. Create one with Open
+// or New; it is safe for concurrent use. Its writes go through one
+// connection of its own, one at a time; reads use the rest of the pool.
+type Store struct {
+	db     *sql.DB
+	ownsDB bool
+
+	// wlock is held by whoever uses the writer connection; a channel so
+	// that waiting honours a context.
+	wlock chan struct{}
+
+	initMu sync.Mutex
+	ready  bool
+	closed bool
+	writer *sql.Conn
+	insert *sql.Stmt // an event, on the writer connection
+}
+
+var _ trace.Store = (*Store)(nil)
+
+// errClosed is returned by the methods of a closed Store.
+var errClosed = fmt.Errorf("sqlite: %w", trace.ErrClosed)
+
+// Open opens the SQLite file at path, creating it and the tables if needed,
+// with write-ahead logging and a busy timeout of 5 seconds. The file may
+// be the one checkpoint/sqlite uses: the tables are distinct. The returned
+// Store owns the database; Close closes it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") || strings.HasPrefix(path, "file::memory:") {
+		return nil, fmt.Errorf("sqlite: open %q: need a file; for a store in memory use trace/memory", path)
+	}
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	n := runtime.GOMAXPROCS(0) + 2
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	s := New(db)
+	s.ownsDB = true
+	if err := s.init(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("%w (opening %s)", err, path), s.Close())
+	}
+	return s, nil
+}
+
+func dsn(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_journal_mode", "WAL")
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + escaped + "?" + q.Encode()
+}
+
+// New returns a Store that uses db, a database opened with the "sqlite"
+// driver of modernc.org/sqlite, which must allow at least two open
+// connections. The caller owns db: Close does not close it. The tables are
+// created on first use.
+func New(db *sql.DB) *Store {
+	return &Store{db: db, wlock: make(chan struct{}, 1)}
+}
+
+// Close releases the writer connection and, when the Store was returned by
+// Open, closes the database. Methods called after Close return an error
+// wrapping trace.ErrClosed.
+func (s *Store) Close() error {
+	s.wlock <- struct{}{}
+	defer func() { <-s.wlock }()
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed, s.ready = true, false
+	var errs []error
+	if s.insert != nil {
+		errs = append(errs, s.insert.Close())
+	}
+	if s.writer != nil {
+		errs = append(errs, s.writer.Close())
+	}
+	if s.ownsDB {
+		errs = append(errs, s.db.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// init takes the writer connection and creates or upgrades the tables,
+// once; after a failure the next call tries again.
+func (s *Store) init(ctx context.Context) error {
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	switch {
+	case s.closed:
+		return errClosed
+	case s.ready:
+		return nil
+	case s.db.Stats().MaxOpenConnections == 1:
+		return errors.New("sqlite: the database allows one connection; the store needs one for writing and more for reading")
+	}
+	w, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: writer connection: %w", err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return err
+	}
+	ins, err := w.PrepareContext(ctx, `INSERT INTO trace_events
+		(run_id, seq, kind, path, node, step, attempt, time_us, duration_ns, agent, payload, error, hash, request, response)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, seq) DO NOTHING`)
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	s.writer, s.insert, s.ready = w, ins, true
+	return nil
+}
+
+// write runs fn on the writer connection, in a transaction when tx is set.
+func (s *Store) write(ctx context.Context, tx bool, fn func(ctx context.Context, w *sql.Conn) error) (err error) {
+	if err := s.init(ctx); err != nil {
+		return err
+	}
+	select {
+	case s.wlock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wlock }()
+	s.initMu.Lock()
+	ready := s.ready
+	s.initMu.Unlock()
+	if !ready {
+		return errClosed
+	}
+	if !tx {
+		return fn(ctx, s.writer)
+	}
+	if _, err := s.writer.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	if err = fn(ctx, s.writer); err == nil {
+		if _, err = s.writer.ExecContext(ctx, `COMMIT`); err != nil {
+			err = fmt.Errorf("sqlite: commit: %w", err)
+		}
+	}
+	if err != nil {
+		_, _ = s.writer.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+	return err
+}
+
+func (s *Store) reader(ctx context.Context) error {
+	return s.init(ctx)
+}
+
+// CreateRun adds run to the index.
+func (s *Store) CreateRun(ctx context.Context, run trace.RunInfo) error {
+	runtimeJSON, err := encodeRuntime(run.Runtime)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, false, func(ctx context.Context, w *sql.Conn) error {
+		res, err := w.ExecContext(ctx, `INSERT INTO trace_runs
+			(run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
+			 started_us, ended_us, final_state, error, events)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id) DO NOTHING`,
+			run.ID, run.Thread, run.GraphThread, run.Workflow, run.Graph, run.Owner, run.Status, run.Start,
+			blob(run.Input), runtimeJSON, run.StartedAt.UnixMicro(), endedMicros(run.EndedAt), blob(run.FinalState),
+			run.Error, run.Events)
+		if err != nil {
+			return fmt.Errorf("sqlite: create run %q: %w", run.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("sqlite: create run %q: %w", run.ID, trace.ErrRunExists)
+		}
+		return nil
+	})
+}
+
+// AppendEvents stores events in one transaction.
+func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	return s.write(ctx, true, func(ctx context.Context, w *sql.Conn) error {
+		checked := map[string]bool{}
+		for _, e := range events {
+			if checked[e.RunID] {
+				continue
+			}
+			var one int
+			err := w.QueryRowContext(ctx, `SELECT 1 FROM trace_runs WHERE run_id = ?`, e.RunID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: append events of run %q: %w", e.RunID, trace.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: append events of run %q: %w", e.RunID, err)
+			}
+			checked[e.RunID] = true
+		}
+		ins := s.insert // prepared on w
+		for _, e := range events {
+			if _, err := ins.ExecContext(ctx, e.RunID, e.Seq, e.Kind, e.Path, e.Node, e.Step, e.Attempt, e.Time.UnixMicro(),
+				int64(e.Duration), e.Agent, blob(e.Payload), e.Error, e.Hash, blob(e.Request), blob(e.Response)); err != nil {
+				return fmt.Errorf("sqlite: append event %d of run %q: %w", e.Seq, e.RunID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// FinishRun records how a run ended.
+func (s *Store) FinishRun(ctx context.Context, run trace.RunInfo) error {
+	return s.write(ctx, false, func(ctx context.Context, w *sql.Conn) error {
+		res, err := w.ExecContext(ctx, `UPDATE trace_runs SET status = ?, ended_us = ?, final_state = ?, error = ?, events = ?
+			WHERE run_id = ?`, run.Status, endedMicros(run.EndedAt), blob(run.FinalState), run.Error, run.Events, run.ID)
+		if err != nil {
+			return fmt.Errorf("sqlite: finish run %q: %w", run.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("sqlite: finish run %q: %w", run.ID, trace.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// DeleteRun removes a run and its events.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	return s.write(ctx, true, func(ctx context.Context, w *sql.Conn) error {
+		res, err := w.ExecContext(ctx, `DELETE FROM trace_runs WHERE run_id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete run %q: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("sqlite: delete run %q: %w", id, trace.ErrNotFound)
+		}
+		if _, err := w.ExecContext(ctx, `DELETE FROM trace_events WHERE run_id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete run %q: %w", id, err)
+		}
+		return nil
+	})
+}
+
+const runColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
+	started_us, ended_us, final_state, error, events`
+
+// Run returns a run of the index.
+func (s *Store) Run(ctx context.Context, id string) (trace.RunInfo, error) {
+	if err := s.reader(ctx); err != nil {
+		return trace.RunInfo{}, err
+	}
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM trace_runs WHERE run_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return trace.RunInfo{}, fmt.Errorf("sqlite: run %q: %w", id, trace.ErrNotFound)
+	}
+	if err != nil {
+		return trace.RunInfo{}, fmt.Errorf("sqlite: run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// Runs returns the runs q selects, the most recently started first.
+func (s *Store) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, error) {
+	if err := s.reader(ctx); err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	for _, f := range []struct{ col, v string }{
+		{"owner", q.Owner}, {"thread_id", q.Thread}, {"workflow", q.Workflow}, {"status", q.Status},
+	} {
+		if f.v != "" {
+			where = append(where, f.col+" = ?")
+			args = append(args, f.v)
+		}
+	}
+	if !q.Before.IsZero() {
+		where = append(where, "started_us < ?")
+		args = append(args, q.Before.UnixMicro())
+	}
+	query := `SELECT ` + runColumns + ` FROM trace_runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY started_us DESC, run_id DESC LIMIT ?`
+	args = append(args, q.EffectiveLimit())
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: runs: %w", err)
+	}
+	defer rows.Close()
+	out := []trace.RunInfo{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: runs: %w", err)
+	}
+	return out, nil
+}
+
+// Events returns the events of run id that q selects.
+func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]trace.Event, error) {
+	if err := s.reader(ctx); err != nil {
+		return nil, err
+	}
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM trace_runs WHERE run_id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: events of run %q: %w", id, trace.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %q: %w", id, err)
+	}
+	bodies := `NULL, NULL`
+	if q.Bodies {
+		bodies = `request, response`
+	}
+	query := `SELECT seq, kind, path, node, step, attempt, time_us, duration_ns, agent, payload, error, hash, ` + bodies +
+		` FROM trace_events WHERE run_id = ? AND seq > ?`
+	args := []any{id, q.After}
+	if q.Until > 0 {
+		query += ` AND seq <= ?`
+		args = append(args, q.Until)
+	}
+	if len(q.Kinds) > 0 {
+		query += ` AND kind IN (?` + strings.Repeat(`, ?`, len(q.Kinds)-1) + `)`
+		for _, k := range q.Kinds {
+			args = append(args, k)
+		}
+	}
+	if q.Path != "" {
+		// substr, not LIKE: a path may hold '%' and '_'. It counts
+		// characters.
+		query += ` AND (path = ? OR substr(path, 1, ?) = ?)`
+		args = append(args, q.Path, utf8.RuneCountInString(q.Path)+1, q.Path+"/")
+	}
+	query += ` ORDER BY seq LIMIT ?`
+	limit := -1
+	if q.Limit > 0 {
+		limit = q.Limit
+	}
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []trace.Event
+	for rows.Next() {
+		e := trace.Event{RunID: id}
+		var timeUS, durNS int64
+		var payload, request, response []byte
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Path, &e.Node, &e.Step, &e.Attempt, &timeUS, &durNS, &e.Agent,
+			&payload, &e.Error, &e.Hash, &request, &response); err != nil {
+			return nil, fmt.Errorf("sqlite: events of run %q: %w", id, err)
+		}
+		e.Time, e.Duration = time.UnixMicro(timeUS).UTC(), time.Duration(durNS)
+		e.Payload, e.Request, e.Response = raw(payload), raw(request), raw(response)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: events of run %q: %w", id, err)
+	}
+	return out, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (trace.RunInfo, error) {
+	var r trace.RunInfo
+	var input, runtimeJSON, final []byte
+	var startedUS int64
+	var endedUS sql.NullInt64
+	if err := sc.Scan(&r.ID, &r.Thread, &r.GraphThread, &r.Workflow, &r.Graph, &r.Owner, &r.Status, &r.Start,
+		&input, &runtimeJSON, &startedUS, &endedUS, &final, &r.Error, &r.Events); err != nil {
+		return r, err
+	}
+	r.Input, r.FinalState = raw(input), raw(final)
+	r.StartedAt = time.UnixMicro(startedUS).UTC()
+	if endedUS.Valid {
+		t := time.UnixMicro(endedUS.Int64).UTC()
+		r.EndedAt = &t
+	}
+	if len(runtimeJSON) > 0 {
+		if err := json.Unmarshal(runtimeJSON, &r.Runtime); err != nil {
+			return r, fmt.Errorf("corrupt runtime of run %q: %w", r.ID, err)
+		}
+	}
+	return r, nil
+}
+
+func encodeRuntime(m map[string]string) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: encode runtime values: %w", err)
+	}
+	return b, nil
+}
+
+// blob passes nil as NULL and anything else as a BLOB.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+// raw returns a column's bytes as JSON, nil for NULL.
+func raw(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+func endedMicros(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}

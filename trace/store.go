@@ -1,0 +1,80 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+)
+
+// Errors of a Store.
+var (
+	// ErrNotFound: no run of that id (or events for a run not created).
+	ErrNotFound = errors.New("trace: run not found")
+	// ErrRunExists: CreateRun with an id already in the index.
+	ErrRunExists = errors.New("trace: run already exists")
+	// ErrClosed: the Store or Recorder was closed.
+	ErrClosed = errors.New("trace: closed")
+)
+
+// Store keeps recorded runs: an index of runs and each run's events.
+// trace/sqlite, trace/postgres and trace/memory implement it, and
+// trace/tracetest checks the contract. A Store is safe for concurrent use.
+type Store interface {
+	// CreateRun adds a run to the index; an id already there fails with
+	// ErrRunExists.
+	CreateRun(ctx context.Context, run RunInfo) error
+	// AppendEvents stores events of any runs, all or none. Events of a run
+	// not in the index fail with ErrNotFound. An event whose run and Seq
+	// are already stored is ignored, so a batch can be written again.
+	AppendEvents(ctx context.Context, events []Event) error
+	// FinishRun records how a run ended: Status, EndedAt, FinalState,
+	// Error and Events of run replace the stored ones; the other fields
+	// stay. An unknown run fails with ErrNotFound.
+	FinishRun(ctx context.Context, run RunInfo) error
+	// Run returns a run of the index, or ErrNotFound.
+	Run(ctx context.Context, id string) (RunInfo, error)
+	// Runs returns the runs q selects, the most recently started first.
+	Runs(ctx context.Context, q RunQuery) ([]RunInfo, error)
+	// Events returns the events of run id that q selects, by Seq. An
+	// unknown run fails with ErrNotFound.
+	Events(ctx context.Context, id string, q EventQuery) ([]Event, error)
+	// DeleteRun removes a run and its events; an unknown run fails with
+	// ErrNotFound.
+	DeleteRun(ctx context.Context, id string) error
+}
+
+// Match reports whether q selects e, apart from Limit. Stores that filter
+// in Go use it.
+func (q EventQuery) Match(e Event) bool {
+	if e.Seq <= q.After || (q.Until > 0 && e.Seq > q.Until) {
+		return false
+	}
+	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, e.Kind) {
+		return false
+	}
+	return q.Path == "" || UnderPath(e.Path, q.Path)
+}
+
+// UnderPath reports whether path is prefix or lies below it
+// ("a/b/c" lies below "a/b", "a/bc" does not).
+func UnderPath(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// Match reports whether q selects r, apart from Limit.
+func (q RunQuery) Match(r RunInfo) bool {
+	return (q.Owner == "" || r.Owner == q.Owner) &&
+		(q.Thread == "" || r.Thread == q.Thread) &&
+		(q.Workflow == "" || r.Workflow == q.Workflow) &&
+		(q.Status == "" || r.Status == q.Status) &&
+		(q.Before.IsZero() || r.StartedAt.Before(q.Before))
+}
+
+// EffectiveLimit is q.Limit, or DefaultRunLimit when it is 0 or less.
+func (q RunQuery) EffectiveLimit() int {
+	if q.Limit <= 0 {
+		return DefaultRunLimit
+	}
+	return q.Limit
+}

@@ -1,0 +1,332 @@
+package tracetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/trace"
+)
+
+// rule is one subtest of the suite: a rule of the Store contract and the
+// test that checks it against a fresh Store.
+type rule struct {
+	name string
+	test func(t *testing.T, s trace.Store)
+}
+
+// Run checks that the Stores returned by newStore satisfy the trace.Store
+// contract. newStore is called once per subtest and must return an empty
+// Store; it should register any cleanup with t.Cleanup.
+func Run(t *testing.T, newStore func(t *testing.T) trace.Store) {
+	t.Helper()
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) { r.test(t, newStore(t)) })
+	}
+}
+
+var rules = []rule{
+	{"RunRoundTrips", testRunRoundTrips},
+	{"CreateRunTwiceFails", testCreateRunTwice},
+	{"UnknownRunIsNotFound", testUnknownRun},
+	{"EventsRoundTrip", testEventsRoundTrip},
+	{"BodiesOnlyWhenAsked", testBodiesOnlyWhenAsked},
+	{"EventsComeInSeqOrder", testEventsInSeqOrder},
+	{"AppendingAgainKeepsTheFirst", testAppendAgain},
+	{"AppendIsAllOrNone", testAppendAllOrNone},
+	{"EventQueryFilters", testEventQueryFilters},
+	{"FinishRunKeepsTheRest", testFinishRun},
+	{"RunsNewestFirstAndFiltered", testRuns},
+	{"DeleteRunRemovesItsEvents", testDeleteRun},
+	{"LargeAndUnusualPayloads", testLargePayloads},
+	{"ConcurrentWriters", testConcurrentWriters},
+}
+
+// base is the time the suite's runs start at, give or take.
+var base = time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("CEST", 2*3600))
+
+// micro is t as every Store gives it back: to the microsecond, in UTC.
+func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func run(id string, started time.Time) trace.RunInfo {
+	return trace.RunInfo{
+		ID: id, Thread: "th-" + id, GraphThread: "alice/th-" + id, Workflow: "research", Graph: "coor",
+		Owner: "alice", Status: trace.StatusRunning, Start: trace.StartInput,
+		Input:     json.RawMessage(`[{"channel":"question","value":"why?"}]`),
+		Runtime:   map[string]string{"coorflow.owner": "alice"},
+		StartedAt: started,
+	}
+}
+
+func event(runID string, seq int64, kind, path string) trace.Event {
+	return trace.Event{
+		RunID: runID, Seq: seq, Kind: kind, Path: path, Node: "team", Step: int(seq % 5), Attempt: 1,
+		Time: base.Add(time.Duration(seq) * time.Millisecond), Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq)),
+	}
+}
+
+func create(t *testing.T, s trace.Store, runs ...trace.RunInfo) {
+	t.Helper()
+	for _, r := range runs {
+		require.NoError(t, s.CreateRun(t.Context(), r))
+	}
+}
+
+func seqs(events []trace.Event) []int64 {
+	out := make([]int64, len(events))
+	for i, e := range events {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+func testRunRoundTrips(t *testing.T, s trace.Store) {
+	want := run("r1", base)
+	create(t, s, want)
+	got, err := s.Run(t.Context(), "r1")
+	require.NoError(t, err)
+	want.StartedAt = micro(want.StartedAt)
+	assert.Equal(t, want, got)
+}
+
+func testCreateRunTwice(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	assert.ErrorIs(t, s.CreateRun(t.Context(), run("r1", base)), trace.ErrRunExists)
+}
+
+func testUnknownRun(t *testing.T, s trace.Store) {
+	ctx := t.Context()
+	_, err := s.Run(ctx, "nope")
+	assert.ErrorIs(t, err, trace.ErrNotFound, "Run")
+	_, err = s.Events(ctx, "nope", trace.EventQuery{})
+	assert.ErrorIs(t, err, trace.ErrNotFound, "Events")
+	assert.ErrorIs(t, s.FinishRun(ctx, run("nope", base)), trace.ErrNotFound, "FinishRun")
+	assert.ErrorIs(t, s.DeleteRun(ctx, "nope"), trace.ErrNotFound, "DeleteRun")
+	assert.ErrorIs(t, s.AppendEvents(ctx, []trace.Event{event("nope", 1, "run_start", "wf")}), trace.ErrNotFound, "AppendEvents")
+}
+
+func testEventsRoundTrip(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	want := []trace.Event{
+		{RunID: "r1", Seq: 1, Kind: "run_start", Path: "coor", Time: base},
+		{RunID: "r1", Seq: 2, Kind: "node_end", Path: "coor/team", Node: "team", Step: 3, Attempt: 2,
+			Time: base.Add(time.Second), Duration: 1500 * time.Millisecond, Error: "boom"},
+		{RunID: "r1", Seq: 3, Kind: "model_call", Path: "coor/team/step:s1/agent:researcher", Node: "team", Step: 3, Attempt: 1,
+			Time: base.Add(2 * time.Second), Agent: "researcher", Payload: json.RawMessage(`{"agent":"researcher","prompt_tokens":12}`),
+			Hash: "0123456789abcdef", Request: json.RawMessage(`{"messages":[]}`), Response: json.RawMessage(`[{"content":"hi"}]`)},
+	}
+	require.NoError(t, s.AppendEvents(t.Context(), want))
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{Bodies: true})
+	require.NoError(t, err)
+	for i := range want {
+		want[i].Time = micro(want[i].Time)
+	}
+	assert.Equal(t, want, got)
+}
+
+func testBodiesOnlyWhenAsked(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	ev := event("r1", 1, "model_call", "wf/a")
+	ev.Hash, ev.Request, ev.Response = "abc", json.RawMessage(`{"messages":[1]}`), json.RawMessage(`[2]`)
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{ev}))
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "abc", got[0].Hash, "the hash is always read")
+	assert.Nil(t, got[0].Request)
+	assert.Nil(t, got[0].Response)
+	assert.JSONEq(t, `{"n":1}`, string(got[0].Payload))
+}
+
+func testEventsInSeqOrder(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{event("r1", 3, "a", "wf"), event("r1", 1, "a", "wf")}))
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{event("r1", 2, "a", "wf"), event("r1", 10, "a", "wf")}))
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 2, 3, 10}, seqs(got))
+}
+
+func testAppendAgain(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	first := event("r1", 1, "custom", "wf")
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{first}))
+	again := first
+	again.Payload = json.RawMessage(`{"n":"changed"}`)
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{again, event("r1", 2, "custom", "wf")}))
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2}, seqs(got))
+	assert.JSONEq(t, `{"n":1}`, string(got[0].Payload))
+}
+
+func testAppendAllOrNone(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	err := s.AppendEvents(t.Context(), []trace.Event{event("r1", 1, "custom", "wf"), event("ghost", 1, "custom", "wf")})
+	require.ErrorIs(t, err, trace.ErrNotFound)
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, got, "no event of a failed batch is kept")
+	assert.NoError(t, s.AppendEvents(t.Context(), nil), "an empty batch")
+}
+
+func testEventQueryFilters(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base), run("r2", base))
+	paths := []string{"wf", "wf/a_b", "wf/a_b/agent:x", "wf/aXb", "wf/a_bc", "wf/a%b/c", "wf/a_b/agent:x/tool"}
+	var evs []trace.Event
+	for i, p := range paths {
+		kind := "model_call"
+		if i%2 == 0 {
+			kind = "tool_call"
+		}
+		evs = append(evs, event("r1", int64(i+1), kind, p))
+	}
+	evs = append(evs, event("r2", 1, "model_call", "wf/a_b"))
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	tests := []struct {
+		name string
+		q    trace.EventQuery
+		want []int64
+	}{
+		{"all", trace.EventQuery{}, []int64{1, 2, 3, 4, 5, 6, 7}},
+		{"after", trace.EventQuery{After: 5}, []int64{6, 7}},
+		{"until", trace.EventQuery{Until: 2}, []int64{1, 2}},
+		{"after and until", trace.EventQuery{After: 2, Until: 4}, []int64{3, 4}},
+		{"kinds", trace.EventQuery{Kinds: []string{"tool_call"}}, []int64{1, 3, 5, 7}},
+		{"two kinds", trace.EventQuery{Kinds: []string{"tool_call", "model_call"}}, []int64{1, 2, 3, 4, 5, 6, 7}},
+		{"path and below, wildcards taken literally", trace.EventQuery{Path: "wf/a_b"}, []int64{2, 3, 7}},
+		{"percent taken literally", trace.EventQuery{Path: "wf/a%b"}, []int64{6}},
+		{"path and kind", trace.EventQuery{Path: "wf/a_b", Kinds: []string{"tool_call"}}, []int64{3, 7}},
+		{"limit", trace.EventQuery{Limit: 2, After: 1}, []int64{2, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Events(t.Context(), "r1", tt.q)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, seqs(got))
+		})
+	}
+}
+
+func testFinishRun(t *testing.T, s trace.Store) {
+	started := run("r1", base)
+	create(t, s, started)
+	ended := base.Add(time.Minute)
+	fin := trace.RunInfo{ID: "r1", Status: trace.StatusError, EndedAt: &ended, Error: "node failed",
+		FinalState: json.RawMessage(`{"count":2}`), Events: 42, Owner: "mallory", Workflow: "other"}
+	require.NoError(t, s.FinishRun(t.Context(), fin))
+	got, err := s.Run(t.Context(), "r1")
+	require.NoError(t, err)
+	want := started
+	want.StartedAt = micro(base)
+	e := micro(ended)
+	want.Status, want.EndedAt, want.Error, want.FinalState, want.Events = trace.StatusError, &e, "node failed", fin.FinalState, 42
+	assert.Equal(t, want, got, "owner and workflow are not changed by FinishRun")
+}
+
+func testRuns(t *testing.T, s trace.Store) {
+	r1, r2, r3, r4 := run("r1", base), run("r2", base.Add(time.Second)), run("r3", base.Add(2*time.Second)), run("r4", base.Add(3*time.Second))
+	r2.Owner, r3.Workflow, r4.Thread = "bob", "coding", "th-r1"
+	create(t, s, r1, r3, r4, r2)
+	ended := base.Add(time.Hour)
+	require.NoError(t, s.FinishRun(t.Context(), trace.RunInfo{ID: "r3", Status: trace.StatusDone, EndedAt: &ended}))
+	ids := func(runs []trace.RunInfo) []string {
+		out := make([]string, len(runs))
+		for i, r := range runs {
+			out[i] = r.ID
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		q    trace.RunQuery
+		want []string
+	}{
+		{"all, newest first", trace.RunQuery{}, []string{"r4", "r3", "r2", "r1"}},
+		{"owner", trace.RunQuery{Owner: "alice"}, []string{"r4", "r3", "r1"}},
+		{"thread", trace.RunQuery{Thread: "th-r1"}, []string{"r4", "r1"}},
+		{"workflow", trace.RunQuery{Workflow: "coding"}, []string{"r3"}},
+		{"status", trace.RunQuery{Status: trace.StatusRunning}, []string{"r4", "r2", "r1"}},
+		{"before", trace.RunQuery{Before: micro(base.Add(2 * time.Second))}, []string{"r2", "r1"}},
+		{"limit", trace.RunQuery{Limit: 2}, []string{"r4", "r3"}},
+		{"nothing", trace.RunQuery{Owner: "carol"}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Runs(t.Context(), tt.q)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, ids(got))
+		})
+	}
+}
+
+func testDeleteRun(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base), run("r2", base))
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{event("r1", 1, "a", "wf"), event("r2", 1, "a", "wf")}))
+	require.NoError(t, s.DeleteRun(t.Context(), "r1"))
+	_, err := s.Run(t.Context(), "r1")
+	assert.ErrorIs(t, err, trace.ErrNotFound)
+	_, err = s.Events(t.Context(), "r1", trace.EventQuery{})
+	assert.ErrorIs(t, err, trace.ErrNotFound)
+	create(t, s, run("r1", base))
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, got, "a run created again under a deleted id has no events")
+	got, err = s.Events(t.Context(), "r2", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Len(t, got, 1, "the other run keeps its events")
+}
+
+func testLargePayloads(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	big := `{"text":"` + strings.Repeat("0123456789", 100_000) + `"}`
+	odd := `{"text":"naïve — 日本語 \u0000 \"quoted\" \\ back"}`
+	require.NoError(t, s.AppendEvents(t.Context(), []trace.Event{
+		{RunID: "r1", Seq: 1, Kind: "snapshot", Path: "wf/é ü/agent:ß", Time: base, Payload: json.RawMessage(big)},
+		{RunID: "r1", Seq: 2, Kind: "custom", Path: "wf", Time: base, Payload: json.RawMessage(odd)},
+	}))
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{Path: "wf/é ü"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, big, string(got[0].Payload), "payloads are kept byte for byte")
+	got, err = s.Events(t.Context(), "r1", trace.EventQuery{After: 1})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, odd, string(got[0].Payload))
+}
+
+func testConcurrentWriters(t *testing.T, s trace.Store) {
+	const runs, batches, perBatch = 4, 10, 20
+	for r := range runs {
+		create(t, s, run(fmt.Sprint("r", r), base))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, runs*batches)
+	for r := range runs {
+		for b := range batches {
+			wg.Go(func() {
+				evs := make([]trace.Event, perBatch)
+				for i := range evs {
+					evs[i] = event(fmt.Sprint("r", r), int64(b*perBatch+i+1), "custom", "wf")
+				}
+				errs <- s.AppendEvents(t.Context(), evs)
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for r := range runs {
+		got, err := s.Events(t.Context(), fmt.Sprint("r", r), trace.EventQuery{})
+		require.NoError(t, err)
+		assert.Len(t, got, batches*perBatch)
+	}
+}
