@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coorflow/coorflow/nodes"
@@ -180,18 +181,8 @@ func (r *Registry) List(ctx context.Context) ([]Agent, error) {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b Agent) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Cards lists the agents for a planner (nodes.AgentDirectory).
