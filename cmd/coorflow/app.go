@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1   // the work failed: a run, the database, a missing thread
+	exitUsage       = 2   // the command line or a file is wrong
+	exitInterrupted = 3   // a run paused on a question nobody answered
+	exitCancelled   = 130 // Ctrl-C
+)
+
+// app is the command line, with its streams and environment, so that
+// tests run it in process.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// interactive says a person can answer questions on stdin.
+	interactive bool
+}
+
+// usageError is a wrong command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// interruptedError is a run that paused with nobody to answer: exit 3.
+type interruptedError struct{}
+
+func (interruptedError) Error() string { return "the run is waiting for an answer" }
+
+var commands = []string{"run", "validate", "graph", "threads", "agents", "serve", "schema", "help"}
+
+func (a *app) main(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		err = a.run(ctx, rest)
+	case "validate":
+		err = a.validate(ctx, rest)
+	case "graph":
+		err = a.graph(ctx, rest)
+	case "threads":
+		err = a.threads(ctx, rest)
+	case "agents":
+		err = a.agents(ctx, rest)
+	case "serve":
+		err = a.serve(ctx, rest)
+	case "schema":
+		_, err = a.stdout.Write(workflows.Schema())
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(a.stdout, usage)
+	default:
+		err = usagef("unknown command %q%s; run coorflow help", cmd, didYouMean(cmd, commands))
+	}
+	return a.report(ctx, err)
+}
+
+// report prints err on stderr, one line per problem, and returns the exit
+// code it stands for.
+func (a *app) report(ctx context.Context, err error) int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		code := exitOK
+		for _, e := range j.Unwrap() {
+			code = max(code, a.report(ctx, e))
+		}
+		return code
+	}
+	var (
+		ue *usageError
+		fe *workflows.FileError
+		ce *llm.ConfigError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &fe):
+		for _, p := range fe.Problems {
+			fmt.Fprintln(a.stderr, p.String())
+		}
+		return exitUsage
+	case errors.As(err, &ue):
+		a.errorLine(ue.msg)
+		return exitUsage
+	case errors.As(err, &ce), errors.Is(err, workflows.ErrNoModel), errors.Is(err, workflows.ErrUnknownWorkflow), errors.Is(err, workflows.ErrNoDemo):
+		a.errorLine(err.Error())
+		return exitUsage
+	case errors.As(err, new(interruptedError)):
+		return exitInterrupted
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		a.errorLine("cancelled")
+		return exitCancelled
+	}
+	a.errorLine(err.Error())
+	return exitFailed
+}
+
+// errorLine prints one error line: "coorflow: message", with the lines
+// of a multi-line message joined.
+func (a *app) errorLine(msg string) {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	fmt.Fprintln(a.stderr, "coorflow: "+strings.Join(lines, " "))
+}
+
+// notice prints an informational line on stderr.
+func (a *app) notice(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "coorflow: "+format+"\n", args...)
+}
+
+func didYouMean(got string, options []string) string {
+	best, bestD := "", 3
+	for _, o := range options {
+		if d := levenshtein(got, o); d < bestD {
+			best, bestD = o, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+const usage = `coorflow checks, draws, runs and serves coorflow workflows.
+
+Usage:
+  coorflow run FILE|DIR|NAME [flags]   run a workflow (NAME: a built-in workflow, coor or research)
+      --input TEXT|@FILE               the input, written to the file's input channel
+      --thread ID                      the thread to start or continue (default: a new one)
+      --resume VALUE|@FILE             answer the question the thread waits on, and continue
+      --answer ID=VALUE                answer one of several questions (repeatable)
+      --db PATH|postgres://...         where threads and agents are kept (default .coorflow/coorflow.db, or $COORFLOW_DB)
+      --model TIER=provider:model      use this model for a tier (repeatable), e.g. basic=openai:gpt-4o
+      --demo                           use the file's scripted demo model even when a provider is configured
+      --owner NAME                     whose agents and boards (default "default")
+      --stream                         print the models' tokens as they come
+      --json                           print events and the result as JSON lines
+      -v                               print notices (optional tools left out)
+  coorflow validate FILE|DIR|NAME... [--json]
+  coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
+  coorflow threads list [--db] [--json] [--limit N]
+  coorflow threads show ID [--db] [--json] [--workflow FILE]
+  coorflow threads history ID [--db] [--json] [--workflow FILE]
+  coorflow threads rm ID [--db]
+  coorflow agents list [--db] [--owner] [--json]
+  coorflow agents show NAME [--db] [--owner] [--json]
+  coorflow agents edit NAME [--prompt TEXT|@FILE] [--description TEXT] [--tier TIER] [--tools a,b] [--db] [--owner]
+  coorflow agents rm NAME [--db] [--owner]
+  coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token TOKEN[=OWNER]]... [--owner] [--model] [--demo]
+                                       tokens also from $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN
+  coorflow schema                      print the JSON Schema of workflow files
+
+Models come from the file's models section, then OPENAI_API_KEY, OPENAI_BASE_URL,
+COORFLOW_MODEL (provider:model for every tier the file leaves to basic), then --model.
+With no provider configured, a file with a demo script runs on its scripted model.
+
+Exit codes: 0 done; 1 the work failed; 2 the command line or a file is wrong;
+3 the run waits for an answer (the command to resume is printed); 130 Ctrl-C.
+`

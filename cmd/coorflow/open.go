@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/checkpoint/postgres"
+	"github.com/coorflow/coorflow/checkpoint/sqlite"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/store"
+	spostgres "github.com/coorflow/coorflow/store/postgres"
+	ssqlite "github.com/coorflow/coorflow/store/sqlite"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// defaultDB is where the CLI keeps threads and agents.
+const defaultDB = ".coorflow/coorflow.db"
+
+// workflowRef is a workflow the CLI loaded, and how to name it again.
+type workflowRef struct {
+	file *workflows.File
+	// arg is the argument as given; ref what a thread records: an
+	// absolute path or builtin:<name>.
+	arg, ref string
+}
+
+// loadWorkflow loads a workflow file, the workflow.yaml of a directory, or
+// a built-in workflow by name.
+func loadWorkflow(arg string) (*workflowRef, error) {
+	if name, ok := strings.CutPrefix(arg, "builtin:"); ok {
+		f, err := workflows.Builtin(name)
+		if err != nil {
+			return nil, err
+		}
+		return &workflowRef{file: f, arg: name, ref: arg}, nil
+	}
+	path := arg
+	fi, err := os.Stat(arg)
+	switch {
+	case err == nil && fi.IsDir():
+		path = filepath.Join(arg, "workflow.yaml")
+		if _, err := os.Stat(path); err != nil {
+			return nil, usagef("%s is a directory without a workflow.yaml", arg)
+		}
+	case err != nil && !strings.ContainsAny(arg, "/.") && isBuiltin(arg):
+		f, err := workflows.Builtin(arg)
+		if err != nil {
+			return nil, err
+		}
+		return &workflowRef{file: f, arg: arg, ref: "builtin:" + arg}, nil
+	case err != nil:
+		return nil, usagef("no workflow file or directory %s (built-in workflows: %s)", arg, strings.Join(workflows.Builtins(), ", "))
+	}
+	f, err := workflows.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	return &workflowRef{file: f, arg: arg, ref: abs}, nil
+}
+
+func isBuiltin(name string) bool {
+	for _, b := range workflows.Builtins() {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+// db is the CLI's database: the checkpoint saver and the context store.
+type db struct {
+	saver  graph.Saver
+	store  store.Store
+	closer func()
+	where  string
+}
+
+func (d *db) Close() { d.closer() }
+
+func isPostgres(where string) bool {
+	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://")
+}
+
+// openDB opens the saver and the store. A SQLite file is created with its
+// directory unless mustExist.
+func openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
+	if isPostgres(where) {
+		saver, err := postgres.Open(ctx, where)
+		if err != nil {
+			return nil, err
+		}
+		st, err := spostgres.Open(ctx, spostgres.Config{URL: where})
+		if err != nil {
+			_ = saver.Close()
+			return nil, err
+		}
+		return &db{saver: saver, store: st, where: redact(where), closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
+	}
+	if _, err := os.Stat(where); err != nil {
+		if mustExist {
+			return nil, fmt.Errorf("no database at %s: nothing has run here yet (or pass --db)", where)
+		}
+		if err := os.MkdirAll(filepath.Dir(where), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	saver, err := sqlite.Open(ctx, where)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ssqlite.Open(ctx, ssqlite.Config{Path: where})
+	if err != nil {
+		_ = saver.Close()
+		return nil, err
+	}
+	return &db{saver: saver, store: st, where: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
+}
+
+// redact hides the password of a connection URL.
+func redact(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 {
+		return u
+	}
+	cred := u[scheme+3 : at]
+	if user, _, ok := strings.Cut(cred, ":"); ok {
+		return u[:scheme+3] + user + ":***" + u[at:]
+	}
+	return u
+}
+
+// threadInfo is what the CLI records about a thread it started.
+type threadInfo struct {
+	Workflow string    `json:"workflow"`
+	Name     string    `json:"name"`
+	Created  time.Time `json:"created"`
+}
+
+var threadID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+func threadPath(id string) string { return "project/coorflow/threads/" + id }
+
+// threadInfo returns the record of a thread, or false.
+func (d *db) threadInfo(ctx context.Context, owner, id string) (threadInfo, bool, error) {
+	it, err := d.store.Get(ctx, owner, threadPath(id))
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidPath) {
+		return threadInfo{}, false, nil
+	}
+	if err != nil {
+		return threadInfo{}, false, err
+	}
+	var ti threadInfo
+	if err := json.Unmarshal([]byte(it.Content), &ti); err != nil {
+		return threadInfo{}, false, fmt.Errorf("thread %s: unreadable record: %w", id, err)
+	}
+	return ti, true, nil
+}
+
+func (d *db) recordThread(ctx context.Context, owner, id string, ti threadInfo) error {
+	b, _ := json.Marshal(ti)
+	_, err := d.store.Add(ctx, owner, threadPath(id), string(b), store.Attrs{ContentType: store.ContentJSON, Trust: store.TrustSystem})
+	if errors.Is(err, store.ErrExists) {
+		return nil
+	}
+	return err
+}
+
+// offlineModels serve graphs that are drawn or read, never run: any call
+// fails.
+func offlineModels() *llm.Models {
+	ms, _ := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: noModel{}, Profile: llm.Profile{Model: "none"}}})
+	return ms
+}
+
+type noModel struct{}
+
+var errNoModel = errors.New("coorflow: no model in this command")
+
+func (noModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+	return nil, errNoModel
+}
+
+func (noModel) Call(context.Context, string, ...llms.CallOption) (string, error) {
+	return "", errNoModel
+}
+
+// compileOffline compiles a workflow for reading threads or drawing it.
+func compileOffline(ctx context.Context, f *workflows.File, d *db, owner string) (*graph.Runnable, error) {
+	// The graph is never run: ${ENV} references get a placeholder so that
+	// a read does not need the secrets of a run.
+	env := workflows.Env{Models: offlineModels(), Owner: owner, Getenv: func(string) string { return "unset" }}
+	if d != nil {
+		env.Store = d.store
+		env.Graph = []graph.Option{graph.WithSaver(d.saver)}
+	}
+	return f.Compile(ctx, env)
+}

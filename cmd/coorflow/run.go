@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// runFlags are the flags of coorflow run.
+type runFlags struct {
+	*dbFlags
+	input, thread, resume string
+	answers, models       multiFlag
+	demo, stream, json    bool
+	verbose               bool
+	// resuming: --resume or --answer was given.
+	resuming bool
+}
+
+func (a *app) run(ctx context.Context, args []string) error {
+	fs := newFlags("run")
+	f := &runFlags{dbFlags: a.addDBFlags(fs)}
+	fs.StringVar(&f.input, "input", "", "the input text, or @FILE")
+	fs.StringVar(&f.thread, "thread", "", "the thread to start or continue")
+	fs.StringVar(&f.resume, "resume", "", "the answer to the question the thread waits on, or @FILE")
+	fs.Var(&f.answers, "answer", "ID=VALUE: the answer to one of several questions (repeatable)")
+	fs.Var(&f.models, "model", "TIER=provider:model (repeatable)")
+	fs.BoolVar(&f.demo, "demo", false, "use the file's scripted demo model")
+	fs.BoolVar(&f.stream, "stream", false, "print the models' tokens as they come")
+	fs.BoolVar(&f.json, "json", false, "print events and the result as JSON lines")
+	fs.BoolVar(&f.verbose, "v", false, "print notices")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("run: want one workflow (a file, a directory or a built-in name), got %d arguments", len(pos))
+	}
+	setInput := flagSet(fs, "input")
+	resuming := flagSet(fs, "resume") || len(f.answers) > 0
+	f.resuming = resuming
+	switch {
+	case resuming && f.thread == "":
+		return usagef("run: --resume and --answer continue a thread: give it with --thread")
+	case resuming && setInput:
+		return usagef("run: --input starts a new turn and --resume answers a question: give one of them")
+	case flagSet(fs, "resume") && len(f.answers) > 0:
+		return usagef("run: give --resume (one question) or --answer (several), not both")
+	case f.thread != "" && !threadID.MatchString(f.thread):
+		return usagef("run: thread id %q: use letters, digits, '.', '_', ':' and '-'", f.thread)
+	}
+	overrides, err := parseModels(f.models)
+	if err != nil {
+		return err
+	}
+	wf, err := loadWorkflow(pos[0])
+	if err != nil {
+		return err
+	}
+	r := &runner{app: a, flags: f, wf: wf}
+	return r.start(ctx, overrides, setInput)
+}
+
+// flagSet reports whether the flag called name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+func parseModels(specs []string) (map[llm.Tier]string, error) {
+	out := map[llm.Tier]string{}
+	for _, s := range specs {
+		tier, model, ok := strings.Cut(s, "=")
+		if !ok || model == "" {
+			return nil, usagef("--model %s: want TIER=provider:model, e.g. basic=openai:gpt-4o", s)
+		}
+		t, err := llm.ParseTier(tier)
+		if err != nil {
+			return nil, usagef("--model %s: %v", s, err)
+		}
+		out[t] = model
+	}
+	return out, nil
+}
+
+// runner is one invocation of coorflow run.
+type runner struct {
+	app    *app
+	flags  *runFlags
+	wf     *workflowRef
+	db     *db
+	r      *graph.Runnable
+	thread string
+	demo   bool
+}
+
+func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
+	a, f, file := r.app, r.flags, r.wf.file
+	models, err := file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: f.demo})
+	if err != nil {
+		return err
+	}
+	if models.Demo && !f.demo {
+		a.notice("no model provider is configured (%s): running offline on the scripted demo model %s", models.Reason, models.Script)
+	}
+	r.demo = models.Demo
+	if r.db, err = openDB(ctx, f.db, false); err != nil {
+		return err
+	}
+	defer r.db.Close()
+	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)}}
+	if models.Models != nil {
+		env.Models = models.Models
+	}
+	if f.verbose {
+		env.Warn = func(msg string) { a.notice("%s", msg) }
+	}
+	if r.r, err = file.Compile(ctx, env); err != nil {
+		return err
+	}
+	input, opts, err := r.prepare(ctx, setInput)
+	if err != nil {
+		return err
+	}
+	return r.loop(ctx, input, opts)
+}
+
+// prepare finds or creates the thread and returns the run's input and
+// options.
+func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []graph.Option, error) {
+	f := r.flags
+	r.thread = f.thread
+	if r.thread == "" {
+		r.thread = newThreadID()
+	}
+	info, known, err := r.db.threadInfo(ctx, f.owner, r.thread)
+	if err != nil {
+		return nil, nil, err
+	}
+	if known && info.Workflow != r.wf.ref {
+		return nil, nil, usagef("thread %s belongs to workflow %s, not %s", r.thread, info.Workflow, r.wf.ref)
+	}
+	exists := known
+	if !known {
+		if _, err := r.r.State(ctx, r.thread); err == nil {
+			exists = true
+		} else if !errors.Is(err, graph.ErrNotFound) {
+			return nil, nil, err
+		}
+	}
+	opts := []graph.Option{graph.Thread(r.thread)}
+	var input []graph.Write
+	switch {
+	case f.resuming:
+		if !exists {
+			return nil, nil, usagef("thread %s does not exist in %s: nothing to resume", r.thread, r.db.where)
+		}
+		opt, err := r.answers()
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, opt)
+	case setInput:
+		text, err := readArg(f.input)
+		if err != nil {
+			return nil, nil, err
+		}
+		if input, err = r.inputWrites(text); err != nil {
+			return nil, nil, err
+		}
+	case !exists:
+		return nil, nil, usagef("run: give the input with --input (a new thread starts with one)")
+	}
+	if !known {
+		if err := r.db.recordThread(ctx, f.owner, r.thread, threadInfo{Workflow: r.wf.ref, Name: r.wf.file.Name(), Created: time.Now().UTC()}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return input, opts, nil
+}
+
+func newThreadID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "t-" + hex.EncodeToString(b)
+}
+
+// inputWrites turns the input text into the run's input.
+func (r *runner) inputWrites(text string) ([]graph.Write, error) {
+	ws, err := r.wf.file.Input(r.r, r.wf.file.InputChannel(), text)
+	if err != nil {
+		return nil, usagef("--input: %v", err)
+	}
+	return ws, nil
+}
+
+// answers returns the resume option the flags give.
+func (r *runner) answers() (graph.Option, error) {
+	f := r.flags
+	if len(f.answers) == 0 {
+		text, err := readArg(f.resume)
+		if err != nil {
+			return nil, err
+		}
+		return graph.Resume(answerValue(text)), nil
+	}
+	each := map[string]any{}
+	for _, a := range f.answers {
+		id, v, ok := strings.Cut(a, "=")
+		if !ok || id == "" {
+			return nil, usagef("--answer %s: want ID=VALUE (the ids are printed with the questions)", a)
+		}
+		text, err := readArg(v)
+		if err != nil {
+			return nil, err
+		}
+		each[id] = answerValue(text)
+	}
+	return graph.ResumeEach(each), nil
+}
+
+// answerValue reads an answer: JSON when it is JSON ({"accept": true}),
+// the text itself otherwise.
+func answerValue(text string) any {
+	var v any
+	if t := strings.TrimSpace(text); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Unmarshal([]byte(t), &v) == nil {
+		return v
+	}
+	return text
+}
+
+// outcome is how one stream of a run ended.
+type outcome struct {
+	status     graph.Status
+	state      graph.State
+	interrupts []graph.InterruptInfo
+}
+
+// loop runs the graph, asking the questions it pauses on when a person
+// can answer them.
+func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Option) error {
+	var p printer = newTextPrinter(r)
+	if r.flags.json {
+		p = newJSONPrinter(r)
+	}
+	p.begin()
+	for {
+		out, err := r.stream(ctx, p, input, opts)
+		if err != nil {
+			p.failed(err, ctx.Err() != nil)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("run failed: %w", err)
+		}
+		if out.status != graph.StatusInterrupted {
+			p.done(out.state)
+			return nil
+		}
+		if !r.app.interactive || r.flags.json {
+			p.waiting(out.interrupts)
+			return interruptedError{}
+		}
+		opt, ok := r.ask(p, out.interrupts)
+		if !ok {
+			p.waiting(out.interrupts)
+			return interruptedError{}
+		}
+		input, opts = nil, []graph.Option{graph.Thread(r.thread), opt}
+	}
+}
+
+// stream runs the graph once, to its end or to an interrupt.
+func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option) (outcome, error) {
+	out := outcome{status: graph.StatusDone}
+	kinds := p.kinds()
+	opts = append(opts, graph.Events(kinds...))
+	for ev, err := range r.r.Stream(ctx, input, opts...) {
+		if err != nil {
+			return out, err
+		}
+		p.event(ev)
+		switch ev.Kind {
+		case graph.EventInterrupt:
+			if ev.Path == r.r.Name() {
+				out.status = graph.StatusInterrupted
+				out.interrupts, _ = ev.Data.([]graph.InterruptInfo)
+			}
+		case graph.EventRunEnd:
+			if ev.Path == r.r.Name() {
+				out.state = ev.State
+			}
+		}
+	}
+	return out, nil
+}
+
+// ask shows the questions and reads the answers from stdin; false when
+// stdin ended.
+func (r *runner) ask(p printer, ins []graph.InterruptInfo) (graph.Option, bool) {
+	in := bufio.NewReader(r.app.stdin)
+	each := map[string]any{}
+	for _, q := range ins {
+		p.question(q)
+		fmt.Fprint(r.app.stdout, "> ")
+		line, err := in.ReadString('\n')
+		line = strings.TrimSpace(line)
+		if line == "" && err != nil {
+			fmt.Fprintln(r.app.stdout)
+			return nil, false
+		}
+		each[q.ID] = answerValue(line)
+	}
+	if len(ins) == 1 {
+		return graph.Resume(each[ins[0].ID]), true
+	}
+	return graph.ResumeEach(each), true
+}
+
+// resumeCommand is the command that answers a question of the thread.
+func (r *runner) resumeCommand(ins []graph.InterruptInfo) string {
+	parts := []string{"coorflow", "run", shellQuote(r.wf.arg), "--thread", r.thread}
+	if r.flags.db != defaultDB && r.flags.db != r.app.getenv("COORFLOW_DB") {
+		parts = append(parts, "--db", shellQuote(r.flags.db))
+	}
+	if r.flags.owner != "default" {
+		parts = append(parts, "--owner", shellQuote(r.flags.owner))
+	}
+	if r.demo && r.flags.demo {
+		parts = append(parts, "--demo")
+	}
+	if len(ins) == 1 {
+		return strings.Join(append(parts, "--resume", "'<answer>'"), " ")
+	}
+	for _, in := range ins {
+		parts = append(parts, "--answer", in.ID+"='<answer>'")
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:@=,", c))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes"
+)
+
+func (a *app) threads(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("threads: want list, show ID, history ID or rm ID")
+	}
+	sub, rest := args[0], args[1:]
+	fs := newFlags("threads " + sub)
+	d := a.addDBFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 50, "list at most this many threads")
+	workflow := fs.String("workflow", "", "the workflow of a thread the CLI did not start")
+	pos, err := a.parse(fs, rest)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		if len(pos) != 0 {
+			return usagef("threads list takes no argument")
+		}
+	case "show", "history", "rm":
+		if len(pos) != 1 {
+			return usagef("threads %s: give one thread id", sub)
+		}
+	default:
+		return usagef("threads: unknown subcommand %q%s (want list, show, history or rm)", sub, didYouMean(sub, []string{"list", "show", "history", "rm"}))
+	}
+	base, err := openDB(ctx, d.db, true)
+	if err != nil {
+		if sub == "list" && !isPostgres(d.db) {
+			fmt.Fprintf(a.stdout, "no threads (no database at %s)\n", d.db)
+			return nil
+		}
+		return err
+	}
+	defer base.Close()
+	t := &threadCmd{app: a, db: base, owner: d.owner, json: *asJSON, workflow: *workflow}
+	switch sub {
+	case "list":
+		return t.list(ctx, *limit)
+	case "show":
+		return t.show(ctx, pos[0])
+	case "history":
+		return t.history(ctx, pos[0])
+	}
+	return t.rm(ctx, pos[0])
+}
+
+type threadCmd struct {
+	app      *app
+	db       *db
+	owner    string
+	json     bool
+	workflow string
+}
+
+// threadRow is a thread as threads list shows it.
+type threadRow struct {
+	ID          string    `json:"id"`
+	Workflow    string    `json:"workflow,omitempty"`
+	Checkpoints int       `json:"checkpoints"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+}
+
+func (t *threadCmd) list(ctx context.Context, limit int) error {
+	infos, err := t.db.saver.Threads(ctx, graph.ThreadListOptions{Limit: limit})
+	if err != nil {
+		return err
+	}
+	rows := make([]threadRow, 0, len(infos))
+	for _, in := range infos {
+		row := threadRow{ID: in.ID, Checkpoints: in.Checkpoints, Created: in.Created, Updated: in.Updated}
+		if ti, ok, err := t.db.threadInfo(ctx, t.owner, in.ID); err == nil && ok {
+			row.Workflow = ti.Name
+		}
+		rows = append(rows, row)
+	}
+	if t.json {
+		return writeJSON(t.app, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(t.app.stdout, "no threads in %s\n", t.db.where)
+		return nil
+	}
+	tw := tabwriter.NewWriter(t.app.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "THREAD\tWORKFLOW\tCHECKPOINTS\tUPDATED")
+	for _, r := range rows {
+		wf := r.Workflow
+		if wf == "" {
+			wf = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, wf, r.Checkpoints, r.Updated.Local().Format("2006-01-02 15:04:05"))
+	}
+	return tw.Flush()
+}
+
+// runnable compiles the workflow of a thread, to read its checkpoints.
+func (t *threadCmd) runnable(ctx context.Context, id string) (*graph.Runnable, *workflowRef, error) {
+	ref := t.workflow
+	if ref == "" {
+		ti, ok, err := t.db.threadInfo(ctx, t.owner, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			if _, err := t.db.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: id}); errors.Is(err, graph.ErrNotFound) {
+				return nil, nil, fmt.Errorf("thread %s does not exist in %s", id, t.db.where)
+			}
+			return nil, nil, usagef("thread %s was not started by this CLI (owner %s): give its workflow with --workflow FILE", id, t.owner)
+		}
+		ref = ti.Workflow
+	}
+	wf, err := loadWorkflow(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := compileOffline(ctx, wf.file, t.db, t.owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, wf, nil
+}
+
+// threadView is a thread as threads show prints it.
+type threadView struct {
+	ID         string                `json:"id"`
+	Workflow   string                `json:"workflow"`
+	Status     string                `json:"status"`
+	Checkpoint string                `json:"checkpoint"`
+	Step       int                   `json:"step"`
+	Next       []string              `json:"next,omitempty"`
+	Interrupts []graph.InterruptInfo `json:"interrupts,omitempty"`
+	Updated    time.Time             `json:"updated"`
+	Values     map[string]any        `json:"values"`
+}
+
+func (t *threadCmd) show(ctx context.Context, id string) error {
+	r, wf, err := t.runnable(ctx, id)
+	if err != nil {
+		return err
+	}
+	snap, err := r.State(ctx, id)
+	if err != nil {
+		return threadErr(err, id, t.db.where)
+	}
+	v := threadView{ID: id, Workflow: wf.ref, Status: status(snap), Checkpoint: snap.Checkpoint, Step: snap.Step,
+		Next: snap.Next, Interrupts: snap.Interrupts, Updated: snap.Created, Values: snap.State.Values()}
+	if t.json {
+		return writeJSON(t.app, v)
+	}
+	w := t.app.stdout
+	fmt.Fprintf(w, "thread      %s\nworkflow    %s (%s)\nstatus      %s\ncheckpoint  %s (step %d, %s)\n",
+		id, wf.file.Name(), wf.ref, v.Status, snap.Checkpoint, snap.Step, snap.Created.Local().Format("2006-01-02 15:04:05"))
+	if len(snap.Next) > 0 {
+		fmt.Fprintf(w, "next        %s\n", strings.Join(snap.Next, ", "))
+	}
+	vals := snap.State
+	for _, ch := range []string{"input", "request"} {
+		if s, _ := vals.Value(ch); s != nil && s != "" {
+			fmt.Fprintf(w, "%-11s %s\n", ch, oneLine(fmt.Sprint(s), 120))
+		}
+	}
+	if p := nodes.PlanKey.Get(vals); p != nil {
+		fmt.Fprintf(w, "plan        %s\n", p.Title)
+		for _, s := range p.Steps {
+			st := "pending"
+			if s.Result != nil {
+				st = s.Result.Status
+			}
+			fmt.Fprintf(w, "  %-4s %-8s %-18s %s\n", s.ID, st, s.AgentName, s.Title)
+		}
+	}
+	for _, name := range vals.Channels() {
+		if isBuiltinChannel(name) {
+			continue
+		}
+		if val, ok := vals.Value(name); ok {
+			fmt.Fprintf(w, "%-11s %s\n", name, oneLine(render(val), 120))
+		}
+	}
+	for _, q := range snap.Interrupts {
+		fmt.Fprintf(w, "\n%s", describeQuestion(q))
+	}
+	if out, ok := vals.Value(wf.file.OutputChannel()); ok {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(render(out)))
+	}
+	return nil
+}
+
+func isBuiltinChannel(name string) bool {
+	for _, c := range nodes.Channels() {
+		if c.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// status names where a thread stands.
+func status(s graph.Snapshot) string {
+	switch {
+	case len(s.Interrupts) > 0:
+		return "waiting for an answer"
+	case len(s.Next) > 0:
+		return "stopped before " + strings.Join(s.Next, ", ") + " (run it again to continue)"
+	}
+	return "done"
+}
+
+// checkpointRow is a checkpoint as threads history shows it.
+type checkpointRow struct {
+	Checkpoint string    `json:"checkpoint"`
+	Parent     string    `json:"parent,omitempty"`
+	Step       int       `json:"step"`
+	Source     string    `json:"source"`
+	Writers    []string  `json:"writers,omitempty"`
+	Next       []string  `json:"next,omitempty"`
+	Created    time.Time `json:"created"`
+}
+
+func (t *threadCmd) history(ctx context.Context, id string) error {
+	r, _, err := t.runnable(ctx, id)
+	if err != nil {
+		return err
+	}
+	hist, err := r.History(ctx, id)
+	if err != nil {
+		return threadErr(err, id, t.db.where)
+	}
+	rows := make([]checkpointRow, len(hist))
+	for i, s := range hist {
+		rows[i] = checkpointRow{Checkpoint: s.Checkpoint, Parent: s.Parent, Step: s.Step, Source: string(s.Source), Writers: s.Writers, Next: s.Next, Created: s.Created}
+	}
+	if t.json {
+		return writeJSON(t.app, rows)
+	}
+	tw := tabwriter.NewWriter(t.app.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECKPOINT\tSTEP\tSOURCE\tWRITTEN BY\tNEXT\tTIME")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Checkpoint, r.Step, r.Source, dash(r.Writers), dash(r.Next), r.Created.Local().Format("15:04:05.000"))
+	}
+	return tw.Flush()
+}
+
+func (t *threadCmd) rm(ctx context.Context, id string) error {
+	if _, err := t.db.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: id}); err != nil {
+		return threadErr(err, id, t.db.where)
+	}
+	if err := t.db.saver.DeleteThread(ctx, id); err != nil {
+		return err
+	}
+	if it, err := t.db.store.Get(ctx, t.owner, threadPath(id)); err == nil {
+		_ = t.db.store.Delete(ctx, t.owner, threadPath(id), it.Revision)
+	}
+	fmt.Fprintf(t.app.stdout, "removed thread %s\n", id)
+	return nil
+}
+
+func threadErr(err error, id, where string) error {
+	if errors.Is(err, graph.ErrNotFound) {
+		return fmt.Errorf("thread %s does not exist in %s", id, where)
+	}
+	return err
+}
+
+func dash(list []string) string {
+	if len(list) == 0 {
+		return "-"
+	}
+	return strings.Join(list, ",")
+}
+
+func writeJSON(a *app, v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,144 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes"
+)
+
+// channel is a channel of a file's graph: a built-in one (a typed key of
+// package nodes) or one the file declares (a dynamic key).
+type channel struct {
+	name    string
+	reducer string
+	shape   *shape
+	key     graph.Channel
+	builtin bool
+	// schema validates the values written to a declared channel.
+	schema *jsonschema.Schema
+	// schemaJSON is the declared schema, for structured model output.
+	schemaJSON []byte
+}
+
+// builtinChannels are the channels of package nodes, which every file's
+// graph has, in the order nodes.Channels gives them.
+func builtinChannels() []*channel {
+	var out []*channel
+	for _, c := range nodes.Channels() {
+		out = append(out, &channel{name: c.Name(), reducer: c.Reducer(), shape: shapeOfType(c.ValueType()), key: c, builtin: true})
+	}
+	return out
+}
+
+var channelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reducerKinds says which JSON type each reducer needs.
+var reducerKinds = map[string][]string{
+	"append": {"array"},
+	"merge":  {"object"},
+	"sum":    {"number", "integer"},
+}
+
+// declareChannel checks a declared channel and returns it.
+func declareChannel(ps *problems, d *document, c named[channelSpec], builtins map[string]*channel) *channel {
+	l := d.loc(c.Ptr)
+	reducer := c.Spec.Reducer
+	if reducer == "" {
+		reducer = "last"
+	}
+	if !channelName.MatchString(c.Name) {
+		ps.at(l.key, l.path, "channel name %q must start with a letter or _ and hold only letters, digits and _ (expressions read it as state.%s)", c.Name, c.Name)
+		return nil
+	}
+	sh := shapeOfSchema(c.Spec.Schema)
+	if b, ok := builtins[c.Name]; ok {
+		if (sh.kind != "any" && sh.kind != b.shape.kind) || reducer != b.reducer {
+			ps.at(l.key, l.path, "channel %q is built in, with type %s and reducer %s; this declaration says type %s and reducer %s: remove it or match the built-in",
+				c.Name, b.shape.kind, b.reducer, sh.kind, reducer)
+		}
+		return nil
+	}
+	if want, ok := reducerKinds[reducer]; ok && sh.kind != "any" && !contains(want, sh.kind) {
+		rl := d.loc(c.Ptr + "/reducer")
+		ps.at(rl.val, rl.path, "reducer %s needs a channel of type %s, but %s has type %s", reducer, strings.Join(want, " or "), c.Name, sh.kind)
+		return nil
+	}
+	if sh.kind == "any" {
+		switch reducer {
+		case "append":
+			sh = &shape{kind: "array", items: anyShape}
+		case "merge":
+			sh = &shape{kind: "object", open: true, props: map[string]*shape{}}
+		case "sum":
+			sh = &shape{kind: "number"}
+		}
+	}
+	key, err := graph.NewDynamicKey(c.Name, reducer)
+	if err != nil {
+		ps.at(l.key, l.path, "%v", err)
+		return nil
+	}
+	raw, _ := json.Marshal(c.Spec.Schema)
+	comp := jsonschema.NewCompiler()
+	comp.Draft = jsonschema.Draft2020
+	url := "mem://state/" + c.Name
+	var schema *jsonschema.Schema
+	if err = comp.AddResource(url, bytes.NewReader(raw)); err == nil {
+		schema, err = comp.Compile(url)
+	}
+	if err != nil {
+		ps.at(l.key, l.path, "the channel's schema does not compile: %v", err)
+		return nil
+	}
+	return &channel{name: c.Name, reducer: reducer, shape: sh, key: key, schema: schema, schemaJSON: raw}
+}
+
+// check validates a value written to the channel (the item, for append).
+func (c *channel) check(v any) error {
+	if c.schema == nil {
+		return nil
+	}
+	g, err := generic(v)
+	if err != nil {
+		return err
+	}
+	target := g
+	if c.reducer == "append" {
+		if _, isList := g.([]any); !isList {
+			target = []any{g}
+		}
+	}
+	if err := c.schema.Validate(target); err != nil {
+		return fmt.Errorf("channel %q: %s", c.name, schemaMessage(err))
+	}
+	return nil
+}
+
+// schemaMessage is the first leaf of a validation error, in words.
+func schemaMessage(err error) string {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return err.Error()
+	}
+	leaf := leaves(ve)[0]
+	if leaf.InstanceLocation == "" {
+		return leaf.Message
+	}
+	return leaf.InstanceLocation + ": " + leaf.Message
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,204 @@
+package workflows
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/coorflow/coorflow/factory"
+)
+
+// The reserved names that edges use for the entry and the exit.
+const (
+	startName = "start"
+	endName   = "end"
+)
+
+// modelTypes are the node types that call a model.
+var modelTypes = map[string]bool{
+	"llm": true, "react": true, "coordinator": true, "planner": true,
+	"team": true, "reporter": true, "worker": true,
+}
+
+// defaultTiers are the tiers node types use when they name none.
+var defaultTiers = map[string]string{
+	"llm": "basic", "react": "basic", "coordinator": "basic", "planner": "reasoning",
+	"team": "reasoning", "reporter": "basic",
+}
+
+// builtinTools are the tools a file can declare without Go code.
+var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human"}
+
+var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// check runs the checks that need more than the schema: names, references,
+// types, expressions and the shape of the graph.
+func (f *File) check(ps *problems) {
+	f.doc.checkEnvRefs(ps)
+	f.declareChannels(ps)
+	f.scope = newScope(f.chans, f.spec.Config)
+	f.checkIO(ps)
+	f.checkDemo(ps)
+	f.checkTools(ps)
+	f.checkNodes(ps)
+	f.checkModels(ps)
+	f.checkEdges(ps)
+	if ps.empty() {
+		f.checkShape(ps)
+	}
+}
+
+func (f *File) declareChannels(ps *problems) {
+	f.chans = builtinChannels()
+	f.byName = map[string]*channel{}
+	for _, c := range f.chans {
+		f.byName[c.name] = c
+	}
+	builtins := byChannelName(f.chans)
+	for _, c := range f.spec.channels {
+		if ch := declareChannel(ps, f.doc, c, builtins); ch != nil {
+			f.chans = append(f.chans, ch)
+			f.byName[ch.name] = ch
+		}
+	}
+}
+
+func byChannelName(chs []*channel) map[string]*channel {
+	m := make(map[string]*channel, len(chs))
+	for _, c := range chs {
+		m[c.name] = c
+	}
+	return m
+}
+
+// channelRef checks that the entry at ptr names a channel.
+func (f *File) channelRef(ps *problems, ptr, name string) *channel {
+	if c, ok := f.byName[name]; ok {
+		return c
+	}
+	l := f.doc.loc(ptr)
+	ps.at(l.val, l.path, "unknown channel %q%s", name, suggest(name, f.channelNames(), "declare it under state, or use one of"))
+	return nil
+}
+
+func (f *File) channelNames() []string {
+	out := make([]string, len(f.chans))
+	for i, c := range f.chans {
+		out[i] = c.name
+	}
+	return out
+}
+
+func (f *File) checkIO(ps *problems) {
+	if f.spec.Input != "" {
+		f.channelRef(ps, "/input", f.spec.Input)
+	}
+	if f.spec.Output != "" {
+		f.channelRef(ps, "/output", f.spec.Output)
+	}
+}
+
+func (f *File) checkDemo(ps *problems) {
+	if f.spec.Demo == nil {
+		return
+	}
+	if _, err := os.Stat(f.DemoScript()); err != nil {
+		l := f.doc.loc("/demo/script")
+		ps.at(l.val, l.path, "demo script %s cannot be read: %v", f.spec.Demo.Script, unwrapPath(err))
+	}
+}
+
+func (f *File) checkTools(ps *problems) {
+	f.tools = map[string]named[toolSpec]{}
+	for _, t := range f.spec.tools {
+		f.tools[t.Name] = t
+		l := f.doc.loc(t.Ptr)
+		switch {
+		case slices.Contains(builtinTools, t.Name):
+		case f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name):
+		default:
+			known := builtinTools
+			if f.opts.tools != nil {
+				known = append(slices.Clone(known), f.opts.tools.Names()...)
+			}
+			ps.at(l.key, l.path, "unknown tool %q%s; tools written in Go must be registered by the program that runs the file", t.Name, suggest(t.Name, known, "the tools available are"))
+			continue
+		}
+		if t.Name != "web_search" {
+			continue
+		}
+		switch {
+		case t.Spec.Provider == "tavily" && t.Spec.APIKey == "":
+			ps.at(l.key, l.path, "provider tavily needs api_key (for example ${TAVILY_API_KEY})")
+		case t.Spec.Provider == "searxng" && t.Spec.BaseURL == "":
+			ps.at(l.key, l.path, "provider searxng needs base_url (for example ${SEARXNG_URL})")
+		}
+	}
+}
+
+func hasTool(names []string, name string) bool { return slices.Contains(names, name) }
+
+// toolRefs checks that the tools a node names are declared.
+func (f *File) toolRefs(ps *problems, n named[nodeSpec]) {
+	for i, t := range n.Spec.Tools {
+		if _, ok := f.tools[t]; ok {
+			continue
+		}
+		l := f.doc.loc(fmt.Sprintf("%s/tools/%d", n.Ptr, i))
+		ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, sortedKeys(f.tools), "the file declares"))
+	}
+}
+
+func (f *File) checkModels(ps *problems) {
+	if len(f.spec.Models) == 0 {
+		return
+	}
+	if _, ok := f.spec.Models["basic"]; ok {
+		return
+	}
+	var users []string
+	for _, n := range f.allNodes() {
+		if f.tierOf(n) == "basic" {
+			users = append(users, n.Name)
+		}
+	}
+	l := f.doc.loc("/models")
+	msg := "the basic tier is missing: every models section needs basic, which the other tiers fall back to"
+	if len(users) > 0 {
+		msg += fmt.Sprintf(" (and node %s uses it)", quoteList(users))
+	}
+	ps.at(l.key, l.path, "%s", msg)
+}
+
+// tierOf returns the tier a node's model calls use.
+func (f *File) tierOf(n *fileNode) string {
+	if n.Spec.Tier != "" {
+		return n.Spec.Tier
+	}
+	if n.Spec.Type == "worker" {
+		if a, ok := defaultAgent(n.Spec.Agent); ok {
+			return a.Tier
+		}
+		return "basic"
+	}
+	return defaultTiers[n.Spec.Type]
+}
+
+func defaultAgent(name string) (factory.Agent, bool) {
+	for _, a := range factory.DefaultAgents() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return factory.Agent{}, false
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

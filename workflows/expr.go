@@ -1,0 +1,206 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+	"gopkg.in/yaml.v3"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// scope is what expressions of one file see: state (its channels) and
+// config (its config section), with their types.
+type scope struct {
+	channels []*channel
+	config   map[string]any
+	types    types.Map
+}
+
+func newScope(chs []*channel, config map[string]any) *scope {
+	st := types.Map{}
+	for _, c := range chs {
+		st[c.name] = c.shape.exprType()
+	}
+	ct := types.Map{}
+	for k, v := range config {
+		ct[k] = shapeOfValue(v).exprType()
+	}
+	return &scope{channels: chs, config: config, types: types.Map{"state": st, "config": ct}}
+}
+
+// env builds the values an expression runs on from a state.
+func (sc *scope) env(s graph.State) (map[string]any, error) {
+	st := make(map[string]any, len(sc.channels))
+	for _, c := range sc.channels {
+		v, ok := s.Value(c.name)
+		if !ok {
+			st[c.name] = c.shape.zero()
+			continue
+		}
+		g, err := generic(v)
+		if err != nil {
+			return nil, err
+		}
+		st[c.name] = c.shape.normalize(g)
+	}
+	return map[string]any{"state": st, "config": sc.config}, nil
+}
+
+// exprError is an expression that does not compile, located in the file.
+type exprError struct {
+	pos position
+	msg string
+}
+
+// compile compiles src, written at value node n of d; asBool asks for a
+// condition.
+func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*vm.Program, *exprError) {
+	opts := []expr.Option{expr.Env(sc.types)}
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	p, err := expr.Compile(src, opts...)
+	if err == nil {
+		return p, nil
+	}
+	msg := err.Error()
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return nil, &exprError{pos: d.textPos(n, max(fe.Line, 1)-1, fe.Column), msg: fe.Message}
+	}
+	if i := strings.IndexByte(msg, '\n'); i > 0 {
+		msg = msg[:i]
+	}
+	return nil, &exprError{pos: d.textPos(n, 0, 0), msg: msg}
+}
+
+// evalBool runs a condition.
+func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
+	env, err := sc.env(s)
+	if err != nil {
+		return false, err
+	}
+	out, err := expr.Run(p, env)
+	if err != nil {
+		return false, err
+	}
+	b, _ := out.(bool)
+	return b, nil
+}
+
+// eval runs an expression.
+func (sc *scope) eval(p *vm.Program, s graph.State) (any, error) {
+	env, err := sc.env(s)
+	if err != nil {
+		return nil, err
+	}
+	return expr.Run(p, env)
+}
+
+// template is a text with {{ expression }} placeholders.
+type template struct {
+	parts []templatePart
+}
+
+type templatePart struct {
+	text string
+	prog *vm.Program
+}
+
+// compileTemplate splits text, written at value node n of d, into
+// literal parts and expressions.
+func (sc *scope) compileTemplate(d *document, text string, n *yaml.Node) (*template, *exprError) {
+	t := &template{}
+	at := func(off int, msg string) *exprError {
+		line := strings.Count(text[:off], "\n")
+		col := off - (strings.LastIndexByte(text[:off], '\n') + 1)
+		return &exprError{pos: d.textPos(n, line, col), msg: msg}
+	}
+	rest, off := text, 0
+	for {
+		i := strings.Index(rest, "{{")
+		if i < 0 {
+			t.parts = append(t.parts, templatePart{text: rest})
+			return t, nil
+		}
+		j := strings.Index(rest[i:], "}}")
+		if j < 0 {
+			return nil, at(off+i, "{{ is not closed with }}")
+		}
+		t.parts = append(t.parts, templatePart{text: rest[:i]})
+		src := rest[i+2 : i+j]
+		p, err := expr.Compile(strings.TrimSpace(src), expr.Env(sc.types))
+		if err != nil {
+			lead := len(src) - len(strings.TrimLeft(src, " \t"))
+			col := 0
+			var fe *file.Error
+			if errors.As(err, &fe) && fe.Line <= 1 {
+				col = fe.Column
+			}
+			return nil, at(off+i+2+lead+col, errMessage(err))
+		}
+		t.parts = append(t.parts, templatePart{prog: p})
+		off += i + j + 2
+		rest = rest[i+j+2:]
+	}
+}
+
+func errMessage(err error) string {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	return err.Error()
+}
+
+// render fills the template from the state: strings as they are, other
+// values as JSON.
+func (t *template) render(sc *scope, s graph.State) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	var env map[string]any
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.prog == nil {
+			b.WriteString(p.text)
+			continue
+		}
+		if env == nil {
+			var err error
+			if env, err = sc.env(s); err != nil {
+				return "", err
+			}
+		}
+		out, err := expr.Run(p.prog, env)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(text(out))
+	}
+	return b.String(), nil
+}
+
+// text renders a value for a prompt.
+func text(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case fmt.Stringer:
+		return x.String()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,231 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/tools"
+)
+
+// File is a workflow file that loaded and passed validation: every name it
+// uses exists, every expression compiles against its channels. Compile
+// turns it into a graph.
+type File struct {
+	path   string
+	dir    string
+	doc    *document
+	spec   *fileSpec
+	opts   loadOptions
+	chans  []*channel
+	byName map[string]*channel
+	scope  *scope
+	nodes  []*fileNode
+	byNode map[string]*fileNode
+	edges  []*fileEdge
+	tools  map[string]named[toolSpec]
+}
+
+// fileNode is a node of the file with what was compiled for it.
+type fileNode struct {
+	named[nodeSpec]
+	system, prompt *template
+	routes         []route
+	args           []arg
+	output         *channel
+	sub            *File
+}
+
+type route struct {
+	label string
+	when  *vm.Program
+	to    string
+}
+
+type arg struct {
+	name string
+	prog *vm.Program
+}
+
+type fileEdge struct {
+	edgeSpec
+	routes []route
+}
+
+// LoadOption configures Load and Parse.
+type LoadOption func(*loadOptions)
+
+type loadOptions struct {
+	funcs map[string]graph.NodeFunc
+	tools *tools.Registry
+	stack []string // files being loaded, for subgraph cycles
+}
+
+// WithFuncs registers the Go functions that nodes of type go name. Files
+// that use go nodes need them to compile; Load checks the names when they
+// are given.
+func WithFuncs(funcs map[string]graph.NodeFunc) LoadOption {
+	return func(o *loadOptions) { o.funcs = funcs }
+}
+
+// WithTools registers tools, written in Go, that the file's tools section
+// may name besides the built-ins.
+func WithTools(reg *tools.Registry) LoadOption {
+	return func(o *loadOptions) { o.tools = reg }
+}
+
+// Load reads and validates the workflow file at path. Every problem found
+// is reported at once, each with its file:line:column and key path, in a
+// *FileError (errors.Is ErrInvalidFile).
+func Load(path string, opts ...LoadOption) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: %w", err)
+	}
+	return Parse(path, data, opts...)
+}
+
+// Parse validates a workflow file held in memory; path names it in
+// problems and locates the files it refers to (demo script, subgraphs).
+func Parse(path string, data []byte, opts ...LoadOption) (*File, error) {
+	var o loadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return parse(path, data, o)
+}
+
+func parse(path string, data []byte, o loadOptions) (*File, error) {
+	ps := &problems{file: path}
+	d, ok := parseYAML(path, data, ps)
+	if !ok {
+		return nil, ps.err()
+	}
+	if err := d.validateSchema(ps); err != nil {
+		return nil, err
+	}
+	if !ps.empty() {
+		return nil, ps.err()
+	}
+	spec, err := decodeSpec(d)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{path: path, dir: filepath.Dir(path), doc: d, spec: spec, opts: o}
+	if abs, err := filepath.Abs(path); err == nil {
+		f.opts.stack = append(slices.Clone(o.stack), abs)
+	}
+	f.check(ps)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Path returns the file's path as given to Load.
+func (f *File) Path() string { return f.path }
+
+// Name returns the workflow's name (the graph's name).
+func (f *File) Name() string { return f.spec.Name }
+
+// Description returns the workflow's description.
+func (f *File) Description() string { return f.spec.Description }
+
+// InputChannel is the channel a run's input text is written to (input by
+// default).
+func (f *File) InputChannel() string {
+	if f.spec.Input != "" {
+		return f.spec.Input
+	}
+	return "input"
+}
+
+// OutputChannel is the channel that holds the run's result (answer by
+// default).
+func (f *File) OutputChannel() string {
+	if f.spec.Output != "" {
+		return f.spec.Output
+	}
+	return "answer"
+}
+
+// DemoScript returns the path of the scripted demo model's script, or ""
+// when the file has none.
+func (f *File) DemoScript() string {
+	if f.spec.Demo == nil {
+		return ""
+	}
+	return filepath.Join(f.dir, f.spec.Demo.Script)
+}
+
+// Nodes returns the names of the file's nodes, in file order.
+func (f *File) Nodes() []string {
+	out := make([]string, len(f.nodes))
+	for i, n := range f.nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// NeedsModels reports whether a node of the file calls a model.
+func (f *File) NeedsModels() bool {
+	for _, n := range f.allNodes() {
+		if modelTypes[n.Spec.Type] {
+			return true
+		}
+	}
+	return false
+}
+
+// allNodes returns the file's nodes and those of its subgraphs.
+func (f *File) allNodes() []*fileNode {
+	var out []*fileNode
+	for _, n := range f.nodes {
+		out = append(out, n)
+		if n.sub != nil {
+			out = append(out, n.sub.allNodes()...)
+		}
+	}
+	return out
+}
+
+// loadSub loads the file of a subgraph node, relative to this file.
+func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
+	l := f.doc.loc(n.Ptr + "/file")
+	path := filepath.Join(f.dir, n.Spec.File)
+	abs, err := filepath.Abs(path)
+	if err == nil && slices.Contains(f.opts.stack, abs) {
+		ps.at(l.val, l.path, "subgraph file %s includes itself (through %d files)", n.Spec.File, len(f.opts.stack))
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		ps.at(l.val, l.path, "subgraph file %s cannot be read: %v", n.Spec.File, unwrapPath(err))
+		return nil
+	}
+	sub, err := parse(path, data, f.opts)
+	var fe *FileError
+	switch {
+	case errors.As(err, &fe):
+		ps.at(l.val, l.path, "subgraph file %s is invalid (%d problems, below)", n.Spec.File, len(fe.Problems))
+		ps.add(fe.Problems...)
+		return nil
+	case err != nil:
+		ps.at(l.val, l.path, "subgraph file %s: %v", n.Spec.File, err)
+		return nil
+	}
+	return sub
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,337 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/factory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/structured"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/tools"
+)
+
+// addNode builds node n and adds it to g.
+func (b *build) addNode(ctx context.Context, g *graph.Graph, n *fileNode) error {
+	opts := nodeOptions(n)
+	if dests := n.destinations(); len(dests) > 0 {
+		opts = append(opts, graph.Destinations(graphNames(dests)...))
+	}
+	if n.Spec.Type == "subgraph" {
+		env := b.env
+		env.Graph = nil // the parent's saver reaches the subgraph through the run
+		sub, err := n.sub.Compile(ctx, env)
+		if err != nil {
+			return err
+		}
+		g.AddSubgraph(n.Name, sub, opts...)
+		return nil
+	}
+	fn, err := b.nodeFunc(n)
+	if err != nil {
+		return fmt.Errorf("workflows: %s: node %q: %w", b.f.path, n.Name, err)
+	}
+	g.AddNode(n.Name, b.checked(n.Name, fn), opts...)
+	return nil
+}
+
+func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
+	s, set := n.Spec, b.f.spec.Settings
+	switch s.Type {
+	case "coordinator":
+		m, info, err := b.model(n)
+		if err != nil {
+			return nil, err
+		}
+		return nodes.Coordinator(nodes.CoordinatorConfig{Model: m, Info: info, Next: s.Next})
+	case "planner":
+		m, info, err := b.model(n)
+		if err != nil {
+			return nil, err
+		}
+		return nodes.Planner(nodes.PlannerConfig{
+			Model: m, Info: info, Agents: b.agents(s.NewAgents), AllowNewAgents: s.NewAgents,
+			MaxSteps: set.MaxSteps, MaxIterations: set.MaxIterations, Review: s.Review, Reporter: s.Reporter,
+		})
+	case "human_review":
+		auto := set.AutoAccept
+		if s.AutoAccept != nil {
+			auto = *s.AutoAccept
+		}
+		dynamic := b.f.byNode[s.Replan].Spec.NewAgents
+		return nodes.HumanReview(nodes.ReviewConfig{
+			AutoAccept: auto, Next: s.Next, Replan: s.Replan,
+			Agents: b.agents(dynamic), AllowNewAgents: dynamic, MaxSteps: set.MaxSteps,
+		})
+	case "reporter":
+		m, info, err := b.model(n)
+		if err != nil {
+			return nil, err
+		}
+		st, owner := b.env.Store, b.env.Owner
+		read := func(ctx context.Context, ref string) (string, error) {
+			it, err := st.Get(ctx, owner, ref)
+			if err != nil {
+				return "", err
+			}
+			return it.Content, nil
+		}
+		return nodes.Reporter(nodes.ReporterConfig{Model: m, Info: info, Read: read})
+	case "team":
+		return b.team(n)
+	case "background_investigator":
+		var search tools.Tool
+		if t, err := b.tools.Get("web_search"); err == nil {
+			search = t
+		}
+		return nodes.BackgroundInvestigator(nodes.BackgroundConfig{Search: search, Next: s.Next})
+	case "research_team":
+		workers := map[string]string{}
+		for _, w := range s.Workers {
+			workers[b.f.byNode[w].Spec.Agent] = w
+		}
+		return nodes.ResearchTeam(workers, s.Planner), nil
+	case "worker":
+		return b.worker(n)
+	case "llm":
+		return b.llmNode(n)
+	case "react":
+		return b.reactNode(n)
+	case "router":
+		routes, sc := n.routes, b.f.scope
+		return func(ctx context.Context, st graph.State) (graph.Command, error) {
+			r, err := pick(sc, routes, st)
+			if err != nil {
+				return graph.Command{}, err
+			}
+			return graph.Goto(graphName(r.to)), nil
+		}, nil
+	case "tool":
+		return b.toolNode(n)
+	case "go":
+		fn, ok := b.f.opts.funcs[s.Func]
+		if !ok {
+			return nil, fmt.Errorf("go function %q is not registered: a file with go nodes runs in a Go program that registers its functions (workflows.WithFuncs)", s.Func)
+		}
+		return fn, nil
+	}
+	return nil, fmt.Errorf("unknown node type %q", s.Type)
+}
+
+// agents is the directory plans name agents from: the registry when new
+// agents may be built, the predefined roles otherwise.
+func (b *build) agents(dynamic bool) nodes.AgentDirectory {
+	if dynamic {
+		return b.reg
+	}
+	return nodes.DefaultAgents
+}
+
+func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := b.expander(m, info)
+	if err != nil {
+		return nil, err
+	}
+	set := b.f.spec.Settings
+	return factory.Team(factory.TeamConfig{
+		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
+		Builder:          &factory.Builder{Model: m, Info: info, Tools: b.tools, WritePrompt: factory.ExpandWith(exp, b.tools)},
+		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
+		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
+	})
+}
+
+func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
+	s := n.Spec
+	a, _ := defaultAgent(s.Agent)
+	a.Name = s.Agent
+	if s.System != "" {
+		a.Prompt = s.System
+	}
+	if s.Tools != nil {
+		a.Tools = s.Tools
+	}
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	reg, _ := b.tools.Subset(a.Tools...)
+	agent, err := nodes.NewReAct(nodes.ReActConfig{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Worker(nodes.WorkerConfig{Agent: agent, Threshold: b.f.spec.Settings.ConfidenceThreshold})
+}
+
+// render renders a node's system prompt and prompt from the state.
+func (b *build) render(n *fileNode, s graph.State) (sys, prompt string, err error) {
+	if sys, err = n.system.render(b.f.scope, s); err != nil {
+		return "", "", fmt.Errorf("workflows: node %q: system prompt: %w", n.Name, err)
+	}
+	if prompt, err = n.prompt.render(b.f.scope, s); err != nil {
+		return "", "", fmt.Errorf("workflows: node %q: prompt: %w", n.Name, err)
+	}
+	return sys, prompt, nil
+}
+
+// textOutput reports whether a channel takes a model's text as it is.
+func textOutput(c *channel) bool { return c.shape.kind == "string" || c.shape.kind == "any" }
+
+func (b *build) llmNode(n *fileNode) (graph.NodeFunc, error) {
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	model := llm.Observe(m, info)
+	out := n.output
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		sys, prompt, err := b.render(n, s)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		var msgs []llms.MessageContent
+		if sys != "" {
+			msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, sys))
+		}
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, prompt))
+		ctx = llm.WithAgent(ctx, n.Name)
+		var v any
+		if textOutput(out) {
+			resp, err := model.GenerateContent(ctx, msgs)
+			if err != nil {
+				return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
+			}
+			if len(resp.Choices) == 0 {
+				return graph.Command{}, errNoReply
+			}
+			v = stripThink(resp.Choices[0].Content)
+		} else {
+			var opts []structured.Option
+			if out.schemaJSON != nil {
+				opts = append(opts, structured.WithSchema(out.schemaJSON))
+			}
+			if v, err = structured.Generate[any](ctx, model, msgs, opts...); err != nil {
+				return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
+			}
+		}
+		w, err := b.write(n.Name, out, v)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(w), nil
+	}, nil
+}
+
+func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	reg, _ := b.tools.Subset(n.Spec.Tools...)
+	out := n.output
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		sys, prompt, err := b.render(n, s)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		agent, err := nodes.NewReAct(nodes.ReActConfig{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		res, err := agent.Run(ctx, nodes.Task{Input: prompt})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		v, err := outputValue(out, stripThink(res.Output))
+		if err != nil {
+			return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
+		}
+		w, err := b.write(n.Name, out, v)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(w), nil
+	}, nil
+}
+
+// outputValue reads text as the value of channel c: as it is for a text
+// channel, as the JSON in it otherwise.
+func outputValue(c *channel, text string) (any, error) {
+	if textOutput(c) {
+		return text, nil
+	}
+	raw, err := structured.ExtractJSON(text)
+	if err != nil {
+		return nil, fmt.Errorf("the output for channel %q is not JSON: %w", c.name, err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("the output for channel %q is not JSON: %w", c.name, err)
+	}
+	return v, nil
+}
+
+func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
+	reg, sc, out := b.tools, b.f.scope, n.output
+	name := n.Spec.Tool
+	if _, err := reg.Get(name); err != nil {
+		return nil, fmt.Errorf("tool %q is not available (an optional tool left out?): %w", name, err)
+	}
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		args := map[string]any{}
+		for _, a := range n.args {
+			v, err := sc.eval(a.prog, s)
+			if err != nil {
+				return graph.Command{}, fmt.Errorf("workflows: node %q: argument %s: %w", n.Name, a.name, err)
+			}
+			args[a.name] = v
+		}
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return graph.Command{}, fmt.Errorf("workflows: node %q: arguments: %w", n.Name, err)
+		}
+		res := reg.Run(ctx, name, raw, tools.RunOptions{})
+		if res.Status == tools.StatusFailed {
+			return graph.Command{}, fmt.Errorf("workflows: node %q: tool %s failed: %s", n.Name, name, res.Text())
+		}
+		if out == nil {
+			return graph.Command{}, nil
+		}
+		v, err := outputValue(out, res.Text())
+		if err != nil {
+			return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
+		}
+		w, err := b.write(n.Name, out, v)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(w), nil
+	}, nil
+}
+
+// stripThink removes <think>…</think> blocks some models put in their
+// answer, and trims the rest.
+func stripThink(s string) string {
+	for {
+		i := strings.Index(s, "<think>")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(s[i:], "</think>")
+		if j < 0 {
+			s = s[:i]
+			break
+		}
+		s = s[:i] + s[i+j+len("</think>"):]
+	}
+	return strings.TrimSpace(s)
+}

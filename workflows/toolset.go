@@ -1,0 +1,66 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/tools"
+)
+
+// buildTools makes the tools the file declares.
+func (f *File) buildTools(env Env) (*tools.Registry, error) {
+	reg := &tools.Registry{}
+	for _, t := range f.spec.tools {
+		tool, err := f.buildTool(t, env)
+		if err != nil {
+			return nil, err
+		}
+		if tool == nil {
+			continue
+		}
+		if err := reg.Register(tool); err != nil {
+			return nil, fmt.Errorf("workflows: %s: tools.%s: %w", f.path, t.Name, err)
+		}
+	}
+	return reg, nil
+}
+
+func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
+	timeout, _ := time.ParseDuration(t.Spec.Timeout)
+	s := t.Spec
+	switch t.Name {
+	case "python":
+		return tools.Python(tools.PythonConfig{Timeout: timeout, Interpreter: s.Interpreter}), nil
+	case "http_fetch":
+		return tools.HTTPFetch(tools.HTTPFetchConfig{Timeout: timeout, AllowHosts: s.AllowHosts, DenyHosts: s.DenyHosts, AllowPrivate: s.AllowPrivate}), nil
+	case "ask_human":
+		return nodes.AskHumanTool(), nil
+	case "web_search":
+		base, m1 := expandEnv(s.BaseURL, env.Getenv)
+		key, m2 := expandEnv(s.APIKey, env.Getenv)
+		if missing := append(m1, m2...); len(missing) > 0 {
+			err := unsetError(f.path+": tools.web_search", missing)
+			if s.Optional {
+				env.Warn(fmt.Sprintf("tool web_search is left out: %s", err.Error()[len("workflows: "):]))
+				return nil, nil
+			}
+			return nil, err
+		}
+		var p tools.SearchProvider
+		if s.Provider == "tavily" {
+			p = tools.NewTavily(tools.TavilyConfig{APIKey: key, BaseURL: base})
+		} else {
+			p = tools.NewSearXNG(tools.SearXNGConfig{BaseURL: base})
+		}
+		return tools.WebSearch(tools.WebSearchConfig{Provider: p, MaxResults: s.MaxResults}), nil
+	}
+	tool, err := f.opts.tools.Get(t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: %s: tools.%s: %w", f.path, t.Name, err)
+	}
+	if timeout > 0 {
+		return tools.WithTimeout(tool, timeout), nil
+	}
+	return tool, nil
+}

@@ -1,0 +1,182 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// position is a place in a file, from 1.
+type position struct{ line, col int }
+
+// located is where an entry of the file is: its key (for a mapping entry;
+// the item itself for a list element), its value, and its key path.
+type located struct {
+	key, val position
+	path     string
+	node     *yaml.Node
+}
+
+// document is a parsed YAML file: its value as JSON-like Go values (for
+// the JSON Schema) and the location of every entry, by JSON pointer.
+type document struct {
+	file  string
+	lines []string
+	root  *yaml.Node
+	value any
+	at    map[string]located
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseYAML parses data; syntax errors and duplicate keys are problems.
+func parseYAML(file string, data []byte, ps *problems) (*document, bool) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		pos, msg := position{1, 1}, err.Error()
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			pos, msg = position{line, 1}, m[2]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		ps.at(pos, "", "invalid YAML: %s", msg)
+		return nil, false
+	}
+	d := &document{file: file, lines: strings.Split(string(data), "\n"), at: map[string]located{}}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		ps.at(position{1, 1}, "", "the file is empty: a workflow starts with apiVersion: coorflow/v1")
+		return nil, false
+	}
+	d.root = root.Content[0]
+	start := position{d.root.Line, d.root.Column}
+	d.value = d.convert(d.root, "", "", start, ps)
+	return d, true
+}
+
+// convert turns n into JSON-like values, recording locations.
+func (d *document) convert(n *yaml.Node, ptr, path string, key position, ps *problems) any {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	d.at[ptr] = located{key: key, val: position{n.Line, n.Column}, path: path, node: n}
+	switch n.Kind {
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		first := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			name := k.Value
+			kpos := position{k.Line, k.Column}
+			if line, dup := first[name]; dup {
+				what := fmt.Sprintf("key %q", name)
+				if ptr == "/nodes" {
+					what = fmt.Sprintf("node %q", name)
+				}
+				ps.at(kpos, joinPath(path, name), "%s is defined twice (first at line %d); names must be unique", what, line)
+				continue
+			}
+			first[name] = k.Line
+			out[name] = d.convert(v, ptr+"/"+escapePointer(name), joinPath(path, name), kpos, ps)
+		}
+		return out
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, item := range n.Content {
+			out[i] = d.convert(item, ptr+"/"+strconv.Itoa(i), fmt.Sprintf("%s[%d]", path, i), position{item.Line, item.Column}, ps)
+		}
+		return out
+	case yaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil
+}
+
+// scalar decodes a scalar as JSON would hold it: numbers as json.Number.
+func scalar(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil {
+			return json.Number(strconv.FormatInt(i, 10))
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	}
+	return n.Value
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// loc returns the location of the entry at ptr, or of its nearest
+// recorded parent.
+func (d *document) loc(ptr string) located {
+	for {
+		if l, ok := d.at[ptr]; ok {
+			return l
+		}
+		i := strings.LastIndexByte(ptr, '/')
+		if i < 0 {
+			return located{key: position{1, 1}, val: position{1, 1}}
+		}
+		ptr = ptr[:i]
+	}
+}
+
+// node returns the YAML node at ptr, if any.
+func (d *document) node(ptr string) *yaml.Node {
+	if l, ok := d.at[ptr]; ok {
+		return l.node
+	}
+	return nil
+}
+
+// textPos returns the position of the character at line and col (from 0)
+// of the text of scalar node n.
+func (d *document) textPos(n *yaml.Node, line, col int) position {
+	if n == nil {
+		return position{1, 1}
+	}
+	switch n.Style {
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		l := n.Line + 1 + line // the text starts below the | or >
+		indent := 0
+		if n.Line < len(d.lines) {
+			first := d.lines[n.Line]
+			indent = len(first) - len(strings.TrimLeft(first, " "))
+		}
+		return position{l, indent + 1 + col}
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if line == 0 {
+			return position{n.Line, n.Column + 1 + col}
+		}
+	default:
+		if line == 0 {
+			return position{n.Line, n.Column + col}
+		}
+	}
+	return position{n.Line + line, 1}
+}
