@@ -34,6 +34,16 @@
 //	GET    /v1/threads/{thread}/runs/{run}/stream      re-attach: events after ?after=N or Last-Event-ID
 //	POST   /v1/threads/{thread}/runs/{run}/cancel      200 Run once it ended (202 if it is still ending after 10s)
 //
+// With Config.Recorder set, every run is recorded (package trace) and the
+// run viewer is served; see "Run viewer" below:
+//
+//	GET    /viewer/                                    the run viewer (no token needed: the page holds no data)
+//	GET    /v1/trace/runs?thread=&workflow=&status=&limit=&before=   {"runs": [trace.RunInfo]}, newest first
+//	GET    /v1/trace/runs/{run}                        trace.RunInfo: status, input, final state, event count
+//	GET    /v1/trace/runs/{run}/timeline               trace.Timeline: steps, nodes, agents
+//	GET    /v1/trace/runs/{run}/agents/{agent}         trace.AgentDetail: snapshots, model calls, tool calls, output
+//	GET    /v1/trace/runs/{run}/events?after=&until=&kinds=&path=&limit=&bodies=   {"events": [trace.Event]}
+//
 // A thread belongs to one workflow and one owner. The Saver stores it under
 // an id derived from both (see threadKey), so another owner's thread does
 // not exist for this one: 404, like a thread that was never created. The
@@ -93,6 +103,25 @@
 // 400 malformed_json, unknown_field, invalid_field, unknown_channel,
 // invalid_query (with the field or parameter at fault), 409 as above,
 // 503 shutting_down.
+//
+// # Run viewer
+//
+// /viewer/ lists the owner's recorded runs; /viewer/?run=ID shows one: a
+// timeline of its steps, nodes and agents on the left and, for the agent
+// clicked, what each of its model calls saw (the context snapshot: parts,
+// tokens per part, what was omitted or truncated and why), its tool calls
+// and results, its model calls with their answers and reasoning, and its
+// output. While the run goes on, the page follows the run's stream
+// (GET .../runs/{run}/stream?after=N, read with fetch) and refreshes; a run
+// this server does not hold in memory is polled. The page, script and
+// styles are embedded in the binary and load nothing from elsewhere.
+//
+// The page calls the API with the same bearer tokens. Open it as
+// /viewer/#token=T (or ?token=T): the page keeps T in sessionStorage (for
+// that tab only), removes it from the address, and sends it in the
+// Authorization header; without one it asks for it. A run of another
+// owner is 404, as for threads. Recorded runs outlive the server's memory
+// of runs (Config.RetainRuns): they stay in the Recorder's store.
 //
 // # Tracing
 //

@@ -163,15 +163,18 @@ func (s *Server) execute(ru *run) {
 		attribute.String("coorflow.thread", ru.thread), attribute.String("coorflow.run", ru.id),
 		attribute.String("coorflow.workflow", ru.workflow))
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
+	rec := s.startRecording(ru)
 	var runErr error
 	for ev, err := range ru.wf.Stream(ru.ctx, ru.input, opts...) {
 		obs.Observe(ev)
+		rec.Observe(ev)
 		ru.record(ev)
 		if err != nil {
 			runErr = err
 		}
 	}
 	obs.Finish(runErr)
+	s.finishRecording(ru, rec, runErr)
 	s.complete(ru, runErr)
 	st := ru.view()
 	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)

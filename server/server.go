@@ -18,6 +18,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/telemetry"
+	runtrace "github.com/coorflow/coorflow/trace"
 )
 
 // Defaults of the Config fields left zero.
@@ -78,6 +79,11 @@ type Config struct {
 	// Propagator reads the caller's trace context from request headers
 	// (default: W3C traceparent and baggage).
 	Propagator propagation.TextMapPropagator
+	// Recorder, when set, records every run — its events, the context
+	// snapshots of its model calls, the calls' requests and responses —
+	// and the server serves the run viewer at /viewer/ and its JSON under
+	// /v1/trace/. The server does not close it.
+	Recorder *runtrace.Recorder
 }
 
 // Server is the HTTP API over a set of workflows: an http.Handler. Create
@@ -184,6 +190,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
 	s.mux.HandleFunc("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
 	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
+	if s.cfg.Recorder != nil {
+		s.viewerRoutes()
+	}
 }
 
 // ServeHTTP serves the API. Requests that match no route get a JSON 404

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+
+	"github.com/coorflow/coorflow/trace"
+)
+
+// startRecording adds ru to Config.Recorder's index and returns the
+// recorder of its events, or nil when the server records nothing. A run
+// that cannot be recorded still runs; the failure is logged.
+func (s *Server) startRecording(ru *run) *trace.RunRecorder {
+	if s.cfg.Recorder == nil {
+		return nil
+	}
+	info := trace.RunInfo{
+		ID: ru.id, Thread: ru.thread, GraphThread: ru.key, Workflow: ru.workflow, Graph: ru.wf.Name(), Owner: ru.owner,
+		Runtime: map[string]string{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id},
+	}
+	switch {
+	case ru.input != nil:
+		info.Start = trace.StartInput
+		in, err := trace.EncodeInput(ru.input)
+		if err != nil {
+			s.log.ErrorContext(ru.ctx, "server: the run's input cannot be recorded", "run", ru.id, "err", err)
+		}
+		info.Input = in
+	case ru.resume != nil:
+		info.Start = trace.StartResume
+	default:
+		info.Start = trace.StartContinue
+	}
+	rr, err := s.cfg.Recorder.Begin(context.WithoutCancel(ru.ctx), info)
+	if err != nil {
+		s.log.ErrorContext(ru.ctx, "server: the run will not be recorded", "run", ru.id, "err", err)
+		return nil
+	}
+	return rr
+}
+
+// finishRecording waits until ru's events are recorded and records how it
+// ended.
+func (s *Server) finishRecording(ru *run, rr *trace.RunRecorder, runErr error) {
+	if rr == nil {
+		return
+	}
+	if err := rr.Finish(context.WithoutCancel(ru.ctx), runErr); err != nil {
+		s.log.ErrorContext(ru.ctx, "server: recording the run failed", "run", ru.id, "err", err)
+	}
+}
