@@ -1,11 +1,56 @@
 // Package trace records runs and plays them back: every event of a run,
 // the context snapshot of each model call (what the agent saw: parts,
-// tokens, what was omitted or truncated and why) and each model call's
-// request and response, in a Store with an index of runs. The run viewer
-// (package server) reads them back as a Timeline and AgentDetails, and
-// Replay runs a recorded run again offline, answering its model calls
-// from the recording with a Cassette, and reports where it diverged.
+// tokens per part, what was omitted or truncated and why) and each model
+// call's request and response, in a Store with an index of runs.
 //
-// Stores: trace/sqlite (one file), trace/postgres (several machines) and
-// trace/memory (tests); trace/tracetest is the suite they all pass.
+// # Recording
+//
+// A Recorder writes to a Store: trace/sqlite (one file, the embedded
+// default), trace/postgres (several machines) or trace/memory (tests);
+// trace/tracetest is the suite they all pass. Feed it a run's events:
+//
+//	rec := trace.NewRecorder(store, trace.RecorderConfig{})
+//	defer rec.Close(ctx)
+//	in, _ := trace.EncodeInput(input)
+//	for ev, err := range rec.Record(ctx, trace.RunInfo{ID: id, Graph: wf.Name(), Workflow: name, Input: in},
+//		wf.Stream(ctx, input)) {
+//		...
+//	}
+//
+// or, when something else consumes the stream (the server does), call
+// Begin, then RunRecorder.Observe with every event, then Finish. Events are
+// numbered from 1 in the order the run emitted them (Event.Seq), the ids
+// of the server's event streams; a model call's request and response are
+// stored apart from its payload and read only when asked for
+// (EventQuery.Bodies). The state after each step (values events) is not
+// stored; the final state is, in the RunInfo.
+//
+// # Reading
+//
+// LoadTimeline outlines a run — steps, nodes, the agents that worked in
+// them — and LoadAgent gives one agent's detail: task, snapshots, model
+// calls with what the model answered and reasoned, tool calls with their
+// results, output. The run viewer (package server) shows them.
+//
+// # Replaying (coorflow replay RUN)
+//
+// Replay runs a recorded run again offline: a Cassette answers each model
+// call with the response recorded for the same event path (the agent's
+// scope) and position, if the request is the same; a call that asks
+// something else, or that the recording lacks, fails with a
+// *DivergenceError. The Report lists where the replay left the recording
+// (the first entry is where it happened), tool results that differ, and
+// differences of final status and state, channel by channel:
+//
+//	recording, err := trace.Load(ctx, store, runID)
+//	cas, err := trace.NewCassette(recording)
+//	models, err := cas.Models(realModels) // every tier answered by the cassette, with the real profiles
+//	wf := build(recording.Run.Workflow, models) // the same workflow, with fresh in-memory stores and registry
+//	report, err := trace.Replay(ctx, wf, cas)
+//	fmt.Println(report) // report.OK() when nothing diverged
+//
+// Only runs started from an input (RunInfo.Start == StartInput) can be
+// replayed; a run that resumed or continued a thread fails with
+// ErrNotReplayable. WithInput replays with another input, to see where a
+// change leads.
 package trace
