@@ -54,7 +54,7 @@ func declareChannel(ps *problems, d *document, c named[channelSpec], builtins ma
 		reducer = "last"
 	}
 	if !channelName.MatchString(c.Name) {
-		ps.at(l.key, l.path, "channel name %q must start with a letter or _ and hold only letters, digits and _ (expressions read it as state.%s)", c.Name, c.Name)
+		ps.at(l.key, l.path, "channel name %q must start with a letter or _ and hold only letters, digits and _, so that expressions can read it as state.<name>", c.Name)
 		return nil
 	}
 	sh := shapeOfSchema(c.Spec.Schema)

@@ -298,14 +298,21 @@ func (f *File) checkShape(ps *problems) {
 		}
 	}
 	toEnd := f.closure(endName, func(n string) []string { return pred[n] })
+	deadEnd := false
+	for _, n := range f.nodes {
+		if len(f.successors(n.Name)) == 0 {
+			deadEnd = true
+			l := f.doc.loc(n.Ptr)
+			ps.at(l.key, l.path, "node %q has no way out: add an edge from it (to end if the run should stop there)", n.Name)
+		}
+	}
 	for _, n := range f.nodes {
 		l := f.doc.loc(n.Ptr)
 		switch {
 		case len(f.successors(n.Name)) == 0:
-			ps.at(l.key, l.path, "node %q has no way out: add an edge from it (to end if the run should stop there)", n.Name)
 		case !reach[n.Name]:
 			ps.at(l.key, l.path, "node %q is never reached: no edge or route from start leads to it", n.Name)
-		case !toEnd[n.Name]:
+		case !toEnd[n.Name] && !deadEnd:
 			ps.at(l.key, l.path, "node %q cannot reach end: every route from it loops (%s); add an exit, such as a conditional edge to end",
 				n.Name, strings.Join(f.loop(n.Name), " -> "))
 		}

@@ -158,7 +158,7 @@ func pick(sc *scope, routes []route, s graph.State) (route, error) {
 func (b *build) model(n *fileNode) (llms.Model, llm.ModelInfo, error) {
 	tier := llm.Tier(b.f.tierOf(n))
 	if b.env.Models == nil {
-		return nil, llm.ModelInfo{}, fmt.Errorf("%w: node %q of %s calls a model (tier %s): configure models", ErrNoModel, n.Name, b.f.path, tier)
+		return nil, llm.ModelInfo{}, fmt.Errorf("%w for tier %s", ErrNoModel, tier)
 	}
 	m, err := b.env.Models.Model(tier)
 	if err != nil {

@@ -73,7 +73,7 @@ func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*v
 	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		return nil, &exprError{pos: d.textPos(n, max(fe.Line, 1)-1, fe.Column), msg: fe.Message}
+		return nil, &exprError{pos: d.textPos(n, max(fe.Line, 1)-1, fe.Column), msg: sc.explain(src, fe.Message)}
 	}
 	if i := strings.IndexByte(msg, '\n'); i > 0 {
 		msg = msg[:i]
@@ -144,12 +144,31 @@ func (sc *scope) compileTemplate(d *document, text string, n *yaml.Node) (*templ
 			if errors.As(err, &fe) && fe.Line <= 1 {
 				col = fe.Column
 			}
-			return nil, at(off+i+2+lead+col, errMessage(err))
+			return nil, at(off+i+2+lead+col, sc.explain(src, errMessage(err)))
 		}
 		t.parts = append(t.parts, templatePart{prog: p})
 		off += i + j + 2
 		rest = rest[i+j+2:]
 	}
+}
+
+// explain adds to an unknown-field message what the names could be.
+func (sc *scope) explain(src, msg string) string {
+	name, ok := strings.CutPrefix(msg, "unknown field ")
+	if !ok {
+		return msg
+	}
+	var names []string
+	for _, c := range sc.channels {
+		names = append(names, c.name)
+	}
+	if hint := suggest(name, names, ""); hint != "" {
+		return msg + hint
+	}
+	if strings.Contains(src, "state."+name) {
+		return msg + ": the file declares no channel " + name + " (declare it under state)"
+	}
+	return msg
 }
 
 func errMessage(err error) string {

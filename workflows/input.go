@@ -39,3 +39,12 @@ func (f *File) Input(r *graph.Runnable, channel, text string) ([]graph.Write, er
 	}
 	return r.DecodeInput(map[string]json.RawMessage{channel: raw})
 }
+
+// Write returns a write of v to the channel called name, for the Go
+// functions of go nodes: the graph decodes it through the channel it
+// declares (appended, merged or summed by its reducer), and the value is
+// checked against the channel's schema when the node returns.
+func Write(name string, v any) graph.Write {
+	k, _ := graph.NewDynamicKey(name, "last")
+	return k.Set(v)
+}

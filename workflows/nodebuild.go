@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
@@ -205,7 +207,10 @@ func (b *build) llmNode(n *fileNode) (graph.NodeFunc, error) {
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, prompt))
 		ctx = llm.WithAgent(ctx, n.Name)
 		var v any
-		if textOutput(out) {
+		if scalar := scalarKinds[out.shape.kind]; scalar != "" {
+			msgs[len(msgs)-1] = llms.TextParts(llms.ChatMessageTypeHuman, prompt+"\n\nAnswer with "+scalar+" and nothing else.")
+		}
+		if textOutput(out) || scalarKinds[out.shape.kind] != "" {
 			resp, err := model.GenerateContent(ctx, msgs)
 			if err != nil {
 				return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
@@ -213,7 +218,9 @@ func (b *build) llmNode(n *fileNode) (graph.NodeFunc, error) {
 			if len(resp.Choices) == 0 {
 				return graph.Command{}, errNoReply
 			}
-			v = stripThink(resp.Choices[0].Content)
+			if v, err = outputValue(out, resp.Choices[0].Content); err != nil {
+				return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
+			}
 		} else {
 			var opts []structured.Option
 			if out.schemaJSON != nil {
@@ -266,8 +273,12 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 // outputValue reads text as the value of channel c: as it is for a text
 // channel, as the JSON in it otherwise.
 func outputValue(c *channel, text string) (any, error) {
+	text = stripThink(text)
 	if textOutput(c) {
 		return text, nil
+	}
+	if scalarKinds[c.shape.kind] != "" {
+		return scalarValue(c, text)
 	}
 	raw, err := structured.ExtractJSON(text)
 	if err != nil {
@@ -316,6 +327,42 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 		}
 		return graph.Update(w), nil
 	}, nil
+}
+
+// scalarKinds are the channel types a model answers with one value, and
+// how it is asked for.
+var scalarKinds = map[string]string{"number": "a number", "integer": "a whole number", "boolean": "true or false"}
+
+var numberInText = regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
+
+// scalarValue reads a number or a boolean from a model's answer.
+func scalarValue(c *channel, text string) (any, error) {
+	t := strings.Trim(strings.TrimSpace(text), "`*. ")
+	switch c.shape.kind {
+	case "boolean":
+		switch strings.ToLower(t) {
+		case "true", "yes":
+			return true, nil
+		case "false", "no":
+			return false, nil
+		}
+	default:
+		if m := numberInText.FindString(t); m != "" {
+			f, err := strconv.ParseFloat(m, 64)
+			if err == nil && (c.shape.kind == "number" || f == float64(int64(f))) {
+				return f, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("the output for channel %q is not %s: %q", c.name, scalarKinds[c.shape.kind], oneLine(text))
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:79]) + "…"
+	}
+	return s
 }
 
 // stripThink removes <think>…</think> blocks some models put in their

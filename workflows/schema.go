@@ -129,6 +129,10 @@ func (d *document) schemaProblem(cs *compiledSchema, ve *jsonschema.ValidationEr
 		}
 		ps.at(l.val, l.path, "%q %s", fmt.Sprint(inst), msg)
 	case "type":
+		if l.path == "" {
+			ps.at(l.val, "", "a workflow file is a mapping of apiVersion, name, nodes, edges and the other sections, not a %s", jsonKind(inst))
+			return
+		}
 		ps.at(l.val, l.path, "%s", strings.Replace(ve.Message, ", but got", ", got", 1))
 	case "minProperties":
 		ps.at(l.key, l.path, "must not be empty")
@@ -180,4 +184,16 @@ func strs(v any) []string {
 		out = append(out, fmt.Sprint(x))
 	}
 	return out
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case nil:
+		return "null"
+	}
+	return "value"
 }

@@ -1,6 +1,3 @@
-// Package workflows holds coorflow's built-in workflows, in Go: Research,
-// in the Deer-Flow shape, and Coor, with dynamic agents. The same workflows
-// ship as YAML files beside this package.
 package workflows
 
 import (

@@ -40,6 +40,11 @@ func parseYAML(file string, data []byte, ps *problems) (*document, bool) {
 		pos, msg := position{1, 1}, err.Error()
 		if m := yamlLine.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
+			// yaml.v3 counts the lines of parser errors from 0 and those
+			// of scanner errors from 1.
+			if !scannerProblem(m[2]) {
+				line++
+			}
 			pos, msg = position{line, 1}, m[2]
 		} else {
 			msg = strings.TrimPrefix(msg, "yaml: ")
@@ -56,6 +61,26 @@ func parseYAML(file string, data []byte, ps *problems) (*document, bool) {
 	start := position{d.root.Line, d.root.Column}
 	d.value = d.convert(d.root, "", "", start, ps)
 	return d, true
+}
+
+// scannerProblems are the problems yaml.v3's scanner reports.
+var scannerProblems = []string{
+	"block sequence entries are not allowed", "could not find expected", "did not find expected alphabetic",
+	"did not find expected comment", "did not find expected digit", "did not find expected hexdecimal",
+	"did not find expected version", "did not find expected whitespace", "did not find the expected '>'",
+	"exceeded max depth", "found a tab character", "found an indentation indicator", "found character that cannot start",
+	"found extremely long", "found invalid Unicode", "found unexpected document indicator", "found unexpected end of stream",
+	"found unexpected non-alphabetical", "found unknown", "mapping keys are not allowed", "mapping values are not allowed",
+	"while ",
+}
+
+func scannerProblem(msg string) bool {
+	for _, p := range scannerProblems {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // convert turns n into JSON-like values, recording locations.

@@ -1,0 +1,57 @@
+// Package workflows holds coorflow's built-in workflows — Research, in the
+// Deer-Flow shape, and Coor, with dynamic agents — in Go and as files, and
+// loads workflows declared in YAML files (apiVersion coorflow/v1).
+//
+// A file declares state channels, models, tools, settings, nodes and
+// edges:
+//
+//	apiVersion: coorflow/v1
+//	name: review
+//	input: topic                  # the channel `coorflow run --input` writes (default input)
+//	output: draft                 # the channel printed at the end (default answer)
+//	config: {max_revisions: 2}    # values expressions read as config.<name>
+//	state:                        # channel: a JSON Schema and a reducer (last, append, merge, sum)
+//	  topic: {type: string}
+//	  draft: {type: string}
+//	  score: {type: number, minimum: 0, maximum: 1}
+//	models:
+//	  basic: {provider: openai, model: gpt-4o-mini, base_url: "${LLM_URL:-https://api.openai.com/v1}"}
+//	tools:
+//	  web_search: {provider: tavily, api_key: "${TAVILY_API_KEY}", optional: true}
+//	settings: {step_limit: 50}
+//	nodes:
+//	  write: {type: llm, prompt: "Write about {{ state.topic }}.", output: draft}
+//	  grade: {type: llm, prompt: "Grade 0 to 1: {{ state.draft }}", output: score}
+//	edges:
+//	  - {from: start, to: write}
+//	  - {from: write, to: grade}
+//	  - from: grade
+//	    branches:
+//	      - {when: "state.score < 0.8", to: write}
+//	      - {to: end}
+//
+// Node types: llm, react, tool, router, subgraph, go (a Go function the
+// embedding program registers, WithFuncs), and the prebuilt nodes of
+// package nodes and factory: coordinator, planner, human_review, team,
+// reporter, background_investigator, research_team and worker. The
+// channels of package nodes (input, messages, request, plan, findings,
+// answer...) exist in every file's graph, typed; the channels a file
+// declares are dynamic keys whose writes are checked against their schema.
+//
+// Conditions (conditional edges, router routes), tool arguments and the
+// {{ }} placeholders of prompts are expr-lang expressions over state and
+// config, compiled once at load and type-checked against the channels'
+// schemas. ${ENV} references are allowed only in endpoints and secrets
+// (models.<tier>.base_url, tools.web_search.base_url and api_key).
+//
+// Load validates a file against the JSON Schema in schema/ (Schema), then
+// checks names, references, types, expressions and the shape of the graph;
+// every problem is reported at once with its file:line:column and key path
+// (*FileError). Compile builds the graph with an Env (models, store,
+// saver); Resolve finds the models: the file's, overridden by the
+// environment and flags, or the scripted demo model of the file's
+// demo.script when no provider is configured.
+//
+// research.yaml and coor.yaml (Builtin) load to the same graphs as Research
+// and Coor.
+package workflows

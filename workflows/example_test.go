@@ -1,0 +1,76 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+func ExampleParse() {
+	src := `
+apiVersion: coorflow/v1
+name: review
+input: topic
+output: draft
+state:
+  topic: {type: string}
+  draft: {type: string}
+  score: {type: number, minimum: 0, maximum: 1}
+models:
+  basic: {provider: openai, model: gpt-4o-mini}
+nodes:
+  write: {type: llm, prompt: "Write about {{ state.topic }}.", output: draft}
+  grade: {type: llm, prompt: "Grade 0 to 1: {{ state.draft }}", output: score}
+edges:
+  - {from: start, to: write}
+  - {from: write, to: grade}
+  - from: grade
+    branches:
+      - {when: "state.score < 0.8", to: write}
+      - {to: end}
+`
+	f, err := workflows.Parse("review.yaml", []byte(src))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// A scripted model stands for a provider here (workflows.Resolve finds
+	// the real ones).
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"write": {{Text: "A first draft."}, {Text: "A better draft."}},
+		"grade": {{Text: "0.5"}, {Text: "Score: 0.9"}},
+	}})
+	models, _ := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: model}})
+	ctx := context.Background()
+	r, err := f.Compile(ctx, workflows.Env{Models: models})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	in, _ := f.Input(r, f.InputChannel(), "graphs")
+	for ev, err := range r.Stream(ctx, in, graph.Events(graph.EventNodeEnd, graph.EventRunEnd)) {
+		switch {
+		case err != nil:
+			fmt.Println(err)
+		case ev.Kind == graph.EventNodeEnd:
+			fmt.Println("ran", ev.Node)
+		default:
+			draft, _ := ev.State.Value(f.OutputChannel())
+			fmt.Println(draft)
+		}
+	}
+
+	_, err = workflows.Parse("bad.yaml", []byte("apiVersion: coorflow/v1\nname: bad\nnodes:\n  a: {type: lmm}\nedges: [{from: start, to: a}]\n"))
+	fmt.Println(err)
+	// Output:
+	// ran write
+	// ran grade
+	// ran write
+	// ran grade
+	// A better draft.
+	// workflows: bad.yaml:4:13: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean "llm"?)
+}

@@ -1,0 +1,172 @@
+package workflows_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// problemsOf loads a file that must be invalid and returns its problems
+// as a user sees them, one per line.
+func problemsOf(t *testing.T, path string, opts ...workflows.LoadOption) []string {
+	t.Helper()
+	_, err := workflows.Load(path, opts...)
+	require.ErrorIs(t, err, workflows.ErrInvalidFile)
+	var fe *workflows.FileError
+	require.True(t, errors.As(err, &fe), "%v", err)
+	var out []string
+	for _, p := range fe.Problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage loads every
+// file of testdata/bad and compares the problems with what a user must
+// see: "file:line:column: key.path: message", all of them at once.
+func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string // after "testdata/bad/<file>:"
+	}{
+		{"bad_channel_name.yaml", []string{
+			"4:3: state.my-notes: channel name \"my-notes\" must start with a letter or _ and hold only letters, digits and _, so that expressions can read it as state.<name>",
+		}},
+		{"bad_duration.yaml", []string{
+			"5:49: nodes.a.timeout: \"30 seconds\" must be a duration such as 30s, 2m or 1h30m",
+		}},
+		{"builtin_channel_redeclared.yaml", []string{
+			"4:3: state.answer: channel \"answer\" is built in, with type string and reducer last; this declaration says type integer and reducer last: remove it or match the built-in",
+		}},
+		{"condition_on_undeclared_channel.yaml", []string{
+			"8:21: nodes.a.routes[0].when: bad condition: unknown field count: the file declares no channel count (declare it under state)",
+		}},
+		{"condition_syntax_error.yaml", []string{
+			"8:23: nodes.a.routes[0].when: bad condition: unexpected token EOF",
+		}},
+		{"condition_type_mismatch.yaml", []string{
+			"8:27: nodes.a.routes[0].when: bad condition: invalid operation: > (mismatched types string and int)",
+		}},
+		{"cycle_with_no_exit.yaml", []string{
+			"4:3: nodes.a: node \"a\" cannot reach end: every route from it loops (a -> b -> a); add an exit, such as a conditional edge to end",
+			"5:3: nodes.b: node \"b\" cannot reach end: every route from it loops (b -> a -> b); add an exit, such as a conditional edge to end",
+		}},
+		{"demo_script_missing.yaml", []string{
+			"3:16: demo.script: demo script nope.yaml cannot be read: no such file or directory",
+		}},
+		{"duplicate_node.yaml", []string{
+			"6:3: nodes.a: node \"a\" is defined twice (first at line 5); names must be unique",
+		}},
+		{"edge_from_end_or_to_start.yaml", []string{
+			"14:12: edges[2].from: no edge may leave end",
+			"15:23: edges[3].to: no edge may lead to start",
+		}},
+		{"edge_to_missing_node.yaml", []string{
+			"14:23: edges[2].to: unknown node \"wirte\" (the nodes are: write, end)",
+		}},
+		{"empty_file.yaml", []string{
+			"1:1: the file is empty: a workflow starts with apiVersion: coorflow/v1",
+		}},
+		{"env_reference_outside_endpoints.yaml", []string{
+			"5:26: nodes.a.prompt: ${...} is allowed only in endpoints and secrets (models.<tier>.base_url, tools.web_search.base_url, tools.web_search.api_key); write the value itself here",
+		}},
+		{"file_is_a_list.yaml", []string{
+			"1:1: a workflow file is a mapping of apiVersion, name, nodes, edges and the other sections, not a list",
+		}},
+		{"missing_required_field.yaml", []string{
+			"4:3: nodes.a: missing required field \"output\"",
+		}},
+		{"models_without_basic_tier.yaml", []string{
+			"3:1: models: the basic tier is missing: every models section needs basic, which the other tiers fall back to (and node \"write\" uses it)",
+		}},
+		{"no_edge_from_start.yaml", []string{
+			"11:1: edges: no edge leaves start: add {from: start, to: write}",
+		}},
+		{"node_names_undeclared_tool.yaml", []string{
+			"11:21: nodes.a.tools[1]: unknown tool \"web_serch\" (the file declares: python)",
+		}},
+		{"node_without_way_out.yaml", []string{
+			"6:3: nodes.b: node \"b\" has no way out: add an edge from it (to end if the run should stop there)",
+		}},
+		{"replan_is_not_a_planner.yaml", []string{
+			"6:44: nodes.r.replan: replan must name a planner node; \"c\" is a coordinator node",
+		}},
+		{"router_default_route_misplaced.yaml", []string{
+			"7:9: nodes.a.routes[0]: only the last route may leave out when: the routes after it could never be taken",
+			"8:9: nodes.a.routes[1].when: the last route must have no when: it is taken when no other route holds, so that the run always knows where to go",
+		}},
+		{"several_problems_at_once.yaml", []string{
+			"6:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
+			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: description, output, prompt, retry, system, tier, timeout, type)",
+		}},
+		{"subgraph_file_missing.yaml", []string{
+			"4:29: nodes.s.file: subgraph file other.yaml cannot be read: no such file or directory",
+		}},
+		{"template_not_closed.yaml", []string{
+			"9:7: nodes.a.prompt: bad expression in template: {{ is not closed with }}",
+		}},
+		{"template_unknown_channel.yaml", []string{
+			"9:20: nodes.a.prompt: bad expression in template: unknown field topic: the file declares no channel topic (declare it under state)",
+		}},
+		{"tool_argument_expression.yaml", []string{
+			"8:36: nodes.a.args.code: bad expression: unknown field nope: the file declares no channel nope (declare it under state)",
+		}},
+		{"unknown_field_in_channel.yaml", []string{
+			"4:7: state.n.tpye: unknown field \"tpye\" (known fields: additionalProperties, description, enum, format, items, maxItems, maxLength, maximum, minItems, minLength, minimum, pattern, properties, reducer, required, type)",
+		}},
+		{"unknown_model_provider.yaml", []string{
+			"4:21: models.basic.provider: \"opnai\" is not one of openai, anthropic, ollama, googleai (did you mean \"openai\"?)",
+		}},
+		{"unknown_node_field.yaml", []string{
+			"7:5: nodes.a.promt: unknown field \"promt\" (did you mean \"prompt\"?)",
+		}},
+		{"unknown_node_type.yaml", []string{
+			"5:11: nodes.a.type: \"lmm\" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean \"llm\"?)",
+		}},
+		{"unknown_output_channel.yaml", []string{
+			"4:37: nodes.a.output: unknown channel \"sumary\" (declare it under state, or use one of: input, messages, request, locale, background, plan, plan_iterations, feedback, current_step, findings, answer)",
+		}},
+		{"unknown_reducer.yaml", []string{
+			"4:30: state.n.reducer: \"max\" is not one of last, append, merge, sum",
+		}},
+		{"unknown_tool_in_tools.yaml", []string{
+			"4:3: tools.pyhton: unknown tool \"pyhton\" (did you mean \"python\"?); tools written in Go must be registered by the program that runs the file",
+		}},
+		{"unknown_top_field.yaml", []string{
+			"3:1: nodez: unknown field \"nodez\" (did you mean \"nodes\"?)",
+		}},
+		{"unreachable_node.yaml", []string{
+			"11:3: nodes.lonely: node \"lonely\" is never reached: no edge or route from start leads to it",
+		}},
+		{"web_search_without_key.yaml", []string{
+			"4:3: tools.web_search: provider tavily needs api_key (for example ${TAVILY_API_KEY})",
+		}},
+		{"wrong_api_version.yaml", []string{
+			"1:13: apiVersion: must be coorflow/v1, not \"coorflow/v2\"",
+		}},
+		{"wrong_reducer_for_type.yaml", []string{
+			"4:34: state.notes.reducer: reducer append needs a channel of type array, but notes has type string",
+		}},
+		{"yaml_syntax.yaml", []string{
+			"4:1: invalid YAML: did not find expected ',' or '}'",
+		}},
+	}
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	require.NoError(t, err)
+	require.Len(t, files, len(cases), "every bad file has a case")
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "bad", c.file)
+			want := make([]string, len(c.want))
+			for i, w := range c.want {
+				want[i] = path + ":" + w
+			}
+			assert.Equal(t, want, problemsOf(t, path))
+		})
+	}
+}

@@ -1,0 +1,193 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// shout is a Go tool that files name: it upper-cases its text.
+func shout(t *testing.T) *tools.Registry {
+	t.Helper()
+	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+	reg, err := tools.NewRegistry(tools.Func("shout", "Upper-cases a text.", schema, func(ctx context.Context, args json.RawMessage) (string, error) {
+		var a struct{ Text string }
+		if err := json.Unmarshal(args, &a); err != nil {
+			return "", err
+		}
+		return strings.ToUpper(a.Text), nil
+	}))
+	require.NoError(t, err)
+	return reg
+}
+
+// reviewFuncs are the Go nodes of testdata/run/review_loop.yaml: the
+// score rises by 0.2 with each revision.
+func reviewFuncs(score func(revisions float64) float64) map[string]graph.NodeFunc {
+	return map[string]graph.NodeFunc{
+		"grade": func(ctx context.Context, s graph.State) (graph.Command, error) {
+			rev, _ := s.Value("revisions")
+			n, _ := rev.(float64)
+			return graph.Update(workflows.Write("score", score(n))), nil
+		},
+		"revise": func(ctx context.Context, s graph.State) (graph.Command, error) {
+			draft, _ := s.Value("draft")
+			return graph.Update(workflows.Write("revisions", 1), workflows.Write("notes", "revised"),
+				workflows.Write("draft", draft.(string)+" (revised)")), nil
+		},
+		"give_up": func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil },
+	}
+}
+
+func runPath(t *testing.T, r *graph.Runnable, input []graph.Write) ([]string, graph.State, error) {
+	t.Helper()
+	var path []string
+	var final graph.State
+	for ev, err := range r.Stream(t.Context(), input) {
+		if err != nil {
+			return path, final, err
+		}
+		switch ev.Kind {
+		case graph.EventNodeStart:
+			path = append(path, ev.Node)
+		case graph.EventRunEnd:
+			final = ev.State
+		}
+	}
+	return path, final, nil
+}
+
+func TestAFileRunsItsToolRouterConditionalEdgeAndGoNodesOnTypedState(t *testing.T) {
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithTools(shout(t)),
+		workflows.WithFuncs(reviewFuncs(func(n float64) float64 { return 0.5 + 0.2*n })))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	in, err := f.Input(r, f.InputChannel(), "graphs")
+	require.NoError(t, err)
+
+	path, final, err := runPath(t, r, in)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"write", "grade", "triage", "revise", "grade", "triage", "revise", "grade", "triage"}, path,
+		"0.5 and 0.7 are revised, 0.9 ends the run")
+	draft, _ := final.Value("draft")
+	assert.Equal(t, "DRAFT ABOUT GRAPHS (revised) (revised)", draft)
+	notes, _ := final.Value("notes")
+	assert.Equal(t, []any{"revised", "revised"}, notes, "append channel")
+	revisions, _ := final.Value("revisions")
+	assert.InDelta(t, 2.0, revisions, 0, "sum channel")
+}
+
+func TestARouterReadsConfigValues(t *testing.T) {
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithTools(shout(t)),
+		workflows.WithFuncs(reviewFuncs(func(float64) float64 { return 0.1 })))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	in, err := f.Input(r, "topic", "x")
+	require.NoError(t, err)
+	path, _, err := runPath(t, r, in)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"write", "grade", "triage", "revise", "grade", "triage", "revise", "grade", "triage", "give_up"}, path,
+		"config.max_revisions is 2")
+}
+
+func TestANodeThatWritesAValueItsChannelRejectsFailsWithTheChannelAndTheRule(t *testing.T) {
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithTools(shout(t)),
+		workflows.WithFuncs(reviewFuncs(func(float64) float64 { return 1.5 })))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	in, err := f.Input(r, "topic", "x")
+	require.NoError(t, err)
+	_, _, err = runPath(t, r, in)
+	assert.EqualError(t, err, `graph: node "grade" (step 1, attempt 1): workflows: node "grade" wrote a bad value: channel "score": must be <= 1 but found 1.5`)
+}
+
+func TestInputIsDecodedForItsChannelAndChecked(t *testing.T) {
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithTools(shout(t)), workflows.WithFuncs(reviewFuncs(nil)))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	cases := []struct {
+		channel, text, err string
+	}{
+		{"topic", "any text at all", ""},
+		{"score", "0.5", ""},
+		{"score", "2", `workflows: channel "score": must be <= 1 but found 2`},
+		{"score", "high", `workflows: channel "score" holds number values: give JSON (invalid character 'h' looking for beginning of value)`},
+		{"nope", "x", `workflows: testdata/run/review_loop.yaml has no channel "nope"`},
+	}
+	for _, c := range cases {
+		t.Run(c.channel+" "+c.text, func(t *testing.T) {
+			ws, err := f.Input(r, c.channel, c.text)
+			if c.err != "" {
+				assert.EqualError(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, ws, 1)
+			assert.Equal(t, c.channel, ws[0].Channel())
+		})
+	}
+}
+
+func TestAGoNodeWithoutItsFunctionIsAnErrorAtLoadWhenFunctionsAreGivenAndAtCompileOtherwise(t *testing.T) {
+	got := problemsOf(t, "testdata/run/review_loop.yaml", workflows.WithTools(shout(t)),
+		workflows.WithFuncs(map[string]graph.NodeFunc{"grade": nil, "revise": nil}))
+	assert.Equal(t, []string{`testdata/run/review_loop.yaml:40:11: nodes.give_up.func: go function "give_up" is not registered (the program registers: grade, revise)`}, got)
+
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithTools(shout(t)))
+	require.NoError(t, err)
+	_, err = f.Compile(t.Context(), workflows.Env{})
+	assert.EqualError(t, err, `workflows: testdata/run/review_loop.yaml: node "grade": go function "grade" is not registered: a file with go nodes runs in a Go program that registers its functions (workflows.WithFuncs)`)
+}
+
+func TestASubgraphFileRunsAsANodeAndSharesChannelsByName(t *testing.T) {
+	f, err := workflows.Load("testdata/run/parent.yaml", workflows.WithTools(shout(t)))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{Graph: []graph.Option{graph.WithSaver(memory.New())}})
+	require.NoError(t, err)
+	in, err := f.Input(r, "topic", "trees")
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), in, graph.Thread("t"))
+	require.NoError(t, err)
+	draft, _ := res.State.Value("draft")
+	assert.Equal(t, "CHILD WROTE ABOUT TREES!", draft)
+	assert.Contains(t, r.Mermaid(), `inner[["inner"]]`, "drawn as a subgraph")
+}
+
+func TestAnLLMNodeWritesStructuredOutputThatLaterTemplatesRead(t *testing.T) {
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"summarize": {{Text: "Here it is:\n```json\n{\"title\": \"Trees\", \"points\": [\"roots\", \"leaves\"]}\n```"}},
+		"headline":  {{Text: "<think>short</think>Trees, in two points"}},
+	}})
+	ms, err := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: model, Profile: llm.Profile{Model: "m"}}})
+	require.NoError(t, err)
+	f, err := workflows.Load("testdata/run/summarize.yaml")
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{Models: ms})
+	require.NoError(t, err)
+	in, err := f.Input(r, "text", "About trees.")
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), in)
+	require.NoError(t, err)
+
+	summary, _ := res.State.Value("summary")
+	assert.Equal(t, map[string]any{"title": "Trees", "points": []any{"roots", "leaves"}}, summary)
+	headline, _ := res.State.Value("headline")
+	assert.Equal(t, "Trees, in two points", headline)
+	assert.Contains(t, model.CallsFor("summarize")[0].Prompt(), "You summarize texts.\nSummarize: About trees.")
+	assert.Contains(t, model.CallsFor("headline")[0].Prompt(), "Write a headline for Trees with 2 points.")
+}
