@@ -172,34 +172,11 @@ func Replay(ctx context.Context, r *graph.Runnable, cas *Cassette, opts ...Repla
 		o(&cfg)
 	}
 	run := cas.rec.Run
-	if run.Graph != "" && run.Graph != r.Name() {
-		return Report{}, fmt.Errorf("trace: replay run %q: it ran graph %q, not %q", run.ID, run.Graph, r.Name())
-	}
-	input := cfg.input
-	if !cfg.inputSet {
-		if run.Start != StartInput {
-			return Report{}, fmt.Errorf("%w: run %q started with %s, not an input; replay the run that started its thread",
-				ErrNotReplayable, run.ID, run.Start)
-		}
-		var err error
-		if input, err = DecodeInput(r, run.Input); err != nil {
-			return Report{}, fmt.Errorf("trace: replay run %q: %w", run.ID, err)
-		}
+	input, runOpts, err := replaySetup(r, run, cfg)
+	if err != nil {
+		return Report{}, err
 	}
 	cas.Rewind()
-	runOpts := []graph.Option{graph.Events(graph.EventRunStart, graph.EventToolResult, graph.EventRunEnd, graph.EventError)}
-	if run.GraphThread != "" {
-		runOpts = append(runOpts, graph.Thread(run.GraphThread))
-	}
-	if len(run.Runtime) > 0 {
-		values := make(map[string]any, len(run.Runtime))
-		for k, v := range run.Runtime {
-			values[k] = v
-		}
-		runOpts = append(runOpts, graph.WithRuntime(values))
-	}
-	runOpts = append(runOpts, cfg.opts...)
-
 	rep := Report{RunID: run.ID, RecordedStatus: run.Status, RecordedCalls: cas.recorded(), Divergences: []Divergence{}}
 	var got replayed
 	var runErr error
@@ -217,6 +194,46 @@ func Replay(ctx context.Context, r *graph.Runnable, cas *Cassette, opts ...Repla
 		rep.Status, rep.Error = StatusError, runErr.Error()
 	}
 	rep.ReplayedCalls = cas.Answered()
+	rep.compare(cas, got, cfg.ignore)
+	return rep, nil
+}
+
+// replaySetup checks that run can be replayed with r and returns the input
+// and the options of the replay.
+func replaySetup(r *graph.Runnable, run RunInfo, cfg replayConfig) ([]graph.Write, []graph.Option, error) {
+	if run.Graph != "" && run.Graph != r.Name() {
+		return nil, nil, fmt.Errorf("trace: replay run %q: it ran graph %q, not %q", run.ID, run.Graph, r.Name())
+	}
+	input := cfg.input
+	if !cfg.inputSet {
+		if run.Start != StartInput {
+			return nil, nil, fmt.Errorf("%w: run %q started with %s, not an input; replay the run that started its thread",
+				ErrNotReplayable, run.ID, run.Start)
+		}
+		var err error
+		if input, err = DecodeInput(r, run.Input); err != nil {
+			return nil, nil, fmt.Errorf("trace: replay run %q: %w", run.ID, err)
+		}
+	}
+	opts := []graph.Option{graph.Events(graph.EventRunStart, graph.EventToolResult, graph.EventRunEnd, graph.EventError)}
+	if run.GraphThread != "" {
+		opts = append(opts, graph.Thread(run.GraphThread))
+	}
+	if len(run.Runtime) > 0 {
+		values := make(map[string]any, len(run.Runtime))
+		for k, v := range run.Runtime {
+			values[k] = v
+		}
+		opts = append(opts, graph.WithRuntime(values))
+	}
+	return input, append(opts, cfg.opts...), nil
+}
+
+// compare adds to the report how the replay differed from the recording:
+// the calls the cassette could not answer, the recorded calls it was not
+// asked for, tool results, the status and the final state.
+func (rep *Report) compare(cas *Cassette, got replayed, ignore map[string]bool) {
+	run := cas.rec.Run
 	rep.Divergences = append(rep.Divergences, cas.Divergences()...)
 	diverged := map[string]bool{}
 	for _, d := range rep.Divergences {
@@ -233,9 +250,8 @@ func Replay(ctx context.Context, r *graph.Runnable, cas *Cassette, opts ...Repla
 		rep.Divergences = append(rep.Divergences, Divergence{Kind: DivergedStatus, Want: run.Status, Got: rep.Status, Detail: rep.Error})
 	}
 	if run.FinalState != nil && rep.FinalState != nil {
-		rep.Divergences = append(rep.Divergences, compareStates(run.FinalState, rep.FinalState, cfg.ignore)...)
+		rep.Divergences = append(rep.Divergences, compareStates(run.FinalState, rep.FinalState, ignore)...)
 	}
-	return rep, nil
 }
 
 // replayed is what a replay's events tell.
