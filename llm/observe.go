@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -136,7 +137,7 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
 			Duration: time.Since(start), Replayed: err == nil && !live,
 		}
-		call.Request, call.Hash = requestJSON(msgs, co)
+		call.Request, call.Hash = EncodeRequest(msgs, co)
 		if err != nil {
 			call.Err = err.Error()
 		} else {
@@ -228,40 +229,52 @@ func isToolCallChunk(chunk []byte) bool {
 	return false
 }
 
-// requestJSON renders a request for recorders — the messages and the names
-// of the tools offered — and its hash, which replay compares.
-func requestJSON(msgs []llms.MessageContent, co llms.CallOptions) (json.RawMessage, string) {
-	type part struct {
-		Type    string `json:"type"`
-		Text    string `json:"text,omitempty"`
-		ID      string `json:"id,omitempty"`
-		Name    string `json:"name,omitempty"`
-		Content string `json:"content,omitempty"`
-	}
-	type message struct {
-		Role  string `json:"role"`
-		Parts []part `json:"parts"`
-	}
-	req := struct {
-		Messages []message `json:"messages"`
-		Tools    []string  `json:"tools,omitempty"`
-	}{}
+// Request is a model request as recorders keep it (graph.ModelCall's
+// Request): the messages, in a JSON form that keeps tool calls whole, and
+// the names of the tools offered.
+type Request struct {
+	Messages []RequestMessage `json:"messages"`
+	Tools    []string         `json:"tools,omitempty"`
+}
+
+// RequestMessage is one message of a Request.
+type RequestMessage struct {
+	Role  string        `json:"role"`
+	Parts []RequestPart `json:"parts"`
+}
+
+// RequestPart is one part of a RequestMessage: Type is "text",
+// "tool_call" (ID, Name, Content holding the arguments), "tool_result"
+// (ID, Name, Content) or the Go type of another part.
+type RequestPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+// EncodeRequest renders a request as Observe records it, with its hash:
+// the same messages and tools always give the same hash, which is how a
+// replay recognises a recorded call.
+func EncodeRequest(msgs []llms.MessageContent, co llms.CallOptions) (json.RawMessage, string) {
+	var req Request
 	for _, m := range msgs {
-		mm := message{Role: string(m.Role)}
+		mm := RequestMessage{Role: string(m.Role)}
 		for _, p := range m.Parts {
 			switch p := p.(type) {
 			case llms.TextContent:
-				mm.Parts = append(mm.Parts, part{Type: "text", Text: p.Text})
+				mm.Parts = append(mm.Parts, RequestPart{Type: "text", Text: p.Text})
 			case llms.ToolCall:
-				pp := part{Type: "tool_call", ID: p.ID}
+				pp := RequestPart{Type: "tool_call", ID: p.ID}
 				if p.FunctionCall != nil {
 					pp.Name, pp.Content = p.FunctionCall.Name, p.FunctionCall.Arguments
 				}
 				mm.Parts = append(mm.Parts, pp)
 			case llms.ToolCallResponse:
-				mm.Parts = append(mm.Parts, part{Type: "tool_result", ID: p.ToolCallID, Name: p.Name, Content: p.Content})
+				mm.Parts = append(mm.Parts, RequestPart{Type: "tool_result", ID: p.ToolCallID, Name: p.Name, Content: p.Content})
 			default:
-				mm.Parts = append(mm.Parts, part{Type: fmt.Sprintf("%T", p)})
+				mm.Parts = append(mm.Parts, RequestPart{Type: fmt.Sprintf("%T", p)})
 			}
 		}
 		req.Messages = append(req.Messages, mm)
@@ -274,4 +287,17 @@ func requestJSON(msgs []llms.MessageContent, co llms.CallOptions) (json.RawMessa
 	data, _ := json.Marshal(req)
 	sum := sha256.Sum256(data)
 	return data, hex.EncodeToString(sum[:8])
+}
+
+// DecodeResponse reads back a response as Observe records it
+// (graph.ModelCall's Response).
+func DecodeResponse(raw json.RawMessage) (*llms.ContentResponse, error) {
+	var choices []recordedChoice
+	if err := json.Unmarshal(raw, &choices); err != nil {
+		return nil, fmt.Errorf("llm: decode a recorded response: %w", err)
+	}
+	if len(choices) == 0 {
+		return nil, errors.New("llm: the recorded response has no choices")
+	}
+	return modelRecord{Choices: choices}.response(), nil
 }

@@ -2,8 +2,6 @@ package trace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -217,7 +215,7 @@ func (c *Cassette) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	for _, opt := range opts {
 		opt(&co)
 	}
-	req, hash := requestJSON(msgs, co)
+	req, hash := llm.EncodeRequest(msgs, co)
 	path := graph.PathOf(ctx)
 	hit, err := c.take(ctx, path, hash, req)
 	if err != nil {
@@ -226,7 +224,7 @@ func (c *Cassette) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	if hit.err != "" {
 		return nil, &RecordedError{Path: path, Call: hit.call, Msg: hit.err}
 	}
-	resp, err := decodeResponse(hit.response)
+	resp, err := llm.DecodeResponse(hit.response)
 	if err != nil {
 		return nil, fmt.Errorf("trace: recorded model call %d of %s: %w", hit.call, path, err)
 	}
@@ -280,96 +278,4 @@ func (c *Cassette) take(ctx context.Context, path, hash string, req json.RawMess
 	}
 	c.divergences = append(c.divergences, d)
 	return nil, &DivergenceError{Divergence: d}
-}
-
-// recordedChoice is llm's journal record of a choice (the JSON of
-// graph.ModelCall.Response), which keeps tool calls whole.
-type recordedChoice struct {
-	Content          string             `json:"content"`
-	StopReason       string             `json:"stop_reason,omitempty"`
-	ReasoningContent string             `json:"reasoning,omitempty"`
-	GenerationInfo   map[string]any     `json:"info,omitempty"`
-	FuncCall         *llms.FunctionCall `json:"func_call,omitempty"`
-	ToolCalls        []struct {
-		ID        string `json:"id"`
-		Type      string `json:"type"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"tool_calls,omitempty"`
-}
-
-func decodeResponse(raw json.RawMessage) (*llms.ContentResponse, error) {
-	var choices []recordedChoice
-	if err := json.Unmarshal(raw, &choices); err != nil {
-		return nil, fmt.Errorf("decode the recorded response: %w", err)
-	}
-	if len(choices) == 0 {
-		return nil, errors.New("the recorded response has no choices")
-	}
-	resp := &llms.ContentResponse{Choices: make([]*llms.ContentChoice, len(choices))}
-	for i, c := range choices {
-		cc := &llms.ContentChoice{Content: c.Content, StopReason: c.StopReason, ReasoningContent: c.ReasoningContent,
-			GenerationInfo: c.GenerationInfo, FuncCall: c.FuncCall}
-		for _, tc := range c.ToolCalls {
-			cc.ToolCalls = append(cc.ToolCalls, llms.ToolCall{ID: tc.ID, Type: tc.Type,
-				FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
-		}
-		resp.Choices[i] = cc
-	}
-	return resp, nil
-}
-
-// requestParts and requestMessage are the JSON of a request as llm.Observe
-// renders it for graph.ModelCall.Request.
-type requestPart struct {
-	Type    string `json:"type"`
-	Text    string `json:"text,omitempty"`
-	ID      string `json:"id,omitempty"`
-	Name    string `json:"name,omitempty"`
-	Content string `json:"content,omitempty"`
-}
-
-type requestMessage struct {
-	Role  string        `json:"role"`
-	Parts []requestPart `json:"parts"`
-}
-
-type request struct {
-	Messages []requestMessage `json:"messages"`
-	Tools    []string         `json:"tools,omitempty"`
-}
-
-// requestJSON renders a request and its hash exactly as llm.Observe does
-// (llm/observe.go, requestJSON), so that a replayed call's hash can be
-// compared with the recorded one. A test pins the two together.
-func requestJSON(msgs []llms.MessageContent, co llms.CallOptions) (json.RawMessage, string) {
-	var req request
-	for _, m := range msgs {
-		mm := requestMessage{Role: string(m.Role)}
-		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
-				mm.Parts = append(mm.Parts, requestPart{Type: "text", Text: p.Text})
-			case llms.ToolCall:
-				pp := requestPart{Type: "tool_call", ID: p.ID}
-				if p.FunctionCall != nil {
-					pp.Name, pp.Content = p.FunctionCall.Name, p.FunctionCall.Arguments
-				}
-				mm.Parts = append(mm.Parts, pp)
-			case llms.ToolCallResponse:
-				mm.Parts = append(mm.Parts, requestPart{Type: "tool_result", ID: p.ToolCallID, Name: p.Name, Content: p.Content})
-			default:
-				mm.Parts = append(mm.Parts, requestPart{Type: fmt.Sprintf("%T", p)})
-			}
-		}
-		req.Messages = append(req.Messages, mm)
-	}
-	for _, t := range co.Tools {
-		if t.Function != nil {
-			req.Tools = append(req.Tools, t.Function.Name)
-		}
-	}
-	data, _ := json.Marshal(req)
-	sum := sha256.Sum256(data)
-	return data, hex.EncodeToString(sum[:8])
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/coorflow/coorflow/llm/scripted"
 )
 
-// The Cassette hashes requests itself; the hash must be the one llm.Observe
-// records, or no replay would match.
+// The Cassette hashes requests with llm.EncodeRequest; the hash must be the
+// one llm.Observe records, or no replay would match.
 func TestRequestHashIsTheOneObserveRecords(t *testing.T) {
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
@@ -48,7 +48,7 @@ func TestRequestHashIsTheOneObserveRecords(t *testing.T) {
 		}
 	}
 	require.NotNil(t, recorded)
-	req, hash := requestJSON(msgs, llms.CallOptions{Tools: tools})
+	req, hash := llm.EncodeRequest(msgs, llms.CallOptions{Tools: tools})
 	assert.Equal(t, recorded.Hash, hash)
 	assert.JSONEq(t, string(recorded.Request), string(req))
 }

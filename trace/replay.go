@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 )
 
 // ErrNotReplayable: the run did not start from an input (it resumed or
@@ -353,7 +354,7 @@ func clip(s string) string {
 // diffRequests says where a replayed request first differs from the
 // recorded one.
 func diffRequests(want, got json.RawMessage) string {
-	var w, g request
+	var w, g llm.Request
 	if json.Unmarshal(want, &w) != nil || json.Unmarshal(got, &g) != nil {
 		return "the requests differ"
 	}
@@ -383,7 +384,7 @@ func diffRequests(want, got json.RawMessage) string {
 	return "the requests differ"
 }
 
-func messageText(m requestMessage) string {
+func messageText(m llm.RequestMessage) string {
 	var b strings.Builder
 	for _, p := range m.Parts {
 		switch p.Type {
