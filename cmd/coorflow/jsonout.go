@@ -81,7 +81,7 @@ func (p *jsonPrinter) result(status string) runResult {
 
 func (p *jsonPrinter) question(graph.InterruptInfo) {}
 
-func (p *jsonPrinter) waiting(ins []graph.InterruptInfo) {
+func (p *jsonPrinter) waiting(ins []graph.InterruptInfo, _ bool) {
 	res := p.result("interrupted")
 	res.Interrupts, res.Resume = ins, p.r.resumeCommand(ins)
 	_ = p.enc.Encode(res)

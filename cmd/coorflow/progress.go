@@ -21,8 +21,9 @@ type printer interface {
 	event(ev graph.Event)
 	// question shows a question before its answer is read.
 	question(q graph.InterruptInfo)
-	// waiting says the run waits for answers and how to give them.
-	waiting(ins []graph.InterruptInfo)
+	// waiting says the run waits for answers and how to give them;
+	// shown says the questions were shown already.
+	waiting(ins []graph.InterruptInfo, shown bool)
 	done(s graph.State)
 	failed(err error, cancelled bool)
 }
@@ -60,6 +61,11 @@ func (p *textPrinter) kinds() []graph.EventKind {
 
 func (p *textPrinter) begin() {
 	p.start = time.Now()
+	if pl := p.r.plan; pl != nil {
+		for _, s := range pl.Steps {
+			p.steps[s.ID] = s.Title
+		}
+	}
 	fmt.Fprintf(p.w, "%s · thread %s\n", p.r.r.Name(), p.r.thread)
 }
 
@@ -132,6 +138,17 @@ func (p *textPrinter) event(ev graph.Event) {
 		p.line(ev.Path+"/tool", fmt.Sprintf("· %s %s %s", t.Name, t.Status, t.Duration.Round(time.Millisecond)))
 	case graph.EventWarning:
 		p.line(ev.Path, fmt.Sprintf("! %v", ev.Data))
+	case graph.EventInterrupt:
+		ins, _ := ev.Data.([]graph.InterruptInfo)
+		for _, in := range ins {
+			for i, e := range p.pending {
+				if e.Node == in.Node {
+					p.pending = append(p.pending[:i], p.pending[i+1:]...)
+					p.line(e.Path, fmt.Sprintf("? %s  asks a question", nodeLabel(e)))
+					break
+				}
+			}
+		}
 	case graph.EventToken:
 		text, _ := ev.Data.(string)
 		if ev.Path != p.tokenPath {
@@ -316,10 +333,12 @@ func (p *textPrinter) question(q graph.InterruptInfo) {
 	fmt.Fprint(p.w, describeQuestion(q))
 }
 
-func (p *textPrinter) waiting(ins []graph.InterruptInfo) {
+func (p *textPrinter) waiting(ins []graph.InterruptInfo, shown bool) {
 	p.flush()
 	for _, q := range ins {
-		p.question(q)
+		if !shown {
+			p.question(q)
+		}
 	}
 	fmt.Fprintf(p.w, "\nthe run waits for an answer; thread %s is saved in %s. Continue with:\n  %s\n",
 		p.r.thread, p.r.db.where, p.r.resumeCommand(ins))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -108,6 +109,8 @@ type runner struct {
 	r      *graph.Runnable
 	thread string
 	demo   bool
+	// plan is the thread's plan when the run starts, if any.
+	plan *nodes.Plan
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -115,9 +118,6 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	models, err := file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: f.demo})
 	if err != nil {
 		return err
-	}
-	if models.Demo && !f.demo {
-		a.notice("no model provider is configured (%s): running offline on the scripted demo model %s", models.Reason, models.Script)
 	}
 	r.demo = models.Demo
 	if r.db, err = openDB(ctx, f.db, false); err != nil {
@@ -138,6 +138,9 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	if err != nil {
 		return err
 	}
+	if models.Demo && !f.demo {
+		a.notice("no model provider is configured (%s): running offline on the scripted demo model %s", models.Reason, models.Script)
+	}
 	return r.loop(ctx, input, opts)
 }
 
@@ -156,20 +159,21 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 	if known && info.Workflow != r.wf.ref {
 		return nil, nil, usagef("thread %s belongs to workflow %s, not %s", r.thread, info.Workflow, r.wf.ref)
 	}
-	exists := known
-	if !known {
-		if _, err := r.r.State(ctx, r.thread); err == nil {
-			exists = true
-		} else if !errors.Is(err, graph.ErrNotFound) {
-			return nil, nil, err
-		}
+	snap, err := r.r.State(ctx, r.thread)
+	exists := err == nil
+	if err != nil && !errors.Is(err, graph.ErrNotFound) {
+		return nil, nil, err
 	}
+	r.plan = nodes.PlanKey.Get(snap.State)
 	opts := []graph.Option{graph.Thread(r.thread)}
 	var input []graph.Write
 	switch {
 	case f.resuming:
 		if !exists {
 			return nil, nil, usagef("thread %s does not exist in %s: nothing to resume", r.thread, r.db.where)
+		}
+		if len(snap.Interrupts) == 0 {
+			return nil, nil, usagef("thread %s waits for no answer (%s): nothing to resume", r.thread, status(snap))
 		}
 		opt, err := r.answers()
 		if err != nil {
@@ -274,12 +278,12 @@ func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Opt
 			return nil
 		}
 		if !r.app.interactive || r.flags.json {
-			p.waiting(out.interrupts)
+			p.waiting(out.interrupts, false)
 			return interruptedError{}
 		}
 		opt, ok := r.ask(p, out.interrupts)
 		if !ok {
-			p.waiting(out.interrupts)
+			p.waiting(out.interrupts, true)
 			return interruptedError{}
 		}
 		input, opts = nil, []graph.Option{graph.Thread(r.thread), opt}

@@ -68,7 +68,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			return err
 		}
 		served[name] = r
-		names = append(names, fmt.Sprintf("%s (%s)", name, desc))
+		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
 	srv, err := server.New(server.Config{
 		Workflows: served, Saver: base.saver, Tokens: tokens,
@@ -82,7 +82,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	sort.Strings(names)
-	fmt.Fprintf(a.stdout, "serving http://%s — %s; threads in %s; %d token(s)\n", ln.Addr(), strings.Join(names, ", "), base.where, len(tokens))
+	fmt.Fprintf(a.stdout, "serving http://%s (threads in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), base.where, len(tokens), strings.Join(names, "\n"))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
