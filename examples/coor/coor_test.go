@@ -1,0 +1,60 @@
+// Package coor_test runs examples/coor offline, on its demo script, and
+// checks what the example shows: the planner defines two agents, the
+// factory builds them concurrently, independent steps run at the same
+// time, and the reporter writes the report.
+package coor_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+func TestTheCoorExampleRunsOfflineFromRequestToReport(t *testing.T) {
+	f, err := workflows.Load("workflow.yaml")
+	require.NoError(t, err)
+	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	require.True(t, ms.Demo, "no provider: the demo script")
+	r, err := f.Compile(t.Context(), workflows.Env{Models: ms.Models, Getenv: func(string) string { return "" },
+		Graph: []graph.Option{graph.WithSaver(memory.New())}})
+	require.NoError(t, err)
+
+	var created []string
+	var final graph.State
+	for ev, err := range r.Stream(t.Context(), graph.Input(nodes.Input.Set("Compare SQLite and PostgreSQL")), graph.Thread("t1")) {
+		require.NoError(t, err)
+		switch ev.Kind {
+		case graph.EventAgentCreated:
+			created = append(created, ev.Data.(graph.AgentEvent).Agent)
+		case graph.EventRunEnd:
+			final = ev.State
+		}
+	}
+	assert.ElementsMatch(t, []string{"sqlite_analyst", "postgres_analyst"}, created)
+	plan := nodes.PlanKey.Get(final)
+	require.Len(t, plan.Steps, 3)
+	for _, s := range plan.Steps {
+		assert.Equal(t, nodes.StepDone, s.Result.Status, s.ID)
+	}
+	assert.True(t, strings.HasPrefix(nodes.Answer.Get(final), "# SQLite or PostgreSQL for an embedded agent engine"))
+
+	model := ms.Models
+	require.NotNil(t, model)
+	demo, err := model.Model("basic")
+	require.NoError(t, err)
+	script := demo.(*workflows.DemoModel).Thread("t1")
+	assert.GreaterOrEqual(t, script.MaxInFlight(), 2, "builds and independent steps ran concurrently")
+	assert.Empty(t, script.Remaining(), "every scripted answer was used")
+	s3 := script.CallsFor("researcher")[0].Prompt()
+	assert.Contains(t, s3, "SQLite fits one machine well", "s3 got s1's result")
+	assert.Contains(t, s3, "PostgreSQL fits several machines", "s3 got s2's result")
+	assert.NotContains(t, script.CallsFor("sqlite_analyst")[0].Prompt(), "PostgreSQL fits", "s1 does not see s2")
+}

@@ -1,0 +1,49 @@
+// Package research_test runs examples/research offline, on its demo
+// script: the plan waits for its review, and the accepted plan runs one
+// step at a time, the coder building on the researcher's result.
+package research_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+func TestTheResearchExampleRunsOfflineWithAReviewedPlan(t *testing.T) {
+	f, err := workflows.Load("workflow.yaml")
+	require.NoError(t, err)
+	noEnv := func(string) string { return "" }
+	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: noEnv})
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{Models: ms.Models, Getenv: noEnv, Graph: []graph.Option{graph.WithSaver(memory.New())}})
+	require.NoError(t, err)
+
+	res, err := r.Invoke(t.Context(), graph.Input(nodes.Input.Set("How fast is SQLite?")), graph.Thread("t1"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	review := res.Interrupts[0].Payload.(nodes.ReviewRequest)
+	assert.Equal(t, "Checkpoints per second with SQLite in WAL mode", review.Plan.Title)
+
+	var order []string
+	var final graph.State
+	for ev, err := range r.Stream(t.Context(), nil, graph.Thread("t1"), graph.Resume("accept")) {
+		require.NoError(t, err)
+		switch ev.Kind {
+		case graph.EventAgentStart:
+			order = append(order, ev.Data.(graph.AgentEvent).Agent)
+		case graph.EventRunEnd:
+			final = ev.State
+		}
+	}
+	assert.Equal(t, []string{"researcher", "coder"}, order, "one step at a time")
+	assert.Contains(t, nodes.Answer.Get(final), "**Answer:** about **1,000 checkpoints per second**")
+	findings := nodes.Findings.Get(final)
+	require.Len(t, findings, 2)
+	assert.Equal(t, "About 50,000 checkpoints/s with synchronous=NORMAL and 1,000/s with FULL.", findings[1].Summary)
+}
