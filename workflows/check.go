@@ -118,6 +118,7 @@ func (f *File) checkTools(ps *problems) {
 		switch {
 		case slices.Contains(builtinTools, t.Name):
 		case f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name):
+		case f.opts.unregistered:
 		default:
 			known := builtinTools
 			if f.opts.tools != nil {

@@ -36,6 +36,10 @@ type Env struct {
 	// Graph are options for graph.Compile (a saver...), after those the
 	// file's settings give.
 	Graph []graph.Option
+	// Offline compiles the graph to be read or drawn, never run: go nodes
+	// without their function, unregistered tools and tools whose ${ENV}
+	// is unset get stand-ins that fail when called.
+	Offline bool
 }
 
 func (e *Env) defaults() {
@@ -96,6 +100,9 @@ func (f *File) Compile(ctx context.Context, env Env) (*graph.Runnable, error) {
 		return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 	}
 	b.r = r
+	if f.spec.Settings.Context != nil && !env.Offline {
+		env.Warn("settings.context is read (File.Context) but no node applies it yet: the team uses the default context budgets")
+	}
 	return r, nil
 }
 

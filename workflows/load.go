@@ -63,7 +63,9 @@ type LoadOption func(*loadOptions)
 type loadOptions struct {
 	funcs map[string]graph.NodeFunc
 	tools *tools.Registry
-	stack []string // files being loaded, for subgraph cycles
+	// unregistered accepts tools no program registered.
+	unregistered bool
+	stack        []string // files being loaded, for subgraph cycles
 }
 
 // WithFuncs registers the Go functions that nodes of type go name. Files
@@ -77,6 +79,14 @@ func WithFuncs(funcs map[string]graph.NodeFunc) LoadOption {
 // may name besides the built-ins.
 func WithTools(reg *tools.Registry) LoadOption {
 	return func(o *loadOptions) { o.tools = reg }
+}
+
+// WithUnregistered accepts tools that are neither built in nor registered
+// with WithTools, for checking and drawing a file outside the program that
+// runs it: Unregistered lists them, and only an Env.Offline compilation
+// succeeds.
+func WithUnregistered() LoadOption {
+	return func(o *loadOptions) { o.unregistered = true }
 }
 
 // Load reads and validates the workflow file at path. Every problem found
@@ -170,6 +180,26 @@ func (f *File) Nodes() []string {
 		out[i] = n.Name
 	}
 	return out
+}
+
+// Unregistered names what the file needs from the program that runs it
+// and was not given: "tool NAME" (loaded WithUnregistered) and
+// "function NAME" (go nodes, loaded without WithFuncs).
+func (f *File) Unregistered() []string {
+	var out []string
+	for _, t := range f.spec.tools {
+		if !slices.Contains(builtinTools, t.Name) && (f.opts.tools == nil || !hasTool(f.opts.tools.Names(), t.Name)) {
+			out = append(out, "tool "+t.Name)
+		}
+	}
+	for _, n := range f.allNodes() {
+		if n.Spec.Type == "go" {
+			if _, ok := f.opts.funcs[n.Spec.Func]; !ok {
+				out = append(out, "function "+n.Spec.Func)
+			}
+		}
+	}
+	return slices.Compact(out)
 }
 
 // NeedsModels reports whether a node of the file calls a model.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -117,6 +118,9 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 		return b.toolNode(n)
 	case "go":
 		fn, ok := b.f.opts.funcs[s.Func]
+		if !ok && b.env.Offline {
+			return standIn("go function " + s.Func), nil
+		}
 		if !ok {
 			return nil, fmt.Errorf("go function %q is not registered: a file with go nodes runs in a Go program that registers its functions (workflows.WithFuncs)", s.Func)
 		}
@@ -363,6 +367,16 @@ func oneLine(s string) string {
 		s = string(r[:79]) + "…"
 	}
 	return s
+}
+
+// errOffline is what a stand-in returns: the graph was compiled to be
+// read or drawn, not run.
+var errOffline = errors.New("workflows: compiled offline (Env.Offline): it cannot run")
+
+func standIn(what string) graph.NodeFunc {
+	return func(context.Context, graph.State) (graph.Command, error) {
+		return graph.Command{}, fmt.Errorf("%w: %s", errOffline, what)
+	}
 }
 
 // stripThink removes <think>…</think> blocks some models put in their

@@ -191,3 +191,21 @@ func TestAnLLMNodeWritesStructuredOutputThatLaterTemplatesRead(t *testing.T) {
 	assert.Contains(t, model.CallsFor("summarize")[0].Prompt(), "You summarize texts.\nSummarize: About trees.")
 	assert.Contains(t, model.CallsFor("headline")[0].Prompt(), "Write a headline for Trees with 2 points.")
 }
+
+func TestAFileThatNeedsGoIsCheckedAndDrawnWithoutItButNotRun(t *testing.T) {
+	got := problemsOf(t, "testdata/run/review_loop.yaml")
+	assert.Equal(t, []string{`testdata/run/review_loop.yaml:16:3: tools.shout: unknown tool "shout" (the tools available are: python, http_fetch, web_search, ask_human); tools written in Go must be registered by the program that runs the file`}, got)
+
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithUnregistered())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"tool shout", "function grade", "function revise", "function give_up"}, f.Unregistered())
+	_, err = f.Compile(t.Context(), workflows.Env{})
+	assert.EqualError(t, err, "workflows: testdata/run/review_loop.yaml: tools.shout: the tool is not registered: the program that runs the file registers it (workflows.WithTools)")
+	r, err := f.Compile(t.Context(), workflows.Env{Offline: true})
+	require.NoError(t, err)
+	assert.Contains(t, r.Mermaid(), "triage -.-> give_up")
+	in, err := f.Input(r, "topic", "x")
+	require.NoError(t, err)
+	_, err = r.Invoke(t.Context(), in)
+	assert.ErrorContains(t, err, "workflows: compiled offline (Env.Offline): it cannot run: tool shout")
+}

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,6 +43,9 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 		key, m2 := expandEnv(s.APIKey, env.Getenv)
 		if missing := append(m1, m2...); len(missing) > 0 {
 			err := unsetError(f.path+": tools.web_search", missing)
+			if env.Offline {
+				return standInTool(t.Name), nil
+			}
 			if s.Optional {
 				env.Warn(fmt.Sprintf("tool web_search is left out: %s", err.Error()[len("workflows: "):]))
 				return nil, nil
@@ -55,6 +60,12 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 		}
 		return tools.WebSearch(tools.WebSearchConfig{Provider: p, MaxResults: s.MaxResults}), nil
 	}
+	if f.opts.tools == nil || !hasTool(f.opts.tools.Names(), t.Name) {
+		if env.Offline {
+			return standInTool(t.Name), nil
+		}
+		return nil, fmt.Errorf("workflows: %s: tools.%s: the tool is not registered: the program that runs the file registers it (workflows.WithTools)", f.path, t.Name)
+	}
 	tool, err := f.opts.tools.Get(t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("workflows: %s: tools.%s: %w", f.path, t.Name, err)
@@ -63,4 +74,11 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 		return tools.WithTimeout(tool, timeout), nil
 	}
 	return tool, nil
+}
+
+// standInTool is a tool of a graph compiled offline.
+func standInTool(name string) tools.Tool {
+	return tools.Func(name, "Not available: the graph was compiled offline.", nil, func(context.Context, json.RawMessage) (string, error) {
+		return "", fmt.Errorf("%w: tool %s", errOffline, name)
+	})
 }

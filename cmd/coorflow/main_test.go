@@ -302,6 +302,8 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 			"coorflow: thread t-none does not exist in " + c.db + ": nothing to resume"},
 		{"invalid file", []string{"run", "../../workflows/testdata/bad/unknown_node_type.yaml", "--input", "x"}, nil, exitUsage,
 			`../../workflows/testdata/bad/unknown_node_type.yaml:5:11: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean "llm"?)`},
+		{"file that needs Go", []string{"run", "../../examples/embed", "--input", "x"}, nil, exitUsage,
+			"coorflow: ../../examples/embed needs tool lookup_order, function escalate from the Go program that runs it; the coorflow command cannot run it (see examples/embed)"},
 		{"validate without files", []string{"validate"}, nil, exitUsage, "coorflow: validate: give the files to check"},
 		{"graph of two files", []string{"graph", "coor", "research"}, nil, exitUsage, "coorflow: graph: give one workflow file"},
 		{"unknown threads subcommand", []string{"threads", "lsit"}, nil, exitUsage, `coorflow: threads: unknown subcommand "lsit" (did you mean "list"?) (want list, show, history or rm)`},
@@ -395,6 +397,13 @@ func TestValidateAndGraph(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "ok  ../../examples/coor  (coor: 5 nodes)\nok  ../../examples/research/workflow.yaml  (research: 8 nodes)\nok  research  (research: 8 nodes)\n", stdout)
 
+	code, stdout, stderr = c.run("validate", "../../examples/embed")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "ok  ../../examples/embed  (triage: 3 nodes; its Go program registers tool lookup_order, function escalate)\n", stdout)
+	code, stdout, _ = c.run("graph", "../../examples/embed")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, "  classify -.->|state.category == 'bug'| escalate\n", "a file that needs Go is drawn without it")
+
 	code, stdout, stderr = c.run("validate", "../../examples/coor", "../../workflows/testdata/bad/cycle_with_no_exit.yaml", "../../workflows/testdata/bad/yaml_syntax.yaml")
 	assert.Equal(t, exitUsage, code)
 	assert.Equal(t, "ok  ../../examples/coor  (coor: 5 nodes)\n", stdout)
@@ -437,8 +446,10 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	pr, pw := io.Pipe()
 	c.ctx, c.stdout = ctx, pw
 	done := make(chan int, 1)
+	var serveErr string
 	go func() {
-		code, _, _ := c.run("serve", "../../examples", "--addr", "127.0.0.1:0", "--token", "secret=alice")
+		code, _, stderr := c.run("serve", "../../examples", "--addr", "127.0.0.1:0", "--token", "secret=alice")
+		serveErr = stderr
 		_ = pw.Close()
 		done <- code
 	}()
@@ -490,4 +501,8 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 
 	cancel()
 	assert.Equal(t, exitOK, <-done)
+	assert.Contains(t, serveErr, "coorflow: serve: left out ../../examples/embed/workflow.yaml (it needs tool lookup_order, function escalate from its Go program)\n")
+	c.ctx, c.stdout = nil, nil
+	_, _, stderr := c.run("serve", "../../examples/embed", "--token", "t")
+	assert.Equal(t, "coorflow: ../../examples/embed needs tool lookup_order, function escalate from the Go program that runs it; the coorflow command cannot run it (see examples/embed)\n", stderr)
 }

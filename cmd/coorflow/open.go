@@ -35,10 +35,28 @@ type workflowRef struct {
 }
 
 // loadWorkflow loads a workflow file, the workflow.yaml of a directory, or
-// a built-in workflow by name.
+// a built-in workflow by name. It accepts the tools a Go program must
+// register (File.Unregistered names them).
 func loadWorkflow(arg string) (*workflowRef, error) {
+	return loadWith(arg, workflows.WithUnregistered())
+}
+
+// runnable is loadWorkflow for a workflow the CLI runs: it refuses files
+// that need tools or functions written in Go.
+func runnable(arg string) (*workflowRef, error) {
+	wf, err := loadWorkflow(arg)
+	if err != nil {
+		return nil, err
+	}
+	if need := wf.file.Unregistered(); len(need) > 0 {
+		return nil, usagef("%s needs %s from the Go program that runs it; the coorflow command cannot run it (see examples/embed)", arg, strings.Join(need, ", "))
+	}
+	return wf, nil
+}
+
+func loadWith(arg string, opts ...workflows.LoadOption) (*workflowRef, error) {
 	if name, ok := strings.CutPrefix(arg, "builtin:"); ok {
-		f, err := workflows.Builtin(name)
+		f, err := workflows.Builtin(name, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +71,7 @@ func loadWorkflow(arg string) (*workflowRef, error) {
 			return nil, usagef("%s is a directory without a workflow.yaml", arg)
 		}
 	case err != nil && !strings.ContainsAny(arg, "/.") && isBuiltin(arg):
-		f, err := workflows.Builtin(arg)
+		f, err := workflows.Builtin(arg, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +79,7 @@ func loadWorkflow(arg string) (*workflowRef, error) {
 	case err != nil:
 		return nil, usagef("no workflow file or directory %s (built-in workflows: %s)", arg, strings.Join(workflows.Builtins(), ", "))
 	}
-	f, err := workflows.Load(path)
+	f, err := workflows.Load(path, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +219,7 @@ func (noModel) Call(context.Context, string, ...llms.CallOption) (string, error)
 
 // compileOffline compiles a workflow for reading threads or drawing it.
 func compileOffline(ctx context.Context, f *workflows.File, d *db, owner string) (*graph.Runnable, error) {
-	// The graph is never run: ${ENV} references get a placeholder so that
-	// a read does not need the secrets of a run.
-	env := workflows.Env{Models: offlineModels(), Owner: owner, Getenv: func(string) string { return "unset" }}
+	env := workflows.Env{Models: offlineModels(), Owner: owner, Offline: true}
 	if d != nil {
 		env.Store = d.store
 		env.Graph = []graph.Option{graph.WithSaver(d.saver)}

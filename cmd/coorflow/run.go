@@ -65,7 +65,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	wf, err := loadWorkflow(pos[0])
+	wf, err := runnable(pos[0])
 	if err != nil {
 		return err
 	}

@@ -41,9 +41,12 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	files, err := findWorkflows(pos)
+	files, skipped, err := findWorkflows(pos)
 	if err != nil {
 		return err
+	}
+	for _, s := range skipped {
+		a.notice("serve: left out %s", s)
 	}
 	shutdownTracing, err := telemetry.Setup(ctx)
 	if err != nil {
@@ -131,46 +134,49 @@ func (a *app) tokens(flags []string) (map[string]string, error) {
 // workflow.yaml, or every workflow file in them and in their
 // subdirectories' workflow.yaml), built-in names; by default the built-in
 // workflows.
-func findWorkflows(args []string) ([]*workflowRef, error) {
+func findWorkflows(args []string) (out []*workflowRef, skipped []string, err error) {
 	if len(args) == 0 {
 		args = workflows.Builtins()
 	}
-	var out []*workflowRef
 	for _, arg := range args {
 		fi, err := os.Stat(arg)
-		if err != nil || !fi.IsDir() {
-			wf, err := loadWorkflow(arg)
+		if err != nil || !fi.IsDir() || fileExists(filepath.Join(arg, "workflow.yaml")) {
+			wf, err := runnable(arg)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, wf)
 			continue
 		}
 		paths, err := workflowFiles(arg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(paths) == 0 {
-			return nil, usagef("serve: no workflow files in %s", arg)
+			return nil, nil, usagef("serve: no workflow files in %s", arg)
 		}
 		for _, p := range paths {
 			wf, err := loadWorkflow(p)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			if need := wf.file.Unregistered(); len(need) > 0 {
+				skipped = append(skipped, fmt.Sprintf("%s (it needs %s from its Go program)", p, strings.Join(need, ", ")))
+				continue
 			}
 			out = append(out, wf)
 		}
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, skipped, usagef("serve: no workflow to serve in %s", strings.Join(args, ", "))
+	}
+	return out, skipped, nil
 }
 
-// workflowFiles lists the workflow files of a directory: its
-// workflow.yaml, or its YAML files that declare apiVersion coorflow/v1
-// and the workflow.yaml of its subdirectories.
+// workflowFiles lists the workflow files of a directory: its YAML files
+// that declare apiVersion coorflow/v1 and the workflow.yaml of its
+// subdirectories.
 func workflowFiles(dir string) ([]string, error) {
-	if p := filepath.Join(dir, "workflow.yaml"); fileExists(p) {
-		return []string{p}, nil
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/coorflow/coorflow/workflows"
 )
 
 // validation is one file's verdict, for validate --json.
 type validation struct {
-	File     string              `json:"file"`
-	Valid    bool                `json:"valid"`
-	Name     string              `json:"name,omitempty"`
-	Nodes    []string            `json:"nodes,omitempty"`
+	File  string   `json:"file"`
+	Valid bool     `json:"valid"`
+	Name  string   `json:"name,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+	// Needs are the tools and functions its Go program must register.
+	Needs    []string            `json:"needs,omitempty"`
 	Problems []workflows.Problem `json:"problems,omitempty"`
 	Error    string              `json:"error,omitempty"`
 }
@@ -46,9 +49,14 @@ func (a *app) validate(ctx context.Context, args []string) error {
 		}
 	} else {
 		for _, v := range out {
-			if v.Valid {
-				fmt.Fprintf(a.stdout, "ok  %s  (%s: %d nodes)\n", v.File, v.Name, len(v.Nodes))
+			if !v.Valid {
+				continue
 			}
+			needs := ""
+			if len(v.Needs) > 0 {
+				needs = "; its Go program registers " + strings.Join(v.Needs, ", ")
+			}
+			fmt.Fprintf(a.stdout, "ok  %s  (%s: %d nodes%s)\n", v.File, v.Name, len(v.Nodes), needs)
 		}
 	}
 	if len(failures) == 0 {
@@ -76,7 +84,7 @@ func (a *app) validateOne(ctx context.Context, arg string) (validation, error) {
 		v.Error = err.Error()
 		return v, &usageError{msg: err.Error()}
 	}
-	v.Valid, v.Name, v.Nodes = true, wf.file.Name(), wf.file.Nodes()
+	v.Valid, v.Name, v.Nodes, v.Needs = true, wf.file.Name(), wf.file.Nodes(), wf.file.Unregistered()
 	return v, nil
 }
 
