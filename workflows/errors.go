@@ -51,6 +51,7 @@ type FileError struct {
 	Problems []Problem
 }
 
+// Error renders every problem, one per line.
 func (e *FileError) Error() string {
 	if len(e.Problems) == 1 {
 		return "workflows: " + e.Problems[0].String()

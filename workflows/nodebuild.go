@@ -130,12 +130,29 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 }
 
 // agents is the directory plans name agents from: the registry when new
-// agents may be built, the predefined roles otherwise.
+// agents may be built; otherwise the agents of the file's worker nodes,
+// or the predefined roles when it has none.
 func (b *build) agents(dynamic bool) nodes.AgentDirectory {
 	if dynamic {
 		return b.reg
 	}
-	return nodes.DefaultAgents
+	var cards nodes.StaticAgents
+	for _, n := range b.f.nodes {
+		if n.Spec.Type != "worker" {
+			continue
+		}
+		card := nodes.AgentCard{Name: n.Spec.Agent, Description: n.Spec.Description}
+		for _, d := range nodes.DefaultAgents {
+			if d.Name == card.Name && card.Description == "" {
+				card.Description = d.Description
+			}
+		}
+		cards = append(cards, card)
+	}
+	if len(cards) == 0 {
+		return nodes.DefaultAgents
+	}
+	return cards
 }
 
 func (b *build) team(n *fileNode) (graph.NodeFunc, error) {

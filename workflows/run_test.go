@@ -13,6 +13,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -208,4 +209,23 @@ func TestAFileThatNeedsGoIsCheckedAndDrawnWithoutItButNotRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.Invoke(t.Context(), in)
 	assert.ErrorContains(t, err, "workflows: compiled offline (Env.Offline): it cannot run: tool shout")
+}
+
+func TestAPlannerWithoutNewAgentsPlansWithTheFilesWorkers(t *testing.T) {
+	plan := map[string]any{"title": "Numbers", "thought": "t", "locale": "en-US", "has_enough_context": false, "new_agents_needed": []any{},
+		"steps": []any{map[string]any{"id": "s1", "agent_name": "analyst", "title": "Add", "description": "Add 2 and 2.", "step_type": "processing", "need_search": false, "depends_on": []string{}}}}
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"planner":  {jsonReply(t, plan)},
+		"analyst":  {answerReply(t, "FOUR")},
+		"reporter": {{Text: "# Four"}},
+	}})
+	f, err := workflows.Load("testdata/run/custom_worker.yaml")
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{Models: staticModels(t, model)})
+	require.NoError(t, err)
+	path, _, err := runPath(t, r, graph.Input(nodes.Request.Set("What is 2+2?")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"planner", "review", "team", "analyst", "team", "planner", "reporter"}, path)
+	assert.Contains(t, model.CallsFor("planner")[0].Prompt(), "- analyst: Analyses numbers.\n")
+	assert.Contains(t, model.CallsFor("analyst")[0].Prompt(), "You analyse numbers and reason before you conclude.")
 }
