@@ -185,11 +185,11 @@ func TestTheResearchExampleWaitsForItsReviewAndResumesInAnotherProcess(t *testin
 
 func TestOnATerminalTheQuestionIsAskedAndTheRunGoesOn(t *testing.T) {
 	c := newCLI(t)
-	c.interactive, c.stdin = true, "accept\n"
+	c.interactive, c.stdin = true, "\naccept\n"
 	code, stdout, stderr := c.run("run", "../../examples/research", "--input", "How fast is SQLite?")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "Accept this plan, say what to change, or send an edited plan.\n")
-	assert.Contains(t, stdout, "\n> ")
+	assert.Contains(t, stdout, "\n> > ", "an empty answer asks again")
 	assert.Contains(t, stdout, "✓ reporter  answer: 14 lines")
 
 	c.stdin = "" // the person closed stdin

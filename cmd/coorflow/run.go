@@ -111,6 +111,8 @@ type runner struct {
 	demo   bool
 	// plan is the thread's plan when the run starts, if any.
 	plan *nodes.Plan
+	// in reads the answers typed on a terminal.
+	in *bufio.Reader
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -281,7 +283,11 @@ func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Opt
 			p.waiting(out.interrupts, false)
 			return interruptedError{}
 		}
-		opt, ok := r.ask(p, out.interrupts)
+		opt, ok := r.ask(ctx, p, out.interrupts)
+		if ctx.Err() != nil {
+			p.failed(ctx.Err(), true)
+			return ctx.Err()
+		}
 		if !ok {
 			p.waiting(out.interrupts, true)
 			return interruptedError{}
@@ -316,18 +322,22 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 }
 
 // ask shows the questions and reads the answers from stdin; false when
-// stdin ended.
-func (r *runner) ask(p printer, ins []graph.InterruptInfo) (graph.Option, bool) {
-	in := bufio.NewReader(r.app.stdin)
+// stdin ended or ctx was cancelled (Ctrl-C).
+func (r *runner) ask(ctx context.Context, p printer, ins []graph.InterruptInfo) (graph.Option, bool) {
+	if r.in == nil {
+		r.in = bufio.NewReader(r.app.stdin)
+	}
 	each := map[string]any{}
 	for _, q := range ins {
 		p.question(q)
-		fmt.Fprint(r.app.stdout, "> ")
-		line, err := in.ReadString('\n')
-		line = strings.TrimSpace(line)
-		if line == "" && err != nil {
-			fmt.Fprintln(r.app.stdout)
-			return nil, false
+		var line string
+		for line == "" { // an empty line asks again
+			fmt.Fprint(r.app.stdout, "> ")
+			var ok bool
+			if line, ok = r.readLine(ctx); !ok {
+				fmt.Fprintln(r.app.stdout)
+				return nil, false
+			}
 		}
 		each[q.ID] = answerValue(line)
 	}
@@ -335,6 +345,26 @@ func (r *runner) ask(p printer, ins []graph.InterruptInfo) (graph.Option, bool) 
 		return graph.Resume(each[ins[0].ID]), true
 	}
 	return graph.ResumeEach(each), true
+}
+
+// readLine reads an answer. A terminal read cannot be interrupted: on
+// Ctrl-C the reading goroutine is left blocked, and ends with the process.
+func (r *runner) readLine(ctx context.Context) (string, bool) {
+	type line struct {
+		text string
+		err  error
+	}
+	got := make(chan line, 1)
+	go func() {
+		text, err := r.in.ReadString('\n')
+		got <- line{strings.TrimSpace(text), err}
+	}()
+	select {
+	case l := <-got:
+		return l.text, l.err == nil || l.text != ""
+	case <-ctx.Done():
+		return "", false
+	}
 }
 
 // resumeCommand is the command that answers a question of the thread.
