@@ -37,3 +37,11 @@ func RuntimeString(ctx context.Context, key string) string {
 	s, _ := v.(string)
 	return s
 }
+
+// Runtime keys the engine's hosts set (the HTTP server, the CLI) and its
+// packages read: who the run is for, its thread and its run id.
+const (
+	RuntimeOwner  = "coorflow.owner"
+	RuntimeThread = "coorflow.thread"
+	RuntimeRun    = "coorflow.run"
+)
