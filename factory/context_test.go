@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm/scripted"
@@ -127,4 +128,43 @@ func TestEveryAgentCallLeavesASnapshotOfWhatItSaw(t *testing.T) {
 	}
 	_, ok = a2.Part("handoff:b1")
 	assert.False(t, ok)
+}
+
+func TestARunForAnOwnerUsesThatOwnersAgentsAndBoard(t *testing.T) {
+	s := smem.New(store.Config{})
+	e := newEnv(t, s, fullScript())
+	r := e.team(t, factory.TeamConfig{}, graph.WithSaver(memory.New()))
+	res, err := r.Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Thread("alice/web-1"),
+		graph.WithRuntime(map[string]any{graph.RuntimeOwner: "alice"}))
+	require.NoError(t, err, "a thread id with a slash is one board segment")
+	plan := nodes.PlanKey.Get(res.State)
+	assert.True(t, strings.HasPrefix(plan.Step("a1").Result.Ref, "mission/alice%2Fweb-1/"), plan.Step("a1").Result.Ref)
+	_, err = s.Get(t.Context(), "alice", plan.Step("a1").Result.Ref)
+	require.NoError(t, err, "the output is alice's")
+
+	_, err = factory.NewRegistry(s, "alice").Get(t.Context(), "market_analyst")
+	require.NoError(t, err, "the agents built for alice are hers")
+	_, err = e.reg.Get(t.Context(), "market_analyst")
+	require.ErrorIs(t, err, factory.ErrAgentNotFound, "and not the default owner's")
+	read := factory.OutputReader(s, "acme")
+	_, err = read(t.Context(), plan.Step("a1").Result.Ref)
+	require.Error(t, err, "outside alice's run the default owner is used")
+}
+
+func TestTheTeamAppliesItsWindowPolicies(t *testing.T) {
+	e := newEnv(t, smem.New(store.Config{}), fullScript())
+	r := e.team(t, factory.TeamConfig{Window: window.Config{Offload: window.OffloadPolicy{OutputBytes: 8}}})
+	var a2 *window.Snapshot
+	for ev, err := range r.Stream(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Events(graph.EventSnapshot)) {
+		require.NoError(t, err)
+		if strings.Contains(ev.Path, "step:a2") {
+			s := ev.Data.(window.Snapshot)
+			a2 = &s
+		}
+	}
+	require.NotNil(t, a2)
+	compacted := a2.PoliciesOf(window.PolicyCompactOutput)
+	require.NotEmpty(t, compacted, "an 8-byte output limit compacts a1's handoff")
+	assert.Equal(t, "handoff:a1", compacted[0].Part)
+	assert.Contains(t, e.model.CallsFor("market_analyst")[1].Prompt(), "the full output is at "+compacted[0].Ref+" — read it with read_context")
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/store"
 )
@@ -45,7 +46,11 @@ type Agent struct {
 var ErrAgentNotFound = errors.New("factory: agent not found")
 
 // Registry keeps agents in a context store, under team/agents/<name>, per
-// owner. It is safe for concurrent use.
+// owner. Inside a run whose runtime names an owner (graph.RuntimeOwner, as
+// the HTTP server sets it), the registry works on that owner's agents, so
+// one compiled workflow serves many owners, each with agents of their own;
+// elsewhere it works on the owner it was made for. It is safe for
+// concurrent use.
 type Registry struct {
 	store store.Store
 	owner string
@@ -56,8 +61,16 @@ func NewRegistry(s store.Store, owner string) *Registry {
 	return &Registry{store: s, owner: owner}
 }
 
-// Owner returns the registry's owner.
+// Owner returns the owner the registry was made for.
 func (r *Registry) Owner() string { return r.owner }
+
+// OwnerOf returns the owner whose agents the registry works on in ctx.
+func (r *Registry) OwnerOf(ctx context.Context) string {
+	if o := graph.RuntimeString(ctx, graph.RuntimeOwner); o != "" {
+		return o
+	}
+	return r.owner
+}
 
 func agentPath(name string) string { return "team/agents/" + name }
 
@@ -74,12 +87,12 @@ func builtin(name string) (Agent, bool) {
 // Get returns the agent called name: the stored one, or the built-in one
 // (at revision 0) when none is stored under that name.
 func (r *Registry) Get(ctx context.Context, name string) (Agent, error) {
-	it, err := r.store.Get(ctx, r.owner, agentPath(name))
+	it, err := r.store.Get(ctx, r.OwnerOf(ctx), agentPath(name))
 	if errors.Is(err, store.ErrNotFound) {
 		if a, ok := builtin(name); ok {
 			return a, nil
 		}
-		return Agent{}, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, name, r.owner)
+		return Agent{}, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, name, r.OwnerOf(ctx))
 	}
 	if err != nil {
 		return Agent{}, fmt.Errorf("factory: read agent %q: %w", name, err)
@@ -102,7 +115,7 @@ func (r *Registry) Add(ctx context.Context, a Agent) (Agent, error) {
 	if err != nil {
 		return a, fmt.Errorf("factory: encode agent %q: %w", a.Name, err)
 	}
-	m, err := r.store.Add(ctx, r.owner, agentPath(a.Name), string(b), store.Attrs{
+	m, err := r.store.Add(ctx, r.OwnerOf(ctx), agentPath(a.Name), string(b), store.Attrs{
 		ContentType: store.ContentJSON, Trust: store.TrustSystem, Trigger: store.TriggerIndex,
 	})
 	if err != nil {
@@ -123,9 +136,9 @@ func (r *Registry) Update(ctx context.Context, a Agent) (Agent, error) {
 	if err != nil {
 		return a, fmt.Errorf("factory: encode agent %q: %w", a.Name, err)
 	}
-	m, err := r.store.Edit(ctx, r.owner, agentPath(a.Name), store.Replace(a.Revision, string(b)))
+	m, err := r.store.Edit(ctx, r.OwnerOf(ctx), agentPath(a.Name), store.Replace(a.Revision, string(b)))
 	if errors.Is(err, store.ErrNotFound) {
-		return a, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, a.Name, r.owner)
+		return a, fmt.Errorf("%w: %q (owner %q)", ErrAgentNotFound, a.Name, r.OwnerOf(ctx))
 	}
 	if err != nil {
 		return a, fmt.Errorf("factory: update agent %q: %w", a.Name, err)
@@ -147,7 +160,7 @@ func (r *Registry) Remove(ctx context.Context, name string) error {
 	if _, ok := builtin(name); ok && a.Revision == 0 {
 		return fmt.Errorf("%w: %q cannot be removed; edit it instead", ErrBuiltin, name)
 	}
-	if err := r.store.Delete(ctx, r.owner, agentPath(name), a.Revision); err != nil {
+	if err := r.store.Delete(ctx, r.OwnerOf(ctx), agentPath(name), a.Revision); err != nil {
 		return fmt.Errorf("factory: remove agent %q: %w", name, err)
 	}
 	return nil
@@ -159,7 +172,7 @@ func (r *Registry) List(ctx context.Context) ([]Agent, error) {
 	stored := map[string]bool{}
 	opts := store.ListOptions{Limit: store.MaxListLimit}
 	for {
-		page, err := r.store.List(ctx, r.owner, "team/agents/", opts)
+		page, err := r.store.List(ctx, r.OwnerOf(ctx), "team/agents/", opts)
 		if err != nil {
 			return nil, fmt.Errorf("factory: list agents: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ type TeamConfig struct {
 	FailFast bool
 	// MaxTurns caps each agent's tool turns (nodes.DefaultMaxTurns).
 	MaxTurns int
+	// Window holds the context policies of the agents' windows (budgets,
+	// thresholds); the team sets their offloader and summarizer. The zero
+	// value takes the mission's defaults.
+	Window window.Config
 	// NoWindow sends agents their whole context as it is. By default,
 	// with a Store, each agent's calls are assembled by a window over the
 	// mission board (large results offloaded and readable back with the
@@ -125,15 +130,19 @@ type teamRun struct {
 
 func (t *teamRun) open(ctx context.Context) error {
 	info, _ := graph.TaskOf(ctx)
-	run := info.Thread
+	run := graph.RuntimeString(ctx, graph.RuntimeThread) // the thread as its owner named it
+	if run == "" {
+		run = info.Thread
+	}
 	if run == "" {
 		run = "local"
 	}
+	run = url.PathEscape(run) // a board's run id is one path segment
 	t.prefix = fmt.Sprintf("step%d-", info.Step)
 	if t.cfg.Store == nil {
 		return nil
 	}
-	b, err := board.New(t.cfg.Store, t.cfg.Registry.Owner(), run)
+	b, err := board.New(t.cfg.Store, t.cfg.Registry.OwnerOf(ctx), run)
 	if err != nil {
 		return fmt.Errorf("factory: open the mission board of %q: %w", run, err)
 	}
@@ -406,7 +415,9 @@ func (t *teamRun) agent(a Agent, viewer store.Viewer) (*nodes.ReAct, error) {
 			return nil, fmt.Errorf("factory: the summarizer for agent %q: %w", a.Name, err)
 		}
 		bs := window.NewBoardStore(t.board, viewer)
-		cfg.Window = window.New(window.Config{Offloader: bs, Summarizer: summarizer})
+		wc := t.cfg.Window
+		wc.Offloader, wc.Summarizer = bs, summarizer
+		cfg.Window = window.New(wc)
 		cfg.Budget = window.Budget{MaxInputTokens: profile.MaxInputTokens}
 		if profile.MaxInputTokens > 16_000 {
 			cfg.Budget.ReserveForOutput = 4096
@@ -444,4 +455,22 @@ func (t *teamRun) visibleNotes(ctx context.Context, viewer store.Viewer) (string
 		fmt.Fprintf(&b, "### %s\n%s\n", rel, it.Content)
 	}
 	return b.String(), nil
+}
+
+// OutputReader returns a function that reads back a step output the team
+// stored on a mission board, for the owner of the run in ctx (the
+// graph.RuntimeOwner runtime value, owner when there is none) — what the
+// reporter needs.
+func OutputReader(s store.Store, owner string) func(ctx context.Context, ref string) (string, error) {
+	return func(ctx context.Context, ref string) (string, error) {
+		o := graph.RuntimeString(ctx, graph.RuntimeOwner)
+		if o == "" {
+			o = owner
+		}
+		it, err := s.Get(ctx, o, ref)
+		if err != nil {
+			return "", err
+		}
+		return it.Content, nil
+	}
 }

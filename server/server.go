@@ -33,9 +33,9 @@ const (
 // Keys of the runtime values (graph.RuntimeString) every run started by the
 // server carries: who asked, on which thread, in which run.
 const (
-	RuntimeOwner  = "coorflow.owner"
-	RuntimeThread = "coorflow.thread"
-	RuntimeRun    = "coorflow.run"
+	RuntimeOwner  = graph.RuntimeOwner
+	RuntimeThread = graph.RuntimeThread
+	RuntimeRun    = graph.RuntimeRun
 )
 
 // Config configures a Server.

@@ -100,9 +100,6 @@ func (f *File) Compile(ctx context.Context, env Env) (*graph.Runnable, error) {
 		return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 	}
 	b.r = r
-	if f.spec.Settings.Context != nil && !env.Offline {
-		env.Warn("settings.context is read (File.Context) but no node applies it yet: the team uses the default context budgets")
-	}
 	return r, nil
 }
 

@@ -76,15 +76,7 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		st, owner := b.env.Store, b.env.Owner
-		read := func(ctx context.Context, ref string) (string, error) {
-			it, err := st.Get(ctx, owner, ref)
-			if err != nil {
-				return "", err
-			}
-			return it.Content, nil
-		}
-		return nodes.Reporter(nodes.ReporterConfig{Model: m, Info: info, Read: read})
+		return nodes.Reporter(nodes.ReporterConfig{Model: m, Info: info, Read: factory.OutputReader(b.env.Store, b.env.Owner)})
 	case "team":
 		return b.team(n)
 	case "background_investigator":
@@ -170,6 +162,7 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 		Builder:          &factory.Builder{Model: m, Info: info, Tools: b.tools, WritePrompt: factory.ExpandWith(exp, b.tools)},
 		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
 		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
+		Window: b.f.Context(),
 	})
 }
 

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -121,14 +120,7 @@ func front(g *graph.Graph, c *Config, agents nodes.AgentDirectory, dynamic bool,
 	if err != nil {
 		return err
 	}
-	board := func(ctx context.Context, ref string) (string, error) {
-		it, err := c.Store.Get(ctx, c.Owner, ref)
-		if err != nil {
-			return "", err
-		}
-		return it.Content, nil
-	}
-	reporter, err := nodes.Reporter(nodes.ReporterConfig{Model: basic, Info: basicInfo, Read: board})
+	reporter, err := nodes.Reporter(nodes.ReporterConfig{Model: basic, Info: basicInfo, Read: factory.OutputReader(c.Store, c.Owner)})
 	if err != nil {
 		return err
 	}
