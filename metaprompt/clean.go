@@ -1,13 +1,10 @@
 package metaprompt
 
 import (
-	"regexp"
 	"strings"
-)
 
-// thinkBlock matches a reasoning block that reasoning models (DeepSeek-R1,
-// QwQ) write inline, before their answer.
-var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
+	"github.com/coorflow/coorflow/llm"
+)
 
 // clean returns the system prompt in a model's reply: <think>…</think>
 // blocks removed (a "</think>" without its opening tag drops everything
@@ -15,14 +12,7 @@ var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
 // that opens the reply removed with its closing fence, and surrounding
 // blank space trimmed. Fences inside the prompt are kept.
 func clean(reply string) string {
-	s := thinkBlock.ReplaceAllString(reply, "")
-	if i := strings.Index(s, "</think>"); i >= 0 {
-		s = s[i+len("</think>"):]
-	}
-	if i := strings.Index(s, "<think>"); i >= 0 {
-		s = s[:i]
-	}
-	s = strings.TrimSpace(s)
+	s := llm.StripThink(reply)
 	if !isFence(s) {
 		return s
 	}

@@ -79,7 +79,7 @@ func Coordinator(cfg CoordinatorConfig) (graph.NodeFunc, error) {
 			}
 			return graph.Goto(cfg.Next, user, Request.Set(args.Task), Locale.Set(args.Locale)), nil
 		}
-		reply := stripThink(choice.Content)
+		reply := llm.StripThink(choice.Content)
 		return graph.Goto(graph.End, user, Answer.Set(reply),
 			Messages.Set([]ChatMessage{{Role: "assistant", Content: reply}})), nil
 	}, nil

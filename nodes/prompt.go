@@ -25,21 +25,3 @@ func render(text string, vars map[string]string) string {
 	}
 	return strings.NewReplacer(pairs...).Replace(text)
 }
-
-// stripThink removes <think>…</think> blocks (reasoning some models put in
-// their answer) and trims the rest.
-func stripThink(s string) string {
-	for {
-		i := strings.Index(s, "<think>")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i:], "</think>")
-		if j < 0 {
-			s = s[:i]
-			break
-		}
-		s = s[:i] + s[i+j+len("</think>"):]
-	}
-	return strings.TrimSpace(s)
-}

@@ -47,7 +47,7 @@ func Reporter(cfg ReporterConfig) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, fmt.Errorf("nodes: reporter: %w", err)
 		}
-		report := withReferences(stripThink(resp.Choices[0].Content), sources)
+		report := withReferences(llm.StripThink(resp.Choices[0].Content), sources)
 		return graph.Update(Answer.Set(report), Messages.Set([]ChatMessage{{Role: "assistant", Content: report}})), nil
 	}, nil
 }

@@ -272,7 +272,7 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, err
 		}
-		v, err := outputValue(out, stripThink(res.Output))
+		v, err := outputValue(out, llm.StripThink(res.Output))
 		if err != nil {
 			return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
 		}
@@ -287,7 +287,7 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 // outputValue reads text as the value of channel c: as it is for a text
 // channel, as the JSON in it otherwise.
 func outputValue(c *channel, text string) (any, error) {
-	text = stripThink(text)
+	text = llm.StripThink(text)
 	if textOutput(c) {
 		return text, nil
 	}
@@ -387,22 +387,4 @@ func standIn(what string) graph.NodeFunc {
 	return func(context.Context, graph.State) (graph.Command, error) {
 		return graph.Command{}, fmt.Errorf("%w: %s", errOffline, what)
 	}
-}
-
-// stripThink removes <think>…</think> blocks some models put in their
-// answer, and trims the rest.
-func stripThink(s string) string {
-	for {
-		i := strings.Index(s, "<think>")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i:], "</think>")
-		if j < 0 {
-			s = s[:i]
-			break
-		}
-		s = s[:i] + s[i+j+len("</think>"):]
-	}
-	return strings.TrimSpace(s)
 }

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"regexp"
 	"strings"
-)
 
-// thinkBlock matches a reasoning block as DeepSeek-R1, QwQ and other
-// reasoning models emit it inline.
-var thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
+	"github.com/coorflow/coorflow/llm"
+)
 
 // fence matches a Markdown code fence with an optional language tag.
 var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```")
@@ -26,7 +24,7 @@ var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```")
 // When nothing parses, the error is the JSON syntax error at the first
 // candidate, which is what a model needs to fix its reply.
 func ExtractJSON(reply string) (json.RawMessage, error) {
-	text := stripThink(reply)
+	text := llm.StripThink(reply)
 	var firstErr error
 	for _, m := range fence.FindAllStringSubmatch(text, -1) {
 		raw, err := firstValue(m[1])
@@ -45,18 +43,6 @@ func ExtractJSON(reply string) (json.RawMessage, error) {
 		firstErr = err
 	}
 	return nil, firstErr
-}
-
-// stripThink removes reasoning blocks from s.
-func stripThink(s string) string {
-	s = thinkBlock.ReplaceAllString(s, "")
-	if i := strings.Index(s, "</think>"); i >= 0 {
-		s = s[i+len("</think>"):]
-	}
-	if i := strings.Index(s, "<think>"); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // errNoJSON is the error for a reply without any '{' or '['.
