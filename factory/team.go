@@ -63,14 +63,25 @@ type TeamConfig struct {
 	// — CoorAgent's shared history. It exists to measure what isolation
 	// saves; leave it off.
 	ShareAllResults bool
+	// Agents are given to the team directly: a step that names one of them
+	// runs with it as it is, and the registry is neither read nor written
+	// for it. Steps that name other agents find them in the registry, or
+	// build them, as usual. Names must be unique.
+	Agents []Agent
+	// Plan, when set, gives the plan to run instead of the state's
+	// (nodes.PlanKey): a fixed plan, such as an exported workflow's, that
+	// may depend on the state (the request it serves). The team writes it
+	// with its results to nodes.PlanKey, as it does any plan.
+	Plan func(ctx context.Context, s graph.State) (*nodes.Plan, error)
 }
 
 // ErrStepFailed: with FailFast, a step failed.
 var ErrStepFailed = errors.New("factory: step failed")
 
-// Team returns the team node. Given the plan (nodes.PlanKey), it builds
-// every new agent the plan declares — concurrently, reusing agents the
-// registry already has — then runs the steps as a DAG: every step whose
+// Team returns the team node. Given the plan (nodes.PlanKey, or
+// TeamConfig.Plan), it builds every new agent the plan declares —
+// concurrently, reusing the agents given to it (TeamConfig.Agents) and
+// those the registry already has — then runs the steps as a DAG: every step whose
 // dependencies are done runs at once, each as a ReAct agent that sees only
 // its task, its dependencies' handoffs and the board items its visibility
 // allows. Each result is a summary, a confidence and a reasoning trace plus
@@ -86,12 +97,22 @@ func Team(cfg TeamConfig) (graph.NodeFunc, error) {
 	if cfg.BuildConcurrency <= 0 {
 		cfg.BuildConcurrency = 4
 	}
-	return func(ctx context.Context, s graph.State) (graph.Command, error) {
-		p := nodes.PlanKey.Get(s)
-		if p == nil {
-			return graph.Command{}, errors.New("factory: the team has no plan to run")
+	fixed := make(map[string]Agent, len(cfg.Agents))
+	for _, a := range cfg.Agents {
+		if a.Name == "" {
+			return nil, errors.New("factory: an agent given to the team has no name")
 		}
-		t := &teamRun{cfg: cfg, plan: p.Clone()}
+		if _, dup := fixed[a.Name]; dup {
+			return nil, fmt.Errorf("factory: agent %q is given to the team twice", a.Name)
+		}
+		fixed[a.Name] = a
+	}
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		p, err := teamPlan(ctx, cfg, s)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		t := &teamRun{cfg: cfg, fixed: fixed, plan: p.Clone()}
 		if err := t.open(ctx); err != nil {
 			return graph.Command{}, err
 		}
@@ -113,9 +134,28 @@ func Team(cfg TeamConfig) (graph.NodeFunc, error) {
 	}, nil
 }
 
+// teamPlan returns the plan the team runs: the fixed one, or the state's.
+func teamPlan(ctx context.Context, cfg TeamConfig, s graph.State) (*nodes.Plan, error) {
+	if cfg.Plan == nil {
+		if p := nodes.PlanKey.Get(s); p != nil {
+			return p, nil
+		}
+		return nil, errors.New("factory: the team has no plan to run")
+	}
+	p, err := cfg.Plan(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("factory: the team's plan: %w", err)
+	}
+	if p == nil {
+		return nil, errors.New("factory: the team has no plan to run")
+	}
+	return p, nil
+}
+
 // teamRun is one run of the team node.
 type teamRun struct {
 	cfg    TeamConfig
+	fixed  map[string]Agent // given to the team directly, by name
 	plan   *nodes.Plan
 	board  *board.Board
 	prefix string // output names: step<N>-<id>
@@ -150,8 +190,8 @@ func (t *teamRun) open(ctx context.Context) error {
 	return nil
 }
 
-// buildAgents loads every agent the plan's steps name, building the new
-// ones concurrently.
+// buildAgents loads every agent the plan's steps name — given to the
+// team, or from the registry — building the new ones concurrently.
 func (t *teamRun) buildAgents(ctx context.Context) error {
 	t.agents = map[string]Agent{}
 	specs := map[string]nodes.AgentSpec{}
@@ -161,6 +201,10 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 	var todo []nodes.AgentSpec
 	for _, st := range t.plan.Steps {
 		if _, seen := t.agents[st.AgentName]; seen {
+			continue
+		}
+		if a, ok := t.fixed[st.AgentName]; ok {
+			t.agents[st.AgentName] = a
 			continue
 		}
 		a, err := t.cfg.Registry.Get(ctx, st.AgentName)

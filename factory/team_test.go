@@ -212,3 +212,68 @@ func TestALowConfidenceResultRunsOnceMoreDeeper(t *testing.T) {
 }
 
 var _ = memory.New
+
+func TestAFixedPlanRunsWithTheAgentsGivenToTheTeamAndLeavesTheRegistryAlone(t *testing.T) {
+	s := smem.New(store.Config{})
+	// Step answers only: a builder or meta-prompt call would fail for want
+	// of a reply.
+	e := newEnv(t, s, scripted.Script{Agents: map[string][]scripted.Reply{
+		"pricing_analyst": {answer("PRICE", 0.9)},
+		"researcher":      {answer("MARKET", 0.9)},
+	}})
+	given := []factory.Agent{
+		{Name: "pricing_analyst", Description: "Prices things.", Tier: "reasoning", Tools: []string{"web_search"}, Prompt: "You price one product at a time."},
+		{Name: "researcher", Description: "A researcher of our own.", Tier: "basic", Prompt: "You are our researcher, not the built-in one."},
+	}
+	fixed := func(ctx context.Context, st graph.State) (*nodes.Plan, error) {
+		return &nodes.Plan{Title: "Price " + nodes.Request.Get(st), Locale: "en-US", Steps: []nodes.Step{
+			{ID: "s1", AgentName: "researcher", Title: "Market", Description: "Study the market of " + nodes.Request.Get(st) + ".", StepType: nodes.StepResearch},
+			{ID: "s2", AgentName: "pricing_analyst", Title: "Price", Description: "Price it.", StepType: nodes.StepProcessing, DependsOn: []string{"s1"}},
+		}}, nil
+	}
+	r := e.team(t, factory.TeamConfig{Agents: given, Plan: fixed})
+	res, err := r.Invoke(t.Context(), graph.Input(nodes.Request.Set("bicycles")))
+	require.NoError(t, err)
+
+	plan := nodes.PlanKey.Get(res.State)
+	require.NotNil(t, plan, "the fixed plan is written with its results")
+	assert.Equal(t, "Price bicycles", plan.Title)
+	assert.True(t, plan.Done())
+	assert.Equal(t, "found PRICE", plan.Step("s2").Result.Summary)
+	assert.Equal(t, []string{"pricing_analyst", "researcher"}, e.model.Agents(), "no builder or meta-prompt call")
+
+	calls := e.model.CallsFor("researcher")
+	require.Len(t, calls, 1)
+	assert.Contains(t, calls[0].Prompt(), "You are our researcher, not the built-in one.", "a given agent shadows the registry's")
+	assert.Contains(t, calls[0].Prompt(), "Study the market of bicycles.")
+	assert.Contains(t, e.model.CallsFor("pricing_analyst")[0].Prompt(), "MARKET", "handoffs work as usual")
+
+	list, err := e.reg.List(t.Context())
+	require.NoError(t, err)
+	for _, a := range list {
+		assert.True(t, a.Builtin, "nothing was written to the registry: %s", a.Name)
+	}
+}
+
+func TestTheTeamRefusesBadGivenAgentsAndPlans(t *testing.T) {
+	e := newEnv(t, smem.New(store.Config{}), scripted.Script{})
+	cases := []struct {
+		name string
+		cfg  factory.TeamConfig
+		want string
+	}{
+		{"duplicate agent", factory.TeamConfig{Agents: []factory.Agent{{Name: "a"}, {Name: "a"}}}, `factory: agent "a" is given to the team twice`},
+		{"agent without name", factory.TeamConfig{Agents: []factory.Agent{{Prompt: "x"}}}, "factory: an agent given to the team has no name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Registry, tc.cfg.Models = e.reg, e.models(t)
+			_, err := factory.Team(tc.cfg)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+
+	failing := func(context.Context, graph.State) (*nodes.Plan, error) { return nil, fmt.Errorf("no request") }
+	_, err := e.team(t, factory.TeamConfig{Plan: failing}).Invoke(t.Context(), nil)
+	assert.ErrorContains(t, err, "factory: the team's plan: no request")
+}
