@@ -41,7 +41,10 @@ func sideEffect(ctx context.Context, path, line string) error {
 
 // crashGraph: a -> {b1, b2, b3} -> c -> d. Every node appends a line to
 // the effects file through graph.Do. With hang set, b2 stops after its
-// side effect, once b1 and b3 are done, and tells the parent to kill it.
+// side effect and tells the parent to kill it. The b tasks run one at a
+// time, so b1 has finished — its result stored — and b3 has not started
+// when the kill comes: a process killed between a side effect and its
+// journal record would repeat it, which is Do's documented window.
 func crashGraph(s graph.Saver, effectsFile string, hang func(ctx context.Context)) (*graph.Runnable, error) {
 	g := graph.New("crash", effects, total)
 	node := func(name string, n int) graph.NodeFunc {
@@ -65,7 +68,7 @@ func crashGraph(s graph.Saver, effectsFile string, hang func(ctx context.Context
 	}
 	g.AddEdge("c", "d")
 	g.AddEdge("d", graph.End)
-	return g.Compile(graph.WithSaver(s))
+	return g.Compile(graph.WithSaver(s), graph.MaxConcurrency(1))
 }
 
 const crashEnv = "COORFLOW_CRASH_CHILD"
