@@ -63,7 +63,10 @@ func (j *journal) put(key string, raw json.RawMessage) {
 // order on every run of the node, and concurrent calls need different names
 // or scopes. Only successes are recorded: a failed fn runs again next time.
 // The result must survive a JSON round trip; recorded results are decoded
-// from JSON. With a saver the record is written before Do returns.
+// from JSON. With a saver the record is written before Do returns; a
+// process that dies after fn's side effect but before that write runs fn
+// again on restart, so a side effect that must never repeat should also be
+// idempotent (an idempotency key derived from the task, for instance).
 // Outside a running node, Do just calls fn.
 func Do[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
 	e := emitterFrom(ctx)
