@@ -102,6 +102,8 @@ func (f *File) checkNode(ps *problems, n *fileNode) {
 		if s.Output != "" {
 			n.output = f.channelRef(ps, p+"/output", s.Output)
 		}
+	case "team":
+		f.checkTeam(ps, n)
 	case "subgraph":
 		n.sub = f.loadSub(ps, n.named)
 	case "go":

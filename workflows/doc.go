@@ -38,6 +38,26 @@
 // answer...) exist in every file's graph, typed; the channels a file
 // declares are dynamic keys whose writes are checked against their schema.
 //
+// A team node may fix its work in the file — CoorAgent's production mode,
+// which File.Export writes from a plan that worked: plan is a fixed plan
+// it runs on every run instead of the planner's (its title, descriptions
+// and notes are templates, such as {{ state.request }}), and agents are
+// agents written out (system prompt, tier, tools), given to the team
+// directly: the agent registry is neither read nor written for them.
+//
+//	input: request
+//	nodes:
+//	  team:
+//	    type: team
+//	    plan:
+//	      title: SQLite or PostgreSQL
+//	      steps:
+//	        - {id: s1, agent_name: sqlite_analyst, title: Assess SQLite, description: "Assess SQLite for: {{ state.request }}"}
+//	        - {id: s2, agent_name: researcher, title: Recommend, description: Recommend one., depends_on: [s1]}
+//	    agents:
+//	      sqlite_analyst: {tier: reasoning, tools: [http_fetch], system: "You assess SQLite..."}
+//	  reporter: {type: reporter}
+//
 // Conditions (conditional edges, router routes), tool arguments and the
 // {{ }} placeholders of prompts are expr-lang expressions over state and
 // config, compiled once at load and type-checked against the channels'

@@ -39,6 +39,7 @@ type fileNode struct {
 	args           []arg
 	output         *channel
 	sub            *File
+	team           *fixedTeam // a team node's plan and agents sections
 }
 
 type route struct {

@@ -78,6 +78,18 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 		{"file_is_a_list.yaml", []string{
 			"1:1: a workflow file is a mapping of apiVersion, name, nodes, edges and the other sections, not a list",
 		}},
+		{"fixed_plan_cycle.yaml", []string{
+			"8:7: nodes.team.plan.steps: depends_on has a cycle: a -> c -> b -> a; a step can only depend on steps that finish before it",
+			"13:7: nodes.team.agents.Bad-Name: agent name \"Bad-Name\" must be snake_case: lowercase letters, digits and _ (at most 48), starting with a letter",
+		}},
+		{"fixed_team_problems.yaml", []string{
+			"10:33: nodes.team.plan.title: bad expression in template: unknown field requst (did you mean \"request\"?)",
+			"13:16: nodes.team.plan.steps[1].id: step id \"s1\" is used twice (first at steps[0])",
+			"13:32: nodes.team.plan.steps[1].agent_name: step \"s1\" names agent \"anallyst\", which is neither under the node's agents nor built in (researcher, coder, reporter) (did you mean \"analyst\"?)",
+			"14:95: nodes.team.plan.steps[2].depends_on[0]: step \"s3\" depends on \"s4\", which is not a step of the plan (did you mean \"s1\"?)",
+			"14:99: nodes.team.plan.steps[2].depends_on[1]: step \"s3\" depends on itself",
+			"18:29: nodes.team.agents.analyst.tools[1]: unknown tool \"python\" (declare it under tools; the file declares: http_fetch)",
+		}},
 		{"missing_required_field.yaml", []string{
 			"4:3: nodes.a: missing required field \"output\"",
 		}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,18 +153,27 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	set := b.f.spec.Settings
+	cfg := factory.TeamConfig{
+		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
+		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
+		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
+		Window: b.f.Context(),
+	}
+	if ft := n.team; ft != nil {
+		cfg.Agents = slices.Clone(ft.agents)
+		if ft.plan != nil {
+			// A fixed plan declares no new agents: nothing to build.
+			cfg.Plan = b.f.fixedPlan(ft)
+			return factory.Team(cfg)
+		}
+	}
 	exp, err := b.expander(m, info)
 	if err != nil {
 		return nil, err
 	}
-	set := b.f.spec.Settings
-	return factory.Team(factory.TeamConfig{
-		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
-		Builder:          &factory.Builder{Model: m, Info: info, Tools: b.tools, WritePrompt: factory.ExpandWith(exp, b.tools)},
-		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
-		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
-		Window: b.f.Context(),
-	})
+	cfg.Builder = &factory.Builder{Model: m, Info: info, Tools: b.tools, WritePrompt: factory.ExpandWith(exp, b.tools)}
+	return factory.Team(cfg)
 }
 
 func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {

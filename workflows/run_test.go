@@ -10,10 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/store"
+	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -228,4 +231,43 @@ func TestAPlannerWithoutNewAgentsPlansWithTheFilesWorkers(t *testing.T) {
 	assert.Equal(t, []string{"planner", "review", "team", "analyst", "team", "planner", "reporter"}, path)
 	assert.Contains(t, model.CallsFor("planner")[0].Prompt(), "- analyst: Analyses numbers.\n")
 	assert.Contains(t, model.CallsFor("analyst")[0].Prompt(), "You analyse numbers and reason before you conclude.")
+}
+
+func TestATeamWithAFixedPlanRunsItsAgentsOnTheRequestWithoutAPlannerOrBuilder(t *testing.T) {
+	f, err := workflows.Load("testdata/run/fixed_team.yaml")
+	require.NoError(t, err)
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"market_analyst": {stepAnswer(t, "city bikes sell best")},
+		"researcher":     {stepAnswer(t, "buy a city bike")},
+		"reporter":       {{Text: "# Report\nBuy a city bike."}},
+	}})
+	st := smem.New(store.Config{})
+	r, err := f.Compile(t.Context(), workflows.Env{Models: models(t, model), Store: st})
+	require.NoError(t, err)
+	in, err := f.Input(r, f.InputChannel(), "bicycles in Lyon")
+	require.NoError(t, err)
+	path, final, err := runPath(t, r, in)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"team", "reporter"}, path)
+	assert.True(t, strings.HasPrefix(nodes.Answer.Get(final), "# Report\nBuy a city bike.\n\n## References\n"), nodes.Answer.Get(final))
+	assert.Equal(t, []string{"market_analyst", "reporter", "researcher"}, model.Agents(), "no planner, builder or meta-prompt call")
+
+	plan := nodes.PlanKey.Get(final)
+	require.NotNil(t, plan)
+	assert.Equal(t, "Bikes: bicycles in Lyon", plan.Title)
+	assert.Equal(t, "en-GB", plan.Locale)
+	assert.Equal(t, nodes.StepResearch, plan.Step("s1").StepType, "research by default")
+	assert.True(t, plan.Done())
+
+	s1 := model.CallsFor("market_analyst")[0].Prompt()
+	assert.Contains(t, s1, "You study one market at a time.", "the agent written in the file")
+	assert.Contains(t, s1, "Study the market of bicycles in Lyon.", "the request reaches the step")
+	assert.Contains(t, model.CallsFor("researcher")[0].Prompt(), "city bikes sell best", "s2 gets s1's result")
+	assert.Contains(t, model.CallsFor("reporter")[0].Prompt(), "# Request\nbicycles in Lyon")
+
+	list, err := factory.NewRegistry(st, "default").List(t.Context())
+	require.NoError(t, err)
+	for _, a := range list {
+		assert.True(t, a.Builtin, "nothing was written to the registry: %s", a.Name)
+	}
 }

@@ -146,6 +146,36 @@ type nodeSpec struct {
 	Workers      []string          `yaml:"workers"`
 	Planner      string            `yaml:"planner"`
 	Agent        string            `yaml:"agent"`
+	Plan         *planSpec         `yaml:"plan"`
+	Agents       yaml.Node         `yaml:"agents"`
+}
+
+// planSpec is a team node's fixed plan.
+type planSpec struct {
+	Title   string     `yaml:"title"`
+	Thought string     `yaml:"thought"`
+	Locale  string     `yaml:"locale"`
+	Steps   []stepSpec `yaml:"steps"`
+}
+
+type stepSpec struct {
+	ID          string   `yaml:"id"`
+	AgentName   string   `yaml:"agent_name"`
+	Title       string   `yaml:"title"`
+	Description string   `yaml:"description"`
+	Note        string   `yaml:"note"`
+	StepType    string   `yaml:"step_type"`
+	NeedSearch  bool     `yaml:"need_search"`
+	DependsOn   []string `yaml:"depends_on"`
+}
+
+// agentSpec is an agent a team node's agents section writes out.
+type agentSpec struct {
+	Role        string   `yaml:"role"`
+	Description string   `yaml:"description"`
+	Tier        string   `yaml:"tier"`
+	Tools       []string `yaml:"tools"`
+	System      string   `yaml:"system"`
 }
 
 type edgeSpec struct {
