@@ -115,7 +115,11 @@ func (r Report) String() string {
 		b.WriteString("; no divergence")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "; %d divergences:", len(r.Divergences))
+	if len(r.Divergences) == 1 {
+		b.WriteString("; 1 divergence:")
+	} else {
+		fmt.Fprintf(&b, "; %d divergences:", len(r.Divergences))
+	}
 	for i, d := range r.Divergences {
 		fmt.Fprintf(&b, "\n%d. %s", i+1, d)
 	}
