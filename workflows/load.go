@@ -183,6 +183,15 @@ func (f *File) Nodes() []string {
 	return out
 }
 
+// NodeType returns the type of the node called name (team, planner...),
+// or "" when the file has no such node.
+func (f *File) NodeType(name string) string {
+	if n, ok := f.byNode[name]; ok {
+		return n.Spec.Type
+	}
+	return ""
+}
+
 // Unregistered names what the file needs from the program that runs it
 // and was not given: "tool NAME" (loaded WithUnregistered) and
 // "function NAME" (go nodes, loaded without WithFuncs).
