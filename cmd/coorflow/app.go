@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -44,7 +45,7 @@ type interruptedError struct{}
 
 func (interruptedError) Error() string { return "the run is waiting for an answer" }
 
-var commands = []string{"run", "validate", "graph", "threads", "agents", "serve", "schema", "help"}
+var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "schema", "help"}
 
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
@@ -63,6 +64,12 @@ func (a *app) main(ctx context.Context, args []string) int {
 		err = a.threads(ctx, rest)
 	case "agents":
 		err = a.agents(ctx, rest)
+	case "runs":
+		err = a.runs(ctx, rest)
+	case "replay":
+		err = a.replay(ctx, rest)
+	case "export":
+		err = a.export(ctx, rest)
 	case "serve":
 		err = a.serve(ctx, rest)
 	case "schema":
@@ -103,7 +110,8 @@ func (a *app) report(ctx context.Context, err error) int {
 	case errors.As(err, &ue):
 		a.errorLine(ue.msg)
 		return exitUsage
-	case errors.As(err, &ce), errors.Is(err, workflows.ErrNoModel), errors.Is(err, workflows.ErrUnknownWorkflow), errors.Is(err, workflows.ErrNoDemo):
+	case errors.As(err, &ce), errors.Is(err, workflows.ErrNoModel), errors.Is(err, workflows.ErrUnknownWorkflow), errors.Is(err, workflows.ErrNoDemo),
+		errors.Is(err, trace.ErrNotReplayable):
 		a.errorLine(err.Error())
 		return exitUsage
 	case errors.As(err, new(interruptedError)):
@@ -189,6 +197,15 @@ Usage:
   coorflow agents show NAME [--db] [--owner] [--json]
   coorflow agents edit NAME [--prompt TEXT|@FILE] [--description TEXT] [--tier TIER] [--tools a,b] [--db] [--owner]
   coorflow agents rm NAME [--db] [--owner]
+  coorflow runs list [--db] [--json] [--limit N] [--thread ID] [--status STATUS] [--owner]
+  coorflow runs show RUN [--db] [--json]   a recorded run: status, input, its steps and agents
+                                       every run (and resume) of run and serve is recorded in the database
+  coorflow replay RUN [--db] [--json] [--workflow FILE] [--input TEXT|@FILE] [--model] [--demo]
+                                       run a recorded run again offline from its recorded model responses
+                                       and report where it diverged; exit 0 without divergence, 1 with
+  coorflow export RUN [-o FILE] [--name NAME] [--workflow FILE] [--db] [--owner]
+                                       write a finished run of a dynamic workflow (coor) as a workflow file
+                                       with its plan and agents fixed: no coordinator, planner or builder
   coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token TOKEN[=OWNER]]... [--owner] [--model] [--demo]
                                        tokens also from $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN
   coorflow schema                      print the JSON Schema of workflow files
@@ -197,6 +214,7 @@ Models come from the file's models section, then OPENAI_API_KEY, OPENAI_BASE_URL
 COORFLOW_MODEL (provider:model for every tier the file leaves to basic), then --model.
 With no provider configured, a file with a demo script runs on its scripted model.
 
-Exit codes: 0 done; 1 the work failed; 2 the command line or a file is wrong;
-3 the run waits for an answer (the command to resume is printed); 130 Ctrl-C.
+Exit codes: 0 done; 1 the work failed (a replay that diverged too); 2 the command
+line or a file is wrong (a run that cannot be replayed or exported too); 3 the run
+waits for an answer (the command to resume is printed); 130 Ctrl-C.
 `

@@ -22,6 +22,9 @@ type runResult struct {
 	Kind     string `json:"kind"`
 	Workflow string `json:"workflow"`
 	Thread   string `json:"thread"`
+	// RunID is the recorded run (its last one, when answers on a terminal
+	// continued it); empty when the run was not recorded.
+	RunID string `json:"run_id,omitempty"`
 	// Status is done, interrupted, error or cancelled.
 	Status     string                `json:"status"`
 	Output     any                   `json:"output,omitempty"`
@@ -52,7 +55,7 @@ func (p *jsonPrinter) begin() {}
 
 func (p *jsonPrinter) event(ev graph.Event) {
 	p.id++
-	out := server.Event{ID: p.id, RunID: p.r.thread, Kind: ev.Kind.String(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
+	out := server.Event{ID: p.id, RunID: p.r.runID, Kind: ev.Kind.String(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
 		Attempt: ev.Attempt, Time: ev.Time, Data: ev.Data}
 	for _, w := range ev.Writes {
 		out.Writes = append(out.Writes, server.Write{Channel: w.Channel(), Value: w.Value()})
@@ -76,7 +79,7 @@ func (p *jsonPrinter) event(ev graph.Event) {
 }
 
 func (p *jsonPrinter) result(status string) runResult {
-	return runResult{Kind: "result", Workflow: p.r.wf.file.Name(), Thread: p.r.thread, Status: status, Demo: p.r.demo, DB: p.r.db.where}
+	return runResult{Kind: "result", Workflow: p.r.wf.file.Name(), Thread: p.r.thread, RunID: p.r.runID, Status: status, Demo: p.r.demo, DB: p.r.db.where}
 }
 
 func (p *jsonPrinter) question(graph.InterruptInfo) {}

@@ -66,14 +66,16 @@ func (c *cli) run(args ...string) (int, string, string) {
 var (
 	elapsed   = regexp.MustCompile(`(?m)^ *\d+\.\d\ds`)
 	threadIDs = regexp.MustCompile(`t-[0-9a-f]{8}`)
+	runIDs    = regexp.MustCompile(`\br-[0-9a-f]{8}\b`)
 	durations = regexp.MustCompile(`(ok|failed|degraded) [0-9.]+[µmn]?s\b`)
 )
 
-// normalize replaces what changes from run to run: times, thread ids,
-// the database's path, tool durations.
+// normalize replaces what changes from run to run: times, thread and
+// run ids, the database's path, tool durations.
 func normalize(s, db string) string {
 	s = elapsed.ReplaceAllString(s, " T.TTs")
 	s = threadIDs.ReplaceAllString(s, "t-XXXXXXXX")
+	s = runIDs.ReplaceAllString(s, "r-XXXXXXXX")
 	s = durations.ReplaceAllString(s, "$1 D")
 	return strings.ReplaceAll(s, db, "DB")
 }
@@ -219,6 +221,7 @@ func TestJSONOutputIsOneEventPerLineThenTheResult(t *testing.T) {
 	assert.Equal(t, "done", res.Status)
 	assert.True(t, res.Demo)
 	assert.Equal(t, "coor", res.Workflow)
+	assert.Regexp(t, `^r-[0-9a-f]{8}$`, res.RunID, "the run is recorded")
 	assert.Contains(t, res.Output, "# SQLite or PostgreSQL for an embedded agent engine")
 
 	code, stdout, _ = c.run("run", "../../examples/research", "--input", "x", "--json")
@@ -328,7 +331,7 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 	assert.True(t, strings.HasPrefix(stderr, "coorflow checks, draws, runs and serves coorflow workflows.\n"), "no command prints the usage")
 	code, stdout, _ := c.run("help")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, stdout, "Exit codes: 0 done; 1 the work failed; 2 the command line or a file is wrong;")
+	assert.Contains(t, stdout, "Exit codes: 0 done; 1 the work failed (a replay that diverged too); 2 the command\n")
 }
 
 func TestThreadsAndAgentsOfAThreadThatDoesNotExist(t *testing.T) {
@@ -501,8 +504,16 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 
 	cancel()
 	assert.Equal(t, exitOK, <-done)
-	assert.Contains(t, serveErr, "coorflow: serve: left out ../../examples/embed/workflow.yaml (it needs tool lookup_order, function escalate from its Go program)\n")
 	c.ctx, c.stdout = nil, nil
+	runs := c.listRuns()
+	require.Len(t, runs, 2, "serve recorded both runs in the database")
+	assert.Equal(t, []string{"done", "interrupted"}, []string{runs[0].Status, runs[1].Status})
+	for _, r := range runs {
+		assert.Equal(t, "alice", r.Owner)
+		assert.Equal(t, "web-1", r.Thread)
+		assert.Equal(t, "research", r.Workflow)
+	}
+	assert.Contains(t, serveErr, "coorflow: serve: left out ../../examples/embed/workflow.yaml (it needs tool lookup_order, function escalate from its Go program)\n")
 	_, _, stderr := c.run("serve", "../../examples/embed", "--token", "t")
 	assert.Equal(t, "coorflow: ../../examples/embed needs tool lookup_order, function escalate from the Go program that runs it; the coorflow command cannot run it (see examples/embed)\n", stderr)
 }

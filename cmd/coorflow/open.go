@@ -20,6 +20,9 @@ import (
 	"github.com/coorflow/coorflow/store"
 	spostgres "github.com/coorflow/coorflow/store/postgres"
 	ssqlite "github.com/coorflow/coorflow/store/sqlite"
+	"github.com/coorflow/coorflow/trace"
+	tpostgres "github.com/coorflow/coorflow/trace/postgres"
+	tsqlite "github.com/coorflow/coorflow/trace/sqlite"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -99,15 +102,44 @@ func isBuiltin(name string) bool {
 	return false
 }
 
-// db is the CLI's database: the checkpoint saver and the context store.
+// db is the CLI's database: the checkpoint saver, the context store and,
+// opened when a command needs it, the store of recorded runs.
 type db struct {
 	saver  graph.Saver
 	store  store.Store
 	closer func()
 	where  string
+	// url is the SQLite file or the Postgres URL, unredacted.
+	url    string
+	traces trace.Store
 }
 
-func (d *db) Close() { d.closer() }
+// Close closes the stores.
+func (d *db) Close() {
+	if c, ok := d.traces.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	d.closer()
+}
+
+// traceStore opens the store of recorded runs, in the same database: the
+// SQLite file's own tables, or Postgres.
+func (d *db) traceStore(ctx context.Context) (trace.Store, error) {
+	if d.traces != nil {
+		return d.traces, nil
+	}
+	var err error
+	if isPostgres(d.url) {
+		d.traces, err = tpostgres.Open(ctx, d.url)
+	} else {
+		d.traces, err = tsqlite.Open(ctx, d.url)
+	}
+	if err != nil {
+		d.traces = nil
+		return nil, fmt.Errorf("the recorded runs in %s: %w", d.where, err)
+	}
+	return d.traces, nil
+}
 
 func isPostgres(where string) bool {
 	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://")
@@ -126,7 +158,7 @@ func openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
 			_ = saver.Close()
 			return nil, err
 		}
-		return &db{saver: saver, store: st, where: redact(where), closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
+		return &db{saver: saver, store: st, where: redact(where), url: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
 	}
 	if _, err := os.Stat(where); err != nil {
 		if mustExist {
@@ -145,7 +177,7 @@ func openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
 		_ = saver.Close()
 		return nil, err
 	}
-	return &db{saver: saver, store: st, where: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
+	return &db{saver: saver, store: st, where: where, url: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
 }
 
 // redact hides the password of a connection URL.

@@ -49,7 +49,7 @@ func TestTheMainCommandKeepsThreadsAndAgentsInPostgres(t *testing.T) {
 	c := newCLI(t)
 	code, stdout, stderr := c.run("run", "../../examples/coor", "--input", coorInput, "--db", url)
 	require.Equal(t, exitOK, code, stderr)
-	id := threadOf(t, stdout)
+	id, run := threadOf(t, stdout), runOf(t, stdout)
 	assert.Contains(t, stdout, "thread "+id+" saved in "+url)
 
 	code, stdout, stderr = c.run("threads", "show", id, "--db", url)
@@ -58,4 +58,11 @@ func TestTheMainCommandKeepsThreadsAndAgentsInPostgres(t *testing.T) {
 	code, stdout, _ = c.run("agents", "list", "--db", url)
 	require.Equal(t, exitOK, code)
 	assert.Regexp(t, `(?m)^postgres_analyst +built +reasoning`, stdout)
+
+	code, stdout, stderr = c.run("runs", "list", "--db", url)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^`+run+`  `+id+`  coor +done +input `, stdout, "the run is recorded in Postgres")
+	code, stdout, stderr = c.run("replay", run, "--db", url)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "; no divergence\n")
 }

@@ -354,6 +354,9 @@ func (p *textPrinter) done(s graph.State) {
 		fmt.Fprintf(p.w, "\n(the run wrote nothing to %s)\n", out)
 	}
 	fmt.Fprintf(p.w, "\nthread %s saved in %s · coorflow threads show %s\n", p.r.thread, p.r.db.where, p.r.thread)
+	if p.r.runID != "" {
+		fmt.Fprintf(p.w, "run %s recorded · coorflow runs show %s · coorflow replay %s\n", p.r.runID, p.r.runID, p.r.runID)
+	}
 }
 
 func (p *textPrinter) failed(err error, cancelled bool) {

@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -113,6 +114,13 @@ type runner struct {
 	plan *nodes.Plan
 	// in reads the answers typed on a terminal.
 	in *bufio.Reader
+	// rec records each stream of the run as a run of its own; runID is
+	// the last one recorded ("" when none was).
+	rec   *trace.Recorder
+	runID string
+	// startKind says how the first stream starts: trace.StartInput,
+	// StartResume or StartContinue.
+	startKind string
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -126,6 +134,8 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	defer r.db.Close()
+	r.rec = a.newRecorder(ctx, r.db)
+	defer a.closeRecorder(ctx, r.rec)
 	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)}}
 	if models.Models != nil {
 		env.Models = models.Models
@@ -169,8 +179,10 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 	r.plan = nodes.PlanKey.Get(snap.State)
 	opts := []graph.Option{graph.Thread(r.thread)}
 	var input []graph.Write
+	r.startKind = trace.StartContinue
 	switch {
 	case f.resuming:
+		r.startKind = trace.StartResume
 		if !exists {
 			return nil, nil, usagef("thread %s does not exist in %s: nothing to resume", r.thread, r.db.where)
 		}
@@ -190,6 +202,7 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 		if input, err = r.inputWrites(text); err != nil {
 			return nil, nil, err
 		}
+		r.startKind = trace.StartInput
 	case !exists:
 		return nil, nil, usagef("run: give the input with --input (a new thread starts with one)")
 	}
@@ -266,8 +279,9 @@ func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Opt
 		p = newJSONPrinter(r)
 	}
 	p.begin()
+	start := r.startKind
 	for {
-		out, err := r.stream(ctx, p, input, opts)
+		out, err := r.stream(ctx, p, input, opts, start)
 		if err != nil {
 			p.failed(err, ctx.Err() != nil)
 			if ctx.Err() != nil {
@@ -292,20 +306,34 @@ func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Opt
 			p.waiting(out.interrupts, true)
 			return interruptedError{}
 		}
-		input, opts = nil, []graph.Option{graph.Thread(r.thread), opt}
+		input, opts, start = nil, []graph.Option{graph.Thread(r.thread), opt}, trace.StartResume
 	}
 }
 
-// stream runs the graph once, to its end or to an interrupt.
-func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option) (outcome, error) {
+// stream runs the graph once, to its end or to an interrupt, and records
+// it as a run (start says how it starts).
+func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
 	out := outcome{status: graph.StatusDone}
-	kinds := p.kinds()
-	opts = append(opts, graph.Events(kinds...))
+	shown := map[graph.EventKind]bool{}
+	for _, k := range p.kinds() {
+		shown[k] = true
+	}
+	id := newRunID()
+	opts = append(opts, graph.Events(append(p.kinds(), recordedKinds()...)...),
+		graph.WithRuntime(map[string]any{graph.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	rr := r.beginRecording(ctx, id, start, input)
+	r.runID = rr.ID()
+	var runErr error
+	defer func() { r.finishRecording(ctx, rr, runErr) }()
 	for ev, err := range r.r.Stream(ctx, input, opts...) {
+		rr.Observe(ev)
 		if err != nil {
+			runErr = err
 			return out, err
 		}
-		p.event(ev)
+		if shown[ev.Kind] {
+			p.event(ev)
+		}
 		switch ev.Kind {
 		case graph.EventInterrupt:
 			if ev.Path == r.r.Name() {

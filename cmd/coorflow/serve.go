@@ -59,6 +59,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer base.Close()
+	// Every run is recorded in the same database; the recorder is closed
+	// (its last events written) after the server has shut down, before the
+	// database closes.
+	rec := a.newRecorder(ctx, base)
+	defer a.closeRecorder(ctx, rec)
 	served := map[string]*graph.Runnable{}
 	var names []string
 	for _, wf := range files {
@@ -76,6 +81,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	srv, err := server.New(server.Config{
 		Workflows: served, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base, owner: d.owner}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
+		Recorder: rec,
 	})
 	if err != nil {
 		return err
@@ -85,7 +91,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	sort.Strings(names)
-	fmt.Fprintf(a.stdout, "serving http://%s (threads in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), base.where, len(tokens), strings.Join(names, "\n"))
+	kept := "threads"
+	if rec != nil {
+		kept = fmt.Sprintf("threads and recorded runs (run viewer at http://%s/viewer/)", ln.Addr())
+	}
+	fmt.Fprintf(a.stdout, "serving http://%s (%s in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), kept, base.where, len(tokens), strings.Join(names, "\n"))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

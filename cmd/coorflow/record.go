@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/trace"
+)
+
+// recordedKinds are the events a run records: all but tokens (the model
+// calls hold the whole answers) and the state after every step (the final
+// state is in the run's index entry).
+func recordedKinds() []graph.EventKind {
+	var out []graph.EventKind
+	for k := graph.EventRunStart; k.String() != "unknown"; k++ {
+		if k != graph.EventToken && k != graph.EventValues {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// recordedMask is recordedKinds as a mask.
+func recordedMask() graph.EventMask {
+	var m graph.EventMask
+	for _, k := range recordedKinds() {
+		m |= graph.EventMask(1) << k
+	}
+	return m
+}
+
+func newRunID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "r-" + hex.EncodeToString(b)
+}
+
+// newRecorder returns a recorder of the runs of d, or nil (with a notice)
+// when d cannot hold them: the runs then go on unrecorded.
+func (a *app) newRecorder(ctx context.Context, d *db) *trace.Recorder {
+	traces, err := d.traceStore(ctx)
+	if err != nil {
+		a.notice("runs are not recorded: %v", err)
+		return nil
+	}
+	return trace.NewRecorder(traces, trace.RecorderConfig{Kinds: recordedMask(), Logger: slog.New(slog.NewTextHandler(a.stderr, nil))})
+}
+
+// closeRecorder writes what rec still holds, even after Ctrl-C.
+func (a *app) closeRecorder(ctx context.Context, rec *trace.Recorder) {
+	if rec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := rec.Close(ctx); err != nil {
+		a.notice("%v", err)
+	}
+}
+
+// beginRecording adds one stream of the run to the index of recorded runs
+// and returns its recorder, or nil when it cannot be recorded (a notice
+// says why; the run goes on).
+func (r *runner) beginRecording(ctx context.Context, id, start string, input []graph.Write) *trace.RunRecorder {
+	if r.rec == nil {
+		return nil
+	}
+	info := trace.RunInfo{
+		ID: id, Thread: r.thread, GraphThread: r.thread, Workflow: r.wf.ref, Graph: r.r.Name(), Owner: r.flags.owner,
+		Start: start, Runtime: map[string]string{graph.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id},
+	}
+	if input != nil {
+		in, err := trace.EncodeInput(input)
+		if err != nil {
+			r.app.notice("run %s: its input is not recorded: %v", id, err)
+		}
+		info.Input = in
+	}
+	rr, err := r.rec.Begin(ctx, info)
+	if err != nil {
+		r.app.notice("run %s is not recorded: %v", id, err)
+		return nil
+	}
+	return rr
+}
+
+// finishRecording records how the stream ended.
+func (r *runner) finishRecording(ctx context.Context, rr *trace.RunRecorder, runErr error) {
+	if rr == nil {
+		return
+	}
+	if err := rr.Finish(context.WithoutCancel(ctx), runErr); err != nil {
+		r.app.notice("run %s was not fully recorded: %v", rr.ID(), err)
+	}
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	cmemory "github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/factory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/memory"
+	"github.com/coorflow/coorflow/trace"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// divergedError is a replay that left its recording: exit code 1.
+type divergedError struct {
+	run   string
+	first trace.Divergence
+	n     int
+}
+
+func (e *divergedError) Error() string {
+	where := e.first.Path
+	if where == "" {
+		where = "the end of the run"
+	}
+	n := "1 divergence"
+	if e.n != 1 {
+		n = fmt.Sprintf("%d divergences", e.n)
+	}
+	return fmt.Sprintf("the replay of run %s diverged from its recording (%s; the first at %s)", e.run, n, where)
+}
+
+// notReplayableError is a run that did not start from an input: exit
+// code 2. It is trace.ErrNotReplayable (errors.Is).
+type notReplayableError struct{ msg string }
+
+func (e *notReplayableError) Error() string { return e.msg }
+
+func (e *notReplayableError) Unwrap() error { return trace.ErrNotReplayable }
+
+// replay runs a recorded run again offline, every model call answered by
+// the recorded response, and reports where it diverged.
+func (a *app) replay(ctx context.Context, args []string) error {
+	fs := newFlags("replay")
+	d := a.addDBFlags(fs)
+	wfArg := fs.String("workflow", "", "the workflow to replay the run with (default: the one it ran)")
+	input := fs.String("input", "", "replay with another input, TEXT or @FILE, to see where it leads")
+	var modelFlags multiFlag
+	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable): the profiles (context windows) the run had")
+	demo := fs.Bool("demo", false, "the run had the file's scripted demo model (found from the recording when it did)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("replay: give one run id (coorflow runs list shows them)")
+	}
+	overrides, err := parseModels(modelFlags)
+	if err != nil {
+		return err
+	}
+	base, err := openDB(ctx, d.db, true)
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	traces, err := base.traceStore(ctx)
+	if err != nil {
+		return err
+	}
+	run, err := loadRun(ctx, base, traces, pos[0])
+	if err != nil {
+		return err
+	}
+	setInput := flagSet(fs, "input")
+	if run.Start != trace.StartInput && !setInput {
+		return notReplayable(ctx, traces, run)
+	}
+	src, err := recordedWorkflow(run, *wfArg, true)
+	if err != nil {
+		return err
+	}
+	rec, err := trace.Load(ctx, traces, run.ID)
+	if err != nil {
+		return err
+	}
+	cas, err := trace.NewCassette(rec)
+	if err != nil {
+		return err
+	}
+	r, err := a.replayGraph(ctx, base, src, cas, overrides, *demo || ranOnDemo(rec))
+	if err != nil {
+		return err
+	}
+	var opts []trace.ReplayOption
+	if setInput {
+		text, err := readArg(*input)
+		if err != nil {
+			return err
+		}
+		ws, err := src.file.Input(r, src.file.InputChannel(), text)
+		if err != nil {
+			return usagef("--input: %v", err)
+		}
+		opts = append(opts, trace.WithInput(ws...))
+	}
+	// A saver of its own, so that a run that paused on a question pauses
+	// again; the database's threads are not touched.
+	opts = append(opts, trace.WithRunOptions(graph.WithSaver(cmemory.New())))
+	rep, err := trace.Replay(ctx, r, cas, opts...)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		err = writeJSON(a, rep)
+	} else {
+		_, err = fmt.Fprintln(a.stdout, rep.String())
+	}
+	if err != nil || rep.OK() {
+		return err
+	}
+	return &divergedError{run: run.ID, first: rep.Divergences[0], n: len(rep.Divergences)}
+}
+
+// notReplayable says which run of the thread can be replayed instead.
+func notReplayable(ctx context.Context, traces trace.Store, run trace.RunInfo) error {
+	how := "it continued its thread"
+	if run.Start == trace.StartResume {
+		how = "it answered a question of its thread"
+	}
+	hint := "replay the run that started the thread"
+	if runs, err := traces.Runs(ctx, trace.RunQuery{Thread: run.Thread}); err == nil {
+		for _, r := range runs { // newest first: the last one is the first
+			if r.Start == trace.StartInput && r.StartedAt.Before(run.StartedAt) {
+				hint = "replay the run that started it from its input: coorflow replay " + r.ID
+			}
+		}
+	}
+	return &notReplayableError{msg: fmt.Sprintf("run %s cannot be replayed: it did not start from an input (%s, thread %s); %s", run.ID, how, orDash(run.Thread), hint)}
+}
+
+// replayGraph compiles the workflow for a replay: every tier answered by
+// the cassette with the profiles the run had, and fresh in-memory stores,
+// so that the agents the run built are built again from the recording.
+// The agents it reused from the registry (not built in it) are copied in
+// as the registry holds them now.
+func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *trace.Cassette, overrides map[llm.Tier]string, demo bool) (*graph.Runnable, error) {
+	ms, err := src.file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: demo})
+	if err != nil {
+		return nil, err
+	}
+	var like interface{ Profile(llm.Tier) llm.Profile }
+	if ms.Models != nil {
+		like = ms.Models
+	}
+	models, err := cas.Models(like)
+	if err != nil {
+		return nil, err
+	}
+	run := cas.Recording().Run
+	owner := run.Owner
+	if owner == "" {
+		owner = "default"
+	}
+	st := memory.New(store.Config{})
+	if err := seedReused(ctx, cas.Recording(), factory.NewRegistry(base.store, owner), factory.NewRegistry(st, owner)); err != nil {
+		return nil, err
+	}
+	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv})
+}
+
+// seedReused copies into to the agents that the recorded run used but did
+// not build (reused from the registry), as from holds them now; built-in
+// agents that nobody edited are there already.
+func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Registry) error {
+	built, used := map[string]bool{}, map[string]bool{}
+	for _, e := range rec.Events {
+		switch e.Kind {
+		case graph.EventAgentCreated.String():
+			built[e.Agent] = true
+		case graph.EventAgentStart.String():
+			used[e.Agent] = true
+		}
+	}
+	for name := range used {
+		if built[name] || name == "" {
+			continue
+		}
+		a, err := from.Get(ctx, name)
+		if errors.Is(err, factory.ErrAgentNotFound) || (err == nil && a.Builtin && a.Revision == 0) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := to.Add(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ranOnDemo reports whether the recorded run's model calls were answered
+// by a file's scripted demo model.
+func ranOnDemo(rec *trace.Recording) bool {
+	for _, e := range rec.Events {
+		if e.Kind != graph.EventModelCall.String() {
+			continue
+		}
+		var mc graph.ModelCall
+		if json.Unmarshal(e.Payload, &mc) == nil {
+			return mc.Model == "demo"
+		}
+	}
+	return false
+}

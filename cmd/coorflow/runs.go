@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coorflow/coorflow/trace"
+)
+
+func (a *app) runs(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("runs: want list or show RUN")
+	}
+	sub, rest := args[0], args[1:]
+	fs := newFlags("runs " + sub)
+	d := a.addDBFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 50, "list at most this many runs")
+	thread := fs.String("thread", "", "list only the runs of this thread")
+	status := fs.String("status", "", "list only the runs with this status: running, done, interrupted, error or cancelled")
+	pos, err := a.parse(fs, rest)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		if len(pos) != 0 {
+			return usagef("runs list takes no argument")
+		}
+	case "show":
+		if len(pos) != 1 {
+			return usagef("runs show: give one run id")
+		}
+	default:
+		return usagef("runs: unknown subcommand %q%s (want list or show)", sub, didYouMean(sub, []string{"list", "show"}))
+	}
+	base, err := openDB(ctx, d.db, true)
+	if err != nil {
+		if sub == "list" && !isPostgres(d.db) {
+			fmt.Fprintf(a.stdout, "no runs (no database at %s)\n", d.db)
+			return nil
+		}
+		return err
+	}
+	defer base.Close()
+	traces, err := base.traceStore(ctx)
+	if err != nil {
+		return err
+	}
+	if sub == "show" {
+		return a.showRun(ctx, base, traces, pos[0], *asJSON)
+	}
+	q := trace.RunQuery{Thread: *thread, Status: *status, Limit: *limit}
+	if flagSet(fs, "owner") {
+		q.Owner = d.owner
+	}
+	return a.listRuns(ctx, base, traces, q, *asJSON)
+}
+
+func (a *app) listRuns(ctx context.Context, base *db, traces trace.Store, q trace.RunQuery, asJSON bool) error {
+	runs, err := traces.Runs(ctx, q)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		for i := range runs {
+			runs[i].FinalState = nil // runs show --json has it
+		}
+		if runs == nil {
+			runs = []trace.RunInfo{}
+		}
+		return writeJSON(a, runs)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(a.stdout, "no runs in %s\n", base.where)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tTHREAD\tWORKFLOW\tSTATUS\tSTART\tSTARTED\tTOOK")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Thread), orDash(r.Graph), r.Status, r.Start,
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), took(r))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// took is how long a run took, or "-" while it runs.
+func took(r trace.RunInfo) string {
+	if r.EndedAt == nil {
+		return "-"
+	}
+	return r.EndedAt.Sub(r.StartedAt).Round(10 * time.Millisecond).String()
+}
+
+// loadRun returns a recorded run, or an error that says where it was
+// looked for.
+func loadRun(ctx context.Context, base *db, traces trace.Store, id string) (trace.RunInfo, error) {
+	run, err := traces.Run(ctx, id)
+	if errors.Is(err, trace.ErrNotFound) {
+		return run, fmt.Errorf("no run %s in %s (coorflow runs list shows the recorded runs)", id, base.where)
+	}
+	return run, err
+}
+
+func (a *app) showRun(ctx context.Context, base *db, traces trace.Store, id string, asJSON bool) error {
+	if _, err := loadRun(ctx, base, traces, id); err != nil {
+		return err
+	}
+	tl, err := trace.LoadTimeline(ctx, traces, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(a, tl)
+	}
+	w, r := a.stdout, tl.Run
+	fmt.Fprintf(w, "run         %s\nthread      %s\nworkflow    %s (%s)\nowner       %s\nstatus      %s\n",
+		r.ID, orDash(r.Thread), orDash(r.Graph), orDash(r.Workflow), orDash(r.Owner), r.Status)
+	fmt.Fprintf(w, "started     %s, %s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), startedBy(r.Start))
+	if r.EndedAt != nil {
+		fmt.Fprintf(w, "ended       %s (took %s)\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), took(r))
+	}
+	if in := describeInput(r.Input); in != "" {
+		fmt.Fprintf(w, "input       %s\n", in)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "error       %s\n", oneLine(r.Error, 200))
+	}
+	fmt.Fprintf(w, "events      %d\n", r.Events)
+	printTimeline(w, tl)
+	if r.Start == trace.StartInput {
+		fmt.Fprintf(w, "\nreplay it offline: coorflow replay %s\n", r.ID)
+	}
+	if _, err := finishedPlan(r); err == nil {
+		fmt.Fprintf(w, "fix its plan and agents in a workflow file: coorflow export %s -o FILE\n", r.ID)
+	}
+	return nil
+}
+
+func startedBy(start string) string {
+	switch start {
+	case trace.StartInput:
+		return "from an input"
+	case trace.StartResume:
+		return "answering a question of its thread"
+	}
+	return "continuing its thread"
+}
+
+// describeInput shows a recorded input — {"channel", "value"} writes — in
+// one line.
+func describeInput(raw json.RawMessage) string {
+	var writes []struct {
+		Channel string          `json:"channel"`
+		Value   json.RawMessage `json:"value"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &writes) != nil {
+		return ""
+	}
+	var parts []string
+	for _, w := range writes {
+		var s string
+		if json.Unmarshal(w.Value, &s) != nil {
+			s = string(w.Value)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", w.Channel, oneLine(s, 120)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printTimeline prints a run's steps: each node, then the agents that
+// worked in it, one per line.
+func printTimeline(w io.Writer, tl trace.Timeline) {
+	if len(tl.Steps) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "steps")
+	for _, st := range tl.Steps {
+		for _, n := range st.Nodes {
+			line := fmt.Sprintf("  %3d  %-14s %s", st.Step, n.Node, n.Status)
+			if len(n.Created) > 0 {
+				line += "  built " + strings.Join(n.Created, ", ")
+			}
+			if n.Error != "" {
+				line += "  " + oneLine(n.Error, 120)
+			}
+			fmt.Fprintln(w, line)
+			for _, ag := range n.Agents {
+				name := ag.Name
+				if ag.Run != "" {
+					name = ag.Run + " " + name
+				}
+				calls := fmt.Sprintf("%d model calls", ag.ModelCalls)
+				if ag.ModelCalls == 1 {
+					calls = "1 model call"
+				}
+				fmt.Fprintf(w, "         %-30s %-8s %s\n", name, ag.Status, calls)
+			}
+		}
+	}
+}
