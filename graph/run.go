@@ -169,8 +169,9 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
-	// em is what the node's context carries (see taskContext).
-	em emitter
+	// em and ctx are what the node's context carries (see taskContext).
+	em  emitter
+	ctx nodeContext
 	// interrupts counts Interrupt calls in the current attempt.
 	interrupts atomic.Int32
 }

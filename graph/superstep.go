@@ -275,9 +275,27 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
+// taskContext returns the context a task's node runs with: ctx, carrying
+// the task's emitter. It lives in the task, so making it allocates nothing.
 func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
 	t.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
-	return context.WithValue(ctx, emitterKey{}, &t.em)
+	t.ctx = nodeContext{Context: ctx, em: &t.em}
+	return &t.ctx
+}
+
+// nodeContext is a context carrying an emitter, like
+// context.WithValue(ctx, emitterKey{}, em) but stored in its task.
+type nodeContext struct {
+	context.Context
+	em *emitter
+}
+
+// Value returns the emitter for emitterKey and asks the parent otherwise.
+func (c *nodeContext) Value(key any) any {
+	if key == (emitterKey{}) {
+		return c.em
+	}
+	return c.Context.Value(key)
 }
 
 // attempt calls the node once, turning a panic into a *PanicError and an
