@@ -47,14 +47,11 @@ func Input(writes ...Write) []Write {
 }
 
 // Invoke runs the graph to the end (or to an interrupt) and returns the
-// final state. It is Stream without events.
+// final state. It is Stream without events (an Events option is ignored).
 func (r *Runnable) Invoke(ctx context.Context, input []Write, opts ...Option) (Result, error) {
 	cfg := r.defaults
-	cfg.events = 0
 	cfg.apply(opts)
-	if !cfg.eventsSet {
-		cfg.events = 0
-	}
+	cfg.events = 0 // nobody reads them: producers skip their work
 	ru, err := r.newRun(cfg, r.name, nil)
 	if err != nil {
 		return Result{}, err
