@@ -3,11 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
 )
 
 // ErrSchemaTooNew is returned when the tables were created by a newer
@@ -70,47 +69,7 @@ var migrations = [][]string{
 }
 
 // migrate creates the schema if needed and applies the migrations it
-// lacks, in one transaction that holds an advisory lock named for the
-// schema: processes that start at once wait for each other, and each
-// migration is applied once.
+// lacks (see migrate.Postgres).
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-
-	quoted := pgx.Identifier{schema}.Sanitize()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "coorflow/checkpoint:"+schema); err != nil {
-		return fmt.Errorf("postgres: migrate: lock: %w", err)
-	}
-	for _, stmt := range []string{
-		`CREATE SCHEMA IF NOT EXISTS ` + quoted,
-		`CREATE TABLE IF NOT EXISTS ` + quoted + `.checkpoint_schema (version integer PRIMARY KEY)`,
-	} {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("postgres: migrate: %w", err)
-		}
-	}
-	var version int
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+quoted+`.checkpoint_schema`).Scan(&version); err != nil {
-		return fmt.Errorf("postgres: migrate: read schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("%w: schema %s is at version %d, this package knows up to %d", ErrSchemaTooNew, schema, version, len(migrations))
-	}
-	for v := version + 1; v <= len(migrations); v++ {
-		for _, stmt := range migrations[v-1] {
-			if _, err := tx.Exec(ctx, strings.ReplaceAll(stmt, "{schema}", quoted)); err != nil {
-				return fmt.Errorf("postgres: migrate to version %d: %w", v, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+quoted+`.checkpoint_schema (version) VALUES ($1)`, v); err != nil {
-			return fmt.Errorf("postgres: migrate to version %d: %w", v, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: commit: %w", err)
-	}
-	return nil
+	return dbmigrate.Postgres(ctx, pool, schema, "coorflow/checkpoint:", "checkpoint_schema", migrations, ErrSchemaTooNew)
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+
+	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
 )
 
 // ErrSchemaTooNew is returned when the database was written by a newer
@@ -78,44 +79,7 @@ var migrations = [][]string{
 	},
 }
 
-// migrate creates or upgrades the schema on conn. It holds SQLite's write
-// lock from the start (BEGIN IMMEDIATE), so processes opening one file at
-// once apply each migration exactly once.
-func migrate(ctx context.Context, conn *sql.Conn) (err error) {
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("sqlite: migrate: begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			// A failed statement may have ended the transaction already.
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		}
-	}()
-
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS checkpoint_schema (
-		version INTEGER PRIMARY KEY
-	)`); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	var version int
-	if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM checkpoint_schema`).Scan(&version); err != nil {
-		return fmt.Errorf("sqlite: migrate: read schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("%w: the file is at version %d, this package knows up to %d", ErrSchemaTooNew, version, len(migrations))
-	}
-	for v := version + 1; v <= len(migrations); v++ {
-		for _, stmt := range migrations[v-1] {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("sqlite: migrate to version %d: %w", v, err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO checkpoint_schema (version) VALUES (?)`, v); err != nil {
-			return fmt.Errorf("sqlite: migrate to version %d: %w", v, err)
-		}
-	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("sqlite: migrate: commit: %w", err)
-	}
-	return nil
+// migrate creates or upgrades the schema on conn (see migrate.SQLite).
+func migrate(ctx context.Context, conn *sql.Conn) error {
+	return dbmigrate.SQLite(ctx, conn, "checkpoint_schema", migrations, ErrSchemaTooNew)
 }

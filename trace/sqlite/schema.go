@@ -4,7 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+
+	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
 )
 
 // ErrSchemaTooNew is returned when the database was written by a newer
@@ -58,38 +59,7 @@ var migrations = [][]string{
 }
 
 // migrate applies the migrations the database lacks, in one transaction
-// on the writer connection.
-func migrate(ctx context.Context, c *sql.Conn) (err error) {
-	if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_, _ = c.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-		}
-	}()
-	if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS trace_schema (version INTEGER PRIMARY KEY)`); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	var version int
-	if err := c.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM trace_schema`).Scan(&version); err != nil {
-		return fmt.Errorf("sqlite: migrate: read schema version: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("%w: the database is at version %d, this package knows up to %d", ErrSchemaTooNew, version, len(migrations))
-	}
-	for v := version + 1; v <= len(migrations); v++ {
-		for _, stmt := range migrations[v-1] {
-			if _, err := c.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("sqlite: migrate to version %d: %w", v, err)
-			}
-		}
-		if _, err := c.ExecContext(ctx, `INSERT INTO trace_schema (version) VALUES (?)`, v); err != nil {
-			return fmt.Errorf("sqlite: migrate to version %d: %w", v, err)
-		}
-	}
-	if _, err := c.ExecContext(ctx, `COMMIT`); err != nil {
-		return fmt.Errorf("sqlite: migrate: commit: %w", err)
-	}
-	return nil
+// on the writer connection (see migrate.SQLite).
+func migrate(ctx context.Context, c *sql.Conn) error {
+	return dbmigrate.SQLite(ctx, c, "trace_schema", migrations, ErrSchemaTooNew)
 }
