@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgtest"
 )
 
 // backend opens savers over one store: open may be called several times,
@@ -22,13 +22,6 @@ import (
 type backend struct {
 	name string
 	open func(t testing.TB) graph.Saver
-}
-
-func postgresURL() string {
-	if u := os.Getenv("COORFLOW_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test"
 }
 
 // backends returns the three backends, each over a fresh store.
@@ -46,21 +39,21 @@ func backends(t testing.TB) []backend {
 			return s
 		}},
 	}
-	conn, err := pgx.Connect(context.Background(), postgresURL())
+	conn, err := pgx.Connect(context.Background(), pgtest.URL())
 	if err != nil {
-		t.Logf("PostgreSQL is not reachable at %s (%v): the postgres backend is not tested here", postgresURL(), err)
+		t.Logf("PostgreSQL is not reachable at %s (%v): the postgres backend is not tested here", pgtest.URL(), err)
 		return out
 	}
 	_ = conn.Close(context.Background())
 	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), postgresURL())
+		c, err := pgx.Connect(context.Background(), pgtest.URL())
 		if err == nil {
 			_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
 			_ = c.Close(context.Background())
 		}
 	})
 	return append(out, backend{"postgres", func(t testing.TB) graph.Saver {
-		s, err := postgres.Open(context.Background(), postgresURL(), postgres.WithSchema(schema))
+		s, err := postgres.Open(context.Background(), pgtest.URL(), postgres.WithSchema(schema))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s

@@ -7,15 +7,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coorflow/coorflow/checkpoint/savertest"
+	"github.com/coorflow/coorflow/internal/pgtest"
 )
 
 func BenchmarkPutCheckpoint(b *testing.B) {
-	pool := testPool(b)
+	pool := pgtest.Pool(b)
 	savertest.BenchPutCheckpoint(b, newSaver(b, pool), walBytes(pool))
 }
 
 func BenchmarkPutTaskRecords(b *testing.B) {
-	pool := testPool(b)
+	pool := pgtest.Pool(b)
 	savertest.BenchPutTaskRecords(b, newSaver(b, pool), walBytes(pool))
 }
 

@@ -2,13 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,67 +14,26 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/checkpoint/savertest"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgtest"
 )
-
-// connString is the test server: COORFLOW_TEST_POSTGRES, or the local one.
-func connString() string {
-	if s := os.Getenv("COORFLOW_TEST_POSTGRES"); s != "" {
-		return s
-	}
-	return "postgres://postgres@127.0.0.1:5432/test"
-}
-
-// testPool connects to the test server, and skips the test only when it
-// cannot connect at all.
-func testPool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, connString())
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
-		t.Skipf("postgres: cannot connect to %s (set COORFLOW_TEST_POSTGRES): %v", connString(), err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// freshSchema returns the name of a schema no test uses, and drops it,
-// with everything in it, when the test ends.
-func freshSchema(t testing.TB, pool *pgxpool.Pool) string {
-	t.Helper()
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	name := "coorflow_test_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		_, err := pool.Exec(context.WithoutCancel(t.Context()), `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`)
-		assert.NoError(t, err, "drop schema %s", name)
-	})
-	return name
-}
 
 // newSaver returns a Saver on pool in a fresh schema.
 func newSaver(t testing.TB, pool *pgxpool.Pool) *postgres.Saver {
 	t.Helper()
-	s := postgres.New(pool, postgres.WithSchema(freshSchema(t, pool)))
+	s := postgres.New(pool, postgres.WithSchema(pgtest.Schema(t, pool, "coorflow_test_")))
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	return s
 }
 
 func TestSaver(t *testing.T) {
-	pool := testPool(t)
+	pool := pgtest.Pool(t)
 	savertest.Run(t, func(t *testing.T) graph.Saver { return newSaver(t, pool) })
 }
 
 func TestOpenCreatesTheSchemaAndOwnsThePool(t *testing.T) {
-	pool := testPool(t)
-	schema := freshSchema(t, pool)
-	s, err := postgres.Open(t.Context(), connString(), postgres.WithSchema(schema))
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	s, err := postgres.Open(t.Context(), pgtest.URL(), postgres.WithSchema(schema))
 	require.NoError(t, err)
 
 	var version int
@@ -92,8 +47,8 @@ func TestOpenCreatesTheSchemaAndOwnsThePool(t *testing.T) {
 }
 
 func TestNewCreatesSchemaOnFirstUseAndLeavesPoolOpen(t *testing.T) {
-	pool := testPool(t)
-	schema := freshSchema(t, pool)
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
 	s := postgres.New(pool, postgres.WithSchema(schema))
 
 	var exists bool
@@ -112,8 +67,8 @@ func TestNewCreatesSchemaOnFirstUseAndLeavesPoolOpen(t *testing.T) {
 
 func TestConcurrentFirstUseCreatesTheSchemaOnce(t *testing.T) {
 	// Savers on one schema stand for processes that start at once.
-	pool := testPool(t)
-	schema := freshSchema(t, pool)
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
 	const savers = 6
 	errs := make([]error, savers)
 	var wg sync.WaitGroup
@@ -136,8 +91,8 @@ func TestConcurrentFirstUseCreatesTheSchemaOnce(t *testing.T) {
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
-	pool := testPool(t)
-	schema := freshSchema(t, pool)
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
 	_, err := postgres.New(pool, postgres.WithSchema(schema)).Threads(t.Context(), graph.ThreadListOptions{})
 	require.NoError(t, err)
 	_, err = pool.Exec(t.Context(), `INSERT INTO `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema (version) VALUES (7)`)
@@ -149,8 +104,8 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 }
 
 func TestSchemaNameIsQuoted(t *testing.T) {
-	pool := testPool(t)
-	schema := freshSchema(t, pool) + `"; DROP TABLE x; --`
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_") + `"; DROP TABLE x; --`
 	t.Cleanup(func() {
 		_, err := pool.Exec(context.WithoutCancel(t.Context()), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 		assert.NoError(t, err)
@@ -165,7 +120,7 @@ func TestSchemaNameIsQuoted(t *testing.T) {
 func TestFailedPutIsRolledBackWhole(t *testing.T) {
 	// PostgreSQL text cannot hold NUL, so the blob statement fails after
 	// the checkpoint statement of the same batch succeeded.
-	s := newSaver(t, testPool(t))
+	s := newSaver(t, pgtest.Pool(t))
 	err := s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, []graph.Blob{
 		{Channel: "messages", Version: "1"},
 		{Channel: "bad\x00channel", Version: "1"},
@@ -183,9 +138,9 @@ func TestFailedPutIsRolledBackWhole(t *testing.T) {
 }
 
 func TestWithoutWithSchemaTheCurrentSchemaIsUsed(t *testing.T) {
-	pool := testPool(t)
-	schema := freshSchema(t, pool)
-	cfg, err := pgxpool.ParseConfig(connString())
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
 	require.NoError(t, err)
 
 	// search_path names a schema that does not exist yet: there is no

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 
@@ -14,19 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/postgres"
 	"github.com/coorflow/coorflow/store/storetest"
 )
 
-const defaultURL = "postgres://postgres@127.0.0.1:5432/test"
-
-func testURL() string {
-	if u := os.Getenv("COORFLOW_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return defaultURL
-}
+func testURL() string { return pgtest.URL() }
 
 var (
 	reachOnce sync.Once
