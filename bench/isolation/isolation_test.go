@@ -12,6 +12,7 @@ import (
 
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/teamhook"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
@@ -50,6 +51,18 @@ func plan12() *nodes.Plan {
 	return p
 }
 
+// sharedHistory is CoorAgent's shared history: a step sees the results of
+// every step completed before it.
+func sharedHistory(p *nodes.Plan, step nodes.Step) []string {
+	var ids []string
+	for _, s := range p.Steps {
+		if s.Result != nil && s.ID != step.ID {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
 // run runs the team then the reporter on plan12 and returns the model.
 func run(t *testing.T, shareAll bool) *scripted.Model {
 	t.Helper()
@@ -73,7 +86,12 @@ func run(t *testing.T, shareAll bool) *scripted.Model {
 	ms, err := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: model, Profile: llm.Profile{Model: "scripted", MaxInputTokens: 128_000}}})
 	require.NoError(t, err)
 	st := smem.New(store.Config{})
-	team, err := factory.Team(factory.TeamConfig{Registry: factory.NewRegistry(st, "acme"), Models: ms, Store: st, ShareAllResults: shareAll})
+	cfg := factory.TeamConfig{Registry: factory.NewRegistry(st, "acme"), Models: ms, Store: st}
+	if shareAll {
+		cfg.StepConcurrency = 1 // one step at a time, in plan order
+		teamhook.SetSees(&cfg, sharedHistory)
+	}
+	team, err := factory.Team(cfg)
 	require.NoError(t, err)
 	reporter, err := nodes.Reporter(nodes.ReporterConfig{Model: model, Read: func(ctx context.Context, ref string) (string, error) {
 		it, err := st.Get(ctx, "acme", ref)
@@ -107,6 +125,13 @@ func TestIsolationSavesPromptTokens(t *testing.T) {
 	report := isolated.CallsFor("reporter")[0].Prompt()
 	for _, st := range plan12().Steps {
 		assert.Contains(t, report, "KEYFACT-"+st.ID, "every step's key fact reaches the reporter")
+	}
+	// The baseline: a step sees every result so far, other threads' too.
+	for _, c := range shared.CallsFor("researcher") {
+		if p := c.Prompt(); strings.Contains(p, "This is step t2a") {
+			assert.Contains(t, p, "KEYFACT-t1a")
+			assert.Contains(t, p, "KEYFACT-t1c")
+		}
 	}
 	// Isolation itself: a step sees its own thread only.
 	for _, c := range isolated.CallsFor("researcher") {

@@ -1,0 +1,168 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/dag"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
+)
+
+// buildAgents loads every agent the plan's steps name — given to the
+// team, or from the registry — building the new ones concurrently.
+func (t *teamRun) buildAgents(ctx context.Context) error {
+	todo, err := t.loadAgents(ctx)
+	if err != nil || len(todo) == 0 {
+		return err
+	}
+	if t.cfg.Builder == nil {
+		return fmt.Errorf("factory: the plan needs new agents (%s) but the team has no builder", specNames(todo))
+	}
+	tasks := make([]dag.Task, len(todo))
+	specs := make(map[string]nodes.AgentSpec, len(todo))
+	for i, sp := range todo {
+		tasks[i], specs[sp.Name] = dag.Task{ID: sp.Name}, sp
+	}
+	res, err := dag.Run(ctx, tasks, dag.Options{Limit: t.cfg.BuildConcurrency}, func(ctx context.Context, name string) error {
+		return t.build(ctx, specs[name])
+	})
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(res))
+	for i, r := range res {
+		errs[i] = r.Err
+	}
+	return errors.Join(errs...)
+}
+
+// loadAgents finds the agent of every step, given to the team or in the
+// registry, and returns the specs of those left to build, in plan order.
+func (t *teamRun) loadAgents(ctx context.Context) ([]nodes.AgentSpec, error) {
+	t.agents = map[string]Agent{}
+	specs := map[string]nodes.AgentSpec{}
+	for _, sp := range t.plan.NewAgentsNeeded {
+		specs[sp.Name] = sp
+	}
+	var todo []nodes.AgentSpec
+	for _, st := range t.plan.Steps {
+		if _, seen := t.agents[st.AgentName]; seen {
+			continue
+		}
+		if a, ok := t.fixed[st.AgentName]; ok {
+			t.agents[st.AgentName] = a
+			continue
+		}
+		a, err := t.cfg.Registry.Get(ctx, st.AgentName)
+		switch {
+		case err == nil:
+			t.agents[st.AgentName] = a
+		case errors.Is(err, ErrAgentNotFound):
+			sp, ok := specs[st.AgentName]
+			if !ok {
+				return nil, fmt.Errorf("factory: step %q names agent %q, which neither exists nor is declared in new_agents_needed", st.ID, st.AgentName)
+			}
+			t.agents[st.AgentName] = Agent{} // placeholder until built
+			todo = append(todo, sp)
+		default:
+			return nil, err
+		}
+	}
+	return todo, nil
+}
+
+func specNames(specs []nodes.AgentSpec) string {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// build builds one new agent, stores it in the registry and announces it.
+func (t *teamRun) build(ctx context.Context, sp nodes.AgentSpec) error {
+	built, err := t.cfg.Builder.Build(ctx, sp, t.plan.Locale)
+	if err != nil {
+		return err
+	}
+	a, err := t.cfg.Registry.Add(ctx, built.Agent)
+	if errors.Is(err, store.ErrExists) {
+		// Built earlier (a run that stopped after storing it, or another
+		// run): the stored agent wins.
+		a, err = t.cfg.Registry.Get(ctx, sp.Name)
+	}
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.agents[sp.Name] = a
+	t.mu.Unlock()
+	graph.Publish(ctx, graph.Event{Kind: graph.EventAgentCreated, Data: graph.AgentEvent{
+		Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Summary: a.Description,
+	}})
+	if len(built.Dropped) > 0 {
+		graph.Publish(ctx, graph.Event{Kind: graph.EventWarning, Data: fmt.Sprintf(
+			"agent %q asked for tools that do not exist and were dropped: %s", a.Name, strings.Join(built.Dropped, ", "))})
+	}
+	return nil
+}
+
+// agentRun is the id of one run of an agent: its private board's key.
+func agentRun(step nodes.Step, a Agent) string { return a.Name + "." + step.ID }
+
+// agent makes the ReAct agent of a built agent, for one step: with a
+// window over the board as viewer sees it, and the read_context tool to
+// read back what the window offloaded.
+func (t *teamRun) agent(a Agent, viewer store.Viewer) (*nodes.ReAct, error) {
+	tier, err := llm.ParseTier(a.Tier)
+	if err != nil {
+		tier = llm.TierBasic
+	}
+	model, err := t.cfg.Models.Model(tier)
+	if err != nil {
+		return nil, fmt.Errorf("factory: agent %q: %w", a.Name, err)
+	}
+	reg := &tools.Registry{}
+	if t.cfg.Tools != nil && len(a.Tools) > 0 {
+		reg, _ = t.cfg.Tools.Subset(a.Tools...)
+	}
+	profile := t.cfg.Models.Profile(tier)
+	cfg := nodes.ReActConfig{
+		Name: a.Name, Model: model, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: t.cfg.MaxTurns,
+		Info: llm.ModelInfo{Tier: string(tier), Model: profile.Model},
+	}
+	if t.board != nil && !t.cfg.NoWindow {
+		if err := t.window(&cfg, a, viewer, profile); err != nil {
+			return nil, err
+		}
+	}
+	return nodes.NewReAct(cfg)
+}
+
+// window gives an agent's config a window over the board as viewer sees
+// it, within the input window of profile, and the read_context tool.
+func (t *teamRun) window(cfg *nodes.ReActConfig, a Agent, viewer store.Viewer, profile llm.Profile) error {
+	summarizer, err := t.cfg.Models.Model(llm.TierBasic)
+	if err != nil {
+		return fmt.Errorf("factory: the summarizer for agent %q: %w", a.Name, err)
+	}
+	bs := window.NewBoardStore(t.board, viewer)
+	wc := t.cfg.Window
+	wc.Offloader, wc.Summarizer = bs, summarizer
+	cfg.Window = window.New(wc)
+	cfg.Budget = window.Budget{MaxInputTokens: profile.MaxInputTokens}
+	if profile.MaxInputTokens > 16_000 {
+		cfg.Budget.ReserveForOutput = 4096
+	}
+	if err := cfg.Tools.Register(window.ReadContextTool(bs)); err != nil {
+		return fmt.Errorf("factory: agent %q: %w", a.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package factory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/factory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/dag"
+	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/store"
+	smem "github.com/coorflow/coorflow/store/memory"
+)
+
+func TestQuestionsFromSeveralStepsPauseTheTeamTogether(t *testing.T) {
+	asking := scripted.NewBarrier(2) // a1 and b1 ask while both are in flight
+	ask := func(q string) scripted.Reply {
+		return scripted.Reply{Wait: asking.Wait, ToolCalls: []scripted.ToolCall{{Name: "ask_human", Arguments: `{"question":"` + q + `"}`}}}
+	}
+	e := newEnv(t, smem.New(store.Config{}), scripted.Script{Agents: map[string][]scripted.Reply{
+		"asker_a": {ask("Which vendor?"), answer("A1", 0.9), answer("A2", 0.9)},
+		"asker_b": {ask("Which year?"), answer("B1", 0.9)},
+		"worker":  {answer("C1", 0.9), answer("C2", 0.9)},
+	}})
+	given := []factory.Agent{
+		{Name: "asker_a", Tier: "basic", Tools: []string{"ask_human"}, Prompt: "You ask when unsure."},
+		{Name: "asker_b", Tier: "basic", Tools: []string{"ask_human"}, Prompt: "You ask when unsure."},
+		{Name: "worker", Tier: "basic", Prompt: "You work."},
+	}
+	step := func(id, agent string, deps ...string) nodes.Step {
+		return nodes.Step{ID: id, AgentName: agent, Title: id, Description: "Do " + id + ".", StepType: nodes.StepResearch, DependsOn: deps}
+	}
+	plan := &nodes.Plan{Title: "Ask", Steps: []nodes.Step{
+		step("a1", "asker_a"), step("a2", "asker_a", "a1"), step("b1", "asker_b"), step("c1", "worker"), step("c2", "worker", "c1"),
+	}}
+	r := e.team(t, factory.TeamConfig{Agents: given}, graph.WithSaver(memory.New()))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a barrier that never opens fails here
+	defer cancel()
+
+	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(plan)), graph.Thread("t1"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	var paths []string
+	answers := map[string]any{}
+	for _, in := range res.Interrupts {
+		paths = append(paths, in.Path)
+		answers[in.ID] = "yes"
+	}
+	assert.Equal(t, []string{"coor/team/step:a1/agent:asker_a/tool:call_asker_a_1_1",
+		"coor/team/step:b1/agent:asker_b/tool:call_asker_b_1_1"}, paths, "both questions, in plan order")
+	assert.Len(t, e.model.CallsFor("worker"), 2, "the branch without questions ran to its end")
+	assert.Empty(t, e.model.CallsFor("asker_a")[1:], "a2 waits for a1's answer")
+
+	res, err = r.Invoke(ctx, nil, graph.Thread("t1"), graph.ResumeEach(answers))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusDone, res.Status)
+	done := nodes.PlanKey.Get(res.State)
+	assert.True(t, done.Done())
+	assert.Equal(t, "found A2", done.Step("a2").Result.Summary)
+	assert.Len(t, e.model.CallsFor("worker"), 2, "finished steps are not redone")
+	assert.Equal(t, []string{"yes"}, toolResults(e.model.CallsFor("asker_b")[1]))
+}
+
+func TestTheTeamRunsAtMostStepConcurrencyStepsAtOnce(t *testing.T) {
+	two := scripted.NewBarrier(2) // opens only with two steps in flight
+	held := answer("HELD", 0.9)
+	held.Wait = two.Wait
+	e := newEnv(t, smem.New(store.Config{}), scripted.Script{Agents: map[string][]scripted.Reply{
+		"researcher": {held, held, answer("LAST", 0.9)},
+	}})
+	plan := &nodes.Plan{Title: "Three"}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		plan.Steps = append(plan.Steps, nodes.Step{ID: id, AgentName: "researcher", Title: id, Description: "Do " + id + ".", StepType: nodes.StepResearch})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := e.team(t, factory.TeamConfig{StepConcurrency: 2}).Invoke(ctx, graph.Input(nodes.PlanKey.Set(plan)))
+	require.NoError(t, err)
+	assert.True(t, nodes.PlanKey.Get(res.State).Done())
+	assert.Equal(t, 2, e.model.MaxInFlight())
+}
+
+func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
+	cases := []struct {
+		name string
+		deps map[string][]string
+		want string
+	}{
+		{"unknown dependency", map[string][]string{"s2": {"zz"}},
+			`factory: the plan's steps cannot run: dag: invalid graph: task "s2" depends on "zz", which is not a task`},
+		{"cycle", map[string][]string{"s1": {"s2"}, "s2": {"s1"}},
+			`factory: the plan's steps cannot run: dag: invalid graph: the tasks depend on each other in a cycle: s1 -> s2 -> s1`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, smem.New(store.Config{}), scripted.Script{})
+			plan := twoSteps()
+			for i := range plan.Steps {
+				plan.Steps[i].DependsOn = tc.deps[plan.Steps[i].ID]
+			}
+			_, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(plan)))
+			require.ErrorIs(t, err, dag.ErrInvalid)
+			assert.ErrorContains(t, err, tc.want)
+			assert.Empty(t, e.model.Calls(), "no step ran")
+		})
+	}
+}
