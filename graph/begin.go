@@ -46,14 +46,28 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 		return nil, ru.continueWithInput(input)
 	}
 	if ru.cfg.checkpointID != "" {
-		// Replay: the steps after the checkpoint run again, on a new
-		// branch; what was recorded for them the first time is ignored.
 		if ru.cfg.resume != nil {
 			return nil, errors.New("graph: FromCheckpoint replays a checkpoint; it cannot be combined with Resume")
 		}
-		return nil, nil
+		return nil, ru.fork(rec)
 	}
 	return nil, ru.loadRecords()
+}
+
+// fork starts a replay: the steps after rec run again, on a new branch
+// whose head is a copy of rec (source fork). Everything the replay records —
+// task results, journal entries, interrupts and their answers, the
+// checkpoints of its subgraphs — is keyed by that copy, so nothing recorded
+// by an earlier run of those steps is reused, while a resume or a restart
+// of the replay itself (which follows the copy) finds its own records.
+func (ru *run) fork(rec CheckpointRecord) error {
+	if ru.sched.empty() {
+		return nil // nothing runs after rec
+	}
+	ru.step = rec.Step // the copy stands for rec, not for a new step
+	err := ru.saveCheckpoint(SourceFork, nil)
+	ru.step = rec.Step + 1
+	return err
 }
 
 func (ru *run) fresh(initial []any) {

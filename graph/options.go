@@ -47,8 +47,13 @@ func MaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrency = 
 func Thread(id string) Option { return func(c *config) { c.thread = id } }
 
 // FromCheckpoint runs from a past checkpoint of the thread instead of its
-// newest one: the steps after it run again, and their checkpoints start a
-// new branch of the thread's history.
+// newest one: the steps after it run again, subgraphs included, and their
+// checkpoints start a new branch of the thread's history. The branch starts
+// with a copy of the checkpoint (source fork), which becomes the thread's
+// head: when the replay pauses on an interrupt, Resume answers it; nothing
+// recorded by an earlier run of those steps (results, journal entries,
+// answers) is reused. With State, History and UpdateState it names the
+// checkpoint to read or write after.
 func FromCheckpoint(id string) Option { return func(c *config) { c.checkpointID = id } }
 
 // InterruptBefore pauses a run before a step that would run any of nodes.
