@@ -257,6 +257,9 @@ func (ru *run) addRecord(get func(string) *taskRecords, rec TaskRecord, breakpoi
 		if err != nil {
 			return err
 		}
+		if err := ru.r.checkCommand(nil, res.cmd); err != nil {
+			return err
+		}
 		get(rec.TaskID).done = &res
 	case recInterrupt:
 		var ins []InterruptInfo

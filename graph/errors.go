@@ -23,6 +23,12 @@ var (
 	// ErrUnknownNode: a node routed to, or sent a packet to, a node the
 	// graph does not have or that it did not declare as a destination.
 	ErrUnknownNode = errors.New("graph: unknown node")
+	// ErrUnknownBranch: a Router returned a label its conditional edge
+	// does not declare.
+	ErrUnknownBranch = errors.New("graph: unknown branch")
+	// ErrInvalidCommand: a node returned a command the graph cannot follow,
+	// such as a Send packet for End.
+	ErrInvalidCommand = errors.New("graph: invalid command")
 )
 
 // NodeError is the failure of one node: its own error, a panic, a timeout,

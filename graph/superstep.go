@@ -116,7 +116,7 @@ func (ru *run) prepare(tasks []*task) error {
 		t.overlay = make(overlay, 0, len(t.packet))
 		for _, w := range t.packet {
 			ch, _, ok := ru.r.layout.channel(w.Channel())
-			if !ok {
+			if !ok { // checked when the packet was sent (checkCommand)
 				return ru.nodeErr(t, 1, fmt.Errorf("%w %q in a packet for %q", ErrUnknownChannel, w.Channel(), t.name))
 			}
 			v, err := ch.convert(w.value)
@@ -237,6 +237,11 @@ func (ru *run) tryTask(t *task) taskResult {
 	for attempt := 1; ; attempt++ {
 		cmd, err := ru.attempt(t, s, attempt)
 		if err == nil {
+			if err := ru.r.checkCommand(n, cmd); err != nil {
+				// A command the graph cannot follow is a bug in the node
+				// or the graph: retrying or handling it would not help.
+				return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
+			}
 			return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start)}
 		}
 		if ins := interruptsOf(err); len(ins) > 0 {
@@ -258,6 +263,9 @@ func (ru *run) tryTask(t *task) taskResult {
 		nerr := ru.nodeErr(t, attempt, err)
 		if n.onError != nil {
 			cmd, herr := ru.handle(t, s, nerr)
+			if herr == nil {
+				herr = ru.r.checkCommand(n, cmd)
+			}
 			if herr == nil {
 				return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start), handled: true}
 			}
