@@ -24,7 +24,7 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 	case errors.Is(err, ErrNotFound) && ru.cfg.resume != nil:
 		return nil, fmt.Errorf("graph: thread %q does not exist, so there is nothing to resume: %w", thread, ErrNotFound)
 	case errors.Is(err, ErrNotFound) && input == nil && initial == nil:
-		return nil, fmt.Errorf("graph: thread %q does not exist; start it with an input: %w", thread, ErrNotFound)
+		return nil, fmt.Errorf("graph: thread %q does not exist; start it with an input, not nil: %w: %w", thread, ErrNoInput, ErrNotFound)
 	case errors.Is(err, ErrNotFound):
 		ru.fresh(initial)
 		if err := ru.applyInput(input); err != nil {
@@ -306,22 +306,8 @@ func (ru *run) applyResume(get func(string) *taskRecords, breakpoint bool) error
 		}
 	}
 	if rs := ru.cfg.resume; rs != nil {
-		if len(pending) == 0 && !breakpoint {
-			return fmt.Errorf("graph: thread %q is not interrupted; nothing to resume: %w", ru.p.thread, ErrNotInterrupted)
-		}
-		if rs.hasOne && len(pending) > 1 {
-			return fmt.Errorf("graph: thread %q has %d pending interrupts (%s); answer them with graph.ResumeEach",
-				ru.p.thread, len(pending), interruptIDs(pending))
-		}
-		if rs.hasOne && len(pending) == 1 {
-			answers[pending[0].ID] = rs.one
-		}
-		for _, id := range sortedKeys(rs.each) {
-			if _, ok := owner[id]; !ok {
-				return fmt.Errorf("graph: thread %q has no pending interrupt %q (pending: %s): %w",
-					ru.p.thread, id, interruptIDs(pending), ErrNotInterrupted)
-			}
-			answers[id] = rs.each[id]
+		if err := ru.resumeAnswers(rs, pending, owner, answers, breakpoint); err != nil {
+			return err
 		}
 	}
 	var recs []TaskRecord
@@ -334,6 +320,49 @@ func (ru *run) applyResume(get func(string) *taskRecords, breakpoint bool) error
 		return nil
 	}
 	return ru.p.putRecordsNow(ru.ctx, recs...)
+}
+
+// resumeAnswers adds the run's resume values to answers, by interrupt id:
+// one answer for the only pending interrupt, answers by id (ResumeEach) and
+// by path (ResumeAt).
+func (ru *run) resumeAnswers(rs *resumeSpec, pending []InterruptInfo, owner map[string]string, answers map[string]json.RawMessage, breakpoint bool) error {
+	thread := ru.p.thread
+	if len(pending) == 0 && !breakpoint {
+		return fmt.Errorf("graph: thread %q is not interrupted; nothing to resume: %w", thread, ErrNotInterrupted)
+	}
+	if rs.hasOne && (len(rs.each) > 0 || len(rs.at) > 0) {
+		return errors.New("graph: pass either graph.Resume or graph.ResumeAt and graph.ResumeEach, not both")
+	}
+	if rs.hasOne && len(pending) > 1 {
+		return fmt.Errorf("graph: thread %q has %d pending interrupts: %s; answer each with graph.ResumeAt(path, value) or graph.ResumeEach: %w",
+			thread, len(pending), describeInterrupts(pending), ErrAmbiguousResume)
+	}
+	if rs.hasOne && len(pending) == 1 {
+		answers[pending[0].ID] = rs.one
+	}
+	for _, id := range sortedKeys(rs.each) {
+		if _, ok := owner[id]; !ok {
+			return fmt.Errorf("graph: thread %q has no pending interrupt %q (pending: %s): %w",
+				thread, id, interruptIDs(pending), ErrNotInterrupted)
+		}
+		answers[id] = rs.each[id]
+	}
+	for _, path := range sortedKeys(rs.at) {
+		match := matchPath(pending, ru.path, path)
+		switch {
+		case len(match) == 0:
+			return fmt.Errorf("graph: thread %q has no pending interrupt at %q (pending: %s): %w",
+				thread, path, describeInterrupts(pending), ErrNotInterrupted)
+		case len(match) > 1:
+			return fmt.Errorf("graph: thread %q has %d pending interrupts at %q (%s); answer them by id with graph.ResumeEach: %w",
+				thread, len(match), path, interruptIDs(match), ErrAmbiguousResume)
+		}
+		if _, twice := rs.each[match[0].ID]; twice {
+			return fmt.Errorf("graph: interrupt %s at %q is answered twice, by graph.ResumeEach and graph.ResumeAt", match[0].ID, path)
+		}
+		answers[match[0].ID] = rs.at[path]
+	}
+	return nil
 }
 
 func interruptIDs(ins []InterruptInfo) string {

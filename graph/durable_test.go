@@ -251,7 +251,15 @@ func TestThreadErrors(t *testing.T) {
 		{"continuing a thread that does not exist", func() error {
 			_, err := r.Invoke(t.Context(), nil, graph.Thread("nope"))
 			return err
-		}, graph.ErrNotFound, `graph: thread "nope" does not exist; start it with an input: graph: not found`},
+		}, graph.ErrNoInput, `graph: thread "nope" does not exist; start it with an input, not nil: graph: no input: graph: not found`},
+		{"streaming a thread that does not exist", func() error {
+			for _, err := range r.Stream(t.Context(), nil, graph.Thread("nope")) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}, graph.ErrNoInput, `graph: thread "nope" does not exist; start it with an input, not nil: graph: no input: graph: not found`},
 		{"a checkpoint id from another thread", func() error {
 			_, err := r.Invoke(t.Context(), nil, graph.Thread("exists"), graph.FromCheckpoint(other.Checkpoint))
 			return err

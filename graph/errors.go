@@ -26,6 +26,12 @@ var (
 	// ErrUnknownBranch: a Router returned a label its conditional edge
 	// does not declare.
 	ErrUnknownBranch = errors.New("graph: unknown branch")
+	// ErrNoInput: a run of a thread that does not exist was given no input
+	// (nil): there is nothing to continue. It comes with ErrNotFound.
+	ErrNoInput = errors.New("graph: no input")
+	// ErrAmbiguousResume: one answer (Resume, or ResumeAt with a path) fits
+	// several pending interrupts.
+	ErrAmbiguousResume = errors.New("graph: ambiguous resume")
 	// ErrInvalidCommand: a node returned a command the graph cannot follow,
 	// such as a Send packet for End.
 	ErrInvalidCommand = errors.New("graph: invalid command")

@@ -38,7 +38,9 @@ type Result struct {
 
 // Input returns the writes that start a run (never nil, even with no
 // writes). Pass nil instead to Invoke or Stream to continue a thread
-// without new input.
+// without new input; nil for a thread that does not exist yet is an error
+// (ErrNoInput). Without a saver there is no thread to continue, and nil
+// runs the graph from Start like Input().
 func Input(writes ...Write) []Write {
 	if writes == nil {
 		return []Write{}
