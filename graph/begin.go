@@ -197,6 +197,8 @@ type taskRecords struct {
 	interrupts []InterruptInfo
 	resume     map[string]json.RawMessage
 	journal    map[string]json.RawMessage
+	// err is the message of the task's last failure.
+	err string
 }
 
 // attach gives a task what was recorded for it.
@@ -271,6 +273,8 @@ func (ru *run) addRecord(get func(string) *taskRecords, rec TaskRecord, breakpoi
 		get(rec.TaskID).resume[rec.Key] = json.RawMessage(rec.Data)
 	case recJournal:
 		get(rec.TaskID).journal[rec.Key] = json.RawMessage(rec.Data)
+	case recError:
+		return json.Unmarshal(rec.Data, &get(rec.TaskID).err)
 	case recBreakpoint:
 		// Any continuation passes a breakpoint; one before a step must
 		// not pause that step again.

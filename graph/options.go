@@ -20,6 +20,8 @@ type config struct {
 	runtime         map[string]any
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
+	// subgraph is the namespace InSubgraph names, for reading a thread.
+	subgraph string
 }
 
 const defaultStepLimit = 100

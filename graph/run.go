@@ -206,6 +206,9 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 	for i, j := range r.joins {
 		ru.sched.seen[i] = make([]bool, len(j.sources))
 	}
+	if cfg.subgraph != "" {
+		return nil, errors.New("graph: a run starts at the root graph: graph.InSubgraph is for State, StateAt and History")
+	}
 	if cfg.resume != nil && cfg.resume.err != nil {
 		return nil, fmt.Errorf("graph: resume value: %w", cfg.resume.err)
 	}

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -99,4 +100,124 @@ func TestReplayAcrossASubgraphAsksItsQuestionAgain(t *testing.T) {
 	assert.Equal(t, []string{"a", "plain", "answer second", "z"}, logKey.Get(res.State))
 	assert.Equal(t, 4, c.get("inner"), "asked, answered, asked again on replay, answered")
 	assert.Equal(t, 2, c.get("plain"))
+}
+
+func TestASubgraphsCheckpointsAreReadThroughItsTask(t *testing.T) {
+	var c counter
+	// The subgraph's node asks first, then writes: it pauses once inside.
+	r := splitGraph(t, &c, memory.New(), func(ctx context.Context, s graph.State) (graph.Command, error) {
+		a, err := graph.InterruptAs[string](ctx, "which?")
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(logKey, "answer "+a)), nil
+	})
+	_, err := r.Invoke(t.Context(), graph.Input(graph.AppendTo(logKey, "in")), graph.Thread("t"))
+	require.NoError(t, err)
+
+	snap, err := r.State(t.Context(), "t")
+	require.NoError(t, err)
+	require.Equal(t, 0, snap.Step)
+	require.Len(t, snap.Tasks, 2)
+	task := snap.Tasks[1]
+	assert.Equal(t, "sub", task.Node)
+	assert.Equal(t, graph.TaskInterrupted, task.Status)
+	require.NotEmpty(t, task.Subgraph)
+	assert.Empty(t, snap.Tasks[0].Subgraph, "plain is no subgraph")
+
+	inner, err := r.State(t.Context(), "t", graph.InSubgraph(task.Subgraph))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "a"}, logKey.Get(inner.State), "the subgraph started from the parent's values")
+	assert.Equal(t, []string{"inner"}, inner.Next)
+	require.Len(t, inner.Tasks, 1)
+	assert.Equal(t, graph.StepTask{Node: "inner", Path: "split/sub/inner", Status: graph.TaskInterrupted, Interrupts: inner.Interrupts}, inner.Tasks[0])
+
+	_, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("yes"))
+	require.NoError(t, err)
+	hist, err := r.History(t.Context(), "t", graph.InSubgraph(task.Subgraph))
+	require.NoError(t, err)
+	require.Len(t, hist, 2, "the subgraph's input and its one step")
+	assert.Equal(t, []string{"in", "a", "answer yes"}, logKey.Get(hist[0].State))
+	assert.Equal(t, []string{"inner"}, hist[0].Writers)
+
+	step0, err := r.StateAt(t.Context(), "t", 0, graph.InSubgraph(task.Subgraph))
+	require.NoError(t, err)
+	assert.Equal(t, hist[0].Checkpoint, step0.Checkpoint)
+
+	again, err := r.StateAt(t.Context(), "t", 0)
+	require.NoError(t, err)
+	assert.Equal(t, task.Subgraph, again.Tasks[1].Subgraph, "the same step names the same run of the subgraph")
+	assert.Equal(t, graph.TaskDone, again.Tasks[1].Status)
+}
+
+func TestStateAtFindsTheCheckpointOfAStepOnTheCurrentBranch(t *testing.T) {
+	var c counter
+	r := durableChain(t, memory.New(), &c)
+	first, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	afterA, err := r.StateAt(t.Context(), "t", 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, afterA.Writers)
+	assert.Equal(t, []string{"a"}, logKey.Get(afterA.State))
+
+	replay, err := r.Invoke(t.Context(), nil, graph.Thread("t"), graph.FromCheckpoint(afterA.Checkpoint))
+	require.NoError(t, err)
+	newB, err := r.StateAt(t.Context(), "t", 1)
+	require.NoError(t, err)
+	oldB, err := r.StateAt(t.Context(), "t", 1, graph.FromCheckpoint(first.Checkpoint))
+	require.NoError(t, err)
+	assert.NotEqual(t, oldB.Checkpoint, newB.Checkpoint, "each branch has its own step 1")
+	last, err := r.StateAt(t.Context(), "t", 2)
+	require.NoError(t, err)
+	assert.Equal(t, replay.Checkpoint, last.Checkpoint)
+
+	_, err = r.StateAt(t.Context(), "t", 7)
+	require.ErrorIs(t, err, graph.ErrNotFound)
+	assert.EqualError(t, err, fmt.Sprintf(`graph: thread "t" has no checkpoint of step 7 on the branch of checkpoint %q (its head is step 2): graph: not found`, replay.Checkpoint))
+}
+
+func TestInSubgraphErrors(t *testing.T) {
+	var c counter
+	r := splitGraph(t, &c, memory.New(), logger(&c, "inner"))
+	_, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	cases := []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"not a namespace", func() error {
+			_, err := r.State(t.Context(), "t", graph.InSubgraph("sub"))
+			return err
+		}, `graph: "sub" is not a subgraph namespace: take one from StepTask.Subgraph`},
+		{"a node that is no subgraph", func() error {
+			_, err := r.History(t.Context(), "t", graph.InSubgraph("plain@123"))
+			return err
+		}, `graph: subgraph namespace "plain@123": node "plain" of graph "split" is not a subgraph`},
+		{"an unknown node", func() error {
+			_, err := r.History(t.Context(), "t", graph.InSubgraph("ghost@123"))
+			return err
+		}, `graph: subgraph namespace "ghost@123": graph "split" has no node "ghost": graph: unknown node`},
+		{"a run of a subgraph that never ran", func() error {
+			_, err := r.State(t.Context(), "t", graph.InSubgraph("sub@123"))
+			return err
+		}, `graph: thread "t" has no checkpoint of the subgraph run "sub@123" (it has not started, or the thread does not exist): graph: not found`},
+		{"the history of a subgraph that never ran", func() error {
+			_, err := r.History(t.Context(), "t", graph.InSubgraph("sub@123"))
+			return err
+		}, `graph: thread "t" has no checkpoint of the subgraph run "sub@123" (it has not started, or the thread does not exist): graph: not found`},
+		{"a run", func() error {
+			_, err := r.Invoke(t.Context(), nil, graph.Thread("t"), graph.InSubgraph("sub@123"))
+			return err
+		}, `graph: a run starts at the root graph: graph.InSubgraph is for State, StateAt and History`},
+		{"an update", func() error {
+			_, err := r.UpdateState(t.Context(), "t", "", nil, graph.InSubgraph("sub@123"))
+			return err
+		}, `graph: update thread "t": UpdateState writes to the root graph; a subgraph's state changes through the runs of its node, not InSubgraph`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.EqualError(t, c.do(), c.want)
+		})
+	}
 }
