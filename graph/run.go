@@ -114,9 +114,8 @@ type run struct {
 	answers map[string]json.RawMessage
 
 	// record, in a subgraph's run, receives the writes applied to channels
-	// it shares with its parent; output collects them.
+	// it shares with its parent.
 	record func(Write)
-	output []Write
 	// shared names the channels a subgraph shares with its parent.
 	shared map[string]bool
 
@@ -171,8 +170,6 @@ type task struct {
 	// em and ctx are what the node's context carries (see taskContext).
 	em  emitter
 	ctx nodeContext
-	// interrupts counts Interrupt calls in the current attempt.
-	interrupts atomic.Int32
 }
 
 type taskResult struct {
