@@ -21,7 +21,8 @@ type InterruptInfo struct {
 	Node string `json:"node"`
 	Path string `json:"path"`
 	// Payload is what the node passed to Interrupt (after a round trip
-	// through JSON when read from a saver).
+	// through JSON when read from a saver): InterruptPayload reads it as a
+	// T either way.
 	Payload any `json:"payload"`
 }
 

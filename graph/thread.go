@@ -106,7 +106,8 @@ func (ru *run) noSubgraphRun() error {
 }
 
 // State returns the thread's newest checkpoint (or the one FromCheckpoint
-// names), with the interrupts it is waiting on.
+// names), with the interrupts it is waiting on and the tasks of its next
+// step (Snapshot.Tasks). With InSubgraph, it reads a subgraph's run.
 func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Snapshot, error) {
 	ru, err := r.threadRun(ctx, thread, opts)
 	if err != nil {
@@ -206,7 +207,8 @@ func (ru *run) snapshot(rec CheckpointRecord, meta checkpointMeta) Snapshot {
 }
 
 // History returns the thread's checkpoints, newest first, across every
-// branch, each with its full state.
+// branch, each with its full state. With InSubgraph, it returns those of a
+// subgraph's run; StateAt finds the checkpoint of one step.
 func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) ([]Snapshot, error) {
 	ru, err := r.threadRun(ctx, thread, opts)
 	if err != nil {
