@@ -85,30 +85,20 @@ func channelNames(l *layout) []string {
 
 // route schedules the next step from the tasks of this one, in task order:
 // Goto targets, or else static edges, conditional edges and joins; then
-// Send packets.
+// Send packets. The commands were checked when their nodes returned them
+// (checkCommand), or when they were read back from the saver.
 func (ru *run) route(tasks []*task, results []taskResult) error {
 	s := &ru.sched
 	for i, t := range tasks {
 		cmd := results[i].cmd
 		if cmd.Goto != nil {
 			for _, to := range cmd.Goto {
-				if err := ru.checkTarget(t, to, "Goto"); err != nil {
-					return ru.nodeErr(t, results[i].attempts, err)
-				}
 				ru.trigger(to)
 			}
 		} else if err := ru.follow(t); err != nil {
 			return ru.nodeErr(t, results[i].attempts, err)
 		}
-		for _, p := range cmd.Send {
-			if p.Node == End {
-				continue
-			}
-			if err := ru.checkTarget(t, p.Node, "Send"); err != nil {
-				return ru.nodeErr(t, results[i].attempts, err)
-			}
-			s.packets = append(s.packets, p)
-		}
+		s.packets = append(s.packets, cmd.Send...)
 	}
 	return nil
 }
@@ -125,8 +115,8 @@ func (ru *run) follow(t *task) error {
 		}
 		to, ok := b.ends[label]
 		if !ok {
-			return fmt.Errorf("%w: router returned %q, which is not a declared branch (%s)",
-				ErrUnknownNode, label, strings.Join(sortedKeys(b.ends), ", "))
+			return fmt.Errorf("%w: the router of the conditional edge from %q returned %q, which is not one of its labels (%s)",
+				ErrUnknownBranch, t.name, label, quoteJoin(sortedKeys(b.ends)))
 		}
 		ru.trigger(to)
 	}
@@ -152,17 +142,73 @@ func (ru *run) callRouter(t *task, route Router) (label string, err error) {
 	return route(ctx, State{d: ru.state})
 }
 
-// checkTarget checks a node named by Goto or Send: it must exist and, when
-// the node declared destinations, be one of them.
-func (ru *run) checkTarget(t *task, to, how string) error {
-	if to != End && ru.r.nodes[to] == nil {
-		return fmt.Errorf("%w: %s to %q, which graph %q does not have", ErrUnknownNode, how, to, ru.r.name)
+// checkCommand checks the routing of a command node returned: Goto names
+// End or nodes the graph has, Send packets are for nodes (never End) and
+// write channels the graph declares, and both stay within what the node
+// declared with Destinations and Sends. With node nil (a command read back
+// from the saver) only the graph is checked.
+func (r *Runnable) checkCommand(node *nodeSpec, cmd Command) error {
+	for _, to := range cmd.Goto {
+		if to != End {
+			if err := r.checkTarget(node, to, "Goto"); err != nil {
+				return err
+			}
+		}
 	}
-	if t.node != nil && len(t.node.destinations) > 0 && !slices.Contains(t.node.destinations, to) {
-		return fmt.Errorf("%w: %s to %q, which is not among the node's destinations (%s)",
-			ErrUnknownNode, how, to, strings.Join(t.node.destinations, ", "))
+	for i, p := range cmd.Send {
+		if p.Node == End {
+			return fmt.Errorf("%w: Send packet %d is for End, which runs nothing: send it to a node, or end the branch with graph.Goto(graph.End)",
+				ErrInvalidCommand, i)
+		}
+		if err := r.checkTarget(node, p.Node, "Send"); err != nil {
+			return err
+		}
+		if err := r.checkPacket(node, p); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// checkTarget checks a node named by Goto or Send: it must exist and, when
+// the node declared destinations, be one of them.
+func (r *Runnable) checkTarget(node *nodeSpec, to, how string) error {
+	if r.nodes[to] == nil {
+		return fmt.Errorf("%w: %s to %q, which graph %q does not have", ErrUnknownNode, how, to, r.name)
+	}
+	if node != nil && len(node.destinations) > 0 && !slices.Contains(node.destinations, to) {
+		return fmt.Errorf("%w: %s to %q, which is not among the node's destinations (%s)",
+			ErrUnknownNode, how, to, strings.Join(node.destinations, ", "))
+	}
+	return nil
+}
+
+// checkPacket checks that a packet writes channels the graph declares and,
+// when the node declared the packet's channels with Sends, only those.
+func (r *Runnable) checkPacket(node *nodeSpec, p Packet) error {
+	for _, w := range p.Writes {
+		name := w.Channel()
+		if _, ok := r.layout.slots[name]; !ok {
+			return fmt.Errorf("%w %q in a packet for %q: graph %q declares %s",
+				ErrUnknownChannel, name, p.Node, r.name, strings.Join(channelNames(r.layout), ", "))
+		}
+		if node == nil || node.sends == nil {
+			continue
+		}
+		if keys, ok := node.sends[p.Node]; ok && !slices.ContainsFunc(keys, func(k Channel) bool { return k.Name() == name }) {
+			return fmt.Errorf("%w %q in a packet for %q: the node declared its packets for %q with %s (graph.Sends)",
+				ErrUnknownChannel, name, p.Node, p.Node, quoteJoin(channelNamesOf(keys)))
+		}
+	}
+	return nil
+}
+
+func channelNamesOf(chs []Channel) []string {
+	out := make([]string, len(chs))
+	for i, c := range chs {
+		out[i] = c.Name()
+	}
+	return out
 }
 
 // trigger schedules node to run in the next step (once, however often it

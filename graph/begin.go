@@ -24,7 +24,7 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 	case errors.Is(err, ErrNotFound) && ru.cfg.resume != nil:
 		return nil, fmt.Errorf("graph: thread %q does not exist, so there is nothing to resume: %w", thread, ErrNotFound)
 	case errors.Is(err, ErrNotFound) && input == nil && initial == nil:
-		return nil, fmt.Errorf("graph: thread %q does not exist; start it with an input: %w", thread, ErrNotFound)
+		return nil, fmt.Errorf("graph: thread %q does not exist; start it with an input, not nil: %w: %w", thread, ErrNoInput, ErrNotFound)
 	case errors.Is(err, ErrNotFound):
 		ru.fresh(initial)
 		if err := ru.applyInput(input); err != nil {
@@ -46,14 +46,28 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 		return nil, ru.continueWithInput(input)
 	}
 	if ru.cfg.checkpointID != "" {
-		// Replay: the steps after the checkpoint run again, on a new
-		// branch; what was recorded for them the first time is ignored.
 		if ru.cfg.resume != nil {
 			return nil, errors.New("graph: FromCheckpoint replays a checkpoint; it cannot be combined with Resume")
 		}
-		return nil, nil
+		return nil, ru.fork(rec)
 	}
 	return nil, ru.loadRecords()
+}
+
+// fork starts a replay: the steps after rec run again, on a new branch
+// whose head is a copy of rec (source fork). Everything the replay records —
+// task results, journal entries, interrupts and their answers, the
+// checkpoints of its subgraphs — is keyed by that copy, so nothing recorded
+// by an earlier run of those steps is reused, while a resume or a restart
+// of the replay itself (which follows the copy) finds its own records.
+func (ru *run) fork(rec CheckpointRecord) error {
+	if ru.sched.empty() {
+		return nil // nothing runs after rec
+	}
+	ru.step = rec.Step // the copy stands for rec, not for a new step
+	err := ru.saveCheckpoint(SourceFork, nil)
+	ru.step = rec.Step + 1
+	return err
 }
 
 func (ru *run) fresh(initial []any) {
@@ -183,6 +197,8 @@ type taskRecords struct {
 	interrupts []InterruptInfo
 	resume     map[string]json.RawMessage
 	journal    map[string]json.RawMessage
+	// err is the message of the task's last failure.
+	err string
 }
 
 // attach gives a task what was recorded for it.
@@ -243,6 +259,9 @@ func (ru *run) addRecord(get func(string) *taskRecords, rec TaskRecord, breakpoi
 		if err != nil {
 			return err
 		}
+		if err := ru.r.checkCommand(nil, res.cmd); err != nil {
+			return err
+		}
 		get(rec.TaskID).done = &res
 	case recInterrupt:
 		var ins []InterruptInfo
@@ -254,6 +273,8 @@ func (ru *run) addRecord(get func(string) *taskRecords, rec TaskRecord, breakpoi
 		get(rec.TaskID).resume[rec.Key] = json.RawMessage(rec.Data)
 	case recJournal:
 		get(rec.TaskID).journal[rec.Key] = json.RawMessage(rec.Data)
+	case recError:
+		return json.Unmarshal(rec.Data, &get(rec.TaskID).err)
 	case recBreakpoint:
 		// Any continuation passes a breakpoint; one before a step must
 		// not pause that step again.
@@ -289,22 +310,8 @@ func (ru *run) applyResume(get func(string) *taskRecords, breakpoint bool) error
 		}
 	}
 	if rs := ru.cfg.resume; rs != nil {
-		if len(pending) == 0 && !breakpoint {
-			return fmt.Errorf("graph: thread %q is not interrupted; nothing to resume: %w", ru.p.thread, ErrNotInterrupted)
-		}
-		if rs.hasOne && len(pending) > 1 {
-			return fmt.Errorf("graph: thread %q has %d pending interrupts (%s); answer them with graph.ResumeEach",
-				ru.p.thread, len(pending), interruptIDs(pending))
-		}
-		if rs.hasOne && len(pending) == 1 {
-			answers[pending[0].ID] = rs.one
-		}
-		for _, id := range sortedKeys(rs.each) {
-			if _, ok := owner[id]; !ok {
-				return fmt.Errorf("graph: thread %q has no pending interrupt %q (pending: %s): %w",
-					ru.p.thread, id, interruptIDs(pending), ErrNotInterrupted)
-			}
-			answers[id] = rs.each[id]
+		if err := ru.resumeAnswers(rs, pending, owner, answers, breakpoint); err != nil {
+			return err
 		}
 	}
 	var recs []TaskRecord
@@ -317,6 +324,49 @@ func (ru *run) applyResume(get func(string) *taskRecords, breakpoint bool) error
 		return nil
 	}
 	return ru.p.putRecordsNow(ru.ctx, recs...)
+}
+
+// resumeAnswers adds the run's resume values to answers, by interrupt id:
+// one answer for the only pending interrupt, answers by id (ResumeEach) and
+// by path (ResumeAt).
+func (ru *run) resumeAnswers(rs *resumeSpec, pending []InterruptInfo, owner map[string]string, answers map[string]json.RawMessage, breakpoint bool) error {
+	thread := ru.p.thread
+	if len(pending) == 0 && !breakpoint {
+		return fmt.Errorf("graph: thread %q is not interrupted; nothing to resume: %w", thread, ErrNotInterrupted)
+	}
+	if rs.hasOne && (len(rs.each) > 0 || len(rs.at) > 0) {
+		return errors.New("graph: pass either graph.Resume or graph.ResumeAt and graph.ResumeEach, not both")
+	}
+	if rs.hasOne && len(pending) > 1 {
+		return fmt.Errorf("graph: thread %q has %d pending interrupts: %s; answer each with graph.ResumeAt(path, value) or graph.ResumeEach: %w",
+			thread, len(pending), describeInterrupts(pending), ErrAmbiguousResume)
+	}
+	if rs.hasOne && len(pending) == 1 {
+		answers[pending[0].ID] = rs.one
+	}
+	for _, id := range sortedKeys(rs.each) {
+		if _, ok := owner[id]; !ok {
+			return fmt.Errorf("graph: thread %q has no pending interrupt %q (pending: %s): %w",
+				thread, id, interruptIDs(pending), ErrNotInterrupted)
+		}
+		answers[id] = rs.each[id]
+	}
+	for _, path := range sortedKeys(rs.at) {
+		match := matchPath(pending, ru.path, path)
+		switch {
+		case len(match) == 0:
+			return fmt.Errorf("graph: thread %q has no pending interrupt at %q (pending: %s): %w",
+				thread, path, describeInterrupts(pending), ErrNotInterrupted)
+		case len(match) > 1:
+			return fmt.Errorf("graph: thread %q has %d pending interrupts at %q (%s); answer them by id with graph.ResumeEach: %w",
+				thread, len(match), path, interruptIDs(match), ErrAmbiguousResume)
+		}
+		if _, twice := rs.each[match[0].ID]; twice {
+			return fmt.Errorf("graph: interrupt %s at %q is answered twice, by graph.ResumeEach and graph.ResumeAt", match[0].ID, path)
+		}
+		answers[match[0].ID] = rs.at[path]
+	}
+	return nil
 }
 
 func interruptIDs(ins []InterruptInfo) string {

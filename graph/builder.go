@@ -104,9 +104,27 @@ func Deferred() NodeOption { return func(n *nodeSpec) { n.deferred = true } }
 
 // Destinations declares the nodes this node may name in Goto or Send. They
 // are checked at run time and drawn in Mermaid, and Compile uses them to
-// check that every node is reachable and can reach End.
+// check that every node is reachable and can reach End. End is always a
+// valid Goto target and needs no declaring (naming it is allowed): a node
+// that routes explicitly may always end its branch.
 func Destinations(nodes ...string) NodeOption {
 	return func(n *nodeSpec) { n.destinations = append(n.destinations, nodes...) }
+}
+
+// Sends declares that the node sends packets to target (see Send) whose
+// writes are to channels among keys. Target becomes one of the node's
+// destinations. Compile checks that target is a node and that the graph
+// declares every key with the same type and reducer, so a key missing from
+// graph.New is found before any run; at run time a packet for target that
+// writes another channel fails the node.
+func Sends(target string, keys ...Channel) NodeOption {
+	return func(n *nodeSpec) {
+		n.destinations = append(n.destinations, target)
+		if n.sends == nil {
+			n.sends = make(map[string][]Channel)
+		}
+		n.sends[target] = append(n.sends[target], keys...)
+	}
 }
 
 type nodeSpec struct {
@@ -118,6 +136,9 @@ type nodeSpec struct {
 	onError      ErrorHandler
 	deferred     bool
 	destinations []string
+	// sends holds, per target, the channels its packets may write
+	// (declared with Sends).
+	sends map[string][]Channel
 }
 
 type branch struct {

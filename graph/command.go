@@ -12,6 +12,14 @@ package graph
 // node may have a default edge and override it with Goto when it needs to.
 //
 // Send starts one task per packet in the next step, whatever the routing.
+// A Send packet for End is an error: End runs nothing, so its writes would
+// be lost; end a branch with Goto(End).
+//
+// Build a command with one of Goto, GotoAll, Update or Send, then add to it
+// with With (writes) and WithSend (packets):
+//
+//	graph.Send(packets...).With(status.Set("fanned out"))
+//	graph.Goto("review", draft.Set(d)).WithSend(packets...)
 type Command struct {
 	// Goto, when non-nil, names the next nodes and replaces the node's
 	// outgoing edges for this run.
@@ -31,7 +39,8 @@ type Packet struct {
 }
 
 // Goto returns a command that writes writes and continues at node only,
-// instead of the node's own edges. Goto(End) ends the branch.
+// instead of the node's own edges. Goto(End) ends the branch; it is valid
+// from any node, whatever its Destinations.
 func Goto(node string, writes ...Write) Command {
 	return Command{Goto: []string{node}, Update: writes}
 }
@@ -51,9 +60,25 @@ func Update(writes ...Write) Command {
 }
 
 // Send returns a command that starts one task per packet and follows the
-// node's edges. Add Goto to the result to route explicitly as well.
+// node's edges. Add writes with With; to route explicitly as well, start
+// from Goto or GotoAll and add the packets with WithSend.
 func Send(packets ...Packet) Command {
 	return Command{Send: packets}
+}
+
+// With returns c with writes added after its own: Send(packets...).With(w)
+// fans out and writes w. c is not changed.
+func (c Command) With(writes ...Write) Command {
+	c.Update = append(c.Update[:len(c.Update):len(c.Update)], writes...)
+	return c
+}
+
+// WithSend returns c with packets added after its own:
+// Goto(node, w).WithSend(packets...) routes, writes and fans out. c is not
+// changed.
+func (c Command) WithSend(packets ...Packet) Command {
+	c.Send = append(c.Send[:len(c.Send):len(c.Send)], packets...)
+	return c
 }
 
 // To returns a packet for node carrying writes.

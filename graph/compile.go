@@ -86,12 +86,14 @@ func (g *Graph) checkEdges() []string {
 			p = append(p, fmt.Sprintf("%s: unknown target node %q", what, j.to))
 		}
 	}
+	mine := newLayout(g.channels)
 	for _, name := range g.order {
 		for _, d := range g.nodes[name].destinations {
 			if d != End && !g.isNode(d) {
 				p = append(p, fmt.Sprintf("node %q declares unknown destination %q", name, d))
 			}
 		}
+		p = append(p, g.checkSends(mine, name)...)
 	}
 	if len(g.edges[Start]) == 0 && len(g.branches[Start]) == 0 {
 		p = append(p, fmt.Sprintf("no edge from Start: add g.AddEdge(graph.Start, %q) or a conditional edge from graph.Start", g.firstNode()))
@@ -99,6 +101,32 @@ func (g *Graph) checkEdges() []string {
 	for _, name := range g.order {
 		if len(g.successors(name)) == 0 {
 			p = append(p, fmt.Sprintf("node %q has no outgoing edge: add an edge (to graph.End if the run should stop there) or declare where its Goto goes with graph.Destinations", name))
+		}
+	}
+	return p
+}
+
+// checkSends reports packets declared with Sends that are for End or
+// write channels the graph does not declare (or declares with another type
+// or reducer).
+func (g *Graph) checkSends(mine *layout, name string) []string {
+	var p []string
+	sends := g.nodes[name].sends
+	for _, to := range sortedKeys(sends) {
+		if to == End {
+			p = append(p, fmt.Sprintf("node %q declares packets for End, which runs nothing: send them to a node", name))
+			continue
+		}
+		for _, k := range sends[to] {
+			c, _, ok := mine.channel(k.Name())
+			switch {
+			case !ok:
+				p = append(p, fmt.Sprintf("node %q sends packets to %q with channel %q, which graph %q does not declare: add it to graph.New",
+					name, to, k.Name(), g.name))
+			case !compatible(c, k):
+				p = append(p, fmt.Sprintf("node %q sends packets to %q with channel %q as %v (%s), but the graph declares it as %v (%s)",
+					name, to, k.Name(), k.ValueType(), k.Reducer(), c.ValueType(), c.Reducer()))
+			}
 		}
 	}
 	return p
@@ -141,8 +169,10 @@ func (g *Graph) successors(name string) []string {
 			out = append(out, j.to)
 		}
 	}
-	if n := g.nodes[name]; n != nil {
+	if n := g.nodes[name]; n != nil && len(n.destinations) > 0 {
+		// A node that routes explicitly may always Goto End.
 		out = append(out, n.destinations...)
+		out = append(out, End)
 	}
 	return out
 }

@@ -193,11 +193,10 @@ func TestATaskResultIsStoredAsSoonAsItFinishes(t *testing.T) {
 		if ev.Kind == graph.EventNodeEnd && ev.Node == "fast" {
 			snap, err := r.State(t.Context(), "t")
 			require.NoError(t, err)
-			recs, err := s.TaskRecords(t.Context(), graph.CheckpointRef{Thread: "t", ID: snap.Checkpoint})
-			require.NoError(t, err)
-			require.Len(t, recs, 1, "fast's result is stored while slow still runs")
-			assert.Equal(t, "fast", recs[0].TaskID)
-			assert.Equal(t, "result", recs[0].Kind)
+			assert.Equal(t, []graph.StepTask{
+				{Node: "fast", Path: "records/fast", Status: graph.TaskDone},
+				{Node: "slow", Path: "records/slow", Status: graph.TaskPending},
+			}, snap.Tasks, "fast's result is stored while slow still runs")
 			close(release)
 		}
 		if ev.Kind == graph.EventNodeEnd {
@@ -251,7 +250,15 @@ func TestThreadErrors(t *testing.T) {
 		{"continuing a thread that does not exist", func() error {
 			_, err := r.Invoke(t.Context(), nil, graph.Thread("nope"))
 			return err
-		}, graph.ErrNotFound, `graph: thread "nope" does not exist; start it with an input: graph: not found`},
+		}, graph.ErrNoInput, `graph: thread "nope" does not exist; start it with an input, not nil: graph: no input: graph: not found`},
+		{"streaming a thread that does not exist", func() error {
+			for _, err := range r.Stream(t.Context(), nil, graph.Thread("nope")) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}, graph.ErrNoInput, `graph: thread "nope" does not exist; start it with an input, not nil: graph: no input: graph: not found`},
 		{"a checkpoint id from another thread", func() error {
 			_, err := r.Invoke(t.Context(), nil, graph.Thread("exists"), graph.FromCheckpoint(other.Checkpoint))
 			return err
@@ -354,4 +361,73 @@ func TestFeaturesThatNeedASaverSaySo(t *testing.T) {
 	}
 	_, err := r.State(t.Context(), "t")
 	assert.EqualError(t, err, "graph: reading or updating a thread needs a saver: pass graph.WithSaver")
+}
+
+func TestStateShowsHowEachTaskOfTheStepEnded(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	var c counter
+	g := graph.New("tasks", logKey)
+	g.AddNode("ok", logger(&c, "ok"))
+	g.AddNode("boom", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		c.inc("boom")
+		if fail.Load() {
+			return graph.Command{}, errFlaky
+		}
+		return graph.Update(graph.AppendTo(logKey, "boom")), nil
+	})
+	g.AddNode("ask", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		c.inc("ask")
+		a, err := graph.InterruptAs[string](ctx, "go?")
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(logKey, "ask "+a)), nil
+	})
+	for _, n := range []string{"ok", "boom", "ask"} {
+		g.AddEdge(graph.Start, n)
+		g.AddEdge(n, graph.End)
+	}
+	r, err := g.Compile(graph.WithSaver(memory.New()))
+	require.NoError(t, err)
+
+	_, err = r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.ErrorIs(t, err, errFlaky)
+	snap, err := r.State(t.Context(), "t")
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 3)
+	require.Len(t, snap.Interrupts, 1)
+	assert.Equal(t, graph.StepTask{Node: "ask", Path: "tasks/ask", Status: graph.TaskInterrupted, Interrupts: snap.Interrupts}, snap.Tasks[0])
+	assert.Equal(t, graph.StepTask{Node: "boom", Path: "tasks/boom", Status: graph.TaskFailed, Error: `graph: node "boom" (step 0, attempt 1): flaky service`}, snap.Tasks[1])
+	assert.Equal(t, graph.StepTask{Node: "ok", Path: "tasks/ok", Status: graph.TaskDone}, snap.Tasks[2])
+
+	fail.Store(false)
+	res, err := r.Invoke(t.Context(), nil, graph.Thread("t"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status, "the failed task ran again; the question still waits")
+	snap, err = r.State(t.Context(), "t")
+	require.NoError(t, err)
+	assert.Equal(t, []graph.TaskStatus{graph.TaskInterrupted, graph.TaskDone, graph.TaskDone}, statuses(snap.Tasks))
+	assert.Equal(t, 1, c.get("ok"), "finished work is kept")
+	assert.Equal(t, 1, c.get("ask"), "a waiting task does not run again")
+
+	res, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("yes"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ask yes", "boom", "ok"}, logKey.Get(res.State))
+	snap, err = r.State(t.Context(), "t")
+	require.NoError(t, err)
+	assert.Empty(t, snap.Tasks, "nothing is left to run")
+
+	first, err := r.StateAt(t.Context(), "t", -1)
+	require.NoError(t, err)
+	assert.Equal(t, []graph.TaskStatus{graph.TaskDone, graph.TaskDone, graph.TaskDone}, statuses(first.Tasks),
+		"the step after a past checkpoint has completed")
+}
+
+func statuses(ts []graph.StepTask) []graph.TaskStatus {
+	out := make([]graph.TaskStatus, len(ts))
+	for i, t := range ts {
+		out[i] = t.Status
+	}
+	return out
 }

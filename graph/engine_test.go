@@ -165,18 +165,25 @@ func TestConditionalRoutingLoopsUntilTheRouterSaysDone(t *testing.T) {
 	assert.Equal(t, 105, countKey.Get(res.State), "inc ran 5 times, then done once")
 }
 
-func TestRouterReturningAnUndeclaredLabelFails(t *testing.T) {
+func TestRouterReturningAnUndeclaredLabelNamesTheLabelAndTheDeclaredOnes(t *testing.T) {
 	g := graph.New("bad-router")
 	g.AddNode("a", noop)
+	g.AddNode("b", noop)
 	g.AddConditionalEdges("a", func(ctx context.Context, s graph.State) (string, error) {
-		return "elsewhere", nil
-	}, graph.Paths(graph.End))
+		return "b", nil // a node's name, but not a label of this edge
+	}, graph.Branches{"again": "a", "done": graph.End})
 	g.AddEdge(graph.Start, "a")
+	g.AddEdge(graph.Start, "b")
+	g.AddEdge("b", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
 	_, err = r.Invoke(t.Context(), nil)
-	require.ErrorIs(t, err, graph.ErrUnknownNode)
-	assert.EqualError(t, err, `graph: node "a" (step 0, attempt 1): graph: unknown node: router returned "elsewhere", which is not a declared branch (__end__)`)
+	require.ErrorIs(t, err, graph.ErrUnknownBranch)
+	assert.NotErrorIs(t, err, graph.ErrUnknownNode, "a label is not a node")
+	var ne *graph.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, "a", ne.Node)
+	assert.EqualError(t, err, `graph: node "a" (step 0, attempt 1): graph: unknown branch: the router of the conditional edge from "a" returned "b", which is not one of its labels ("again" and "done")`)
 }
 
 func TestGotoReplacesStaticEdges(t *testing.T) {

@@ -23,6 +23,18 @@ var (
 	// ErrUnknownNode: a node routed to, or sent a packet to, a node the
 	// graph does not have or that it did not declare as a destination.
 	ErrUnknownNode = errors.New("graph: unknown node")
+	// ErrUnknownBranch: a Router returned a label its conditional edge
+	// does not declare.
+	ErrUnknownBranch = errors.New("graph: unknown branch")
+	// ErrNoInput: a run of a thread that does not exist was given no input
+	// (nil): there is nothing to continue. It comes with ErrNotFound.
+	ErrNoInput = errors.New("graph: no input")
+	// ErrAmbiguousResume: one answer (Resume, or ResumeAt with a path) fits
+	// several pending interrupts.
+	ErrAmbiguousResume = errors.New("graph: ambiguous resume")
+	// ErrInvalidCommand: a node returned a command the graph cannot follow,
+	// such as a Send packet for End.
+	ErrInvalidCommand = errors.New("graph: invalid command")
 )
 
 // NodeError is the failure of one node: its own error, a panic, a timeout,

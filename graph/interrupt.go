@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 )
 
 // InterruptInfo is a question a paused run is waiting on.
@@ -19,7 +21,8 @@ type InterruptInfo struct {
 	Node string `json:"node"`
 	Path string `json:"path"`
 	// Payload is what the node passed to Interrupt (after a round trip
-	// through JSON when read from a saver).
+	// through JSON when read from a saver): InterruptPayload reads it as a
+	// T either way.
 	Payload any `json:"payload"`
 }
 
@@ -108,36 +111,125 @@ func interruptID(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
+// InterruptPayload decodes the payload of in into a T. It goes through
+// JSON whatever the source, so it reads the same from Result.Interrupts
+// (where Payload is the Go value the node passed to Interrupt) and from
+// State (where Payload was read back from the saver as JSON values).
+func InterruptPayload[T any](in InterruptInfo) (T, error) {
+	var v T
+	raw, err := json.Marshal(in.Payload)
+	if err != nil {
+		return v, fmt.Errorf("graph: payload of interrupt %s at %q does not encode as JSON: %w", in.ID, in.Path, err)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("graph: payload of interrupt %s at %q does not decode as %T: %w", in.ID, in.Path, v, err)
+	}
+	return v, nil
+}
+
+// resumeSpec holds the answers of one run: one answer for the only pending
+// interrupt, or answers by id and by path.
 type resumeSpec struct {
 	one    json.RawMessage
 	hasOne bool
-	each   map[string]json.RawMessage
+	each   map[string]json.RawMessage // by interrupt id
+	at     map[string]json.RawMessage // by interrupt path
 	err    error
 }
 
+// addResume lets f add to the run's answers, leaving the config it was
+// copied from (a Runnable's defaults) untouched.
+func (c *config) addResume(f func(rs *resumeSpec) error) {
+	rs := &resumeSpec{}
+	if c.resume != nil {
+		*rs = *c.resume
+		rs.each, rs.at = maps.Clone(rs.each), maps.Clone(rs.at)
+	}
+	if err := f(rs); err != nil && rs.err == nil {
+		rs.err = err
+	}
+	c.resume = rs
+}
+
+func encodeAnswer(what string, v any) (json.RawMessage, error) {
+	raw, err := json.Marshal(v)
+	if err != nil && what != "" {
+		err = fmt.Errorf("answer to %s: %w", what, err)
+	}
+	return raw, err
+}
+
 // Resume answers the pending interrupt of the thread with v and continues
-// the run. It is an error when several interrupts are pending (use
-// ResumeEach) or none is. v must encode as JSON.
+// the run. It is an error when several interrupts are pending (answer them
+// with ResumeAt or ResumeEach) or none is. v must encode as JSON.
 func Resume(v any) Option {
 	return func(c *config) {
-		raw, err := json.Marshal(v)
-		c.resume = &resumeSpec{one: raw, hasOne: true, err: err}
+		c.addResume(func(rs *resumeSpec) (err error) {
+			rs.one, err = encodeAnswer("", v)
+			rs.hasOne = true
+			return err
+		})
 	}
 }
 
 // ResumeEach answers pending interrupts by id and continues the run.
 // Interrupts it does not answer stay pending: the run pauses again with
-// them once everything else that can run has run.
+// them once everything else that can run has run. It adds to the answers
+// of other ResumeEach and ResumeAt options.
 func ResumeEach(answers map[string]any) Option {
 	return func(c *config) {
-		rs := &resumeSpec{each: make(map[string]json.RawMessage, len(answers))}
-		for id, v := range answers {
-			raw, err := json.Marshal(v)
-			if err != nil {
-				rs.err = fmt.Errorf("answer to %s: %w", id, err)
+		c.addResume(func(rs *resumeSpec) error {
+			if rs.each == nil {
+				rs.each = make(map[string]json.RawMessage, len(answers))
 			}
-			rs.each[id] = raw
-		}
-		c.resume = rs
+			var errs []error
+			for _, id := range sortedKeys(answers) {
+				raw, err := encodeAnswer(id, answers[id])
+				errs = append(errs, err)
+				rs.each[id] = raw
+			}
+			return errors.Join(errs...)
+		})
 	}
+}
+
+// ResumeAt answers the pending interrupt asked at path with v and continues
+// the run. path is an interrupt's Path ("review/sub/ask"), or that path
+// without the root graph's name ("sub/ask"). Several ResumeAt options (and
+// ResumeEach) answer several questions in one call; the others stay
+// pending. It is an error when no pending interrupt has the path, or
+// several do (a node that asked twice in one scope: answer them by id with
+// ResumeEach).
+func ResumeAt(path string, v any) Option {
+	return func(c *config) {
+		c.addResume(func(rs *resumeSpec) error {
+			if rs.at == nil {
+				rs.at = make(map[string]json.RawMessage)
+			}
+			raw, err := encodeAnswer(path, v)
+			rs.at[path] = raw
+			return err
+		})
+	}
+}
+
+// matchPath returns the interrupts of pending asked at path (see ResumeAt)
+// in a run of the graph called root.
+func matchPath(pending []InterruptInfo, root, path string) []InterruptInfo {
+	var out []InterruptInfo
+	for _, in := range pending {
+		if in.Path == path || in.Path == root+"/"+path {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// describeInterrupts lists interrupts as "path (id)".
+func describeInterrupts(ins []InterruptInfo) string {
+	parts := make([]string, len(ins))
+	for i, in := range ins {
+		parts[i] = in.Path + " (" + in.ID + ")"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -131,7 +131,8 @@ func TestParallelInterruptsAnsweredTogether(t *testing.T) {
 	ids := idsByNode(res.Interrupts)
 
 	_, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("yes"))
-	assert.EqualError(t, err, fmt.Sprintf(`graph: thread "t" has 3 pending interrupts (%s, %s, %s); answer them with graph.ResumeEach`, ids["x"], ids["y"], ids["z"]))
+	require.ErrorIs(t, err, graph.ErrAmbiguousResume)
+	assert.EqualError(t, err, fmt.Sprintf(`graph: thread "t" has 3 pending interrupts: asks/x (%s), asks/y (%s), asks/z (%s); answer each with graph.ResumeAt(path, value) or graph.ResumeEach: graph: ambiguous resume`, ids["x"], ids["y"], ids["z"]))
 
 	res, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.ResumeEach(map[string]any{ids["x"]: "1", ids["y"]: "2", ids["z"]: "3"}))
 	require.NoError(t, err)
@@ -313,4 +314,135 @@ func TestInterruptInsideASubgraphPausesAndResumesTheParent(t *testing.T) {
 		"the subgraph's write from before the interrupt reached the parent exactly once")
 	assert.Equal(t, int32(2), innerRuns.Load())
 	assert.Equal(t, int32(1), afterRuns.Load())
+}
+
+func TestResumeAtAnswersByPath(t *testing.T) {
+	var runs counter
+	r := parallelAsks(t, &runs)
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 3)
+
+	// Two answers in one call: one by full path, one by the path below
+	// the root graph.
+	res, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.ResumeAt("asks/x", "1"), graph.ResumeAt("y", "2"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, "asks/z", res.Interrupts[0].Path, "the question not answered stays pending")
+
+	res, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.ResumeAt("z", "3"))
+	require.NoError(t, err)
+	assert.Equal(t, graph.StatusDone, res.Status)
+	assert.Equal(t, []string{"1,2,3"}, logKey.Get(res.State))
+	assert.Equal(t, 2, runs.get("x"), "x ran once to ask, once with its answer")
+}
+
+func TestResumeAtAnswersInsideASubgraph(t *testing.T) {
+	var c counter
+	r := splitGraph(t, &c, memory.New(), func(ctx context.Context, s graph.State) (graph.Command, error) {
+		a, err := graph.InterruptAs[string](ctx, "which?")
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(logKey, "answer "+a)), nil
+	})
+	_, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), nil, graph.Thread("t"), graph.ResumeAt("sub/inner", "deep"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "plain", "answer deep", "z"}, logKey.Get(res.State))
+}
+
+func TestResumeAtErrors(t *testing.T) {
+	var runs counter
+	r := parallelAsks(t, &runs)
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	ids := idsByNode(res.Interrupts)
+
+	twice := graph.New("twice", logKey)
+	twice.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		// Two questions at once from one scope: both wait at one path.
+		_, first := graph.Interrupt(ctx, "first")
+		_, second := graph.Interrupt(ctx, "second")
+		return graph.Command{}, errors.Join(first, second)
+	})
+	twice.AddEdge(graph.Start, "team")
+	twice.AddEdge("team", graph.End)
+	rt, err := twice.Compile(graph.WithSaver(memory.New()))
+	require.NoError(t, err)
+	res, err = rt.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 2)
+	tids := []string{res.Interrupts[0].ID, res.Interrupts[1].ID}
+
+	cases := []struct {
+		name string
+		r    *graph.Runnable
+		opts []graph.Option
+		is   error
+		want string
+	}{
+		{"a path nothing asked at", r, []graph.Option{graph.ResumeAt("asks/w", "?")}, graph.ErrNotInterrupted,
+			fmt.Sprintf(`graph: thread "t" has no pending interrupt at "asks/w" (pending: asks/x (%s), asks/y (%s), asks/z (%s)): graph: not interrupted`, ids["x"], ids["y"], ids["z"])},
+		{"two questions at one path", rt, []graph.Option{graph.ResumeAt("team", "?")}, graph.ErrAmbiguousResume,
+			fmt.Sprintf(`graph: thread "t" has 2 pending interrupts at "team" (%s, %s); answer them by id with graph.ResumeEach: graph: ambiguous resume`, tids[0], tids[1])},
+		{"Resume with ResumeAt", r, []graph.Option{graph.Resume("1"), graph.ResumeAt("x", "1")}, nil,
+			`graph: pass either graph.Resume or graph.ResumeAt and graph.ResumeEach, not both`},
+		{"one question answered twice", r, []graph.Option{graph.ResumeAt("x", "1"), graph.ResumeEach(map[string]any{ids["x"]: "2"})}, nil,
+			fmt.Sprintf(`graph: interrupt %s at "x" is answered twice, by graph.ResumeEach and graph.ResumeAt`, ids["x"])},
+		{"an answer that does not encode", r, []graph.Option{graph.ResumeAt("x", func() {})}, nil,
+			`graph: resume value: answer to x: json: unsupported type: func()`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.r.Invoke(t.Context(), nil, append([]graph.Option{graph.Thread("t")}, c.opts...)...)
+			if c.is != nil {
+				require.ErrorIs(t, err, c.is)
+			}
+			assert.EqualError(t, err, c.want)
+		})
+	}
+	snap, err := r.State(t.Context(), "t")
+	require.NoError(t, err)
+	assert.Len(t, snap.Interrupts, 3, "a refused answer changes nothing")
+	assert.Equal(t, 1, runs.get("x"))
+}
+
+func TestInterruptPayloadReadsTheSameFromTheResultAndFromState(t *testing.T) {
+	type question struct {
+		Text    string   `json:"text"`
+		Options []string `json:"options"`
+		Max     int      `json:"max"`
+	}
+	asked := question{Text: "pick", Options: []string{"a", "b"}, Max: 2}
+	g := graph.New("payload")
+	g.AddNode("ask", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		_, err := graph.Interrupt(ctx, asked)
+		return graph.Command{}, err
+	})
+	g.AddEdge(graph.Start, "ask")
+	g.AddEdge("ask", graph.End)
+	r, err := g.Compile(graph.WithSaver(memory.New()))
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	snap, err := r.State(t.Context(), "t")
+	require.NoError(t, err)
+	require.IsType(t, question{}, res.Interrupts[0].Payload, "the result holds the Go value")
+	require.IsType(t, map[string]any{}, snap.Interrupts[0].Payload, "State holds JSON values")
+
+	for name, in := range map[string]graph.InterruptInfo{"result": res.Interrupts[0], "state": snap.Interrupts[0]} {
+		t.Run(name, func(t *testing.T) {
+			q, err := graph.InterruptPayload[question](in)
+			require.NoError(t, err)
+			assert.Equal(t, asked, q)
+			m, err := graph.InterruptPayload[map[string]any](in)
+			require.NoError(t, err)
+			assert.Equal(t, map[string]any{"text": "pick", "options": []any{"a", "b"}, "max": float64(2)}, m)
+			_, err = graph.InterruptPayload[string](in)
+			assert.EqualError(t, err, fmt.Sprintf(`graph: payload of interrupt %s at "payload/ask" does not decode as string: json: cannot unmarshal object into Go value of type string`, in.ID))
+		})
+	}
 }

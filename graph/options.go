@@ -20,6 +20,8 @@ type config struct {
 	runtime         map[string]any
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
+	// subgraph is the namespace InSubgraph names, for reading a thread.
+	subgraph string
 }
 
 const defaultStepLimit = 100
@@ -47,8 +49,13 @@ func MaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrency = 
 func Thread(id string) Option { return func(c *config) { c.thread = id } }
 
 // FromCheckpoint runs from a past checkpoint of the thread instead of its
-// newest one: the steps after it run again, and their checkpoints start a
-// new branch of the thread's history.
+// newest one: the steps after it run again, subgraphs included, and their
+// checkpoints start a new branch of the thread's history. The branch starts
+// with a copy of the checkpoint (source fork), which becomes the thread's
+// head: when the replay pauses on an interrupt, Resume answers it; nothing
+// recorded by an earlier run of those steps (results, journal entries,
+// answers) is reused. With State, History and UpdateState it names the
+// checkpoint to read or write after.
 func FromCheckpoint(id string) Option { return func(c *config) { c.checkpointID = id } }
 
 // InterruptBefore pauses a run before a step that would run any of nodes.

@@ -38,7 +38,9 @@ type Result struct {
 
 // Input returns the writes that start a run (never nil, even with no
 // writes). Pass nil instead to Invoke or Stream to continue a thread
-// without new input.
+// without new input; nil for a thread that does not exist yet is an error
+// (ErrNoInput). Without a saver there is no thread to continue, and nil
+// runs the graph from Start like Input().
 func Input(writes ...Write) []Write {
 	if writes == nil {
 		return []Write{}
@@ -112,9 +114,8 @@ type run struct {
 	answers map[string]json.RawMessage
 
 	// record, in a subgraph's run, receives the writes applied to channels
-	// it shares with its parent; output collects them.
+	// it shares with its parent.
 	record func(Write)
-	output []Write
 	// shared names the channels a subgraph shares with its parent.
 	shared map[string]bool
 
@@ -169,8 +170,6 @@ type task struct {
 	// em and ctx are what the node's context carries (see taskContext).
 	em  emitter
 	ctx nodeContext
-	// interrupts counts Interrupt calls in the current attempt.
-	interrupts atomic.Int32
 }
 
 type taskResult struct {
@@ -203,6 +202,9 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 	ru.sched.seen = make([][]bool, len(r.joins))
 	for i, j := range r.joins {
 		ru.sched.seen[i] = make([]bool, len(j.sources))
+	}
+	if cfg.subgraph != "" {
+		return nil, errors.New("graph: a run starts at the root graph: graph.InSubgraph is for State, StateAt and History")
 	}
 	if cfg.resume != nil && cfg.resume.err != nil {
 		return nil, fmt.Errorf("graph: resume value: %w", cfg.resume.err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // runNested runs a subgraph as the node of a parent run. The subgraph
@@ -29,10 +30,7 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 		}
 		if p := em.r.p; p != nil && em.t != nil {
 			cfg.saver, cfg.thread, cfg.durability = p.saver, p.thread, em.r.cfg.durability
-			cfg.ns = em.t.label + "@" + p.cp.ID
-			if p.ns != "" {
-				cfg.ns = p.ns + "/" + cfg.ns
-			}
+			cfg.ns = subgraphNS(p.ns, em.t.label, p.cp.ID)
 			answers = em.t.resume
 		}
 	}
@@ -92,4 +90,38 @@ func (s State) lookupChannel(name string) (Channel, bool) {
 	}
 	c, _, ok := s.d.layout.channel(name)
 	return c, ok
+}
+
+// subgraphNS is the checkpoint namespace of the run of a subgraph node by
+// the task label, in the step after checkpoint cp of namespace parent: one
+// per run of the node, the same when that step is resumed or restarted. A
+// replay follows a new checkpoint (see fork), so it gets a new namespace.
+func subgraphNS(parent, label, cp string) string {
+	ns := label + "@" + cp
+	if parent != "" {
+		ns = parent + "/" + ns
+	}
+	return ns
+}
+
+// subgraphAt returns the compiled subgraph whose runs checkpoint in ns (a
+// namespace subgraphNS made, nested or not).
+func (r *Runnable) subgraphAt(ns string) (*Runnable, error) {
+	cur := r
+	for seg := range strings.SplitSeq(ns, "/") {
+		at := strings.LastIndexByte(seg, '@')
+		if at <= 0 || at == len(seg)-1 {
+			return nil, fmt.Errorf("graph: %q is not a subgraph namespace: take one from StepTask.Subgraph", ns)
+		}
+		name, _, _ := strings.Cut(seg[:at], "[")
+		n := cur.nodes[name]
+		switch {
+		case n == nil:
+			return nil, fmt.Errorf("graph: subgraph namespace %q: graph %q has no node %q: %w", ns, cur.name, name, ErrUnknownNode)
+		case n.sub == nil:
+			return nil, fmt.Errorf("graph: subgraph namespace %q: node %q of graph %q is not a subgraph", ns, name, cur.name)
+		}
+		cur = n.sub
+	}
+	return cur, nil
 }

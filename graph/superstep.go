@@ -34,10 +34,8 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 	if err := ru.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("graph: run %q cancelled in step %d: %w", ru.path, ru.step, err)
 	}
-	for i := range results {
-		if results[i].err != nil {
-			return nil, results[i].err
-		}
+	if err := ru.failed(tasks, results); err != nil {
+		return nil, err
 	}
 	if res, err := ru.interrupted(tasks, results); res != nil || err != nil {
 		return res, err
@@ -72,10 +70,56 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 	return nil, nil
 }
 
+// failed returns the first task failure of the step. With a saver, it
+// records every failure and every interrupt of the step, so State shows
+// how each task ended; the tasks that finished keep their results, and on
+// continue the step runs again without the finished or waiting tasks.
+func (ru *run) failed(tasks []*task, results []taskResult) error {
+	i := slices.IndexFunc(results, func(r taskResult) bool { return r.err != nil })
+	if i < 0 {
+		return nil
+	}
+	first := results[i].err
+	if ru.p == nil {
+		return first
+	}
+	_, recs, err := ru.interruptRecords(tasks, results)
+	if err != nil {
+		return errors.Join(first, err)
+	}
+	for i, t := range tasks {
+		if err := results[i].err; err != nil {
+			data, _ := json.Marshal(err.Error()) // a string always encodes
+			recs = append(recs, TaskRecord{TaskID: t.label, Kind: recError, Data: data})
+		}
+	}
+	if err := ru.p.putRecords(ru.ctx, recs...); err != nil {
+		return errors.Join(first, err)
+	}
+	return first
+}
+
 // interrupted pauses the run when a task of the step is waiting on an
 // interrupt: the tasks that finished keep their results (as records), and
 // the step runs again on resume.
 func (ru *run) interrupted(tasks []*task, results []taskResult) (*Result, error) {
+	all, recs, err := ru.interruptRecords(tasks, results)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	if ru.p == nil {
+		t := tasks[slices.IndexFunc(results, func(r taskResult) bool { return len(r.interrupts) > 0 })]
+		return nil, ru.nodeErr(t, 1, errors.New("graph.Interrupt needs a saver to pause the run: compile or run with graph.WithSaver and graph.Thread"))
+	}
+	if err := ru.p.putRecords(ru.ctx, recs...); err != nil {
+		return nil, err
+	}
+	return &Result{State: State{d: ru.state}, Status: StatusInterrupted, Interrupts: all}, nil
+}
+
+// interruptRecords collects the step's interrupts and, with a saver, the
+// records that keep them.
+func (ru *run) interruptRecords(tasks []*task, results []taskResult) ([]InterruptInfo, []TaskRecord, error) {
 	var all []InterruptInfo
 	var recs []TaskRecord
 	for i, t := range tasks {
@@ -89,21 +133,11 @@ func (ru *run) interrupted(tasks []*task, results []taskResult) (*Result, error)
 		}
 		data, err := json.Marshal(ins)
 		if err != nil {
-			return nil, ru.nodeErr(t, results[i].attempts, fmt.Errorf("encode interrupt payload: %w", err))
+			return nil, nil, ru.nodeErr(t, results[i].attempts, fmt.Errorf("encode interrupt payload: %w", err))
 		}
 		recs = append(recs, TaskRecord{TaskID: t.label, Kind: recInterrupt, Data: data})
 	}
-	if len(all) == 0 {
-		return nil, nil
-	}
-	if ru.p == nil {
-		t := tasks[slices.IndexFunc(results, func(r taskResult) bool { return len(r.interrupts) > 0 })]
-		return nil, ru.nodeErr(t, 1, errors.New("graph.Interrupt needs a saver to pause the run: compile or run with graph.WithSaver and graph.Thread"))
-	}
-	if err := ru.p.putRecords(ru.ctx, recs...); err != nil {
-		return nil, err
-	}
-	return &Result{State: State{d: ru.state}, Status: StatusInterrupted, Interrupts: all}, nil
+	return all, recs, nil
 }
 
 // prepare builds the overlays of packet tasks.
@@ -116,7 +150,7 @@ func (ru *run) prepare(tasks []*task) error {
 		t.overlay = make(overlay, 0, len(t.packet))
 		for _, w := range t.packet {
 			ch, _, ok := ru.r.layout.channel(w.Channel())
-			if !ok {
+			if !ok { // checked when the packet was sent (checkCommand)
 				return ru.nodeErr(t, 1, fmt.Errorf("%w %q in a packet for %q", ErrUnknownChannel, w.Channel(), t.name))
 			}
 			v, err := ch.convert(w.value)
@@ -237,6 +271,11 @@ func (ru *run) tryTask(t *task) taskResult {
 	for attempt := 1; ; attempt++ {
 		cmd, err := ru.attempt(t, s, attempt)
 		if err == nil {
+			if err := ru.r.checkCommand(n, cmd); err != nil {
+				// A command the graph cannot follow is a bug in the node
+				// or the graph: retrying or handling it would not help.
+				return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
+			}
 			return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start)}
 		}
 		if ins := interruptsOf(err); len(ins) > 0 {
@@ -258,6 +297,9 @@ func (ru *run) tryTask(t *task) taskResult {
 		nerr := ru.nodeErr(t, attempt, err)
 		if n.onError != nil {
 			cmd, herr := ru.handle(t, s, nerr)
+			if herr == nil {
+				herr = ru.r.checkCommand(n, cmd)
+			}
 			if herr == nil {
 				return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start), handled: true}
 			}

@@ -23,3 +23,60 @@ func TaskOf(ctx context.Context) (TaskInfo, bool) {
 	}
 	return TaskInfo{Graph: e.r.path, Node: e.node, Path: e.path, Step: e.step, Thread: e.r.cfg.thread}, true
 }
+
+// TaskStatus says where a task of a step stands.
+type TaskStatus string
+
+// The statuses of a StepTask.
+const (
+	TaskPending     TaskStatus = "pending"     // not run yet, or runs again (its answers came)
+	TaskDone        TaskStatus = "done"        // finished: its result is kept and it does not run again
+	TaskFailed      TaskStatus = "failed"      // failed for good in the last attempt; runs again on continue
+	TaskInterrupted TaskStatus = "interrupted" // waiting on the answers in Interrupts
+)
+
+// StepTask is one task of the step after a checkpoint (see
+// Snapshot.Tasks).
+type StepTask struct {
+	// Node is the task's node; Path its path (graph/node, or
+	// graph/node[i] for a task started by a Send packet).
+	Node   string
+	Path   string
+	Status TaskStatus
+	// Error is the failure of a failed task.
+	Error string
+	// Interrupts are the questions an interrupted task waits on.
+	Interrupts []InterruptInfo
+	// Subgraph, for a task of a subgraph node, names the checkpoint
+	// namespace of its run: pass it to InSubgraph to read the subgraph's
+	// own checkpoints with State, StateAt and History.
+	Subgraph string
+}
+
+// recError is the TaskRecord kind of a task's failure: its error message.
+const recError = "error"
+
+// stepTasks describes the tasks of the step after the loaded checkpoint,
+// from the records loaded for them. With finished set (the step completed
+// on some branch), every task is done. It consumes the run's schedule.
+func (ru *run) stepTasks(finished bool) []StepTask {
+	records := ru.records
+	tasks := ru.nextTasks()
+	out := make([]StepTask, len(tasks))
+	for i, t := range tasks {
+		st := StepTask{Node: t.name, Path: t.path, Status: TaskPending}
+		if t.node.sub != nil {
+			st.Subgraph = subgraphNS(ru.p.ns, t.label, ru.p.cp.ID)
+		}
+		switch tr := records[t.label]; {
+		case finished || t.done != nil:
+			st.Status = TaskDone
+		case len(t.waiting) > 0:
+			st.Status, st.Interrupts = TaskInterrupted, t.waiting
+		case tr != nil && tr.err != "":
+			st.Status, st.Error = TaskFailed, tr.err
+		}
+		out[i] = st
+	}
+	return out
+}

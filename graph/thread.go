@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -25,13 +27,27 @@ type Snapshot struct {
 	// Interrupts are the questions pending at this checkpoint (State only;
 	// History leaves it empty).
 	Interrupts []InterruptInfo
-	Created    time.Time
+	// Tasks are the tasks of the step after this checkpoint, in the order
+	// they run, with how far each got: done, failed, interrupted or
+	// pending (State only; History leaves it empty). When that step has
+	// completed (the checkpoint is not the head of its branch), every task
+	// is done.
+	Tasks   []StepTask
+	Created time.Time
 }
 
 // HistoryLimit caps the checkpoints History returns.
 func HistoryLimit(n int) Option { return func(c *config) { c.historyLimit = n } }
 
-// threadRun makes a run for reading or writing a thread outside a run.
+// InSubgraph makes State, StateAt and History read the checkpoints of one
+// run of a subgraph node instead of the root graph's. ns names the run: a
+// StepTask.Subgraph from the State of the parent (of the checkpoint before
+// the step that ran it). Runs (Invoke, Stream) and UpdateState always work
+// on the root graph and refuse it.
+func InSubgraph(ns string) Option { return func(c *config) { c.subgraph = ns } }
+
+// threadRun makes a run for reading or writing a thread outside a run; with
+// InSubgraph, a run of the subgraph in its namespace.
 func (r *Runnable) threadRun(ctx context.Context, thread string, opts []Option) (*run, error) {
 	cfg := r.defaults
 	cfg.apply(opts)
@@ -40,7 +56,16 @@ func (r *Runnable) threadRun(ctx context.Context, thread string, opts []Option) 
 	if cfg.saver == nil {
 		return nil, errors.New("graph: reading or updating a thread needs a saver: pass graph.WithSaver")
 	}
-	ru, err := r.newRun(cfg, r.name, nil)
+	g, path := r, r.name
+	if cfg.subgraph != "" {
+		sub, err := r.subgraphAt(cfg.subgraph)
+		if err != nil {
+			return nil, err
+		}
+		g, path = sub, r.name+"/"+nsPath(cfg.subgraph)
+		cfg.ns, cfg.subgraph = cfg.subgraph, ""
+	}
+	ru, err := g.newRun(cfg, path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +73,25 @@ func (r *Runnable) threadRun(ctx context.Context, thread string, opts []Option) 
 	return ru, nil
 }
 
+// nsPath turns a subgraph namespace into the node path below the root
+// ("sub@id/inner[2]@id" -> "sub/inner[2]").
+func nsPath(ns string) string {
+	segs := strings.Split(ns, "/")
+	for i, seg := range segs {
+		if at := strings.LastIndexByte(seg, '@'); at > 0 {
+			segs[i] = seg[:at]
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
 func (ru *run) loadThread(id string) (CheckpointRecord, checkpointMeta, error) {
 	rec, meta, err := ru.p.load(ru.ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound) && id != "":
 		return rec, meta, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", ru.p.thread, id, ErrNotFound)
+	case errors.Is(err, ErrNotFound) && ru.p.ns != "":
+		return rec, meta, ru.noSubgraphRun()
 	case errors.Is(err, ErrNotFound):
 		return rec, meta, fmt.Errorf("graph: thread %q does not exist: %w", ru.p.thread, ErrNotFound)
 	case err != nil:
@@ -61,8 +100,14 @@ func (ru *run) loadThread(id string) (CheckpointRecord, checkpointMeta, error) {
 	return rec, meta, nil
 }
 
+func (ru *run) noSubgraphRun() error {
+	return fmt.Errorf("graph: thread %q has no checkpoint of the subgraph run %q (it has not started, or the thread does not exist): %w",
+		ru.p.thread, ru.p.ns, ErrNotFound)
+}
+
 // State returns the thread's newest checkpoint (or the one FromCheckpoint
-// names), with the interrupts it is waiting on.
+// names), with the interrupts it is waiting on and the tasks of its next
+// step (Snapshot.Tasks). With InSubgraph, it reads a subgraph's run.
 func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Snapshot, error) {
 	ru, err := r.threadRun(ctx, thread, opts)
 	if err != nil {
@@ -90,7 +135,68 @@ func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Sn
 			}
 		}
 	}
+	finished := false
+	if ru.cfg.checkpointID != "" {
+		if finished, err = ru.stepCompleted(rec); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	snap.Tasks = ru.stepTasks(finished)
 	return snap, nil
+}
+
+// stepCompleted reports whether the step after rec completed on some
+// branch: a checkpoint of that step follows rec.
+func (ru *run) stepCompleted(rec CheckpointRecord) (bool, error) {
+	all, err := ru.p.saver.ListCheckpoints(ru.ctx, ru.p.thread, ru.p.ns, ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("graph: thread %q: list checkpoints: %w", ru.p.thread, err)
+	}
+	for _, c := range all {
+		if c.ParentID == rec.ID && c.Source == SourceLoop {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// StateAt returns the checkpoint that step produced on the thread's
+// current branch: the ancestry of its newest checkpoint, or of the one
+// FromCheckpoint names. Step -1 is the thread's first input. When several
+// checkpoints of the branch have that step (an UpdateState, the copy a
+// replay starts from), it returns the newest. With InSubgraph, steps are
+// those of the subgraph's run.
+func (r *Runnable) StateAt(ctx context.Context, thread string, step int, opts ...Option) (Snapshot, error) {
+	ru, err := r.threadRun(ctx, thread, opts)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	head, _, err := ru.loadThread(ru.cfg.checkpointID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	all, err := ru.p.saver.ListCheckpoints(ctx, thread, ru.p.ns, ListOptions{})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("graph: thread %q: list checkpoints: %w", thread, err)
+	}
+	byID := make(map[string]CheckpointRecord, len(all))
+	for _, c := range all {
+		byID[c.ID] = c
+	}
+	// Steps never decrease from a branch's root to its head; the count
+	// bounds the walk should the saver hold a cycle.
+	c, ok := head, true
+	for range len(all) + 1 {
+		if !ok || c.Step < step {
+			break
+		}
+		if c.Step == step {
+			return r.State(ctx, thread, append(slices.Clip(opts), FromCheckpoint(c.ID))...)
+		}
+		c, ok = byID[c.ParentID]
+	}
+	return Snapshot{}, fmt.Errorf("graph: thread %q has no checkpoint of step %d on the branch of checkpoint %q (its head is step %d): %w",
+		thread, step, head.ID, head.Step, ErrNotFound)
 }
 
 func (ru *run) snapshot(rec CheckpointRecord, meta checkpointMeta) Snapshot {
@@ -101,7 +207,8 @@ func (ru *run) snapshot(rec CheckpointRecord, meta checkpointMeta) Snapshot {
 }
 
 // History returns the thread's checkpoints, newest first, across every
-// branch, each with its full state.
+// branch, each with its full state. With InSubgraph, it returns those of a
+// subgraph's run; StateAt finds the checkpoint of one step.
 func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) ([]Snapshot, error) {
 	ru, err := r.threadRun(ctx, thread, opts)
 	if err != nil {
@@ -110,6 +217,9 @@ func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) (
 	recs, err := ru.p.saver.ListCheckpoints(ctx, thread, ru.p.ns, ListOptions{Limit: ru.cfg.historyLimit})
 	if err != nil {
 		return nil, fmt.Errorf("graph: thread %q: list checkpoints: %w", thread, err)
+	}
+	if len(recs) == 0 && ru.p.ns != "" {
+		return nil, ru.noSubgraphRun()
 	}
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("graph: thread %q does not exist: %w", thread, ErrNotFound)
@@ -130,11 +240,11 @@ func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) (
 	}
 	out := make([]Snapshot, len(recs))
 	for i, rec := range recs {
-		st, err := r.layout.stateAt(vc, metas[i])
+		st, err := ru.r.layout.stateAt(vc, metas[i])
 		if err != nil {
 			return nil, fmt.Errorf("graph: thread %q checkpoint %q: %w", thread, rec.ID, err)
 		}
-		sched, err := r.restoreSchedule(metas[i].Next)
+		sched, err := ru.r.restoreSchedule(metas[i].Next)
 		if err != nil {
 			return nil, fmt.Errorf("%w: thread %q checkpoint %q: %w", ErrCorruptCheckpoint, thread, rec.ID, err)
 		}
@@ -162,6 +272,9 @@ func (r *Runnable) UpdateState(ctx context.Context, thread, asNode string, write
 	ru, err := r.threadRun(ctx, thread, opts)
 	if err != nil {
 		return "", err
+	}
+	if ru.r != r {
+		return "", fmt.Errorf("graph: update thread %q: UpdateState writes to the root graph; a subgraph's state changes through the runs of its node, not InSubgraph", thread)
 	}
 	rec, meta, err := ru.loadThread(ru.cfg.checkpointID)
 	if err != nil {

@@ -32,8 +32,13 @@ func TestReplayFromAPastCheckpointRunsTheLaterStepsAgainOnANewBranch(t *testing.
 
 	hist, err = r.History(t.Context(), "t")
 	require.NoError(t, err)
-	require.Len(t, hist, 6)
-	assert.Equal(t, afterA.Checkpoint, hist[1].Parent, "the replay branches off the checkpoint it started from")
+	require.Len(t, hist, 7, "the old branch's 4 checkpoints, the fork and the 2 steps replayed")
+	fork := hist[2]
+	assert.Equal(t, graph.SourceFork, fork.Source)
+	assert.Equal(t, afterA.Checkpoint, fork.Parent, "the replay branches off the checkpoint it started from")
+	assert.Equal(t, afterA.Step, fork.Step)
+	assert.Equal(t, logKey.Get(afterA.State), logKey.Get(fork.State), "the fork is a copy")
+	assert.Equal(t, fork.Checkpoint, hist[1].Parent)
 }
 
 func TestForkChangesAnOldCheckpointAndKeepsTheOldBranchReadable(t *testing.T) {
