@@ -16,7 +16,7 @@ var secretShapes = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	{regexp.MustCompile(`(?i)\bbearer\s+[^\s"',;]+`), "Bearer " + Redacted},
+	{regexp.MustCompile(`(?i)\bbearer\s+[^\s"',;)\]}]+`), "Bearer " + Redacted},
 	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{6,}`), Redacted},
 	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{20,}`), Redacted},
 	{regexp.MustCompile(`(?i)([?&](?:key|api_key|apikey|access_token|token)=)[^\s&"'#]+`), "${1}" + Redacted},
