@@ -35,7 +35,7 @@ func TestTokensReadFromTheEnvironmentLeaveNoTraceInProc(t *testing.T) {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // written by a goroutine of cmd while the test reads it
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	lines := bufio.NewScanner(stdout)

@@ -44,7 +44,8 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	var errOut lockedBuffer // serve writes notices and logs from several goroutines
 	a := &app{stdin: strings.NewReader(c.stdin), stdout: &out, stderr: &errOut, interactive: c.interactive,
 		getenv: func(k string) string {
 			if k == "COORFLOW_DB" {
@@ -65,6 +66,24 @@ func (c *cli) run(args ...string) (int, string, string) {
 	}
 	code := a.main(ctx, args)
 	return code, out.String(), errOut.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var (

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,7 +17,7 @@ import (
 // older than --prune-max-age, and stopping the pruner ends its goroutine.
 func TestServePrunesPeriodically(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var stderr bytes.Buffer
+		var stderr lockedBuffer
 		a := &app{stderr: &stderr}
 		store := memory.New()
 		ended := time.Now()
