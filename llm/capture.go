@@ -142,9 +142,14 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 }
 
 // captureModel installs a capture for every call to its inner model and
-// joins what was captured to the error the client returns.
+// joins what was captured to the error the client returns. It is where
+// provider errors enter: it takes the configured API keys and anything
+// shaped like a credential out of them (RedactError), so that what is
+// retried, logged, recorded and returned holds no secret.
 type captureModel struct {
 	inner llms.Model
+	// keys are the API keys of every configured tier.
+	keys []string
 }
 
 // Call implements llms.Model.
@@ -161,17 +166,23 @@ func (m *captureModel) GenerateContent(ctx context.Context, msgs []llms.MessageC
 	if err == nil {
 		return resp, nil
 	}
-	switch last := c.get().(type) {
+	return nil, RedactError(joinCaptured(err, c.get()), m.keys...)
+}
+
+// joinCaptured joins to the client's error what the transport captured of
+// the failed exchange.
+func joinCaptured(err, last error) error {
+	switch last := last.(type) {
 	case nil:
-		return nil, err
+		return err
 	case *APIError:
 		withCause := *last
 		withCause.Err = err
-		return nil, &withCause
+		return &withCause
 	default:
 		if errors.Is(err, last) {
-			return nil, err
+			return err
 		}
-		return nil, fmt.Errorf("%w: %w", err, last)
+		return fmt.Errorf("%w: %w", err, last)
 	}
 }

@@ -39,21 +39,27 @@ type TierModel struct {
 // is a langchaingo client wrapped so that its errors carry *APIError and
 // are classified, every attempt is bounded by the tier's Timeout, and
 // rate-limited and transient failures are retried up to MaxRetries times
-// (see WithRetry). A missing API key fails with an error naming the
+// (see WithRetry). Their errors hold none of the configured API keys, nor
+// anything shaped like a credential (see RedactError). A missing API key fails with an error naming the
 // variable. New makes no network call.
 func New(ctx context.Context, cfg Config) (*Models, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	tierKeys := map[Tier]string{}
+	var keys []string
+	for _, t := range cfg.sortedTiers() {
+		key, err := cfg.apiKey(t, cfg.Models[t].withDefaults())
+		if err != nil {
+			return nil, err
+		}
+		tierKeys[t] = key
+		keys = append(keys, key)
+	}
 	ms := &Models{tiers: map[Tier]TierModel{}}
 	for _, t := range cfg.sortedTiers() {
 		mc := cfg.Models[t].withDefaults()
-		key, err := cfg.apiKey(t, mc)
-		if err != nil {
-			_ = ms.Close()
-			return nil, err
-		}
-		base, err := newProviderModel(ctx, mc, key)
+		base, err := newProviderModel(ctx, mc, tierKeys[t])
 		if err != nil {
 			_ = ms.Close()
 			return nil, cfg.errorf(t, "", ErrInvalidConfig, "build %s model %q: %v", mc.Provider, mc.Model, err)
@@ -61,7 +67,7 @@ func New(ctx context.Context, cfg Config) (*Models, error) {
 		if c, ok := base.(io.Closer); ok {
 			ms.closers = append(ms.closers, c)
 		}
-		var m llms.Model = &captureModel{inner: base}
+		var m llms.Model = &captureModel{inner: base, keys: keys}
 		m = WithTimeout(m, mc.Timeout)
 		policy := RetryPolicy{MaxRetries: mc.MaxRetries}
 		if cfg.OnRetry != nil {

@@ -32,6 +32,13 @@
 // calls with what the model answered and reasoned, tool calls with their
 // results, output. The run viewer (package server) shows them.
 //
+// # Retention
+//
+// Store.Prune removes recorded runs by age and count, per owner, as a
+// RetentionPolicy says (30 days and 10,000 runs of each owner unless told
+// otherwise); coorflow serve prunes periodically and coorflow runs prune
+// does it by hand.
+//
 // # Replaying (coorflow replay RUN)
 //
 // Replay runs a recorded run again offline: a Cassette answers each model

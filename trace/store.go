@@ -42,6 +42,10 @@ type Store interface {
 	// DeleteRun removes a run and its events; an unknown run fails with
 	// ErrNotFound.
 	DeleteRun(ctx context.Context, id string) error
+	// Prune removes the runs, with their events, that p does not keep
+	// (RetentionPolicy.Expired decides), or only reports them when
+	// p.DryRun is set.
+	Prune(ctx context.Context, p RetentionPolicy) (PruneReport, error)
 }
 
 // Match reports whether q selects e, apart from Limit. Stores that filter

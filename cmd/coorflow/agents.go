@@ -39,7 +39,7 @@ func (a *app) agents(ctx context.Context, args []string) error {
 	default:
 		return usagef("agents: unknown subcommand %q%s (want list, show, edit or rm)", sub, didYouMean(sub, []string{"list", "show", "edit", "rm"}))
 	}
-	base, err := openDB(ctx, d.db, sub != "list")
+	base, err := a.openDB(ctx, d.db, sub != "list")
 	if err != nil {
 		return err
 	}

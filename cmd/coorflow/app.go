@@ -27,6 +27,9 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// unsetenv removes a variable from the environment of the process
+	// (tokens, once read); nil leaves the environment alone.
+	unsetenv func(string) error
 	// interactive says a person can answer questions on stdin.
 	interactive bool
 }
@@ -200,14 +203,20 @@ Usage:
   coorflow runs list [--db] [--json] [--limit N] [--thread ID] [--status STATUS] [--owner]
   coorflow runs show RUN [--db] [--json]   a recorded run: status, input, its steps and agents
                                        every run (and resume) of run and serve is recorded in the database
+  coorflow runs prune [--max-age 30d] [--max-runs 10000] [--owner] [--dry-run] [--db] [--json]
+                                       remove recorded runs older than max-age, or finished and beyond
+                                       the newest max-runs of their owner (none: no limit)
   coorflow replay RUN [--db] [--json] [--workflow FILE] [--input TEXT|@FILE] [--model] [--demo]
                                        run a recorded run again offline from its recorded model responses
                                        and report where it diverged; exit 0 without divergence, 1 with
   coorflow export RUN [-o FILE] [--name NAME] [--workflow FILE] [--db] [--owner]
                                        write a finished run of a dynamic workflow (coor) as a workflow file
                                        with its plan and agents fixed: no coordinator, planner or builder
-  coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token TOKEN[=OWNER]]... [--owner] [--model] [--demo]
-                                       tokens also from $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN
+  coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token-file FILE] [--owner] [--model] [--demo]
+                                       tokens from FILE (chmod 600; lines TOKEN or TOKEN=OWNER), else
+                                       $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN, removed once read
+      --prune-max-age 30d --prune-max-runs 10000 --prune-every 1h
+                                       prune the recorded runs at start and then periodically (none: never)
   coorflow schema                      print the JSON Schema of workflow files
 
 Models come from the file's models section, then OPENAI_API_KEY, OPENAI_BASE_URL,

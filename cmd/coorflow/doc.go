@@ -5,10 +5,10 @@
 //	coorflow graph FILE                  the graph as a Mermaid flowchart
 //	coorflow threads list|show|history|rm
 //	coorflow agents list|show|edit|rm
-//	coorflow runs list|show RUN          the recorded runs: every run and resume of run and serve
+//	coorflow runs list|show RUN|prune    the recorded runs: every run and resume of run and serve
 //	coorflow replay RUN                  run a recorded run again offline, from its recorded model responses
 //	coorflow export RUN -o FILE          a finished coor run as a workflow file with its plan and agents fixed
-//	coorflow serve [FILE|DIR...]         the HTTP API over the workflows
+//	coorflow serve [FILE|DIR...]         the HTTP API over the workflows (tokens from --token-file or $COORFLOW_TOKENS)
 //	coorflow schema                      the JSON Schema of workflow files
 //
 // Exit codes: 0 done; 1 the work failed (a run, the database, an unknown

@@ -31,7 +31,7 @@ func (a *app) export(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("export: give one run id (coorflow runs list shows them)")
 	}
-	base, err := openDB(ctx, d.db, true)
+	base, err := a.openDB(ctx, d.db, true)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, interactive: isTerminal(os.Stdin)}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, unsetenv: unsetenv, interactive: isTerminal(os.Stdin)}
 	code := a.main(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)

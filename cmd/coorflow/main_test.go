@@ -44,13 +44,18 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	var errOut lockedBuffer // serve writes notices and logs from several goroutines
 	a := &app{stdin: strings.NewReader(c.stdin), stdout: &out, stderr: &errOut, interactive: c.interactive,
 		getenv: func(k string) string {
 			if k == "COORFLOW_DB" {
 				return c.db
 			}
 			return c.env[k]
+		},
+		unsetenv: func(k string) error {
+			delete(c.env, k)
+			return nil
 		}}
 	if c.stdout != nil {
 		a.stdout = io.MultiWriter(&out, c.stdout)
@@ -61,6 +66,24 @@ func (c *cli) run(args ...string) (int, string, string) {
 	}
 	code := a.main(ctx, args)
 	return code, out.String(), errOut.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var (
@@ -314,7 +337,7 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 		{"threads show without database", []string{"threads", "show", "t-1", "--db", missingDB}, nil, exitFailed,
 			"coorflow: no database at " + missingDB + ": nothing has run here yet (or pass --db)"},
 		{"agents edit without change", []string{"agents", "edit", "researcher"}, nil, exitUsage, "coorflow: agents edit: say what to change: --prompt, --description, --tier or --tools"},
-		{"serve without token", []string{"serve"}, nil, exitUsage, "coorflow: serve: every request needs a bearer token: give --token TOKEN[=OWNER], or set COORFLOW_TOKEN or COORFLOW_TOKENS"},
+		{"serve without token", []string{"serve"}, nil, exitUsage, "coorflow: serve: every request needs a bearer token: give --token-file FILE (lines TOKEN or TOKEN=OWNER), or set COORFLOW_TOKENS or COORFLOW_TOKEN"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -444,6 +467,7 @@ func TestValidateAndGraph(t *testing.T) {
 
 func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	c := newCLI(t)
+	c.env["COORFLOW_TOKENS"] = "secret=alice"
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -451,7 +475,7 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	done := make(chan int, 1)
 	var serveErr string
 	go func() {
-		code, _, stderr := c.run("serve", "../../examples", "--addr", "127.0.0.1:0", "--token", "secret=alice")
+		code, _, stderr := c.run("serve", "../../examples", "--addr", "127.0.0.1:0")
 		serveErr = stderr
 		_ = pw.Close()
 		done <- code
@@ -514,6 +538,7 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 		assert.Equal(t, "research", r.Workflow)
 	}
 	assert.Contains(t, serveErr, "coorflow: serve: left out ../../examples/embed/workflow.yaml (it needs tool lookup_order, function escalate from its Go program)\n")
-	_, _, stderr := c.run("serve", "../../examples/embed", "--token", "t")
+	c.env = map[string]string{"COORFLOW_TOKEN": "t"}
+	_, _, stderr := c.run("serve", "../../examples/embed")
 	assert.Equal(t, "coorflow: ../../examples/embed needs tool lookup_order, function escalate from the Go program that runs it; the coorflow command cannot run it (see examples/embed)\n", stderr)
 }

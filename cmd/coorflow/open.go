@@ -146,8 +146,9 @@ func isPostgres(where string) bool {
 }
 
 // openDB opens the saver and the store. A SQLite file is created with its
-// directory unless mustExist.
-func openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
+// directory unless mustExist; its files are kept from other users (see
+// a.private).
+func (a *app) openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
 	if isPostgres(where) {
 		saver, err := postgres.Open(ctx, where)
 		if err != nil {
@@ -160,13 +161,11 @@ func openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
 		}
 		return &db{saver: saver, store: st, where: redact(where), url: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
 	}
-	if _, err := os.Stat(where); err != nil {
-		if mustExist {
-			return nil, fmt.Errorf("no database at %s: nothing has run here yet (or pass --db)", where)
-		}
-		if err := os.MkdirAll(filepath.Dir(where), 0o755); err != nil {
-			return nil, err
-		}
+	if _, err := os.Stat(where); err != nil && mustExist {
+		return nil, fmt.Errorf("no database at %s: nothing has run here yet (or pass --db)", where)
+	}
+	if err := a.private(where); err != nil {
+		return nil, err
 	}
 	saver, err := sqlite.Open(ctx, where)
 	if err != nil {

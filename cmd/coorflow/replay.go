@@ -65,7 +65,7 @@ func (a *app) replay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	base, err := openDB(ctx, d.db, true)
+	base, err := a.openDB(ctx, d.db, true)
 	if err != nil {
 		return err
 	}

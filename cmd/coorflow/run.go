@@ -130,7 +130,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	r.demo = models.Demo
-	if r.db, err = openDB(ctx, f.db, false); err != nil {
+	if r.db, err = a.openDB(ctx, f.db, false); err != nil {
 		return err
 	}
 	defer r.db.Close()

@@ -15,7 +15,7 @@ import (
 
 func (a *app) runs(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("runs: want list or show RUN")
+		return usagef("runs: want list, show RUN or prune")
 	}
 	sub, rest := args[0], args[1:]
 	fs := newFlags("runs " + sub)
@@ -24,6 +24,8 @@ func (a *app) runs(ctx context.Context, args []string) error {
 	limit := fs.Int("limit", 50, "list at most this many runs")
 	thread := fs.String("thread", "", "list only the runs of this thread")
 	status := fs.String("status", "", "list only the runs with this status: running, done, interrupted, error or cancelled")
+	keep := addRetentionFlags(fs, "")
+	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, remove nothing")
 	pos, err := a.parse(fs, rest)
 	if err != nil {
 		return err
@@ -37,12 +39,16 @@ func (a *app) runs(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("runs show: give one run id")
 		}
+	case "prune":
+		if len(pos) != 0 {
+			return usagef("runs prune takes no argument")
+		}
 	default:
-		return usagef("runs: unknown subcommand %q%s (want list or show)", sub, didYouMean(sub, []string{"list", "show"}))
+		return usagef("runs: unknown subcommand %q%s (want list, show or prune)", sub, didYouMean(sub, []string{"list", "show", "prune"}))
 	}
-	base, err := openDB(ctx, d.db, true)
+	base, err := a.openDB(ctx, d.db, true)
 	if err != nil {
-		if sub == "list" && !isPostgres(d.db) {
+		if (sub == "list" || sub == "prune") && !isPostgres(d.db) {
 			fmt.Fprintf(a.stdout, "no runs (no database at %s)\n", d.db)
 			return nil
 		}
@@ -53,8 +59,16 @@ func (a *app) runs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sub == "show" {
+	switch sub {
+	case "show":
 		return a.showRun(ctx, base, traces, pos[0], *asJSON)
+	case "prune":
+		p := keep.policy()
+		if flagSet(fs, "owner") {
+			p.Owner = d.owner
+		}
+		p.DryRun = *dryRun
+		return a.pruneRuns(ctx, traces, p, *asJSON)
 	}
 	q := trace.RunQuery{Thread: *thread, Status: *status, Limit: *limit}
 	if flagSet(fs, "owner") {

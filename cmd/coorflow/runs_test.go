@@ -95,8 +95,8 @@ func TestRunsOfARunThatDoesNotExistOrABadCommandLine(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"runs", "show", "r-ghost"}, exitFailed, "coorflow: no run r-ghost in " + c.db + " (coorflow runs list shows the recorded runs)"},
-		{[]string{"runs"}, exitUsage, "coorflow: runs: want list or show RUN"},
-		{[]string{"runs", "shwo", "r-1"}, exitUsage, `coorflow: runs: unknown subcommand "shwo" (did you mean "show"?) (want list or show)`},
+		{[]string{"runs"}, exitUsage, "coorflow: runs: want list, show RUN or prune"},
+		{[]string{"runs", "shwo", "r-1"}, exitUsage, `coorflow: runs: unknown subcommand "shwo" (did you mean "show"?) (want list, show or prune)`},
 		{[]string{"runs", "show"}, exitUsage, "coorflow: runs show: give one run id"},
 		{[]string{"runs", "list", "x"}, exitUsage, "coorflow: runs list takes no argument"},
 	}

@@ -26,14 +26,18 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	d := a.addDBFlags(fs)
 	addr := fs.String("addr", ":8080", "the address to listen on")
 	var tokenFlags, modelFlags multiFlag
-	fs.Var(&tokenFlags, "token", "TOKEN or TOKEN=OWNER: a bearer token clients send (repeatable)")
+	tokenFile := fs.String("token-file", "", "a file (chmod 600) of bearer tokens clients send: lines TOKEN or TOKEN=OWNER")
+	fs.Var(&tokenFlags, "token", "refused: a token on the command line is visible to every user (use --token-file)")
 	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
 	demo := fs.Bool("demo", false, "run every workflow on its scripted demo model")
+	keep := addRetentionFlags(fs, "prune-")
+	pruneEvery := ageFlag{defaultPruneEvery}
+	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	tokens, err := a.tokens(tokenFlags)
+	tokens, err := a.tokens(*tokenFile, tokenFlags)
 	if err != nil {
 		return err
 	}
@@ -54,7 +58,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
-	base, err := openDB(ctx, d.db, false)
+	base, err := a.openDB(ctx, d.db, false)
 	if err != nil {
 		return err
 	}
@@ -64,6 +68,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	// database closes.
 	rec := a.newRecorder(ctx, base)
 	defer a.closeRecorder(ctx, rec)
+	stopPruning := a.startPruner(ctx, base.traces, keep, pruneEvery.d)
+	defer stopPruning()
 	served := map[string]*graph.Runnable{}
 	var names []string
 	for _, wf := range files {
@@ -80,7 +86,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	srv, err := server.New(server.Config{
 		Workflows: served, Saver: base.saver, Tokens: tokens,
-		Agents: registryAgents{store: base, owner: d.owner}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
+		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec,
 	})
 	if err != nil {
@@ -110,34 +116,6 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	<-errc
 	fmt.Fprintln(a.stdout, "stopped")
 	return err
-}
-
-// tokens are the bearer tokens: the flags, else COORFLOW_TOKENS
-// ("tok=owner,tok2=owner2"), else COORFLOW_TOKEN (owner "default").
-func (a *app) tokens(flags []string) (map[string]string, error) {
-	list := flags
-	if len(list) == 0 {
-		if env := a.getenv("COORFLOW_TOKENS"); env != "" {
-			list = strings.Split(env, ",")
-		} else if tok := a.getenv("COORFLOW_TOKEN"); tok != "" {
-			list = []string{tok}
-		}
-	}
-	if len(list) == 0 {
-		return nil, usagef("serve: every request needs a bearer token: give --token TOKEN[=OWNER], or set COORFLOW_TOKEN or COORFLOW_TOKENS")
-	}
-	out := map[string]string{}
-	for _, t := range list {
-		tok, owner, ok := strings.Cut(strings.TrimSpace(t), "=")
-		if !ok {
-			owner = "default"
-		}
-		if tok == "" || owner == "" {
-			return nil, usagef("serve: token %q: want TOKEN or TOKEN=OWNER", t)
-		}
-		out[tok] = owner
-	}
-	return out, nil
 }
 
 // findWorkflows loads the workflows to serve: files, directories (their
@@ -236,17 +214,16 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	return r, desc, nil
 }
 
-// registryAgents lists the agents the served workflows build and reuse,
-// for GET /v1/agents. They are kept under the serve command's --owner,
-// whichever token's owner asks: the workflows share one registry.
+// registryAgents lists, for GET /v1/agents, the agents the served
+// workflows built and reuse for the caller: the runs of each owner keep
+// their agents in that owner's registry (factory.Registry.OwnerOf).
 type registryAgents struct {
 	store *db
-	owner string
 }
 
-// ListAgents lists the agents of the served workflows' registry.
-func (r registryAgents) ListAgents(ctx context.Context, _ string) ([]server.AgentInfo, error) {
-	list, err := factory.NewRegistry(r.store.store, r.owner).List(ctx)
+// ListAgents lists the agents of owner's registry.
+func (r registryAgents) ListAgents(ctx context.Context, owner string) ([]server.AgentInfo, error) {
+	list, err := factory.NewRegistry(r.store.store, owner).List(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (a *app) threads(ctx context.Context, args []string) error {
 	default:
 		return usagef("threads: unknown subcommand %q%s (want list, show, history or rm)", sub, didYouMean(sub, []string{"list", "show", "history", "rm"}))
 	}
-	base, err := openDB(ctx, d.db, true)
+	base, err := a.openDB(ctx, d.db, true)
 	if err != nil {
 		if sub == "list" && !isPostgres(d.db) {
 			fmt.Fprintf(a.stdout, "no threads (no database at %s)\n", d.db)

@@ -180,6 +180,26 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	return nil
 }
 
+// Prune removes the runs p does not keep, with their events.
+func (s *Store) Prune(ctx context.Context, p trace.RetentionPolicy) (trace.PruneReport, error) {
+	if err := ctx.Err(); err != nil {
+		return trace.PruneReport{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	runs := make([]trace.RunInfo, 0, len(s.runs))
+	for _, rd := range s.runs {
+		runs = append(runs, rd.info)
+	}
+	rep := p.Expired(runs)
+	if !p.DryRun {
+		for _, r := range rep.Runs {
+			delete(s.runs, r.Run)
+		}
+	}
+	return rep, nil
+}
+
 func cloneRun(r trace.RunInfo) trace.RunInfo {
 	r.Input = bytes.Clone(r.Input)
 	r.FinalState = bytes.Clone(r.FinalState)

@@ -230,6 +230,40 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	return nil
 }
 
+// pruneBatch is how many runs one statement of Prune removes.
+const pruneBatch = 500
+
+// Prune removes the runs p does not keep; their events go with them (ON
+// DELETE CASCADE).
+func (s *Store) Prune(ctx context.Context, p trace.RetentionPolicy) (trace.PruneReport, error) {
+	sc, err := s.init(ctx)
+	if err != nil {
+		return trace.PruneReport{}, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id, owner, started, ended FROM `+sc+`.trace_runs WHERE $1 = '' OR owner = $1`, p.Owner)
+	if err != nil {
+		return trace.PruneReport{}, fmt.Errorf("postgres: prune: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trace.RunInfo, error) {
+		var r trace.RunInfo
+		err := row.Scan(&r.ID, &r.Owner, &r.StartedAt, &r.EndedAt)
+		return r, err
+	})
+	if err != nil {
+		return trace.PruneReport{}, fmt.Errorf("postgres: prune: %w", err)
+	}
+	rep := p.Expired(runs)
+	if p.DryRun {
+		return rep, nil
+	}
+	for ids := range slices.Chunk(rep.PrunedIDs(), pruneBatch) {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM `+sc+`.trace_runs WHERE run_id = ANY($1)`, ids); err != nil {
+			return rep, fmt.Errorf("postgres: prune: %w", err)
+		}
+	}
+	return rep, nil
+}
+
 const runColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
 	started, ended, final_state, error, events`
 

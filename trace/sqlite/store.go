@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -264,6 +265,74 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 		}
 		if _, err := w.ExecContext(ctx, `DELETE FROM trace_events WHERE run_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete run %q: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// pruneBatch is how many runs one transaction of Prune removes, so that
+// recording waits for the writer a short time only.
+const pruneBatch = 200
+
+// Prune removes the runs p does not keep, with their events, a batch of
+// runs per transaction.
+func (s *Store) Prune(ctx context.Context, p trace.RetentionPolicy) (trace.PruneReport, error) {
+	if err := s.reader(ctx); err != nil {
+		return trace.PruneReport{}, err
+	}
+	query, args := `SELECT run_id, owner, started_us, ended_us FROM trace_runs`, []any{}
+	if p.Owner != "" {
+		query, args = query+` WHERE owner = ?`, append(args, p.Owner)
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return trace.PruneReport{}, fmt.Errorf("sqlite: prune: %w", err)
+	}
+	defer rows.Close()
+	var runs []trace.RunInfo
+	for rows.Next() {
+		var r trace.RunInfo
+		var startedUS int64
+		var endedUS sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.Owner, &startedUS, &endedUS); err != nil {
+			return trace.PruneReport{}, fmt.Errorf("sqlite: prune: %w", err)
+		}
+		r.StartedAt = time.UnixMicro(startedUS).UTC()
+		if endedUS.Valid {
+			t := time.UnixMicro(endedUS.Int64).UTC()
+			r.EndedAt = &t
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return trace.PruneReport{}, fmt.Errorf("sqlite: prune: %w", err)
+	}
+	rows.Close()
+	rep := p.Expired(runs)
+	if p.DryRun {
+		return rep, nil
+	}
+	for ids := range slices.Chunk(rep.PrunedIDs(), pruneBatch) {
+		if err := s.deleteRuns(ctx, ids); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// deleteRuns removes runs and their events in one transaction.
+func (s *Store) deleteRuns(ctx context.Context, ids []string) error {
+	in := `(?` + strings.Repeat(`, ?`, len(ids)-1) + `)`
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return s.write(ctx, true, func(ctx context.Context, w *sql.Conn) error {
+		if _, err := w.ExecContext(ctx, `DELETE FROM trace_events WHERE run_id IN `+in, args...); err != nil {
+			return fmt.Errorf("sqlite: prune: %w", err)
+		}
+		if _, err := w.ExecContext(ctx, `DELETE FROM trace_runs WHERE run_id IN `+in, args...); err != nil {
+			return fmt.Errorf("sqlite: prune: %w", err)
 		}
 		return nil
 	})

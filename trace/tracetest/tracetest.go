@@ -46,6 +46,10 @@ var rules = []rule{
 	{"DeleteRunRemovesItsEvents", testDeleteRun},
 	{"LargeAndUnusualPayloads", testLargePayloads},
 	{"ConcurrentWriters", testConcurrentWriters},
+	{"PruneKeepsTheNewestRunsOfEachOwner", testPruneByCount},
+	{"PruneRemovesRunsOlderThanMaxAge", testPruneByAge},
+	{"PruneDryRunAndOneOwner", testPruneDryRunAndOwner},
+	{"PruneDefaults", testPruneDefaults},
 }
 
 // base is the time the suite's runs start at, give or take.
@@ -329,4 +333,113 @@ func testConcurrentWriters(t *testing.T, s trace.Store) {
 		require.NoError(t, err)
 		assert.Len(t, got, batches*perBatch)
 	}
+}
+
+// finished returns r ended at t.
+func finished(r trace.RunInfo, t time.Time) trace.RunInfo {
+	r.Status, r.EndedAt = trace.StatusDone, &t
+	return r
+}
+
+func runIDs(t *testing.T, s trace.Store, q trace.RunQuery) []string {
+	t.Helper()
+	runs, err := s.Runs(t.Context(), q)
+	require.NoError(t, err)
+	out := []string{}
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func prunedIDs(rep trace.PruneReport) []string {
+	out := []string{}
+	for _, r := range rep.Runs {
+		out = append(out, r.Run)
+	}
+	return out
+}
+
+func testPruneByCount(t *testing.T, s trace.Store) {
+	var evs []trace.Event
+	for i := range 5 {
+		id := fmt.Sprint("a", i)
+		create(t, s, finished(run(id, base.Add(time.Duration(i)*time.Minute)), base.Add(time.Duration(i)*time.Minute+time.Second)))
+		evs = append(evs, event(id, 1, "custom", "wf"))
+	}
+	for i := range 2 {
+		b := finished(run(fmt.Sprint("b", i), base.Add(-time.Hour)), base.Add(-time.Hour))
+		b.Owner = "bob"
+		create(t, s, b)
+	}
+	running := run("a-running", base.Add(-time.Minute)) // older than every run of alice, still running
+	create(t, s, running)
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+
+	rep, err := s.Prune(t.Context(), trace.RetentionPolicy{MaxRuns: 3, MaxAge: -1, Now: base.Add(time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a0", "a1"}, prunedIDs(rep), "the oldest finished runs of alice, oldest first")
+	assert.Equal(t, 6, rep.Kept)
+	require.Len(t, rep.Runs, 2)
+	assert.Equal(t, trace.PrunedRun{Run: "a0", Owner: "alice", LastActivity: micro(base.Add(time.Second)), Reason: trace.PrunedForCount}, rep.Runs[0])
+	assert.Equal(t, []string{"a4", "a3", "a2", "a-running"}, runIDs(t, s, trace.RunQuery{Owner: "alice"}),
+		"a run still recording is not pruned for the count")
+	assert.Equal(t, []string{"b1", "b0"}, runIDs(t, s, trace.RunQuery{Owner: "bob"}), "the count is per owner")
+	_, err = s.Events(t.Context(), "a0", trace.EventQuery{})
+	assert.ErrorIs(t, err, trace.ErrNotFound)
+	create(t, s, run("a0", base))
+	got, err := s.Events(t.Context(), "a0", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, got, "the events of a pruned run are removed with it")
+	got, err = s.Events(t.Context(), "a2", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Len(t, got, 1, "a kept run keeps its events")
+}
+
+func testPruneByAge(t *testing.T, s trace.Store) {
+	now := base.Add(48 * time.Hour)
+	create(t, s,
+		finished(run("old", base), base.Add(time.Minute)),
+		finished(run("long", base), now.Add(-time.Hour)), // started long ago, ended recently
+		run("abandoned", base),                           // never ended
+		finished(run("new", now.Add(-time.Hour)), now.Add(-time.Minute)),
+	)
+	rep, err := s.Prune(t.Context(), trace.RetentionPolicy{MaxAge: 24 * time.Hour, MaxRuns: -1, Now: now})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"abandoned", "old"}, prunedIDs(rep))
+	for _, r := range rep.Runs {
+		assert.Equal(t, trace.PrunedForAge, r.Reason)
+	}
+	assert.Equal(t, 2, rep.Kept)
+	assert.Equal(t, []string{"new", "long"}, runIDs(t, s, trace.RunQuery{}))
+}
+
+func testPruneDryRunAndOwner(t *testing.T, s trace.Store) {
+	bob := finished(run("b", base), base)
+	bob.Owner = "bob"
+	create(t, s, finished(run("a", base), base), bob)
+	later := base.Add(365 * 24 * time.Hour)
+	rep, err := s.Prune(t.Context(), trace.RetentionPolicy{Now: later, DryRun: true})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", "b"}, prunedIDs(rep), "a dry run reports")
+	assert.ElementsMatch(t, []string{"a", "b"}, runIDs(t, s, trace.RunQuery{}), "and removes nothing")
+
+	rep, err = s.Prune(t.Context(), trace.RetentionPolicy{Now: later, Owner: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, prunedIDs(rep))
+	assert.Equal(t, 0, rep.Kept, "only bob's runs are counted")
+	assert.Equal(t, []string{"a"}, runIDs(t, s, trace.RunQuery{}), "other owners' runs are left alone")
+}
+
+func testPruneDefaults(t *testing.T, s trace.Store) {
+	create(t, s, finished(run("month", base), base), finished(run("week", base.Add(24*time.Hour)), base.Add(7*24*time.Hour)))
+	rep, err := s.Prune(t.Context(), trace.RetentionPolicy{Now: base.Add(trace.DefaultMaxAge + time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"month"}, prunedIDs(rep), "a zero policy removes runs older than 30 days")
+	assert.Equal(t, []string{"week"}, runIDs(t, s, trace.RunQuery{}))
+
+	rep, err = s.Prune(t.Context(), trace.RetentionPolicy{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"week"}, prunedIDs(rep), "ages are measured from now by default")
+	assert.Empty(t, runIDs(t, s, trace.RunQuery{}))
 }
