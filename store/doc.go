@@ -49,7 +49,6 @@
 // # Retention and size
 //
 // Prune removes the mission boards and archived transcripts of runs that
-// are older than a policy's age or beyond its newest runs. A write that
-// leaves an always-loaded item larger than Config.WarnSize calls
-// Config.OnWarning.
+// are older than a policy's age or beyond its newest runs. Size warnings
+// are store/board's (board.WarnLarge).
 package store

@@ -1,9 +1,7 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 )
@@ -32,74 +29,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-}
-
-func TestSizeWarnings(t *testing.T) {
-	big := strings.Repeat("x", store.DefaultWarnSize+1)
-	exact := strings.Repeat("x", store.DefaultWarnSize)
-	tests := []struct {
-		name  string
-		cfg   store.Config
-		write func(t *testing.T, s store.Store)
-		want  []string // paths warned about
-	}{
-		{"always over the default limit", store.Config{}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "project/big", big, store.Attrs{Trigger: store.TriggerAlways})
-			require.NoError(t, err)
-		}, []string{"project/big"}},
-		{"exactly the limit", store.Config{}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "project/exact", exact, store.Attrs{Trigger: store.TriggerAlways})
-			require.NoError(t, err)
-		}, nil},
-		{"index and search items are not injected", store.Config{}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "project/i", big, store.Attrs{Trigger: store.TriggerIndex})
-			require.NoError(t, err)
-			_, err = s.Add(t.Context(), "o", "project/s", big, store.Attrs{Trigger: store.TriggerSearch})
-			require.NoError(t, err)
-		}, nil},
-		{"an edit that grows an item", store.Config{WarnSize: 10}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "mission/r/plan", "small", store.Attrs{Trigger: store.TriggerAlways})
-			require.NoError(t, err)
-			_, err = s.Edit(t.Context(), "o", "mission/r/plan", store.SearchReplace(1, "small", "not so small"))
-			require.NoError(t, err)
-		}, []string{"mission/r/plan"}},
-		{"an edit that makes a large item always loaded", store.Config{WarnSize: 3}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "memory/m", "four", store.Attrs{})
-			require.NoError(t, err)
-			_, err = s.Edit(t.Context(), "o", "memory/m", store.SetAttrs(1, store.Attrs{Trigger: store.TriggerAlways}))
-			require.NoError(t, err)
-		}, []string{"memory/m"}},
-		{"turned off", store.Config{WarnSize: -1}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "project/big", big, store.Attrs{Trigger: store.TriggerAlways})
-			require.NoError(t, err)
-		}, nil},
-		{"failed writes do not warn", store.Config{WarnSize: 1}, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "project/a", "ab", store.Attrs{Trigger: store.TriggerAlways})
-			require.NoError(t, err)
-			_, err = s.Add(t.Context(), "o", "project/a", "abc", store.Attrs{Trigger: store.TriggerAlways})
-			require.ErrorIs(t, err, store.ErrExists)
-			_, err = s.Edit(t.Context(), "o", "project/a", store.Replace(7, "abcd"))
-			require.ErrorIs(t, err, store.ErrConflict)
-		}, []string{"project/a"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []store.Warning
-			cfg := tc.cfg
-			cfg.OnWarning = func(_ context.Context, w store.Warning) { got = append(got, w) }
-			s := memory.New(cfg)
-			tc.write(t, s)
-			var paths []string
-			for _, w := range got {
-				paths = append(paths, w.Path)
-				assert.Equal(t, "o", w.Owner)
-				assert.Equal(t, store.TriggerAlways, w.Trigger)
-				assert.Greater(t, w.Size, w.Limit)
-				assert.Contains(t, w.String(), w.Path)
-			}
-			assert.Equal(t, tc.want, paths)
-		})
-	}
 }
 
 func TestPruneByAge(t *testing.T) {
@@ -171,25 +100,4 @@ func TestPruneSkipsItemsWrittenMeanwhile(t *testing.T) {
 	assert.Equal(t, []string{"mission/r1/plan"}, rep.Runs[0].Paths)
 	_, err = s.Get(t.Context(), "o", "mission/r1/notes")
 	assert.NoError(t, err)
-}
-
-func TestASizeWarningWithoutAnObserverIsARunEvent(t *testing.T) {
-	s := memory.New(store.Config{WarnSize: 16})
-	g := graph.New("warn")
-	g.AddNode("write", func(ctx context.Context, st graph.State) (graph.Command, error) {
-		_, err := s.Add(ctx, "acme", "project/big", strings.Repeat("x", 64), store.Attrs{Trigger: store.TriggerAlways})
-		return graph.Command{}, err
-	})
-	g.AddEdge(graph.Start, "write")
-	g.AddEdge("write", graph.End)
-	r, err := g.Compile()
-	require.NoError(t, err)
-	var warnings []store.Warning
-	for ev, err := range r.Stream(t.Context(), nil, graph.Events(graph.EventWarning)) {
-		require.NoError(t, err)
-		warnings = append(warnings, ev.Data.(store.Warning))
-		assert.Equal(t, "warn/write", ev.Path)
-	}
-	require.Len(t, warnings, 1)
-	assert.Equal(t, store.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: store.TriggerAlways, Size: 64, Limit: 16}, warnings[0])
 }

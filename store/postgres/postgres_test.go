@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -152,23 +153,14 @@ func TestConcurrentWritersOnTwoPools(t *testing.T) {
 	assert.Equal(t, int64(writers+1), it.Revision)
 }
 
-func TestSizeWarning(t *testing.T) {
-	var (
-		mu  sync.Mutex
-		got []store.Warning
-	)
-	s := open(t, postgres.Config{Store: store.Config{WarnSize: 4, OnWarning: func(_ context.Context, w store.Warning) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, w)
-	}}})
-	_, err := s.Add(t.Context(), "alice", "project/big", "12345", store.Attrs{Trigger: store.TriggerAlways})
+func TestStoreConfigReachesTheStore(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := open(t, postgres.Config{Store: store.Config{Now: func() time.Time { return at }, KeepRevisions: -1}})
+	m, err := s.Add(t.Context(), "alice", "project/doc", `{"a":1}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)
-	_, err = s.Add(t.Context(), "alice", "project/small", "1234", store.Attrs{Trigger: store.TriggerAlways})
+	assert.Equal(t, at, m.Created, "Config.Now")
+	_, err = s.Edit(t.Context(), "alice", "project/doc", store.Replace(1, `{"a":2}`))
 	require.NoError(t, err)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, got, 1)
-	assert.Equal(t, "project/big", got[0].Path)
-	assert.Equal(t, int64(5), got[0].Size)
+	_, err = s.Edit(t.Context(), "alice", "project/doc", store.Replace(1, `{"a":1,"b":2}`))
+	require.ErrorIs(t, err, store.ErrConflict, "Config.KeepRevisions < 0 keeps no merge base")
 }
