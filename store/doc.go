@@ -46,9 +46,6 @@
 // limited to path prefixes (BindPrefixes), to what a Viewer may see
 // (BindViewer) and to reading (BindReadOnly). ReadOnly wraps a whole Store.
 //
-// # Retention and size
-//
-// Prune removes the mission boards and archived transcripts of runs that
-// are older than a policy's age or beyond its newest runs. Size warnings
-// are store/board's (board.WarnLarge).
+// What the items mean to coorflow — mission boards, the retention of old
+// runs, warnings about items too large for every prompt — is store/board's.
 package store

@@ -39,7 +39,7 @@ var (
 // PathError records a failed operation on one item: what was attempted,
 // for which owner, on which path, and why.
 type PathError struct {
-	Op     string // "get", "read", "add", "edit", "delete", "list", "search", "prune"
+	Op     string // "get", "read", "add", "edit", "delete", "list", "search"
 	Owner  string
 	Path   string
 	Detail string // what was wrong, in words; may be empty

@@ -30,7 +30,7 @@ func New(s store.Store, owner, run string) (*Board, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("board: %w: empty owner id", store.ErrInvalid)
 	}
-	return &Board{s: s, owner: owner, run: run, prefix: store.MissionPrefix + run + "/"}, nil
+	return &Board{s: s, owner: owner, run: run, prefix: MissionPrefix + run + "/"}, nil
 }
 
 // Run returns the run id.

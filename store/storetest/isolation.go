@@ -33,9 +33,6 @@ func testOwnerIsolation(t *testing.T, s store.Store) {
 		hits, err := s.Search(ctx, bob, "diary secret goal", store.SearchOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, hits, "search")
-		rep, err := s.Prune(ctx, bob, store.RetentionPolicy{MaxRuns: -1, MaxAge: 1})
-		require.NoError(t, err)
-		assert.Empty(t, rep.Runs, "prune")
 	})
 	t.Run("the error names the owner", func(t *testing.T) {
 		_, err := s.Get(ctx, bob, "memory/diary")
@@ -81,7 +78,6 @@ func testReadOnly(t *testing.T, s store.Store) {
 		"add":    func() error { _, err := ro.Add(ctx, alice, "project/new", "x", store.Attrs{}); return err },
 		"edit":   func() error { _, err := ro.Edit(ctx, alice, "project/doc", store.Replace(1, "x")); return err },
 		"delete": func() error { return ro.Delete(ctx, alice, "project/doc", 1) },
-		"prune":  func() error { _, err := ro.Prune(ctx, alice, store.RetentionPolicy{}); return err },
 	}
 	for name, w := range writes {
 		t.Run(name, func(t *testing.T) {

@@ -33,7 +33,6 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OwnerIsolation", testOwnerIsolation},
 		{"ReadOnly", testReadOnly},
 		{"BoundView", testBoundView},
-		{"Prune", testPrune},
 		{"CanceledContext", testCanceledContext},
 		{"ConcurrentAdds", testConcurrentAdds},
 		{"ConcurrentTextEditors", testConcurrentTextEditors},
