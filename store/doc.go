@@ -5,10 +5,11 @@
 //
 // # Items
 //
-// An item lives at a path whose first segment is a namespace: project/,
-// memory/, mission/ or team/ (mission boards are mission/<run-id>/...).
-// Items belong to an owner (a user or tenant id) passed to every call; an
-// item of one owner does not exist for another.
+// An item lives at a path <namespace>/<name>..., slash-separated segments
+// whose first one is its namespace (CheckPath); the store gives no
+// namespace a meaning (coorflow's are store/board's). Items belong to an
+// owner (a user or tenant id) passed to every call; an item of one owner
+// does not exist for another.
 //
 // Each item carries Attrs — priority (critical, high, normal, low), trust
 // (system, user, model, tool), sensitivity (public, internal, secret),

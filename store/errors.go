@@ -21,7 +21,7 @@ var (
 	ErrReadOnly = errors.New("store: read-only")
 	// ErrForbidden: a path outside the prefixes a view is bound to.
 	ErrForbidden = errors.New("store: outside the view")
-	// ErrInvalidPath: a malformed path or an unknown namespace.
+	// ErrInvalidPath: a malformed path.
 	ErrInvalidPath = errors.New("store: invalid path")
 	// ErrInvalid: a malformed argument other than the path (metadata,
 	// content, owner, query, revision).

@@ -1,7 +1,8 @@
 package board
 
 // The namespaces of coorflow's context store: the first segment of every
-// path.
+// path. The store accepts any namespace (store.CheckPath); these are the
+// ones coorflow reads and writes.
 const (
 	ProjectPrefix = "project/" // facts about the project: config, conventions, sources
 	MemoryPrefix  = "memory/"  // long-term memory, archived transcripts
