@@ -70,10 +70,6 @@ func (e *PathError) Error() string {
 // Unwrap returns the cause.
 func (e *PathError) Unwrap() error { return e.Err }
 
-func pathErr(op, owner, path string, err error, format string, args ...any) error {
-	return &PathError{Op: op, Owner: owner, Path: path, Err: err, Detail: fmt.Sprintf(format, args...)}
-}
-
 // ConflictError reports a write based on a stale revision that could not be
 // applied. It matches ErrConflict with errors.Is. Current and Content let
 // the caller redo its change on the current state.
