@@ -488,7 +488,7 @@ func (t *teamRun) visibleNotes(ctx context.Context, viewer store.Viewer) (string
 	var b strings.Builder
 	for _, m := range metas {
 		rel := strings.TrimPrefix(m.Path, t.board.Prefix())
-		if m.Trigger != store.TriggerAlways || rel == "progress" || rel == "plan" ||
+		if board.PromptOf(m).Trigger != board.TriggerAlways || rel == "progress" || rel == "plan" ||
 			strings.HasPrefix(rel, "outputs/") || strings.HasPrefix(rel, "handoffs/") {
 			continue
 		}

@@ -354,7 +354,7 @@ func (s *core) Search(ctx context.Context, owner, query string, opts SearchOptio
 }
 
 // rank scores items against terms, drops those without a match and sorts
-// the rest: more matches first, then higher priority, then by path.
+// the rest: more matches first, then by path.
 func rank(items []Item, terms []string) []Hit {
 	var hits []Hit
 	for _, it := range items {
@@ -371,7 +371,6 @@ func rank(items []Item, terms []string) []Hit {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		return cmp.Or(
 			cmp.Compare(b.Matches, a.Matches),
-			cmp.Compare(a.Priority.Rank(), b.Priority.Rank()),
 			strings.Compare(a.Path, b.Path),
 		)
 	})

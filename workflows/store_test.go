@@ -28,7 +28,7 @@ func warningsOfAWrite(t *testing.T, s store.Store) []graph.Event {
 	t.Helper()
 	g := graph.New("warn")
 	g.AddNode("write", func(ctx context.Context, st graph.State) (graph.Command, error) {
-		_, err := s.Add(ctx, "acme", "project/big", strings.Repeat("x", board.DefaultWarnSize+1), store.Attrs{Trigger: store.TriggerAlways})
+		_, err := s.Add(ctx, "acme", "project/big", strings.Repeat("x", board.DefaultWarnSize+1), store.Attrs{Labels: board.Prompt{Trigger: board.TriggerAlways}.Labels()})
 		return graph.Command{}, err
 	})
 	g.AddEdge(graph.Start, "write")
@@ -56,7 +56,7 @@ func TestALargeAlwaysLoadedItemIsAWarningInTheRun(t *testing.T) {
 			events := warningsOfAWrite(t, s)
 			require.Len(t, events, 1)
 			assert.Equal(t, "warn/write", events[0].Path)
-			assert.Equal(t, board.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: store.TriggerAlways,
+			assert.Equal(t, board.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: board.TriggerAlways,
 				Size: board.DefaultWarnSize + 1, Limit: board.DefaultWarnSize}, events[0].Data)
 		})
 	}

@@ -17,7 +17,7 @@ type Warning struct {
 	Owner    string
 	Path     string
 	Revision int64
-	Trigger  store.Trigger
+	Trigger  Trigger
 	Size     int64 // the item's size in bytes
 	Limit    int64 // the limit it exceeds
 }
@@ -68,8 +68,8 @@ func (w *warnLarge) Edit(ctx context.Context, owner, path string, e store.Edit) 
 }
 
 func (w *warnLarge) check(ctx context.Context, owner string, m store.Meta) {
-	if m.Trigger != store.TriggerAlways || m.Size <= w.limit {
+	if PromptOf(m).Trigger != TriggerAlways || m.Size <= w.limit {
 		return
 	}
-	w.report(ctx, Warning{Owner: owner, Path: m.Path, Revision: m.Revision, Trigger: m.Trigger, Size: m.Size, Limit: w.limit})
+	w.report(ctx, Warning{Owner: owner, Path: m.Path, Revision: m.Revision, Trigger: TriggerAlways, Size: m.Size, Limit: w.limit})
 }

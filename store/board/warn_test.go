@@ -16,7 +16,7 @@ import (
 func TestWarnLarge(t *testing.T) {
 	big := strings.Repeat("x", board.DefaultWarnSize+1)
 	exact := strings.Repeat("x", board.DefaultWarnSize)
-	always := store.Attrs{Trigger: store.TriggerAlways}
+	always := store.Attrs{Labels: board.Prompt{Trigger: board.TriggerAlways}.Labels()}
 	tests := []struct {
 		name  string
 		limit int64
@@ -32,9 +32,9 @@ func TestWarnLarge(t *testing.T) {
 			require.NoError(t, err)
 		}, nil},
 		{"index and search items are not injected", 0, func(t *testing.T, s store.Store) {
-			_, err := s.Add(t.Context(), "o", "project/i", big, store.Attrs{Trigger: store.TriggerIndex})
+			_, err := s.Add(t.Context(), "o", "project/i", big, store.Attrs{Labels: board.Prompt{Trigger: board.TriggerIndex}.Labels()})
 			require.NoError(t, err)
-			_, err = s.Add(t.Context(), "o", "project/s", big, store.Attrs{Trigger: store.TriggerSearch})
+			_, err = s.Add(t.Context(), "o", "project/s", big, store.Attrs{Labels: board.Prompt{Trigger: board.TriggerSearch}.Labels()})
 			require.NoError(t, err)
 		}, nil},
 		{"an edit that grows an item", 10, func(t *testing.T, s store.Store) {
@@ -71,7 +71,7 @@ func TestWarnLarge(t *testing.T) {
 			for _, w := range got {
 				paths = append(paths, w.Path)
 				assert.Equal(t, "o", w.Owner)
-				assert.Equal(t, store.TriggerAlways, w.Trigger)
+				assert.Equal(t, board.TriggerAlways, w.Trigger)
 				assert.Greater(t, w.Size, w.Limit)
 				assert.Contains(t, w.String(), w.Path)
 			}
@@ -88,9 +88,9 @@ func TestWarnLargeReportsTheWritersContextAndTheWholeWarning(t *testing.T) {
 		got = append(got, w)
 	})
 	ctx := context.WithValue(t.Context(), key{}, "run-7")
-	_, err := s.Add(ctx, "acme", "project/big", strings.Repeat("x", 64), store.Attrs{Trigger: store.TriggerAlways})
+	_, err := s.Add(ctx, "acme", "project/big", strings.Repeat("x", 64), store.Attrs{Labels: board.Prompt{Trigger: board.TriggerAlways}.Labels()})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.Equal(t, board.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: store.TriggerAlways, Size: 64, Limit: 16}, got[0])
+	assert.Equal(t, board.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: board.TriggerAlways, Size: 64, Limit: 16}, got[0])
 	assert.Equal(t, `board: item "project/big" (owner "acme") is 64 bytes, over the 16-byte limit for items with trigger always`, got[0].String())
 }

@@ -17,6 +17,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"AddAndGet", testAddAndGet},
 		{"AddExisting", testAddExisting},
+		{"LabelsAreCopied", testLabelsAreCopied},
 		{"InvalidPaths", testInvalidPaths},
 		{"InvalidInput", testInvalidInput},
 		{"EditReplace", testEditReplace},
