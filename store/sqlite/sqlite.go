@@ -76,6 +76,8 @@ func dsn(cfg Config) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// migrate applies the migrations the file lacks, in one transaction on one
+// connection (see migrate.SQLite).
 func migrate(ctx context.Context, db *sql.DB) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
