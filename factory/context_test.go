@@ -35,7 +35,7 @@ func TestAnAgentSeesOnlyTheBoardItemsItsLabelAllows(t *testing.T) {
 	b, err := board.New(s, "acme", "local")
 	require.NoError(t, err)
 	ctx := t.Context()
-	always := board.WithTrigger(store.TriggerAlways)
+	always := board.WithTrigger(board.TriggerAlways)
 	_, err = b.PutPrivate(ctx, "researcher.s1", "credentials", "SECRET-RESEARCHER-ONLY", always)
 	require.NoError(t, err)
 	_, err = b.PutOutput(ctx, "brief-s2", "TASK-S2-NOTE", always, board.WithVisibility(store.TaskScoped("s2")))
@@ -44,9 +44,9 @@ func TestAnAgentSeesOnlyTheBoardItemsItsLabelAllows(t *testing.T) {
 	require.NoError(t, err)
 	// Shared notes are any always-loaded item outside outputs/, handoffs/
 	// and the progress log; write two through the store.
-	_, err = s.Add(ctx, "acme", b.Prefix()+"notes/public", "PUBLIC-NOTE", store.Attrs{Trigger: store.TriggerAlways})
+	_, err = s.Add(ctx, "acme", b.Prefix()+"notes/public", "PUBLIC-NOTE", store.Attrs{Labels: board.Prompt{Trigger: board.TriggerAlways}.Labels()})
 	require.NoError(t, err)
-	_, err = s.Add(ctx, "acme", b.Prefix()+"notes/s2-only", "TASK-S2-ONLY", store.Attrs{Trigger: store.TriggerAlways, Visibility: store.TaskScoped("s2")})
+	_, err = s.Add(ctx, "acme", b.Prefix()+"notes/s2-only", "TASK-S2-ONLY", store.Attrs{Labels: board.Prompt{Trigger: board.TriggerAlways}.Labels(), Visibility: store.TaskScoped("s2")})
 	require.NoError(t, err)
 
 	e := newEnv(t, s, scripted.Script{Agents: map[string][]scripted.Reply{

@@ -10,6 +10,7 @@ import (
 	"github.com/coorflow/coorflow/internal/teamhook"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 )
 
 func init() {
@@ -68,7 +69,7 @@ func (t *teamRun) visibleNotes(ctx context.Context, viewer store.Viewer) (string
 	var b strings.Builder
 	for _, m := range metas {
 		rel := strings.TrimPrefix(m.Path, t.board.Prefix())
-		if m.Trigger != store.TriggerAlways || rel == "progress" || rel == "plan" ||
+		if board.PromptOf(m).Trigger != board.TriggerAlways || rel == "progress" || rel == "plan" ||
 			strings.HasPrefix(rel, "outputs/") || strings.HasPrefix(rel, "handoffs/") {
 			continue
 		}

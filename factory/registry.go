@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 )
 
 // Agent is a built agent: what it is, the model tier and tools it uses, and
@@ -116,7 +117,7 @@ func (r *Registry) Add(ctx context.Context, a Agent) (Agent, error) {
 		return a, fmt.Errorf("factory: encode agent %q: %w", a.Name, err)
 	}
 	m, err := r.store.Add(ctx, r.OwnerOf(ctx), agentPath(a.Name), string(b), store.Attrs{
-		ContentType: store.ContentJSON, Trust: store.TrustSystem, Trigger: store.TriggerIndex,
+		ContentType: store.ContentJSON, Labels: board.Prompt{Trust: board.TrustSystem, Trigger: board.TriggerIndex}.Labels(),
 	})
 	if err != nil {
 		return a, fmt.Errorf("factory: add agent %q: %w", a.Name, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 )
 
 // CachePrefix is where cached prompts live in the store:
@@ -26,11 +27,9 @@ type Entry struct {
 // cacheAttrs are the attributes of a cache entry: written by a model, read
 // by code, never loaded into a prompt or listed in an index.
 var cacheAttrs = store.Attrs{
-	Priority:    store.PriorityLow,
-	Trust:       store.TrustModel,
-	Sensitivity: store.SensitivityInternal,
-	Trigger:     store.TriggerSearch,
 	ContentType: store.ContentJSON,
+	Labels: board.Prompt{Priority: board.PriorityLow, Trust: board.TrustModel,
+		Sensitivity: board.SensitivityInternal, Trigger: board.TriggerSearch}.Labels(),
 }
 
 // lookup returns the cached prompt for key, with Cached set, or a zero

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coorflow/coorflow/metaprompt"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/store/memory"
 )
 
@@ -44,8 +45,8 @@ func TestExpandCachesPrompts(t *testing.T) {
 	it, ok := entries[metaprompt.CachePrefix+first.Key]
 	require.True(t, ok, "stored under team/metaprompts/<key>")
 	assert.Equal(t, store.ContentJSON, it.ContentType)
-	assert.Equal(t, store.TrustModel, it.Trust)
-	assert.Equal(t, store.TriggerSearch, it.Trigger)
+	assert.Equal(t, board.TrustModel, board.PromptOf(it.Meta).Trust)
+	assert.Equal(t, board.TriggerSearch, board.PromptOf(it.Meta).Trigger)
 	var ent metaprompt.Entry
 	require.NoError(t, json.Unmarshal([]byte(it.Content), &ent))
 	assert.Equal(t, "gpt-4o", ent.Model)

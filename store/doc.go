@@ -1,21 +1,22 @@
-// Package store is coorflow's context store: namespaced, versioned
-// documents that agents list, read page by page, search, add, edit and
-// delete, each labelled with the metadata the context window needs to
-// decide what a model sees.
+// Package store is a generic store of namespaced, versioned documents for
+// many owners: list, read page by page, search, add, edit with
+// compare-and-swap and delete. It is coorflow's context store; what the
+// documents mean to coorflow — its namespaces, the prompt metadata of each
+// item, mission boards, the retention of old runs, warnings about items too
+// large for every prompt — is store/board's, built on this package's API.
 //
 // # Items
 //
-// An item lives at a path whose first segment is a namespace: project/,
-// memory/, mission/ or team/ (mission boards are mission/<run-id>/...).
-// Items belong to an owner (a user or tenant id) passed to every call; an
-// item of one owner does not exist for another.
+// An item lives at a path <namespace>/<name>..., slash-separated segments
+// whose first one is its namespace (CheckPath); the store gives no
+// namespace a meaning. Items belong to an owner (a user or tenant id)
+// passed to every call; an item of one owner does not exist for another.
 //
-// Each item carries Attrs — priority (critical, high, normal, low), trust
-// (system, user, model, tool), sensitivity (public, internal, secret),
-// trigger (always: loaded into prompts; index: listed for the model to
-// pick; search: found only by search), visibility (public, task:<id>,
-// agent:<id>) and content type (text or json) — plus its size, created and
-// updated times, and revision.
+// Each item carries Attrs: its visibility (public, task:<id>, agent:<id>),
+// which views enforce; its content type (text or json), which decides what
+// content is valid and how stale edits merge; and labels, key-value pairs
+// the store keeps and returns without reading them. Beside them it has its
+// size, created and updated times, and revision.
 //
 // # Revisions
 //
@@ -36,20 +37,13 @@
 //
 // Search is a case-insensitive substring match of each white-space
 // separated term against path and content; hits are ranked by the number
-// of matches, then by priority, then by path. It scans the owner's items
-// under the prefix, which is fine for the thousands of items a run holds,
-// not for a corpus.
+// of matches, then by path, and carry their metadata for callers that
+// rank further. It scans the owner's items under the prefix, which is fine
+// for the thousands of items a run holds, not for a corpus.
 //
 // # Views
 //
 // Agents get a View from Bind: the owner is fixed, and the view can be
 // limited to path prefixes (BindPrefixes), to what a Viewer may see
 // (BindViewer) and to reading (BindReadOnly). ReadOnly wraps a whole Store.
-//
-// # Retention and size
-//
-// Prune removes the mission boards and archived transcripts of runs that
-// are older than a policy's age or beyond its newest runs. A write that
-// leaves an always-loaded item larger than Config.WarnSize calls
-// Config.OnWarning.
 package store

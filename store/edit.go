@@ -36,7 +36,8 @@ type Edit struct {
 	Old      string   // EditSearchReplace: the text to find (non-empty)
 	New      string   // EditSearchReplace: its replacement
 	// Attrs, when not nil, changes attributes: its non-zero fields replace
-	// the item's, zero fields keep them.
+	// the item's, zero fields keep them; its labels are set on the item's,
+	// and a label with an empty value is removed.
 	Attrs *Attrs
 }
 
@@ -102,32 +103,6 @@ func (e Edit) apply(content string) (string, error) {
 		return content[:i] + e.New + content[i+len(e.Old):], nil
 	}
 	return content, nil
-}
-
-// patch returns a with the non-zero fields of p.
-func (a Attrs) patch(p *Attrs) Attrs {
-	if p == nil {
-		return a
-	}
-	if p.Priority != "" {
-		a.Priority = p.Priority
-	}
-	if p.Trust != "" {
-		a.Trust = p.Trust
-	}
-	if p.Sensitivity != "" {
-		a.Sensitivity = p.Sensitivity
-	}
-	if p.Trigger != "" {
-		a.Trigger = p.Trigger
-	}
-	if p.Visibility.Scope != "" {
-		a.Visibility = p.Visibility
-	}
-	if p.ContentType != "" {
-		a.ContentType = p.ContentType
-	}
-	return a
 }
 
 func countOverlapping(s, sub string) int {

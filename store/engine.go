@@ -1,15 +1,12 @@
 package store
 
 import (
-	"github.com/coorflow/coorflow/graph"
-
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -127,7 +124,6 @@ func (s *core) Add(ctx context.Context, owner, path, content string, attrs Attrs
 	if err != nil {
 		return Meta{}, wrap("add", owner, path, err)
 	}
-	s.warnSize(ctx, owner, it.Meta)
 	return it.Meta, nil
 }
 
@@ -165,7 +161,6 @@ func (s *core) Edit(ctx context.Context, owner, path string, e Edit) (Meta, erro
 	if err != nil {
 		return Meta{}, wrap("edit", owner, path, err)
 	}
-	s.warnSize(ctx, owner, out)
 	return out, nil
 }
 
@@ -359,7 +354,7 @@ func (s *core) Search(ctx context.Context, owner, query string, opts SearchOptio
 }
 
 // rank scores items against terms, drops those without a match and sorts
-// the rest: more matches first, then higher priority, then by path.
+// the rest: more matches first, then by path.
 func rank(items []Item, terms []string) []Hit {
 	var hits []Hit
 	for _, it := range items {
@@ -376,25 +371,8 @@ func rank(items []Item, terms []string) []Hit {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		return cmp.Or(
 			cmp.Compare(b.Matches, a.Matches),
-			cmp.Compare(a.Priority.Rank(), b.Priority.Rank()),
 			strings.Compare(a.Path, b.Path),
 		)
 	})
 	return hits
 }
-
-func (s *core) warnSize(ctx context.Context, owner string, m Meta) {
-	if s.cfg.WarnSize < 0 || m.Trigger != TriggerAlways || m.Size <= s.cfg.WarnSize {
-		return
-	}
-	w := Warning{Owner: owner, Path: m.Path, Revision: m.Revision, Trigger: m.Trigger, Size: m.Size, Limit: s.cfg.WarnSize}
-	if s.cfg.OnWarning != nil {
-		s.cfg.OnWarning(ctx, w)
-		return
-	}
-	graph.Publish(ctx, graph.Event{Kind: graph.EventWarning, Data: w})
-}
-
-func quote(s string) string { return strconv.Quote(s) }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

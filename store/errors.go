@@ -21,7 +21,7 @@ var (
 	ErrReadOnly = errors.New("store: read-only")
 	// ErrForbidden: a path outside the prefixes a view is bound to.
 	ErrForbidden = errors.New("store: outside the view")
-	// ErrInvalidPath: a malformed path or an unknown namespace.
+	// ErrInvalidPath: a malformed path.
 	ErrInvalidPath = errors.New("store: invalid path")
 	// ErrInvalid: a malformed argument other than the path (metadata,
 	// content, owner, query, revision).
@@ -39,7 +39,7 @@ var (
 // PathError records a failed operation on one item: what was attempted,
 // for which owner, on which path, and why.
 type PathError struct {
-	Op     string // "get", "read", "add", "edit", "delete", "list", "search", "prune"
+	Op     string // "get", "read", "add", "edit", "delete", "list", "search"
 	Owner  string
 	Path   string
 	Detail string // what was wrong, in words; may be empty
@@ -69,10 +69,6 @@ func (e *PathError) Error() string {
 
 // Unwrap returns the cause.
 func (e *PathError) Unwrap() error { return e.Err }
-
-func pathErr(op, owner, path string, err error, format string, args ...any) error {
-	return &PathError{Op: op, Owner: owner, Path: path, Err: err, Detail: fmt.Sprintf(format, args...)}
-}
 
 // ConflictError reports a write based on a stale revision that could not be
 // applied. It matches ErrConflict with errors.Is. Current and Content let

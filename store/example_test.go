@@ -16,7 +16,7 @@ func Example() {
 	s := memory.New(store.Config{})
 
 	m, _ := s.Add(ctx, "alice", "mission/run-1/plan", `{"title":"draft","steps":[]}`,
-		store.Attrs{ContentType: store.ContentJSON, Trigger: store.TriggerAlways, Priority: store.PriorityCritical})
+		store.Attrs{ContentType: store.ContentJSON})
 	read := m.Revision
 
 	_, err := s.Edit(ctx, "alice", "mission/run-1/plan", store.Replace(read, `{"title":"final","steps":[]}`))
@@ -70,7 +70,7 @@ func ExampleBind() {
 	ctx := context.Background()
 	s := memory.New(store.Config{})
 	_, _ = s.Add(ctx, "alice", "mission/run-1/agents/a1/key", "a1's key",
-		store.Attrs{Visibility: store.AgentScoped("a1"), Sensitivity: store.SensitivitySecret})
+		store.Attrs{Visibility: store.AgentScoped("a1")})
 
 	a2 := store.Bind(s, "alice", store.BindViewer(store.Viewer{Task: "step-2", Agent: "a2"}), store.BindReadOnly())
 	_, err := a2.Get(ctx, "mission/run-1/agents/a1/key")

@@ -2,81 +2,12 @@ package store
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
-)
-
-// Priority orders items when a prompt budget cannot hold them all.
-type Priority string
-
-// The priorities, most important first.
-const (
-	PriorityCritical Priority = "critical"
-	PriorityHigh     Priority = "high"
-	PriorityNormal   Priority = "normal"
-	PriorityLow      Priority = "low"
-)
-
-// Rank returns 0 for critical up to 3 for low, and 4 for an unknown value,
-// so that a lower rank sorts first.
-func (p Priority) Rank() int {
-	switch p {
-	case PriorityCritical:
-		return 0
-	case PriorityHigh:
-		return 1
-	case PriorityNormal:
-		return 2
-	case PriorityLow:
-		return 3
-	}
-	return 4
-}
-
-// Trust says who produced an item's content, and so how far a model may
-// follow instructions found in it.
-type Trust string
-
-// The trust levels, most trusted first.
-const (
-	TrustSystem Trust = "system" // written by the engine or its configuration
-	TrustUser   Trust = "user"   // given by the human user
-	TrustModel  Trust = "model"  // written by an agent (a model's output)
-	TrustTool   Trust = "tool"   // fetched by a tool from outside (web pages, files, APIs)
-)
-
-// Rank returns 0 for system up to 3 for tool, and 4 for an unknown value.
-func (t Trust) Rank() int {
-	switch t {
-	case TrustSystem:
-		return 0
-	case TrustUser:
-		return 1
-	case TrustModel:
-		return 2
-	case TrustTool:
-		return 3
-	}
-	return 4
-}
-
-// Sensitivity says how far an item may travel.
-type Sensitivity string
-
-// The sensitivities, least sensitive first.
-const (
-	SensitivityPublic   Sensitivity = "public"   // may be shown to anyone, quoted in reports
-	SensitivityInternal Sensitivity = "internal" // for the agents of this owner, not for final output
-	SensitivitySecret   Sensitivity = "secret"   // never put into a prompt; read only by code
-)
-
-// Trigger says how an item reaches a model.
-type Trigger string
-
-// The triggers.
-const (
-	TriggerAlways Trigger = "always" // its content is loaded into prompts
-	TriggerIndex  Trigger = "index"  // its path and metadata are listed in an index the model picks from
-	TriggerSearch Trigger = "search" // found only by search
+	"unicode"
+	"unicode/utf8"
 )
 
 // ContentType says how an item's content is to be read.
@@ -88,18 +19,30 @@ const (
 	ContentJSON ContentType = "json" // valid JSON; objects merge field by field on stale edits
 )
 
-// Attrs are the metadata a writer chooses for an item. A zero field takes
-// its default when the item is added: priority normal, trust tool (the
-// least trusted), sensitivity internal, trigger index, visibility public,
-// content type text.
+// Attrs are the metadata a writer chooses for an item: the two the store
+// acts on, visibility (checked by views, see Bind) and content type
+// (checked, and merged for JSON), and free-form labels the store keeps
+// without reading them. A zero Visibility is public, a zero ContentType
+// text.
 type Attrs struct {
-	Priority    Priority    `json:"priority"`
-	Trust       Trust       `json:"trust"`
-	Sensitivity Sensitivity `json:"sensitivity"`
-	Trigger     Trigger     `json:"trigger"`
-	Visibility  Visibility  `json:"visibility"`
-	ContentType ContentType `json:"content_type"`
+	// Labels are key-value pairs the store's users give their own meaning
+	// (store/board keeps an item's priority, trust, sensitivity and
+	// trigger in them). Keys are at most MaxLabelKeyLen bytes of ASCII
+	// letters, digits, '.', '_', '-' and '/'; values at most
+	// MaxLabelValueLen bytes of UTF-8 text without control characters; at
+	// most MaxLabels of them. A label with an empty value is no label: Add
+	// leaves it out, and in an Edit it removes the label.
+	Labels      map[string]string `json:"labels,omitempty"`
+	Visibility  Visibility        `json:"visibility"`
+	ContentType ContentType       `json:"content_type"`
 }
+
+// Limits on labels.
+const (
+	MaxLabels        = 32
+	MaxLabelKeyLen   = 64
+	MaxLabelValueLen = 256
+)
 
 // Meta describes a stored item without its content.
 type Meta struct {
@@ -117,20 +60,10 @@ type Item struct {
 	Content string `json:"content"`
 }
 
-// withDefaults returns a with every zero field set to its default.
+// withDefaults returns a with its zero fields set to their defaults and
+// its labels copied, without empty values (nil when none is left).
 func (a Attrs) withDefaults() Attrs {
-	if a.Priority == "" {
-		a.Priority = PriorityNormal
-	}
-	if a.Trust == "" {
-		a.Trust = TrustTool
-	}
-	if a.Sensitivity == "" {
-		a.Sensitivity = SensitivityInternal
-	}
-	if a.Trigger == "" {
-		a.Trigger = TriggerIndex
-	}
+	a.Labels = patchLabels(nil, a.Labels)
 	if a.Visibility.Scope == "" {
 		a.Visibility.Scope = ScopePublic
 	}
@@ -140,29 +73,81 @@ func (a Attrs) withDefaults() Attrs {
 	return a
 }
 
+// patch returns a with the non-zero fields of p; p's labels are merged
+// into a's.
+func (a Attrs) patch(p *Attrs) Attrs {
+	if p == nil {
+		return a
+	}
+	a.Labels = patchLabels(a.Labels, p.Labels)
+	if p.Visibility.Scope != "" {
+		a.Visibility = p.Visibility
+	}
+	if p.ContentType != "" {
+		a.ContentType = p.ContentType
+	}
+	return a
+}
+
+// patchLabels returns a copy of labels with p applied: a key with a value
+// sets it, a key with an empty value removes it. It returns nil rather
+// than an empty map.
+func patchLabels(labels, p map[string]string) map[string]string {
+	out := make(map[string]string, len(labels)+len(p))
+	maps.Copy(out, labels)
+	for k, v := range p {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // validate reports the first field of a (after defaults) that holds an
-// unknown value.
+// unknown or malformed value.
 func (a Attrs) validate() error {
-	if a.Priority.Rank() > 3 {
-		return fmt.Errorf("unknown priority %q (want critical, high, normal or low)", a.Priority)
-	}
-	if a.Trust.Rank() > 3 {
-		return fmt.Errorf("unknown trust %q (want system, user, model or tool)", a.Trust)
-	}
-	switch a.Sensitivity {
-	case SensitivityPublic, SensitivityInternal, SensitivitySecret:
-	default:
-		return fmt.Errorf("unknown sensitivity %q (want public, internal or secret)", a.Sensitivity)
-	}
-	switch a.Trigger {
-	case TriggerAlways, TriggerIndex, TriggerSearch:
-	default:
-		return fmt.Errorf("unknown trigger %q (want always, index or search)", a.Trigger)
-	}
 	switch a.ContentType {
 	case ContentText, ContentJSON:
 	default:
 		return fmt.Errorf("unknown content type %q (want text or json)", a.ContentType)
 	}
+	if err := checkLabels(a.Labels); err != nil {
+		return err
+	}
 	return a.Visibility.validate()
+}
+
+func checkLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return fmt.Errorf("%d labels, more than %d", len(labels), MaxLabels)
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		v := labels[k]
+		switch {
+		case k == "":
+			return fmt.Errorf("empty label key (label value %q)", v)
+		case len(k) > MaxLabelKeyLen:
+			return fmt.Errorf("label key %q is longer than %d bytes", k, MaxLabelKeyLen)
+		case strings.IndexFunc(k, badKeyRune) >= 0:
+			return fmt.Errorf("label key %q has a character other than ASCII letters, digits, '.', '_', '-' and '/'", k)
+		case len(v) > MaxLabelValueLen:
+			return fmt.Errorf("label %q has a value of %d bytes, longer than %d", k, len(v), MaxLabelValueLen)
+		case !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0:
+			return fmt.Errorf("label %q has a value that is not UTF-8 text without control characters", k)
+		}
+	}
+	return nil
+}
+
+func badKeyRune(r rune) bool {
+	switch {
+	case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("._-/", r)
 }

@@ -7,29 +7,16 @@ import (
 	"unicode/utf8"
 )
 
-// Namespace is the first segment of every path.
-type Namespace string
-
-// The namespaces.
-const (
-	NSProject Namespace = "project" // facts about the project: config, conventions, sources
-	NSMemory  Namespace = "memory"  // long-term memory, archived transcripts
-	NSMission Namespace = "mission" // mission boards, one per run: mission/<run-id>/...
-	NSTeam    Namespace = "team"    // the agents: specs, notes shared by a team
-)
-
-// Namespaces lists the namespaces in the order they are documented.
-var Namespaces = []Namespace{NSProject, NSMemory, NSMission, NSTeam}
-
 // MaxPathLen is the longest path accepted, in bytes.
 const MaxPathLen = 1024
 
-const allowedNamespaces = "project/, memory/, mission/, team/"
-
-// CheckPath reports whether p is a valid item path: at least two
-// slash-separated segments, the first one a namespace, no empty, "." or
-// ".." segment, no leading or trailing slash, valid UTF-8 without control
-// characters, at most MaxPathLen bytes. The error wraps ErrInvalidPath.
+// CheckPath reports whether p is a valid item path: <namespace>/<name>,
+// that is at least two slash-separated segments, the first of which is
+// the item's namespace; no empty, "." or ".." segment, so no leading or
+// trailing slash; valid UTF-8 without control characters; at most
+// MaxPathLen bytes. Any segment may be a namespace: which namespaces mean
+// what is the business of the store's users (see store/board). The error
+// wraps ErrInvalidPath.
 func CheckPath(p string) error {
 	if err := checkSegments(p); err != nil {
 		return err
@@ -41,8 +28,8 @@ func CheckPath(p string) error {
 }
 
 // CheckPrefix reports whether prefix may be listed or searched: empty (all
-// namespaces), a namespace, or a path prefix that starts with a namespace.
-// A trailing slash is allowed.
+// namespaces), a namespace, or the start of a path, with the rules of
+// CheckPath for each segment. A trailing slash is allowed.
 func CheckPrefix(prefix string) error {
 	if prefix == "" {
 		return nil
@@ -52,7 +39,7 @@ func CheckPrefix(prefix string) error {
 
 func checkSegments(p string) error {
 	if p == "" {
-		return fmt.Errorf("%w: empty path (want one of %s followed by a name)", ErrInvalidPath, allowedNamespaces)
+		return fmt.Errorf("%w: empty path (want <namespace>/<name>)", ErrInvalidPath)
 	}
 	if len(p) > MaxPathLen {
 		return fmt.Errorf("%w: path of %d bytes is longer than %d", ErrInvalidPath, len(p), MaxPathLen)
@@ -63,11 +50,7 @@ func checkSegments(p string) error {
 	if strings.IndexFunc(p, unicode.IsControl) >= 0 {
 		return fmt.Errorf("%w: %q contains a control character", ErrInvalidPath, p)
 	}
-	segs := strings.Split(p, "/")
-	if !knownNamespace(segs[0]) {
-		return fmt.Errorf("%w: %q is in unknown namespace %q (allowed: %s)", ErrInvalidPath, p, segs[0], allowedNamespaces)
-	}
-	for _, s := range segs {
+	for _, s := range strings.Split(p, "/") {
 		switch s {
 		case "":
 			return fmt.Errorf("%w: %q has an empty segment", ErrInvalidPath, p)
@@ -76,15 +59,6 @@ func checkSegments(p string) error {
 		}
 	}
 	return nil
-}
-
-func knownNamespace(s string) bool {
-	for _, ns := range Namespaces {
-		if string(ns) == s {
-			return true
-		}
-	}
-	return false
 }
 
 // CheckSegment reports whether s can be used as one path segment (an id or

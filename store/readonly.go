@@ -3,7 +3,7 @@ package store
 import "context"
 
 // ReadOnly returns a Store that reads through s and refuses every write:
-// Add, Edit, Delete and Prune fail with an error wrapping ErrReadOnly.
+// Add, Edit and Delete fail with an error wrapping ErrReadOnly.
 func ReadOnly(s Store) Store { return readOnly{s} }
 
 type readOnly struct{ s Store }
@@ -38,8 +38,4 @@ func (r readOnly) Edit(_ context.Context, owner, path string, _ Edit) (Meta, err
 
 func (r readOnly) Delete(_ context.Context, owner, path string, _ int64) error {
 	return refuse("delete", owner, path)
-}
-
-func (r readOnly) Prune(_ context.Context, owner string, _ RetentionPolicy) (PruneReport, error) {
-	return PruneReport{}, refuse("prune", owner, "")
 }

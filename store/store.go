@@ -39,10 +39,6 @@ type Store interface {
 	// Delete removes an item stored at the given revision. A stale revision
 	// fails with a *ConflictError.
 	Delete(ctx context.Context, owner, path string, revision int64) error
-
-	// Prune removes the mission boards and archived transcripts of old
-	// runs as the policy says, and reports what it removed.
-	Prune(ctx context.Context, owner string, policy RetentionPolicy) (PruneReport, error)
 }
 
 // DefaultListLimit is the page size of List when ListOptions.Limit is 0.

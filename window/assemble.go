@@ -8,7 +8,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/llm"
-	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 )
 
 // assembly is one run of Assemble.
@@ -409,8 +409,8 @@ func (a *assembly) result() Result {
 // rankOf orders works for packing: priority, then the order given.
 func rankOf(w *work) (int, int) {
 	r := w.rep.Priority.Rank()
-	if r > store.PriorityLow.Rank() {
-		r = store.PriorityNormal.Rank()
+	if r > board.PriorityLow.Rank() {
+		r = board.PriorityNormal.Rank()
 	}
 	return r, w.idx
 }

@@ -24,7 +24,7 @@ func ExampleBuilder_Assemble() {
 		Budget: window.Budget{MaxInputTokens: 8_192, ReserveForOutput: 1_024},
 		Parts: []window.Part{
 			{Name: "system", Kind: window.KindSystem, Text: "You are a researcher.", Required: true},
-			{Name: "index", Kind: window.KindMemory, Text: strings.Repeat("memory item\n", 3000), Priority: store.PriorityLow},
+			{Name: "index", Kind: window.KindMemory, Text: strings.Repeat("memory item\n", 3000), Priority: board.PriorityLow},
 			{Name: "task", Kind: window.KindTask, Text: "Summarize the table.", Required: true},
 			{Name: "history", Kind: window.KindHistory, Messages: []llms.MessageContent{
 				{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c1", Type: "function",

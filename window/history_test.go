@@ -12,7 +12,7 @@ import (
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
-	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/window"
 )
 
@@ -289,7 +289,7 @@ func TestLowerPriorityPartsDoNotTriggerSummarization(t *testing.T) {
 	sum := summarizer("summary")
 	b, _ := newBuilder(t, sum, nil)
 	req := agentRequest(conversation(10, 200), window.Budget{MaxInputTokens: 4_000})
-	req.Parts = append(req.Parts, window.Part{Name: "index", Kind: window.KindMemory, Text: words(3_000), Priority: store.PriorityLow})
+	req.Parts = append(req.Parts, window.Part{Name: "index", Kind: window.KindMemory, Text: words(3_000), Priority: board.PriorityLow})
 	res, err := b.Assemble(t.Context(), req)
 	require.NoError(t, err)
 	require.Greater(t, res.Snapshot.FullTokens, 4_000)
@@ -298,7 +298,7 @@ func TestLowerPriorityPartsDoNotTriggerSummarization(t *testing.T) {
 	index, _ := res.Snapshot.Part("index")
 	assert.True(t, index.Omitted, "the low-priority part is left out instead")
 
-	req.Parts[3].Priority = store.PriorityHigh
+	req.Parts[3].Priority = board.PriorityHigh
 	res, err = b.Assemble(t.Context(), req)
 	require.NoError(t, err)
 	assert.Len(t, res.Snapshot.PoliciesOf(window.PolicySummarizeHistory), 1, "a part as important as the history counts")

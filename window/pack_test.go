@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/window"
 )
 
@@ -17,10 +17,10 @@ import (
 func packParts() []window.Part {
 	return []window.Part{
 		{Name: "system", Kind: window.KindSystem, Text: words(100), Required: true},
-		{Name: "index", Kind: window.KindMemory, Text: words(100), Priority: store.PriorityLow},
+		{Name: "index", Kind: window.KindMemory, Text: words(100), Priority: board.PriorityLow},
 		{Name: "task", Kind: window.KindTask, Text: words(100), Required: true},
 		{Name: "handoff", Kind: window.KindHandoff, Text: words(100)},
-		{Name: "notes", Kind: window.KindMemory, Text: words(100), Priority: store.PriorityLow, Role: llms.ChatMessageTypeHuman},
+		{Name: "notes", Kind: window.KindMemory, Text: words(100), Priority: board.PriorityLow, Role: llms.ChatMessageTypeHuman},
 		{Name: "search", Kind: window.KindToolResult, Text: words(100)},
 	}
 }
@@ -141,7 +141,7 @@ func TestLayoutJoinsTextPartsOfOneRole(t *testing.T) {
 		llms.TextParts(llms.ChatMessageTypeHuman, "Answer in English."),
 	}, res.Messages)
 	p, _ := res.Snapshot.Part("empty")
-	assert.Equal(t, window.PartReport{Name: "empty", Kind: window.KindHandoff, Priority: store.PriorityHigh, Reason: "empty"}, p)
+	assert.Equal(t, window.PartReport{Name: "empty", Kind: window.KindHandoff, Priority: board.PriorityHigh, Reason: "empty"}, p)
 	assert.Equal(t, 4, res.Snapshot.Messages)
 }
 

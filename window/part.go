@@ -6,7 +6,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 )
 
 // Kind says what a part of a window holds.
@@ -42,7 +42,7 @@ type Part struct {
 	Kind Kind
 	// Priority orders parts when the budget cannot hold them all; empty
 	// means DefaultPriority(Kind).
-	Priority store.Priority
+	Priority board.Priority
 	// Required parts are cut short to fit, never left out.
 	Required bool
 	// Role is the role of the message holding Text or Steps; empty means
@@ -66,14 +66,14 @@ type Part struct {
 // DefaultPriority returns the priority of a part of kind k that sets
 // none: critical for the system prompt and the task, high for handoffs and
 // history, normal for memory, steps and tool results.
-func DefaultPriority(k Kind) store.Priority {
+func DefaultPriority(k Kind) board.Priority {
 	switch k {
 	case KindSystem, KindTask:
-		return store.PriorityCritical
+		return board.PriorityCritical
 	case KindHandoff, KindHistory:
-		return store.PriorityHigh
+		return board.PriorityHigh
 	}
-	return store.PriorityNormal
+	return board.PriorityNormal
 }
 
 // defaultRole returns the role of a text part of kind k.
@@ -99,7 +99,7 @@ func validateParts(parts []Part) error {
 			return fmt.Errorf("%w: part %q has both messages and text or steps", ErrInvalidPart, p.Name)
 		case len(p.Steps) > 0 && p.Kind != KindSteps:
 			return fmt.Errorf("%w: part %q of kind %q has steps (only %q parts do)", ErrInvalidPart, p.Name, p.Kind, KindSteps)
-		case p.Priority != "" && p.Priority.Rank() > store.PriorityLow.Rank():
+		case p.Priority != "" && p.Priority.Rank() > board.PriorityLow.Rank():
 			return fmt.Errorf("%w: part %q has unknown priority %q", ErrInvalidPart, p.Name, p.Priority)
 		}
 		seen[p.Name] = true

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 )
 
 // Policy names a context policy in a snapshot.
@@ -52,7 +52,7 @@ type Snapshot struct {
 type PartReport struct {
 	Name     string         `json:"name"`
 	Kind     Kind           `json:"kind"`
-	Priority store.Priority `json:"priority"`
+	Priority board.Priority `json:"priority"`
 	Required bool           `json:"required,omitempty"`
 	// Tokens is what the part took in the messages sent (0 when omitted);
 	// FullTokens what it would have taken as given.

@@ -10,7 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/window"
 )
 
@@ -18,7 +18,7 @@ func snapshotRequest() window.Request {
 	return window.Request{Agent: "researcher-1", Budget: window.Budget{MaxInputTokens: 400, ReserveForOutput: 100},
 		Parts: []window.Part{
 			{Name: "system", Kind: window.KindSystem, Text: "You are a researcher.", Required: true},
-			{Name: "index", Kind: window.KindMemory, Text: words(400), Priority: store.PriorityLow, Ref: "memory/index"},
+			{Name: "index", Kind: window.KindMemory, Text: words(400), Priority: board.PriorityLow, Ref: "memory/index"},
 			{Name: "task", Kind: window.KindTask, Text: "Compare Go web frameworks.", Required: true},
 			{Name: "history", Kind: window.KindHistory, Messages: []llms.MessageContent{
 				toolCall("c1", "web_search", `{"query":"chi"}`), toolResult("c1", "web_search", "chi is small."),

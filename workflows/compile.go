@@ -26,6 +26,8 @@ type Env struct {
 	Models factory.Models
 	// Store keeps the agent registry, the mission boards and the
 	// meta-prompt cache for Owner (in memory, and "default", when empty).
+	// A write that leaves an always-loaded item larger than
+	// board.DefaultWarnSize shows as a warning event in the run.
 	Store store.Store
 	Owner string
 	// Getenv resolves ${ENV} references (os.Getenv when nil).
@@ -46,6 +48,7 @@ func (e *Env) defaults() {
 	if e.Store == nil {
 		e.Store = memory.New(store.Config{})
 	}
+	e.Store = runStore(e.Store)
 	if e.Owner == "" {
 		e.Owner = "default"
 	}

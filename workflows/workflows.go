@@ -41,7 +41,9 @@ type Config struct {
 	Tools  *tools.Registry
 	Search tools.Tool
 	// Store keeps the agent registry, the mission boards and the
-	// meta-prompt cache (in memory when nil), for Owner ("default").
+	// meta-prompt cache (in memory when nil), for Owner ("default"). A
+	// write that leaves an always-loaded item larger than
+	// board.DefaultWarnSize shows as a warning event in the run.
 	Store store.Store
 	Owner string
 	// AutoAccept skips the human review of plans.
@@ -68,6 +70,7 @@ func (c *Config) defaults() error {
 	if c.Store == nil {
 		c.Store = memory.New(store.Config{})
 	}
+	c.Store = runStore(c.Store)
 	if c.Owner == "" {
 		c.Owner = "default"
 	}

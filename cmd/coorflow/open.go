@@ -18,6 +18,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/board"
 	spostgres "github.com/coorflow/coorflow/store/postgres"
 	ssqlite "github.com/coorflow/coorflow/store/sqlite"
 	"github.com/coorflow/coorflow/trace"
@@ -222,7 +223,7 @@ func (d *db) threadInfo(ctx context.Context, owner, id string) (threadInfo, bool
 
 func (d *db) recordThread(ctx context.Context, owner, id string, ti threadInfo) error {
 	b, _ := json.Marshal(ti)
-	_, err := d.store.Add(ctx, owner, threadPath(id), string(b), store.Attrs{ContentType: store.ContentJSON, Trust: store.TrustSystem})
+	_, err := d.store.Add(ctx, owner, threadPath(id), string(b), store.Attrs{ContentType: store.ContentJSON, Labels: board.Prompt{Trust: board.TrustSystem}.Labels()})
 	if errors.Is(err, store.ErrExists) {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func New(s store.Store, owner, run string) (*Board, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("board: %w: empty owner id", store.ErrInvalid)
 	}
-	return &Board{s: s, owner: owner, run: run, prefix: store.MissionPrefix + run + "/"}, nil
+	return &Board{s: s, owner: owner, run: run, prefix: MissionPrefix + run + "/"}, nil
 }
 
 // Run returns the run id.
@@ -59,22 +60,37 @@ type Option func(*store.Attrs)
 func WithVisibility(v store.Visibility) Option { return func(a *store.Attrs) { a.Visibility = v } }
 
 // WithSensitivity sets how far the item may travel.
-func WithSensitivity(s store.Sensitivity) Option { return func(a *store.Attrs) { a.Sensitivity = s } }
+func WithSensitivity(s Sensitivity) Option { return withLabel(LabelSensitivity, string(s)) }
 
 // WithPriority sets the item's priority.
-func WithPriority(p store.Priority) Option { return func(a *store.Attrs) { a.Priority = p } }
+func WithPriority(p Priority) Option { return withLabel(LabelPriority, string(p)) }
 
 // WithTrigger sets how the item reaches prompts.
-func WithTrigger(t store.Trigger) Option { return func(a *store.Attrs) { a.Trigger = t } }
+func WithTrigger(t Trigger) Option { return withLabel(LabelTrigger, string(t)) }
 
 // WithTrust sets who produced the item.
-func WithTrust(t store.Trust) Option { return func(a *store.Attrs) { a.Trust = t } }
+func WithTrust(t Trust) Option { return withLabel(LabelTrust, string(t)) }
 
-func attrs(base store.Attrs, opts []Option) store.Attrs {
-	for _, o := range opts {
-		o(&base)
+func withLabel(key, value string) Option {
+	return func(a *store.Attrs) {
+		labels := maps.Clone(a.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[key] = value
+		a.Labels = labels
 	}
-	return base
+}
+
+// attrs returns the attributes of p, of content type ct, changed by opts.
+// It fails, wrapping store.ErrInvalid, when an option set an unknown
+// priority, trust, sensitivity or trigger.
+func attrs(p Prompt, ct store.ContentType, opts []Option) (store.Attrs, error) {
+	a := store.Attrs{ContentType: ct, Labels: p.Labels()}
+	for _, o := range opts {
+		o(&a)
+	}
+	return a, promptLabels(a.Labels).Check()
 }
 
 // maxAttempts bounds the retries of an append that keeps meeting
@@ -93,13 +109,19 @@ func (b *Board) SetPlan(ctx context.Context, plan any, revision int64, opts ...O
 	}
 	path := b.prefix + PlanName
 	if revision == 0 {
-		a := attrs(store.Attrs{ContentType: store.ContentJSON, Priority: store.PriorityCritical,
-			Trigger: store.TriggerAlways, Trust: store.TrustModel}, opts)
+		a, err := attrs(Prompt{Priority: PriorityCritical, Trigger: TriggerAlways, Trust: TrustModel}, store.ContentJSON, opts)
+		if err != nil {
+			return store.Meta{}, fmt.Errorf("board: plan of run %q: %w", b.run, err)
+		}
 		return b.s.Add(ctx, b.owner, path, string(data), a)
 	}
 	e := store.Replace(revision, string(data))
 	if len(opts) > 0 {
-		e = e.WithAttrs(attrs(store.Attrs{}, opts))
+		a, err := attrs(Prompt{}, "", opts)
+		if err != nil {
+			return store.Meta{}, fmt.Errorf("board: plan of run %q: %w", b.run, err)
+		}
+		e = e.WithAttrs(a)
 	}
 	return b.s.Edit(ctx, b.owner, path, e)
 }
@@ -124,7 +146,7 @@ func (b *Board) AppendProgress(ctx context.Context, author, text string) (store.
 	if author != "" {
 		line = "[" + author + "] " + line
 	}
-	a := store.Attrs{Priority: store.PriorityHigh, Trigger: store.TriggerAlways, Trust: store.TrustModel}
+	a := store.Attrs{Labels: Prompt{Priority: PriorityHigh, Trigger: TriggerAlways, Trust: TrustModel}.Labels()}
 	return b.update(ctx, b.prefix+ProgressName, a, "", func(cur string) (string, error) {
 		return cur + line + "\n", nil
 	})
@@ -155,8 +177,8 @@ func (b *Board) AddDecision(ctx context.Context, d Decision) (store.Meta, error)
 	if d.At.IsZero() {
 		d.At = time.Now().UTC()
 	}
-	a := store.Attrs{ContentType: store.ContentJSON, Priority: store.PriorityHigh,
-		Trigger: store.TriggerAlways, Trust: store.TrustModel}
+	a := store.Attrs{ContentType: store.ContentJSON,
+		Labels: Prompt{Priority: PriorityHigh, Trigger: TriggerAlways, Trust: TrustModel}.Labels()}
 	return b.update(ctx, b.prefix+DecisionsName, a, "[]", func(cur string) (string, error) {
 		var ds []Decision
 		if err := json.Unmarshal([]byte(cur), &ds); err != nil {

@@ -66,8 +66,8 @@ func TestPlan(t *testing.T) {
 		m, err := b.SetPlan(ctx, plan{Title: "research", Steps: []string{"search"}}, 0)
 		require.NoError(t, err)
 		assert.Equal(t, store.ContentJSON, m.ContentType)
-		assert.Equal(t, store.TriggerAlways, m.Trigger)
-		assert.Equal(t, store.PriorityCritical, m.Priority)
+		assert.Equal(t, board.Prompt{Priority: board.PriorityCritical, Trust: board.TrustModel,
+			Sensitivity: board.SensitivityInternal, Trigger: board.TriggerAlways}, board.PromptOf(m))
 
 		_, err = b.SetPlan(ctx, plan{Title: "again"}, 0)
 		require.ErrorIs(t, err, store.ErrExists)
@@ -233,7 +233,7 @@ func TestPrivateBoards(t *testing.T) {
 		a2 := store.Viewer{Task: "step-1", Agent: "a2"} // same task, another agent
 
 		ref, err := b.PutPrivate(ctx, "a1", "credentials", "API_KEY=s3cr3t",
-			board.WithSensitivity(store.SensitivitySecret),
+			board.WithSensitivity(board.SensitivitySecret),
 			board.WithVisibility(store.Public())) // cannot widen a private item
 		require.NoError(t, err)
 		assert.Equal(t, "mission/run-1/agents/a1/credentials", ref)
@@ -242,7 +242,7 @@ func TestPrivateBoards(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "API_KEY=s3cr3t", it.Content)
 		assert.Equal(t, store.AgentScoped("a1"), it.Visibility)
-		assert.Equal(t, store.SensitivitySecret, it.Sensitivity)
+		assert.Equal(t, board.SensitivitySecret, board.PromptOf(it.Meta).Sensitivity)
 
 		for name, who := range map[string]store.Viewer{"another agent": a2, "no identity": {}, "engine on the same task": {Task: "step-1"}} {
 			t.Run(name, func(t *testing.T) {
@@ -288,7 +288,7 @@ func TestVisible(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.PutPrivate(ctx, "a1", "scratch", "a1 thinking")
 		require.NoError(t, err)
-		_, err = b.PutPrivate(ctx, "a2", "secret", "a2's token", board.WithSensitivity(store.SensitivitySecret))
+		_, err = b.PutPrivate(ctx, "a2", "secret", "a2's token", board.WithSensitivity(board.SensitivitySecret))
 		require.NoError(t, err)
 		// An item on a2's board that is (wrongly) labelled public is still
 		// private: the path decides first.
@@ -313,7 +313,7 @@ func TestVisible(t *testing.T) {
 				var got []string
 				for _, m := range metas {
 					got = append(got, strings.TrimPrefix(m.Path, b.Prefix()))
-					if m.Sensitivity == store.SensitivitySecret {
+					if board.PromptOf(m).Sensitivity == board.SensitivitySecret {
 						assert.Equal(t, "a2", tc.who.Agent, "secret item shown to %s", tc.who.Agent)
 					}
 				}

@@ -34,7 +34,10 @@ func (b *Board) PutHandoff(ctx context.Context, from, to, text string, opts ...O
 	if err != nil {
 		return "", err
 	}
-	a := attrs(store.Attrs{Priority: store.PriorityHigh, Trigger: store.TriggerIndex, Trust: store.TrustModel}, opts)
+	a, err := attrs(Prompt{Priority: PriorityHigh, Trigger: TriggerIndex, Trust: TrustModel}, "", opts)
+	if err != nil {
+		return "", fmt.Errorf("board: handoff %q to %q in run %q: %w", from, to, b.run, err)
+	}
 	return b.putOnce(ctx, path, text, a)
 }
 
@@ -93,7 +96,10 @@ func (b *Board) PutOutput(ctx context.Context, name, text string, opts ...Option
 	if err := store.CheckPath(path); err != nil {
 		return "", fmt.Errorf("board: output %q of run %q: %w", name, b.run, err)
 	}
-	a := attrs(store.Attrs{Trigger: store.TriggerIndex, Trust: store.TrustModel}, opts)
+	a, err := attrs(Prompt{Trigger: TriggerIndex, Trust: TrustModel}, "", opts)
+	if err != nil {
+		return "", fmt.Errorf("board: output %q of run %q: %w", name, b.run, err)
+	}
 	return b.putOnce(ctx, path, text, a)
 }
 
@@ -113,9 +119,12 @@ func (b *Board) PutPrivate(ctx context.Context, agent, name, text string, opts .
 	if err := store.CheckPath(path); err != nil {
 		return "", fmt.Errorf("board: private item %q of agent %q in run %q: %w", name, agent, b.run, err)
 	}
-	a := attrs(store.Attrs{Trust: store.TrustModel, Trigger: store.TriggerIndex}, opts)
+	a, err := attrs(Prompt{Trust: TrustModel, Trigger: TriggerIndex}, "", opts)
+	if err != nil {
+		return "", fmt.Errorf("board: private item %q of agent %q in run %q: %w", name, agent, b.run, err)
+	}
 	a.Visibility = store.AgentScoped(agent)
-	_, err := b.update(ctx, path, a, "", func(string) (string, error) { return text, nil })
+	_, err = b.update(ctx, path, a, "", func(string) (string, error) { return text, nil })
 	if err != nil {
 		return "", err
 	}

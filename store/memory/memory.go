@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,13 @@ type ownerData struct {
 
 func notFound(path string) error { return fmt.Errorf("memory: %q: %w", path, store.ErrNotFound) }
 
+// detach returns it with labels of its own, so that a caller's map and a
+// stored item's never alias.
+func detach(it store.Item) store.Item {
+	it.Labels = maps.Clone(it.Labels)
+	return it
+}
+
 // get returns the committed item; the caller holds mu.
 func (b *backend) get(owner, path string) (store.Item, error) {
 	d := b.owners[owner]
@@ -44,7 +52,7 @@ func (b *backend) get(owner, path string) (store.Item, error) {
 	if !ok {
 		return store.Item{}, notFound(path)
 	}
-	return it, nil
+	return detach(it), nil
 }
 
 func (b *backend) Get(ctx context.Context, owner, path string) (store.Item, error) {
@@ -79,7 +87,7 @@ func (b *backend) scan(owner, prefix string, keep func(store.Item) bool) []store
 	var out []store.Item
 	for p, it := range d.items {
 		if strings.HasPrefix(p, prefix) && keep(it) {
-			out = append(out, it)
+			out = append(out, detach(it))
 		}
 	}
 	slices.SortFunc(out, func(a, b store.Item) int { return strings.Compare(a.Path, b.Path) })
@@ -173,7 +181,7 @@ func (t *tx) setItem(path string, it *store.Item) {
 	if it == nil {
 		delete(t.d.items, path)
 	} else {
-		t.d.items[path] = *it
+		t.d.items[path] = detach(*it)
 	}
 }
 
@@ -198,7 +206,7 @@ func (t *tx) Get(ctx context.Context, path string) (store.Item, error) {
 	if !ok {
 		return store.Item{}, notFound(path)
 	}
-	return it, nil
+	return detach(it), nil
 }
 
 func (t *tx) Insert(ctx context.Context, it store.Item) error {

@@ -7,8 +7,9 @@
 //	defer s.Close()
 //
 // Open creates the schema and the tables store_items and store_revisions
-// when they are missing (under an advisory lock, so replicas starting
-// together do not race). Writes run in READ COMMITTED transactions that
+// when they are missing, and brings tables of an older release up to date
+// (under an advisory lock, so replicas starting together do not race); it
+// refuses tables of a newer release with ErrSchemaTooNew. Writes run in READ COMMITTED transactions that
 // lock the item they change (SELECT … FOR UPDATE); concurrent writers of
 // one item queue on that lock, and compare-and-swap sees the latest
 // committed revision.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
 	"github.com/coorflow/coorflow/store"
 )
 
@@ -75,71 +77,53 @@ func (s *Store) Close() error {
 }
 
 type backend struct {
-	pool      *pgxpool.Pool
-	schema    string
-	items     string // quoted, schema-qualified table names
-	revisions string
+	pool       *pgxpool.Pool
+	schemaName string
+	items      string // quoted, schema-qualified table names
+	revisions  string
 }
 
 func newBackend(pool *pgxpool.Pool, schema string) *backend {
 	return &backend{
-		pool:      pool,
-		schema:    pgx.Identifier{schema}.Sanitize(),
-		items:     pgx.Identifier{schema, "store_items"}.Sanitize(),
-		revisions: pgx.Identifier{schema, "store_revisions"}.Sanitize(),
+		pool:       pool,
+		schemaName: schema,
+		items:      pgx.Identifier{schema, "store_items"}.Sanitize(),
+		revisions:  pgx.Identifier{schema, "store_revisions"}.Sanitize(),
 	}
 }
 
-// migrateLock is the advisory lock key that serializes schema creation.
-const migrateLock = 0x636f6f72666c6f77 // "coorflow"
-
 func (b *backend) migrate(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `
-CREATE SCHEMA IF NOT EXISTS `+b.schema+`;
-CREATE TABLE IF NOT EXISTS `+b.items+` (
-	owner        text        NOT NULL,
-	path         text        COLLATE "C" NOT NULL,
-	content      text        NOT NULL,
-	priority     text        NOT NULL,
-	trust        text        NOT NULL,
-	sensitivity  text        NOT NULL,
-	load_trigger text        NOT NULL,
-	vis_scope    text        NOT NULL,
-	vis_id       text        NOT NULL,
-	content_type text        NOT NULL,
-	size         bigint      NOT NULL,
-	created      timestamptz NOT NULL,
-	updated      timestamptz NOT NULL,
-	revision     bigint      NOT NULL,
-	PRIMARY KEY (owner, path)
-);
-CREATE TABLE IF NOT EXISTS `+b.revisions+` (
-	owner    text   NOT NULL,
-	path     text   COLLATE "C" NOT NULL,
-	revision bigint NOT NULL,
-	content  text   NOT NULL,
-	PRIMARY KEY (owner, path, revision)
-);`)
-		return err
-	})
+	return dbmigrate.Postgres(ctx, b.pool, b.schemaName, "coorflow/store:", "store_schema", migrations, ErrSchemaTooNew)
 }
 
-const metaCols = `path, priority, trust, sensitivity, load_trigger, vis_scope, vis_id, content_type, size, created, updated, revision`
+const metaCols = `path, labels::text, vis_scope, vis_id, content_type, size, created, updated, revision`
 
 func scanMeta(row pgx.Row, extra ...any) (store.Meta, error) {
 	var m store.Meta
-	dest := append([]any{&m.Path, &m.Priority, &m.Trust, &m.Sensitivity, &m.Trigger,
-		&m.Visibility.Scope, &m.Visibility.ID, &m.ContentType, &m.Size, &m.Created, &m.Updated, &m.Revision}, extra...)
+	var labels string
+	dest := append([]any{&m.Path, &labels, &m.Visibility.Scope, &m.Visibility.ID, &m.ContentType, &m.Size,
+		&m.Created, &m.Updated, &m.Revision}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return store.Meta{}, err
+	}
+	if err := json.Unmarshal([]byte(labels), &m.Labels); err != nil {
+		return store.Meta{}, fmt.Errorf("labels of %q: %w", m.Path, err)
+	}
+	if len(m.Labels) == 0 {
+		m.Labels = nil
 	}
 	m.Created = m.Created.UTC()
 	m.Updated = m.Updated.UTC()
 	return m, nil
+}
+
+// encodeLabels returns labels as a JSON object, "{}" when there are none.
+func encodeLabels(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(labels) // a map of strings always encodes
+	return string(b)
 }
 
 func notFound(path string, err error) error {
@@ -252,15 +236,14 @@ func (t *tx) Get(ctx context.Context, path string) (store.Item, error) {
 }
 
 func itemArgs(owner string, it store.Item) []any {
-	return []any{owner, it.Path, it.Content, string(it.Priority), string(it.Trust), string(it.Sensitivity),
-		string(it.Trigger), string(it.Visibility.Scope), it.Visibility.ID, string(it.ContentType), it.Size,
-		it.Created, it.Updated, it.Revision}
+	return []any{owner, it.Path, it.Content, encodeLabels(it.Labels), string(it.Visibility.Scope), it.Visibility.ID,
+		string(it.ContentType), it.Size, it.Created, it.Updated, it.Revision}
 }
 
 func (t *tx) Insert(ctx context.Context, it store.Item) error {
-	tag, err := t.tx.Exec(ctx, `INSERT INTO `+t.b.items+` (owner, path, content, priority, trust, sensitivity,
-		load_trigger, vis_scope, vis_id, content_type, size, created, updated, revision)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+	tag, err := t.tx.Exec(ctx, `INSERT INTO `+t.b.items+` (owner, path, content, labels, vis_scope, vis_id,
+		content_type, size, created, updated, revision)
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (owner, path) DO NOTHING`, itemArgs(t.owner, it)...)
 	if err != nil {
 		return fmt.Errorf("postgres: insert %q: %w", it.Path, err)
@@ -272,9 +255,9 @@ func (t *tx) Insert(ctx context.Context, it store.Item) error {
 }
 
 func (t *tx) Replace(ctx context.Context, it store.Item) error {
-	tag, err := t.tx.Exec(ctx, `UPDATE `+t.b.items+` SET content = $3, priority = $4, trust = $5,
-		sensitivity = $6, load_trigger = $7, vis_scope = $8, vis_id = $9, content_type = $10, size = $11,
-		created = $12, updated = $13, revision = $14 WHERE owner = $1 AND path = $2`, itemArgs(t.owner, it)...)
+	tag, err := t.tx.Exec(ctx, `UPDATE `+t.b.items+` SET content = $3, labels = $4::jsonb, vis_scope = $5,
+		vis_id = $6, content_type = $7, size = $8, created = $9, updated = $10, revision = $11
+		WHERE owner = $1 AND path = $2`, itemArgs(t.owner, it)...)
 	if err != nil {
 		return fmt.Errorf("postgres: update %q: %w", it.Path, err)
 	}

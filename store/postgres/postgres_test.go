@@ -1,14 +1,11 @@
 package postgres_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,59 +16,24 @@ import (
 	"github.com/coorflow/coorflow/store/storetest"
 )
 
-func testURL() string { return pgtest.URL() }
-
-var (
-	reachOnce sync.Once
-	reachErr  error
-)
-
-// requireServer skips the test when no server answers at all; every other
-// failure later is a test failure.
-func requireServer(t *testing.T) {
+// freshSchema returns a schema name no other test uses, dropped when t
+// ends, and a pool of its own; it skips t when no server answers.
+func freshSchema(t *testing.T) (string, *pgxpool.Pool) {
 	t.Helper()
-	reachOnce.Do(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, testURL())
-		if err != nil {
-			reachErr = err
-			return
-		}
-		defer conn.Close(ctx)
-		reachErr = conn.Ping(ctx)
-	})
-	if reachErr != nil {
-		t.Skipf("cannot connect to PostgreSQL at %s (set COORFLOW_TEST_POSTGRES to override): %v", testURL(), reachErr)
-	}
+	pool := pgtest.Pool(t)
+	return pgtest.Schema(t, pool, "coorflow_store_test_"), pool
 }
 
-// freshSchema returns a schema name no other test uses, dropped when t ends.
-func freshSchema(t *testing.T) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "storetest_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, testURL())
-		if !assert.NoError(t, err) {
-			return
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
-		assert.NoError(t, err)
-	})
-	return name
-}
-
+// open opens a store in a fresh schema unless cfg names one, on a pool of
+// its own unless cfg names a URL or a pool.
 func open(t *testing.T, cfg postgres.Config) *postgres.Store {
 	t.Helper()
-	requireServer(t)
+	schema, pool := freshSchema(t)
 	if cfg.Schema == "" {
-		cfg.Schema = freshSchema(t)
+		cfg.Schema = schema
 	}
 	if cfg.URL == "" && cfg.Pool == nil {
-		cfg.URL = testURL()
+		cfg.Pool = pool
 	}
 	s, err := postgres.Open(t.Context(), cfg)
 	require.NoError(t, err)
@@ -80,7 +42,7 @@ func open(t *testing.T, cfg postgres.Config) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
-	requireServer(t)
+	pgtest.Pool(t) // skips when no server answers
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, postgres.Config{})
 	})
@@ -94,9 +56,8 @@ func TestOpenWithoutURL(t *testing.T) {
 // TestSharedSchemaAndPool opens several stores on one schema concurrently,
 // as replicas starting together would, and checks they see one store.
 func TestSharedSchemaAndPool(t *testing.T) {
-	requireServer(t)
-	schema := freshSchema(t)
-	pool, err := pgxpool.New(t.Context(), testURL())
+	schema, _ := freshSchema(t)
+	pool, err := pgxpool.New(t.Context(), pgtest.URL())
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
@@ -126,7 +87,7 @@ func TestSharedSchemaAndPool(t *testing.T) {
 }
 
 func TestConcurrentWritersOnTwoPools(t *testing.T) {
-	schema := freshSchema(t)
+	schema, _ := freshSchema(t)
 	handles := []*postgres.Store{open(t, postgres.Config{Schema: schema}), open(t, postgres.Config{Schema: schema})}
 	_, err := handles[0].Add(t.Context(), "alice", "mission/r1/plan", `{}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)
@@ -152,23 +113,14 @@ func TestConcurrentWritersOnTwoPools(t *testing.T) {
 	assert.Equal(t, int64(writers+1), it.Revision)
 }
 
-func TestSizeWarning(t *testing.T) {
-	var (
-		mu  sync.Mutex
-		got []store.Warning
-	)
-	s := open(t, postgres.Config{Store: store.Config{WarnSize: 4, OnWarning: func(_ context.Context, w store.Warning) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, w)
-	}}})
-	_, err := s.Add(t.Context(), "alice", "project/big", "12345", store.Attrs{Trigger: store.TriggerAlways})
+func TestStoreConfigReachesTheStore(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := open(t, postgres.Config{Store: store.Config{Now: func() time.Time { return at }, KeepRevisions: -1}})
+	m, err := s.Add(t.Context(), "alice", "project/doc", `{"a":1}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)
-	_, err = s.Add(t.Context(), "alice", "project/small", "1234", store.Attrs{Trigger: store.TriggerAlways})
+	assert.Equal(t, at, m.Created, "Config.Now")
+	_, err = s.Edit(t.Context(), "alice", "project/doc", store.Replace(1, `{"a":2}`))
 	require.NoError(t, err)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, got, 1)
-	assert.Equal(t, "project/big", got[0].Path)
-	assert.Equal(t, int64(5), got[0].Size)
+	_, err = s.Edit(t.Context(), "alice", "project/doc", store.Replace(1, `{"a":1,"b":2}`))
+	require.ErrorIs(t, err, store.ErrConflict, "Config.KeepRevisions < 0 keeps no merge base")
 }

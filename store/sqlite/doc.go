@@ -12,6 +12,10 @@
 // (BEGIN IMMEDIATE) and waited for up to Config.BusyTimeout, so concurrent
 // writers never see SQLITE_BUSY in normal operation.
 //
+// Open creates the tables when they are missing and brings tables of an
+// older release up to date; it refuses a file of a newer release with
+// ErrSchemaTooNew.
+//
 // Search compares terms with a lower-cased copy of each item's path and
 // content, stored beside it, so case-insensitive matching covers all of
 // Unicode, not only ASCII as SQLite's LIKE does.

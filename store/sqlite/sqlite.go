@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
 	"github.com/coorflow/coorflow/store"
 )
 
@@ -50,7 +52,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("sqlite: open store in %s: %w", cfg.Path, err)
 	}
 	b := &backend{db: db, writer: make(chan struct{}, 1)}
 	return &Store{Store: store.New(b, cfg.Store), db: db}, nil
@@ -74,39 +76,15 @@ func dsn(cfg Config) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-const schema = `
-CREATE TABLE IF NOT EXISTS store_items (
-	owner        TEXT    NOT NULL,
-	path         TEXT    NOT NULL,
-	content      TEXT    NOT NULL,
-	folded       TEXT    NOT NULL, -- lower-cased path and content, for search
-	priority     TEXT    NOT NULL,
-	trust        TEXT    NOT NULL,
-	sensitivity  TEXT    NOT NULL,
-	load_trigger TEXT    NOT NULL,
-	vis_scope    TEXT    NOT NULL,
-	vis_id       TEXT    NOT NULL,
-	content_type TEXT    NOT NULL,
-	size         INTEGER NOT NULL,
-	created      INTEGER NOT NULL, -- Unix microseconds
-	updated      INTEGER NOT NULL,
-	revision     INTEGER NOT NULL,
-	PRIMARY KEY (owner, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS store_revisions (
-	owner    TEXT    NOT NULL,
-	path     TEXT    NOT NULL,
-	revision INTEGER NOT NULL,
-	content  TEXT    NOT NULL,
-	PRIMARY KEY (owner, path, revision)
-) WITHOUT ROWID;
-`
-
+// migrate applies the migrations the file lacks, in one transaction on one
+// connection (see migrate.SQLite).
 func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("create schema: %w", err)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	defer conn.Close()
+	return dbmigrate.SQLite(ctx, conn, "store_schema", migrations, ErrSchemaTooNew)
 }
 
 // backend implements store.Backend on database/sql.
@@ -118,22 +96,38 @@ type backend struct {
 	writer chan struct{}
 }
 
-const metaCols = `path, priority, trust, sensitivity, load_trigger, vis_scope, vis_id, content_type, size, created, updated, revision`
+const metaCols = `path, labels, vis_scope, vis_id, content_type, size, created, updated, revision`
 
 type scanner interface{ Scan(dest ...any) error }
 
 // scanMeta reads metaCols and then extra columns.
 func scanMeta(row scanner, extra ...any) (store.Meta, error) {
 	var m store.Meta
+	var labels string
 	var created, updated int64
-	dest := append([]any{&m.Path, &m.Priority, &m.Trust, &m.Sensitivity, &m.Trigger,
-		&m.Visibility.Scope, &m.Visibility.ID, &m.ContentType, &m.Size, &created, &updated, &m.Revision}, extra...)
+	dest := append([]any{&m.Path, &labels, &m.Visibility.Scope, &m.Visibility.ID, &m.ContentType, &m.Size,
+		&created, &updated, &m.Revision}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return store.Meta{}, err
+	}
+	if err := json.Unmarshal([]byte(labels), &m.Labels); err != nil {
+		return store.Meta{}, fmt.Errorf("labels of %q: %w", m.Path, err)
+	}
+	if len(m.Labels) == 0 {
+		m.Labels = nil
 	}
 	m.Created = time.UnixMicro(created).UTC()
 	m.Updated = time.UnixMicro(updated).UTC()
 	return m, nil
+}
+
+// encodeLabels returns labels as a JSON object, "{}" when there are none.
+func encodeLabels(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(labels) // a map of strings always encodes
+	return string(b)
 }
 
 func notFound(path string, err error) error {
@@ -267,15 +261,14 @@ func (t *tx) Get(ctx context.Context, path string) (store.Item, error) {
 
 func itemArgs(owner string, it store.Item) []any {
 	folded := strings.ToLower(it.Path) + "\n" + strings.ToLower(it.Content)
-	return []any{it.Content, folded, string(it.Priority), string(it.Trust), string(it.Sensitivity),
-		string(it.Trigger), string(it.Visibility.Scope), it.Visibility.ID, string(it.ContentType), it.Size,
-		it.Created.UnixMicro(), it.Updated.UnixMicro(), it.Revision, owner, it.Path}
+	return []any{it.Content, folded, encodeLabels(it.Labels), string(it.Visibility.Scope), it.Visibility.ID,
+		string(it.ContentType), it.Size, it.Created.UnixMicro(), it.Updated.UnixMicro(), it.Revision, owner, it.Path}
 }
 
 func (t *tx) Insert(ctx context.Context, it store.Item) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO store_items (content, folded, priority, trust, sensitivity,
-		load_trigger, vis_scope, vis_id, content_type, size, created, updated, revision, owner, path)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, itemArgs(t.owner, it)...)
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO store_items (content, folded, labels, vis_scope, vis_id,
+		content_type, size, created, updated, revision, owner, path)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, itemArgs(t.owner, it)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert %q: %w", it.Path, err)
 	}
@@ -286,9 +279,9 @@ func (t *tx) Insert(ctx context.Context, it store.Item) error {
 }
 
 func (t *tx) Replace(ctx context.Context, it store.Item) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE store_items SET content = ?, folded = ?, priority = ?, trust = ?,
-		sensitivity = ?, load_trigger = ?, vis_scope = ?, vis_id = ?, content_type = ?, size = ?, created = ?,
-		updated = ?, revision = ? WHERE owner = ? AND path = ?`, itemArgs(t.owner, it)...)
+	res, err := t.tx.ExecContext(ctx, `UPDATE store_items SET content = ?, folded = ?, labels = ?, vis_scope = ?,
+		vis_id = ?, content_type = ?, size = ?, created = ?, updated = ?, revision = ? WHERE owner = ? AND path = ?`,
+		itemArgs(t.owner, it)...)
 	if err != nil {
 		return fmt.Errorf("sqlite: update %q: %w", it.Path, err)
 	}

@@ -1,11 +1,11 @@
 package sqlite_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,16 +115,14 @@ func TestConcurrentWritersOnTwoHandles(t *testing.T) {
 	assert.Equal(t, int64(writers*each+1), it.Revision)
 }
 
-func TestSizeWarning(t *testing.T) {
-	var got []store.Warning
-	s := open(t, filepath.Join(t.TempDir(), "w.db"), store.Config{WarnSize: 8, OnWarning: func(_ context.Context, w store.Warning) {
-		got = append(got, w)
-	}})
-	_, err := s.Add(t.Context(), "alice", "project/big", "123456789", store.Attrs{Trigger: store.TriggerAlways})
+func TestStoreConfigReachesTheStore(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := open(t, filepath.Join(t.TempDir(), "c.db"), store.Config{Now: func() time.Time { return at }, KeepRevisions: -1})
+	m, err := s.Add(t.Context(), "alice", "project/doc", `{"a":1}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)
-	_, err = s.Add(t.Context(), "alice", "project/indexed", "123456789", store.Attrs{Trigger: store.TriggerIndex})
+	assert.Equal(t, at, m.Created, "Config.Now")
+	_, err = s.Edit(t.Context(), "alice", "project/doc", store.Replace(1, `{"a":2}`))
 	require.NoError(t, err)
-	require.Len(t, got, 1)
-	assert.Equal(t, store.Warning{Owner: "alice", Path: "project/big", Revision: 1, Trigger: store.TriggerAlways,
-		Size: 9, Limit: 8}, got[0])
+	_, err = s.Edit(t.Context(), "alice", "project/doc", store.Replace(1, `{"a":1,"b":2}`))
+	require.ErrorIs(t, err, store.ErrConflict, "Config.KeepRevisions < 0 keeps no merge base")
 }

@@ -8,7 +8,7 @@
 //		})
 //	}
 //
-// The suite covers items and metadata, namespaces, revisions and
-// compare-and-swap, JSON merges, paged reads, listing, search, owner
-// isolation, read-only and bound views, retention, and concurrent writers.
+// The suite covers items, attributes and labels, path syntax, revisions
+// and compare-and-swap, JSON merges, paged reads, listing, search, owner
+// isolation, read-only and bound views, and concurrent writers.
 package storetest

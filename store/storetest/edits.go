@@ -20,14 +20,14 @@ func content(t *testing.T, s store.Store, owner, path string) store.Item {
 }
 
 func testEditReplace(t *testing.T, s store.Store) {
-	m1 := add(t, s, alice, "project/a", "one", store.Attrs{Priority: store.PriorityHigh})
+	m1 := add(t, s, alice, "project/a", "one", store.Attrs{Labels: map[string]string{"priority": "high"}})
 	m2, err := s.Edit(t.Context(), alice, "project/a", store.Replace(1, "two, longer"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), m2.Revision)
 	assert.Equal(t, int64(len("two, longer")), m2.Size)
 	assert.Equal(t, m1.Created, m2.Created, "created time is kept")
 	assert.False(t, m2.Updated.Before(m1.Updated), "updated time moves forward")
-	assert.Equal(t, store.PriorityHigh, m2.Priority, "attributes are kept")
+	assert.Equal(t, map[string]string{"priority": "high"}, m2.Labels, "attributes are kept")
 
 	m3, err := s.Edit(t.Context(), alice, "project/a", store.Replace(2, ""))
 	require.NoError(t, err)
@@ -80,26 +80,34 @@ func testEditSearchReplace(t *testing.T, s store.Store) {
 }
 
 func testEditAttrs(t *testing.T, s store.Store) {
-	add(t, s, alice, "memory/fact", "the sky is blue", store.Attrs{Priority: store.PriorityLow})
+	add(t, s, alice, "memory/fact", "the sky is blue", store.Attrs{Labels: map[string]string{"priority": "low", "source": "web"}})
 	m, err := s.Edit(t.Context(), alice, "memory/fact", store.SetAttrs(1, store.Attrs{
-		Trigger: store.TriggerAlways, Visibility: store.TaskScoped("t1"),
+		Labels: map[string]string{"trigger": "always", "source": ""}, Visibility: store.TaskScoped("t1"),
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), m.Revision)
-	assert.Equal(t, store.TriggerAlways, m.Trigger)
+	assert.Equal(t, map[string]string{"priority": "low", "trigger": "always"}, m.Labels,
+		"labels are set, an empty value removes one, the others are kept")
 	assert.Equal(t, store.TaskScoped("t1"), m.Visibility)
-	assert.Equal(t, store.PriorityLow, m.Priority, "zero fields keep their value")
-	assert.Equal(t, "the sky is blue", content(t, s, alice, "memory/fact").Content)
+	assert.Equal(t, store.ContentText, m.ContentType, "zero fields keep their value")
+	got := content(t, s, alice, "memory/fact")
+	assert.Equal(t, "the sky is blue", got.Content)
+	assert.Equal(t, m, got.Meta)
+
+	m, err = s.Edit(t.Context(), alice, "memory/fact", store.SetAttrs(2, store.Attrs{Labels: map[string]string{"priority": "", "trigger": ""}}))
+	require.NoError(t, err)
+	assert.Nil(t, m.Labels, "no label left")
+	assert.Nil(t, content(t, s, alice, "memory/fact").Labels)
 
 	m, err = s.Edit(t.Context(), alice, "memory/fact",
-		store.Replace(2, `{"sky":"blue"}`).WithAttrs(store.Attrs{ContentType: store.ContentJSON}))
+		store.Replace(3, `{"sky":"blue"}`).WithAttrs(store.Attrs{ContentType: store.ContentJSON}))
 	require.NoError(t, err)
 	assert.Equal(t, store.ContentJSON, m.ContentType)
 
-	_, err = s.Edit(t.Context(), alice, "memory/fact", store.SetAttrs(3, store.Attrs{ContentType: store.ContentText}))
+	_, err = s.Edit(t.Context(), alice, "memory/fact", store.SetAttrs(4, store.Attrs{ContentType: store.ContentText}))
 	require.NoError(t, err)
 	_, err = s.Edit(t.Context(), alice, "memory/fact",
-		store.Replace(4, "not json").WithAttrs(store.Attrs{ContentType: store.ContentJSON}))
+		store.Replace(5, "not json").WithAttrs(store.Attrs{ContentType: store.ContentJSON}))
 	require.ErrorIs(t, err, store.ErrInvalid, "content and content type are checked together")
 }
 
@@ -121,7 +129,7 @@ func testStaleRevision(t *testing.T, s store.Store) {
 			return err
 		}, "edit", 1},
 		{"attributes", func() error {
-			_, err := s.Edit(ctx, alice, "project/doc", store.SetAttrs(1, store.Attrs{Priority: store.PriorityLow}))
+			_, err := s.Edit(ctx, alice, "project/doc", store.SetAttrs(1, store.Attrs{Labels: map[string]string{"priority": "low"}}))
 			return err
 		}, "edit", 1},
 		{"future revision", func() error { _, err := s.Edit(ctx, alice, "project/doc", store.Replace(9, "x")); return err }, "edit", 9},
@@ -258,7 +266,7 @@ func testJSONMerge(t *testing.T, s store.Store) {
 		add(t, s, alice, "project/obj", `{"a":1}`, jsonAttrs())
 		_, err := s.Edit(t.Context(), alice, "project/obj", store.Replace(1, `{"a":1,"b":2}`))
 		require.NoError(t, err)
-		_, err = s.Edit(t.Context(), alice, "project/obj", store.SetAttrs(1, store.Attrs{Priority: store.PriorityHigh}))
+		_, err = s.Edit(t.Context(), alice, "project/obj", store.SetAttrs(1, store.Attrs{Labels: map[string]string{"priority": "high"}}))
 		assert.ErrorIs(t, err, store.ErrConflict)
 	})
 	t.Run("a chain of merges", func(t *testing.T) {

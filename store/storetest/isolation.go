@@ -11,7 +11,7 @@ import (
 
 func testOwnerIsolation(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	add(t, s, alice, "memory/diary", "alice's secret diary", store.Attrs{Sensitivity: store.SensitivitySecret})
+	add(t, s, alice, "memory/diary", "alice's secret diary", store.Attrs{Labels: map[string]string{"sensitivity": "secret"}})
 	add(t, s, alice, "mission/r1/plan", `{"goal":"x"}`, jsonAttrs())
 
 	t.Run("bob sees nothing of alice's", func(t *testing.T) {
@@ -33,9 +33,6 @@ func testOwnerIsolation(t *testing.T, s store.Store) {
 		hits, err := s.Search(ctx, bob, "diary secret goal", store.SearchOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, hits, "search")
-		rep, err := s.Prune(ctx, bob, store.RetentionPolicy{MaxRuns: -1, MaxAge: 1})
-		require.NoError(t, err)
-		assert.Empty(t, rep.Runs, "prune")
 	})
 	t.Run("the error names the owner", func(t *testing.T) {
 		_, err := s.Get(ctx, bob, "memory/diary")
@@ -81,7 +78,6 @@ func testReadOnly(t *testing.T, s store.Store) {
 		"add":    func() error { _, err := ro.Add(ctx, alice, "project/new", "x", store.Attrs{}); return err },
 		"edit":   func() error { _, err := ro.Edit(ctx, alice, "project/doc", store.Replace(1, "x")); return err },
 		"delete": func() error { return ro.Delete(ctx, alice, "project/doc", 1) },
-		"prune":  func() error { _, err := ro.Prune(ctx, alice, store.RetentionPolicy{}); return err },
 	}
 	for name, w := range writes {
 		t.Run(name, func(t *testing.T) {
@@ -99,7 +95,7 @@ func testBoundView(t *testing.T, s store.Store) {
 	add(t, s, alice, "mission/r1/task-t1", "for task t1", store.Attrs{Visibility: store.TaskScoped("t1")})
 	add(t, s, alice, "mission/r1/task-t2", "for task t2", store.Attrs{Visibility: store.TaskScoped("t2")})
 	add(t, s, alice, "mission/r1/agents/a1/key", "a1 secret key", store.Attrs{
-		Visibility: store.AgentScoped("a1"), Sensitivity: store.SensitivitySecret})
+		Visibility: store.AgentScoped("a1"), Labels: map[string]string{"sensitivity": "secret"}})
 	add(t, s, alice, "mission/r1/agents/a2/note", "a2 note", store.Attrs{Visibility: store.AgentScoped("a2")})
 	add(t, s, alice, "project/readme", "readme", store.Attrs{})
 	add(t, s, bob, "mission/r1/plan", "bob's plan", store.Attrs{})

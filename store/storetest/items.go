@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,33 +37,31 @@ func testAddAndGet(t *testing.T, s store.Store) {
 	}{
 		{
 			name: "defaults", path: "project/readme", content: "hello",
-			want: store.Attrs{Priority: store.PriorityNormal, Trust: store.TrustTool,
-				Sensitivity: store.SensitivityInternal, Trigger: store.TriggerIndex,
-				Visibility: store.Public(), ContentType: store.ContentText},
+			want: store.Attrs{Visibility: store.Public(), ContentType: store.ContentText},
 		},
 		{
 			name: "every attribute set", path: "mission/r1/agents/a1/notes", content: "secret plan",
-			attrs: store.Attrs{Priority: store.PriorityCritical, Trust: store.TrustSystem,
-				Sensitivity: store.SensitivitySecret, Trigger: store.TriggerAlways,
+			attrs: store.Attrs{Labels: map[string]string{"priority": "critical", "team/role": "über-planner"},
 				Visibility: store.AgentScoped("a1"), ContentType: store.ContentText},
-			want: store.Attrs{Priority: store.PriorityCritical, Trust: store.TrustSystem,
-				Sensitivity: store.SensitivitySecret, Trigger: store.TriggerAlways,
+			want: store.Attrs{Labels: map[string]string{"priority": "critical", "team/role": "über-planner"},
 				Visibility: store.AgentScoped("a1"), ContentType: store.ContentText},
 		},
 		{
 			name: "json task-scoped", path: "team/roster", content: `{"a":1}`,
 			attrs: store.Attrs{ContentType: store.ContentJSON, Visibility: store.TaskScoped("t7"),
-				Trigger: store.TriggerSearch, Priority: store.PriorityLow, Trust: store.TrustUser,
-				Sensitivity: store.SensitivityPublic},
+				Labels: map[string]string{"trigger": "search"}},
 			want: store.Attrs{ContentType: store.ContentJSON, Visibility: store.TaskScoped("t7"),
-				Trigger: store.TriggerSearch, Priority: store.PriorityLow, Trust: store.TrustUser,
-				Sensitivity: store.SensitivityPublic},
+				Labels: map[string]string{"trigger": "search"}},
 		},
 		{
-			name: "empty content, unicode path", path: "memory/notes/über", content: "",
-			want: store.Attrs{Priority: store.PriorityNormal, Trust: store.TrustTool,
-				Sensitivity: store.SensitivityInternal, Trigger: store.TriggerIndex,
-				Visibility: store.Public(), ContentType: store.ContentText},
+			name: "labels with empty values are no labels", path: "memory/notes/über", content: "",
+			attrs: store.Attrs{Labels: map[string]string{"a": "", "b": "1"}},
+			want:  store.Attrs{Labels: map[string]string{"b": "1"}, Visibility: store.Public(), ContentType: store.ContentText},
+		},
+		{
+			name: "no label left", path: "memory/notes/empty", content: "",
+			attrs: store.Attrs{Labels: map[string]string{"a": ""}},
+			want:  store.Attrs{Visibility: store.Public(), ContentType: store.ContentText},
 		},
 	}
 	for _, tc := range tests {
@@ -99,15 +98,13 @@ func testInvalidPaths(t *testing.T, s store.Store) {
 		name, path string
 		msg        string // a part of the error message
 	}{
-		{"unknown namespace", "scratch/x", "project/, memory/, mission/, team/"},
 		{"namespace only", "project", "names a namespace"},
-		{"empty", "", "empty path"},
-		{"leading slash", "/project/x", "unknown namespace"},
+		{"empty", "", "empty path (want <namespace>/<name>)"},
+		{"leading slash", "/project/x", "empty segment"},
 		{"trailing slash", "project/x/", "empty segment"},
 		{"double slash", "project//x", "empty segment"},
 		{"dot dot", "project/../memory/x", `".." segment`},
 		{"control character", "project/a\nb", "control character"},
-		{"upper-case namespace", "Project/x", "unknown namespace"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,11 +122,20 @@ func testInvalidPaths(t *testing.T, s store.Store) {
 		})
 	}
 	t.Run("list and search prefixes", func(t *testing.T) {
-		_, err := s.List(t.Context(), alice, "scratch/", store.ListOptions{})
+		_, err := s.List(t.Context(), alice, "project//", store.ListOptions{})
 		require.ErrorIs(t, err, store.ErrInvalidPath)
-		assert.Contains(t, err.Error(), "allowed: project/, memory/, mission/, team/")
-		_, err = s.Search(t.Context(), alice, "x", store.SearchOptions{Prefix: "tmp"})
+		assert.Contains(t, err.Error(), "empty segment")
+		_, err = s.Search(t.Context(), alice, "x", store.SearchOptions{Prefix: "project/../x"})
 		assert.ErrorIs(t, err, store.ErrInvalidPath)
+	})
+	t.Run("any namespace", func(t *testing.T) {
+		for _, p := range []string{"scratch/x", "Project/x"} {
+			add(t, s, alice, p, "x", store.Attrs{})
+		}
+		page, err := s.List(t.Context(), alice, "scratch/", store.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		assert.Equal(t, "scratch/x", page.Items[0].Path)
 	})
 }
 
@@ -143,22 +149,34 @@ func testInvalidInput(t *testing.T, s store.Store) {
 		want error
 		msg  string
 	}{
-		{"unknown priority", func() error {
-			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Priority: "urgent"})
+		{"label key with a space", func() error {
+			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Labels: map[string]string{"my key": "v"}})
 			return err
-		}, store.ErrInvalid, `unknown priority "urgent"`},
-		{"unknown trust", func() error {
-			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Trust: "friend"})
+		}, store.ErrInvalid, `store: add "project/x" (owner "alice"): label key "my key" has a character other than ASCII letters, digits, '.', '_', '-' and '/'`},
+		{"empty label key", func() error {
+			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Labels: map[string]string{"": "v"}})
 			return err
-		}, store.ErrInvalid, `unknown trust "friend"`},
-		{"unknown sensitivity", func() error {
-			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Sensitivity: "top"})
+		}, store.ErrInvalid, `empty label key`},
+		{"label key too long", func() error {
+			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Labels: map[string]string{strings.Repeat("k", store.MaxLabelKeyLen+1): "v"}})
 			return err
-		}, store.ErrInvalid, `unknown sensitivity "top"`},
-		{"unknown trigger", func() error {
-			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Trigger: "never"})
+		}, store.ErrInvalid, "is longer than 64 bytes"},
+		{"label value too long", func() error {
+			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Labels: map[string]string{"k": strings.Repeat("v", store.MaxLabelValueLen+1)}})
 			return err
-		}, store.ErrInvalid, `unknown trigger "never"`},
+		}, store.ErrInvalid, `label "k" has a value of 257 bytes, longer than 256`},
+		{"label value with a control character", func() error {
+			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Labels: map[string]string{"k": "a\nb"}})
+			return err
+		}, store.ErrInvalid, `label "k" has a value that is not UTF-8 text without control characters`},
+		{"too many labels", func() error {
+			labels := map[string]string{}
+			for i := range store.MaxLabels + 1 {
+				labels[fmt.Sprint("k", i)] = "v"
+			}
+			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{Labels: labels})
+			return err
+		}, store.ErrInvalid, "33 labels, more than 32"},
 		{"unknown content type", func() error {
 			_, err := s.Add(ctx, alice, "project/x", "", store.Attrs{ContentType: "yaml"})
 			return err
@@ -200,9 +218,13 @@ func testInvalidInput(t *testing.T, s store.Store) {
 			return err
 		}, store.ErrInvalid, "not valid JSON"},
 		{"edit to an invalid attribute", func() error {
-			_, err := s.Edit(ctx, alice, "project/doc", store.SetAttrs(1, store.Attrs{Trigger: "sometimes"}))
+			_, err := s.Edit(ctx, alice, "project/doc", store.SetAttrs(1, store.Attrs{Labels: map[string]string{"k": "\x00"}}))
 			return err
-		}, store.ErrInvalid, `unknown trigger "sometimes"`},
+		}, store.ErrInvalid, `label "k" has a value that is not UTF-8 text`},
+		{"edit to an unknown content type", func() error {
+			_, err := s.Edit(ctx, alice, "project/doc", store.SetAttrs(1, store.Attrs{ContentType: "yaml"}))
+			return err
+		}, store.ErrInvalid, `unknown content type "yaml"`},
 		{"delete without revision", func() error {
 			return s.Delete(ctx, alice, "project/doc", 0)
 		}, store.ErrInvalid, "needs the revision"},
@@ -226,4 +248,28 @@ func testInvalidInput(t *testing.T, s store.Store) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), got.Revision, "no invalid Edit changed %s", p)
 	}
+}
+
+// testLabelsAreCopied: the store keeps labels of its own; changing the map
+// a caller passed in or got back changes nothing stored.
+func testLabelsAreCopied(t *testing.T, s store.Store) {
+	in := map[string]string{"k": "v"}
+	m := add(t, s, alice, "project/doc", "x", store.Attrs{Labels: in})
+	in["k"] = "changed after Add"
+	m.Labels["k"] = "changed in Add's result"
+	got := content(t, s, alice, "project/doc")
+	assert.Equal(t, map[string]string{"k": "v"}, got.Labels)
+	got.Labels["k"] = "changed in Get's result"
+
+	patch := map[string]string{"n": "1"}
+	m, err := s.Edit(t.Context(), alice, "project/doc", store.SetAttrs(1, store.Attrs{Labels: patch}))
+	require.NoError(t, err)
+	patch["n"] = "changed after Edit"
+	m.Labels["n"] = "changed in Edit's result"
+	p, err := s.List(t.Context(), alice, "project/", store.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 1)
+	assert.Equal(t, map[string]string{"k": "v", "n": "1"}, p.Items[0].Labels)
+	p.Items[0].Labels["k"] = "changed in List's result"
+	assert.Equal(t, map[string]string{"k": "v", "n": "1"}, content(t, s, alice, "project/doc").Labels)
 }

@@ -171,14 +171,14 @@ func testList(t *testing.T, s store.Store) {
 
 func testSearch(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	add(t, s, alice, "project/go", "Go is a language. go go GO.", store.Attrs{Priority: store.PriorityLow})          // 4 matches of "go"
-	add(t, s, alice, "memory/lang", "We write Go and Rust; GO fast.", store.Attrs{Priority: store.PriorityCritical}) // 2
-	add(t, s, alice, "memory/other", "Rust only here, no match.", store.Attrs{Priority: store.PriorityCritical})
-	add(t, s, alice, "team/gopher", "A mascot.", store.Attrs{Priority: store.PriorityHigh})         // 1, in the path
-	add(t, s, alice, "mission/r1/notes", "go team: go!", store.Attrs{Priority: store.PriorityHigh}) // 2
-	add(t, s, alice, "mission/r1/más", "Ünïcode ÄRGER über alles", store.Attrs{})                   // unicode case folding
-	add(t, s, alice, "project/count", "ran 100 times", store.Attrs{})                               // wildcards would match
-	add(t, s, bob, "project/go", "go go go go go go go go", store.Attrs{})                          // another owner
+	add(t, s, alice, "project/go", "Go is a language. go go GO.", store.Attrs{Labels: map[string]string{"k": "v"}}) // 4 matches of "go"
+	add(t, s, alice, "memory/lang", "We write Go and Rust; GO fast.", store.Attrs{})                                // 2
+	add(t, s, alice, "memory/other", "Rust only here, no match.", store.Attrs{})
+	add(t, s, alice, "team/gopher", "A mascot.", store.Attrs{})                   // 1, in the path
+	add(t, s, alice, "mission/r1/notes", "go team: go!", store.Attrs{})           // 2
+	add(t, s, alice, "mission/r1/más", "Ünïcode ÄRGER über alles", store.Attrs{}) // unicode case folding
+	add(t, s, alice, "project/count", "ran 100 times", store.Attrs{})             // wildcards would match
+	add(t, s, bob, "project/go", "go go go go go go go go", store.Attrs{})        // another owner
 
 	paths := func(hits []store.Hit) []string {
 		var out []string
@@ -193,7 +193,7 @@ func testSearch(t *testing.T, s store.Store) {
 		opts  store.SearchOptions
 		want  []string
 	}{
-		{"ranked by matches then priority", "go", store.SearchOptions{},
+		{"ranked by matches then path", "go", store.SearchOptions{},
 			[]string{"project/go", "memory/lang", "mission/r1/notes", "team/gopher"}},
 		{"any term counts", "rust mascot", store.SearchOptions{},
 			[]string{"memory/lang", "memory/other", "team/gopher"}},
@@ -218,7 +218,7 @@ func testSearch(t *testing.T, s store.Store) {
 		require.Len(t, hits, 1)
 		assert.Equal(t, 1, hits[0].Matches)
 		assert.Contains(t, hits[0].Snippet, "language")
-		assert.Equal(t, store.PriorityLow, hits[0].Priority, "hits carry metadata")
+		assert.Equal(t, map[string]string{"k": "v"}, hits[0].Labels, "hits carry metadata")
 	})
 	t.Run("matches count every term", func(t *testing.T) {
 		hits, err := s.Search(ctx, alice, "go rust", store.SearchOptions{Prefix: "memory/lang"})

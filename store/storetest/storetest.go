@@ -17,6 +17,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"AddAndGet", testAddAndGet},
 		{"AddExisting", testAddExisting},
+		{"LabelsAreCopied", testLabelsAreCopied},
 		{"InvalidPaths", testInvalidPaths},
 		{"InvalidInput", testInvalidInput},
 		{"EditReplace", testEditReplace},
@@ -33,7 +34,6 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OwnerIsolation", testOwnerIsolation},
 		{"ReadOnly", testReadOnly},
 		{"BoundView", testBoundView},
-		{"Prune", testPrune},
 		{"CanceledContext", testCanceledContext},
 		{"ConcurrentAdds", testConcurrentAdds},
 		{"ConcurrentTextEditors", testConcurrentTextEditors},

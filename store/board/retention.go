@@ -1,4 +1,4 @@
-package store
+package board
 
 import (
 	"cmp"
@@ -8,22 +8,24 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/coorflow/coorflow/store"
 )
 
-// Retention defaults.
+// Retention defaults: what a zero RetentionPolicy keeps.
 const (
 	DefaultMaxAge  = 7 * 24 * time.Hour
 	DefaultMaxRuns = 1000
 )
 
-// TranscriptsPrefix is where archived run transcripts live:
-// memory/transcripts/<run-id>/...
-const TranscriptsPrefix = "memory/transcripts/"
+// Reasons a run is pruned (PrunedRun.Reason).
+const (
+	PrunedForAge   = "age"
+	PrunedForCount = "count"
+)
 
-// MissionPrefix is where mission boards live: mission/<run-id>/...
-const MissionPrefix = "mission/"
-
-// DefaultRunPrefixes are the places Prune looks for runs.
+// DefaultRunPrefixes are where Prune looks for runs: the mission boards
+// and the archived transcripts.
 var DefaultRunPrefixes = []string{MissionPrefix, TranscriptsPrefix}
 
 // RetentionPolicy says which runs Prune removes. A run is the set of items
@@ -36,7 +38,7 @@ type RetentionPolicy struct {
 	MaxAge time.Duration
 	// MaxRuns: 0 means DefaultMaxRuns (1,000); negative means no limit.
 	MaxRuns int
-	// Now is the time ages are measured from; zero means the store's clock.
+	// Now is the time ages are measured from; zero means time.Now().
 	Now time.Time
 	// Prefixes lists where runs live, each ending in "/"; nil means
 	// DefaultRunPrefixes.
@@ -56,7 +58,7 @@ type PruneReport struct {
 type PrunedRun struct {
 	Run          string
 	LastActivity time.Time
-	Reason       string   // "age" or "count"
+	Reason       string   // PrunedForAge or PrunedForCount
 	Paths        []string // the items removed
 }
 
@@ -64,49 +66,56 @@ type PrunedRun struct {
 type runGroup struct {
 	id    string
 	last  time.Time
-	metas []Meta
+	metas []store.Meta
 }
 
-func (s *core) Prune(ctx context.Context, owner string, p RetentionPolicy) (PruneReport, error) {
-	if err := checkOwner(owner); err != nil {
-		return PruneReport{}, &PathError{Op: "prune", Owner: owner, Err: err, Detail: trimPrefix(err)}
-	}
-	p, err := s.retentionDefaults(p)
-	if err != nil {
-		return PruneReport{}, &PathError{Op: "prune", Owner: owner, Err: err, Detail: trimPrefix(err)}
-	}
-	runs, err := s.collectRuns(ctx, owner, p.Prefixes)
+// Prune removes owner's runs from s as p says, and reports what it
+// removed. It lists the runs, then deletes each item at the revision it
+// listed (store.Store.Delete): an item written or deleted since is left
+// alone, so a run that is active again loses nothing written after the
+// listing. The items of a run are deleted one by one; a Prune that fails
+// half-way leaves the rest of the run, for the next Prune to remove.
+func Prune(ctx context.Context, s store.Store, owner string, p RetentionPolicy) (PruneReport, error) {
+	p, err := p.withDefaults()
 	if err != nil {
 		return PruneReport{}, err
 	}
+	runs, err := collectRuns(ctx, s, owner, p.Prefixes)
+	if err != nil {
+		return PruneReport{}, fmt.Errorf("board: prune: %w", err)
+	}
 	var rep PruneReport
 	for i, r := range runs {
-		reason := ""
+		var reason string
 		switch {
 		case p.MaxRuns >= 0 && i >= p.MaxRuns:
-			reason = "count"
+			reason = PrunedForCount
 		case p.MaxAge >= 0 && p.Now.Sub(r.last) > p.MaxAge:
-			reason = "age"
+			reason = PrunedForAge
 		default:
 			rep.Kept++
 			continue
 		}
-		paths := make([]string, 0, len(r.metas))
+		var paths []string
 		if p.DryRun {
 			for _, m := range r.metas {
 				paths = append(paths, m.Path)
 			}
-		} else if paths, err = s.removeRun(ctx, owner, r); err != nil {
-			return rep, err
+		} else {
+			paths, err = removeRun(ctx, s, owner, r)
 		}
 		rep.Items += len(paths)
 		rep.Runs = append(rep.Runs, PrunedRun{Run: r.id, LastActivity: r.last, Reason: reason, Paths: paths})
+		if err != nil {
+			slices.Reverse(rep.Runs)
+			return rep, fmt.Errorf("board: prune run %q: %w", r.id, err)
+		}
 	}
 	slices.Reverse(rep.Runs)
 	return rep, nil
 }
 
-func (s *core) retentionDefaults(p RetentionPolicy) (RetentionPolicy, error) {
+func (p RetentionPolicy) withDefaults() (RetentionPolicy, error) {
 	if p.MaxAge == 0 {
 		p.MaxAge = DefaultMaxAge
 	}
@@ -114,33 +123,33 @@ func (s *core) retentionDefaults(p RetentionPolicy) (RetentionPolicy, error) {
 		p.MaxRuns = DefaultMaxRuns
 	}
 	if p.Now.IsZero() {
-		p.Now = s.now()
+		p.Now = time.Now()
 	}
 	if p.Prefixes == nil {
 		p.Prefixes = DefaultRunPrefixes
 	}
 	for _, pre := range p.Prefixes {
 		if !strings.HasSuffix(pre, "/") {
-			return p, fmt.Errorf("%w: run prefix %q must end in a slash", ErrInvalid, pre)
+			return p, fmt.Errorf("board: prune: %w: run prefix %q must end in a slash", store.ErrInvalid, pre)
 		}
-		if err := CheckPrefix(pre); err != nil {
-			return p, err
+		if err := store.CheckPrefix(pre); err != nil {
+			return p, fmt.Errorf("board: prune: run prefix: %w", err)
 		}
 	}
 	return p, nil
 }
 
 // collectRuns lists the runs under prefixes, most recently active first.
-func (s *core) collectRuns(ctx context.Context, owner string, prefixes []string) ([]*runGroup, error) {
+func collectRuns(ctx context.Context, s store.Store, owner string, prefixes []string) ([]*runGroup, error) {
 	byID := map[string]*runGroup{}
 	for _, pre := range prefixes {
-		after := ""
+		opts := store.ListOptions{Limit: store.MaxListLimit}
 		for {
-			metas, err := s.b.List(ctx, owner, pre, after, MaxListLimit)
+			page, err := s.List(ctx, owner, pre, opts)
 			if err != nil {
-				return nil, wrap("prune", owner, pre, err)
+				return nil, err
 			}
-			for _, m := range metas {
+			for _, m := range page.Items {
 				id, rest, ok := strings.Cut(strings.TrimPrefix(m.Path, pre), "/")
 				if !ok || rest == "" {
 					continue // an item directly under the prefix belongs to no run
@@ -155,10 +164,10 @@ func (s *core) collectRuns(ctx context.Context, owner string, prefixes []string)
 					g.last = m.Updated
 				}
 			}
-			if len(metas) < MaxListLimit {
+			if page.Next == "" {
 				break
 			}
-			after = metas[len(metas)-1].Path
+			opts.After = page.Next
 		}
 	}
 	runs := make([]*runGroup, 0, len(byID))
@@ -171,29 +180,21 @@ func (s *core) collectRuns(ctx context.Context, owner string, prefixes []string)
 	return runs, nil
 }
 
-// removeRun deletes a run's items in one transaction, skipping any item
-// written since it was listed. It returns the paths removed.
-func (s *core) removeRun(ctx context.Context, owner string, r *runGroup) ([]string, error) {
+// removeRun deletes a run's items at the revisions they were listed at,
+// skipping any item written or deleted since. It returns the paths
+// removed, also when it fails part-way.
+func removeRun(ctx context.Context, s store.Store, owner string, r *runGroup) ([]string, error) {
 	var removed []string
-	err := s.b.Update(ctx, owner, func(tx Tx) error {
-		removed = removed[:0]
-		for _, m := range r.metas {
-			cur, err := tx.Get(ctx, m.Path)
-			if errors.Is(err, ErrNotFound) || (err == nil && cur.Revision != m.Revision) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := tx.Delete(ctx, m.Path); err != nil {
-				return err
-			}
+	for _, m := range r.metas {
+		err := s.Delete(ctx, owner, m.Path, m.Revision)
+		switch {
+		case err == nil:
 			removed = append(removed, m.Path)
+		case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
+			// written or deleted since it was listed: not ours to remove
+		default:
+			return removed, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, wrap("prune", owner, MissionPrefix+r.id+"/", err)
 	}
 	return removed, nil
 }
