@@ -20,7 +20,7 @@ const (
 )
 
 // RetentionPolicy says which recorded runs Store.Prune removes, in the
-// words of store.RetentionPolicy. A run's last activity is when it ended,
+// words of board.RetentionPolicy. A run's last activity is when it ended,
 // or when it started if it has not ended. A run is removed when its last
 // activity is older than MaxAge, or when it has ended and is not among the
 // MaxRuns most recently started runs of its owner. The count is kept per
