@@ -16,6 +16,7 @@ type preparer interface {
 type writeStatements struct {
 	begin, commit, rollback *sql.Stmt
 	insertCheckpoint        *sql.Stmt
+	newestID                *sql.Stmt
 	insertBlob              *sql.Stmt
 	upsertTask              *sql.Stmt
 	deleteThread            [4]*sql.Stmt
@@ -36,6 +37,11 @@ type readStatements struct {
 // checkpointColumns are the columns scanCheckpoint reads, in order.
 const checkpointColumns = `checkpoint_id, parent_id, step, source, created_us, meta`
 
+// newestID selects the id of the newest checkpoint of namespace ?2 of
+// thread ?1.
+const newestID = `SELECT c.checkpoint_id FROM checkpoint_heads h JOIN checkpoints c ON c.seq = h.last_seq
+	WHERE h.thread_id = ?1 AND h.ns = ?2`
+
 // statement is a query and where its prepared form goes.
 type statement struct {
 	stmt  **sql.Stmt
@@ -47,9 +53,15 @@ func (st *writeStatements) all() []statement {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
+		// Inserts nothing unless ?9 names the namespace's newest
+		// checkpoint ("" for none): the statement holds the write lock from
+		// its start, so the check and the insert are one step, also between
+		// processes.
 		{&st.insertCheckpoint, `INSERT INTO checkpoints
 			(thread_id, ns, checkpoint_id, parent_id, step, source, created_us, meta)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+			WHERE ?9 = coalesce((` + newestID + `), '')`},
+		{&st.newestID, newestID},
 		{&st.insertBlob, `INSERT OR IGNORE INTO checkpoint_blobs
 			(thread_id, ns, channel, version, base, data) VALUES (?, ?, ?, ?, ?, ?)`},
 		// Inserts nothing when the checkpoint does not exist. (The WHERE
