@@ -51,7 +51,7 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 		if ru.cfg.resume != nil {
 			return nil, errors.New("graph: FromCheckpoint replays a checkpoint; it cannot be combined with Resume")
 		}
-		return nil, nil
+		return nil, ru.p.readHead(ru.ctx)
 	}
 	return nil, ru.loadRecords()
 }

@@ -301,10 +301,12 @@ func TestACorruptCheckpointIsAClearError(t *testing.T) {
 		"garbage":        `{"format":`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			newest, err := s.GetCheckpoint(t.Context(), graph.CheckpointRef{Thread: "t"})
+			require.NoError(t, err)
 			bad := rec
-			bad.ID, bad.ParentID, bad.Meta = "bad-"+name, rec.ID, []byte(meta)
+			bad.ID, bad.ParentID, bad.Meta = "bad-"+name, newest.ID, []byte(meta)
 			require.NoError(t, s.PutCheckpoint(t.Context(), bad, nil))
-			_, err := r.State(t.Context(), "t")
+			_, err = r.State(t.Context(), "t")
 			require.ErrorIs(t, err, graph.ErrCorruptCheckpoint)
 			_, err = r.Invoke(t.Context(), nil, graph.Thread("t"))
 			require.ErrorIs(t, err, graph.ErrCorruptCheckpoint)
