@@ -348,6 +348,30 @@ func TestAnAsyncSaverErrorIsReturnedAndTheLastGoodCheckpointStaysUsable(t *testi
 	assert.Equal(t, []string{"a", "b", "c"}, logKey.Get(res.State))
 }
 
+func TestAnAsyncSaverErrorReachesAJournaledCallInsteadOfHangingIt(t *testing.T) {
+	// The checkpoint after step 0 fails in the background; b's journaled
+	// call waits for the writes before it, and gets that error.
+	failing := &countingSaver{Saver: memory.New(), failAfter: 1}
+	g := graph.New("durable", logKey)
+	g.AddNode("a", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		return graph.Update(graph.AppendTo(logKey, "a")), nil
+	})
+	calls := 0
+	g.AddNode("b", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		_, err := graph.Do(ctx, "call", func(context.Context) (int, error) { calls++; return 1, nil })
+		return graph.Update(graph.AppendTo(logKey, "b")), err
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", graph.End)
+	r, err := g.Compile(graph.WithSaver(failing), graph.WithDurability(graph.DurabilityAsync))
+	require.NoError(t, err)
+
+	_, err = r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.ErrorIs(t, err, errDiskFull)
+	assert.Equal(t, 1, calls)
+}
+
 func TestFeaturesThatNeedASaverSaySo(t *testing.T) {
 	r := chain(t, 1)
 	for _, opt := range []graph.Option{graph.InterruptBefore("n000"), graph.Resume(true), graph.FromCheckpoint("x")} {

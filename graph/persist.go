@@ -64,9 +64,17 @@ type persister struct {
 
 	// The async writer: ops run in order on one goroutine.
 	mu      sync.Mutex
-	queue   chan func(context.Context) error
+	queue   chan asyncOp
 	stopped chan struct{}
 	err     error
+}
+
+// asyncOp is a write for the async writer to run, or, with done set, a
+// mark it closes when every write queued before it has run or been
+// skipped.
+type asyncOp struct {
+	write func(context.Context) error
+	done  chan struct{}
 }
 
 func newPersister(s Saver, thread, ns string, async bool) *persister {
@@ -82,15 +90,19 @@ func (p *persister) start(ctx context.Context) {
 	if !p.async {
 		return
 	}
-	p.queue = make(chan func(context.Context) error, 64)
+	p.queue = make(chan asyncOp, 64)
 	p.stopped = make(chan struct{})
 	go func() {
 		defer close(p.stopped)
 		for op := range p.queue {
+			if op.done != nil {
+				close(op.done)
+				continue
+			}
 			if p.failed() != nil {
 				continue // later writes depend on the failed one
 			}
-			if err := op(context.WithoutCancel(ctx)); err != nil {
+			if err := op.write(context.WithoutCancel(ctx)); err != nil {
 				p.mu.Lock()
 				p.err = err
 				p.mu.Unlock()
@@ -113,7 +125,7 @@ func (p *persister) do(ctx context.Context, op func(context.Context) error) erro
 	if err := p.failed(); err != nil {
 		return err
 	}
-	p.queue <- op
+	p.queue <- asyncOp{write: op}
 	return nil
 }
 
@@ -123,7 +135,7 @@ func (p *persister) flush() error {
 		return nil
 	}
 	done := make(chan struct{})
-	p.queue <- func(context.Context) error { close(done); return nil }
+	p.queue <- asyncOp{done: done}
 	<-done
 	return p.failed()
 }
