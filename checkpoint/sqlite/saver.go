@@ -25,7 +25,7 @@ func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, bl
 	expected := cmp.Or(cp.Head, cp.ParentID)
 	insert := func(ctx context.Context, w *writeStatements) error {
 		res, err := w.insertCheckpoint.ExecContext(ctx,
-			cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), expected)
+			cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), expected, cp.Thread, cp.NS)
 		if isUniqueViolation(err) {
 			return errors.New("already exists")
 		}
