@@ -134,28 +134,31 @@ func TestTwoProcessesResumingOneThreadOneWins(t *testing.T) {
 				thread := "resume-" + name
 				paused := pausedThread(t, b.open(t), thread)
 
-				bIn, aDone := make(chan struct{}), make(chan struct{})
+				bIn, bEnded, aDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 				var once sync.Once
 				first := relayGraph(t, b.open(t), "A", func(ctx context.Context, node string) {
 					// Until the second process has read the thread and its
-					// task records too.
-					wait(ctx, bIn)
+					// task records too (or failed to).
+					select {
+					case <-bIn:
+					case <-bEnded:
+					}
 				}, graph.WithDurability(mode))
 				second := relayGraph(t, b.open(t), "B", func(ctx context.Context, node string) {
 					once.Do(func() { close(bIn) })
 					wait(ctx, aDone)
 				}, graph.WithDurability(mode))
 
-				out := make(chan outcome, 2)
+				var lost outcome
 				go func() {
-					res, err := second.Invoke(t.Context(), nil, graph.Thread(thread))
-					out <- outcome{res, err}
+					defer close(bEnded)
+					lost.res, lost.err = second.Invoke(t.Context(), nil, graph.Thread(thread))
 				}()
 				res, err := first.Invoke(t.Context(), nil, graph.Thread(thread))
+				close(aDone)
+				<-bEnded
 				require.NoError(t, err)
 				require.Equal(t, graph.StatusDone, res.Status)
-				close(aDone)
-				lost := <-out
 
 				assertConflict(t, lost.err, "step 0", thread, paused, res.Checkpoint)
 				want := []string{"input", "A:a", "A:b", "A:c"}
@@ -225,13 +228,23 @@ func race(t *testing.T, ga, gb *gated, winner, loser func() (string, error)) (st
 		id, err := loser()
 		lost <- result{id, err}
 	}()
-	wait(t.Context(), ga.arrived)
-	wait(t.Context(), gb.arrived)
+	for _, g := range []*gated{ga, gb} {
+		select {
+		case <-g.arrived:
+		case w := <-won:
+			close(gb.release)
+			t.Fatalf("the winner ended before it wrote: %v (the loser: %v)", w.err, (<-lost).err)
+		case l := <-lost:
+			close(ga.release)
+			t.Fatalf("the loser ended before it wrote: %v (the winner: %v)", l.err, (<-won).err)
+		}
+	}
 	close(ga.release)
 	w := <-won
-	require.NoError(t, w.err)
 	close(gb.release)
-	return w.id, (<-lost).err
+	l := <-lost
+	require.NoError(t, w.err)
+	return w.id, l.err
 }
 
 func TestTwoProcessesStartingOneThreadOneWins(t *testing.T) {
