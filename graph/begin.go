@@ -42,6 +42,13 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 	if err := ru.restore(rec, meta); err != nil {
 		return nil, err
 	}
+	if ru.cfg.checkpointID != "" {
+		// The run starts a branch: it stores its checkpoints only while the
+		// newest one is still the one it reads now.
+		if err := ru.p.readHead(ru.ctx); err != nil {
+			return nil, err
+		}
+	}
 	if input != nil {
 		return nil, ru.continueWithInput(input)
 	}
@@ -51,7 +58,7 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 		if ru.cfg.resume != nil {
 			return nil, errors.New("graph: FromCheckpoint replays a checkpoint; it cannot be combined with Resume")
 		}
-		return nil, ru.p.readHead(ru.ctx)
+		return nil, nil
 	}
 	return nil, ru.loadRecords()
 }

@@ -66,3 +66,23 @@ func TestAConflictInANodeIsNeitherRetriedNorHandled(t *testing.T) {
 	assert.EqualError(t, runErr, fmt.Sprintf(`graph: step 0 was not saved: graph: thread "t" was advanced by another writer: its newest checkpoint is %q, not %q as this write expected; read the thread's state again and retry`,
 		update.Checkpoint, input.Checkpoint))
 }
+
+// A run that starts from an older checkpoint declares the newest one it
+// read, also when it brings input: its branch is stored.
+func TestNewInputOnAnOlderCheckpointStartsABranch(t *testing.T) {
+	var c counter
+	r := durableChain(t, memory.New(), &c)
+	first, err := r.Invoke(t.Context(), graph.Input(countKey.Set(1)), graph.Thread("t"))
+	require.NoError(t, err)
+	_, err = r.Invoke(t.Context(), graph.Input(countKey.Set(10)), graph.Thread("t"))
+	require.NoError(t, err)
+
+	res, err := r.Invoke(t.Context(), graph.Input(countKey.Set(100)), graph.Thread("t"), graph.FromCheckpoint(first.Checkpoint))
+	require.NoError(t, err)
+	assert.Equal(t, 101, countKey.Get(res.State))
+	hist, err := r.History(t.Context(), "t")
+	require.NoError(t, err)
+	require.Len(t, hist, 12, "two runs of input and three steps, and the branch")
+	assert.Equal(t, first.Checkpoint, hist[3].Parent, "the branch starts at the first run's end")
+	assert.Equal(t, graph.SourceInput, hist[3].Source)
+}
