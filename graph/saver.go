@@ -74,11 +74,12 @@ type Saver interface {
 	// under the same (thread, ns, channel, version) are left unchanged.
 	//
 	// It is a compare-and-swap on the head of (cp.Thread, cp.NS): cp is
-	// stored, and becomes the head, only if the head is cp.Head (cp.ParentID
-	// when Head is empty), and an empty one means the namespace must have
-	// no checkpoint yet. Otherwise PutCheckpoint stores nothing and returns
-	// an error wrapping a *CheckpointConflictError. The check and the
-	// write are one atomic step, also between processes sharing the store.
+	// stored, and becomes the head, only if the head is cp.Head, or
+	// cp.ParentID when Head is empty; when both are empty, only if the
+	// namespace has no checkpoint yet. Otherwise PutCheckpoint stores
+	// nothing and returns an error wrapping a *CheckpointConflictError. The
+	// check and the write are one atomic step, also between processes
+	// sharing the store.
 	//
 	// Storing a checkpoint id that the thread and namespace already have is
 	// an error, and the first one is kept.
