@@ -42,6 +42,13 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 	if err := ru.restore(rec, meta); err != nil {
 		return nil, err
 	}
+	if ru.cfg.checkpointID != "" {
+		// The run starts a branch: it stores its checkpoints only while the
+		// newest one is still the one it reads now.
+		if err := ru.p.readHead(ru.ctx); err != nil {
+			return nil, err
+		}
+	}
 	if input != nil {
 		return nil, ru.continueWithInput(input)
 	}

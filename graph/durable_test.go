@@ -308,10 +308,12 @@ func TestACorruptCheckpointIsAClearError(t *testing.T) {
 		"garbage":        `{"format":`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			newest, err := s.GetCheckpoint(t.Context(), graph.CheckpointRef{Thread: "t"})
+			require.NoError(t, err)
 			bad := rec
-			bad.ID, bad.ParentID, bad.Meta = "bad-"+name, rec.ID, []byte(meta)
+			bad.ID, bad.ParentID, bad.Meta = "bad-"+name, newest.ID, []byte(meta)
 			require.NoError(t, s.PutCheckpoint(t.Context(), bad, nil))
-			_, err := r.State(t.Context(), "t")
+			_, err = r.State(t.Context(), "t")
 			require.ErrorIs(t, err, graph.ErrCorruptCheckpoint)
 			_, err = r.Invoke(t.Context(), nil, graph.Thread("t"))
 			require.ErrorIs(t, err, graph.ErrCorruptCheckpoint)
@@ -351,6 +353,30 @@ func TestAnAsyncSaverErrorIsReturnedAndTheLastGoodCheckpointStaysUsable(t *testi
 	res, err := r.Invoke(t.Context(), nil, graph.Thread("t"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, logKey.Get(res.State))
+}
+
+func TestAnAsyncSaverErrorReachesAJournaledCallInsteadOfHangingIt(t *testing.T) {
+	// The checkpoint after step 0 fails in the background; b's journaled
+	// call waits for the writes before it, and gets that error.
+	failing := &countingSaver{Saver: memory.New(), failAfter: 1}
+	g := graph.New("durable", logKey)
+	g.AddNode("a", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		return graph.Update(graph.AppendTo(logKey, "a")), nil
+	})
+	calls := 0
+	g.AddNode("b", func(ctx context.Context, st graph.State) (graph.Command, error) {
+		_, err := graph.Do(ctx, "call", func(context.Context) (int, error) { calls++; return 1, nil })
+		return graph.Update(graph.AppendTo(logKey, "b")), err
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", graph.End)
+	r, err := g.Compile(graph.WithSaver(failing), graph.WithDurability(graph.DurabilityAsync))
+	require.NoError(t, err)
+
+	_, err = r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.ErrorIs(t, err, errDiskFull)
+	assert.Equal(t, 1, calls)
 }
 
 func TestFeaturesThatNeedASaverSaySo(t *testing.T) {

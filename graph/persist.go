@@ -54,14 +54,27 @@ type persister struct {
 
 	// cp is the checkpoint the next step follows ("" before the first).
 	cp CheckpointRecord
+	// head is the namespace's newest checkpoint as this run knows it: cp,
+	// or, in a replay or a fork, the newest when the run read the thread.
+	// The saver stores a checkpoint only while head is still the newest,
+	// so a run that another writer overtook stops (see Saver).
+	head string
 	// versions maps channels to their versions at cp.
 	versions map[string]string
 
 	// The async writer: ops run in order on one goroutine.
 	mu      sync.Mutex
-	queue   chan func(context.Context) error
+	queue   chan asyncOp
 	stopped chan struct{}
 	err     error
+}
+
+// asyncOp is a write for the async writer to run, or, with done set, a
+// mark it closes when every write queued before it has run or been
+// skipped.
+type asyncOp struct {
+	write func(context.Context) error
+	done  chan struct{}
 }
 
 func newPersister(s Saver, thread, ns string, async bool) *persister {
@@ -77,15 +90,19 @@ func (p *persister) start(ctx context.Context) {
 	if !p.async {
 		return
 	}
-	p.queue = make(chan func(context.Context) error, 64)
+	p.queue = make(chan asyncOp, 64)
 	p.stopped = make(chan struct{})
 	go func() {
 		defer close(p.stopped)
 		for op := range p.queue {
+			if op.done != nil {
+				close(op.done)
+				continue
+			}
 			if p.failed() != nil {
 				continue // later writes depend on the failed one
 			}
-			if err := op(context.WithoutCancel(ctx)); err != nil {
+			if err := op.write(context.WithoutCancel(ctx)); err != nil {
 				p.mu.Lock()
 				p.err = err
 				p.mu.Unlock()
@@ -108,7 +125,7 @@ func (p *persister) do(ctx context.Context, op func(context.Context) error) erro
 	if err := p.failed(); err != nil {
 		return err
 	}
-	p.queue <- op
+	p.queue <- asyncOp{write: op}
 	return nil
 }
 
@@ -118,7 +135,7 @@ func (p *persister) flush() error {
 		return nil
 	}
 	done := make(chan struct{})
-	p.queue <- func(context.Context) error { close(done); return nil }
+	p.queue <- asyncOp{done: done}
 	<-done
 	return p.failed()
 }
@@ -155,17 +172,33 @@ func (p *persister) putRecordsNow(ctx context.Context, recs ...TaskRecord) error
 	return nil
 }
 
-// load reads checkpoint id (the newest when empty).
+// load reads checkpoint id, or the newest when id is empty, which then
+// becomes the run's head.
 func (p *persister) load(ctx context.Context, id string) (CheckpointRecord, checkpointMeta, error) {
 	rec, err := p.saver.GetCheckpoint(ctx, CheckpointRef{Thread: p.thread, NS: p.ns, ID: id})
 	if err != nil {
 		return rec, checkpointMeta{}, err
 	}
+	if id == "" {
+		p.head = rec.ID
+	}
 	m, err := decodeMeta(rec)
 	return rec, m, err
 }
 
-// checkpoint stores checkpoint id after cp, with the given blobs.
+// readHead makes the namespace's newest checkpoint the run's head, for a
+// run that continues an older one.
+func (p *persister) readHead(ctx context.Context) error {
+	rec, err := p.saver.GetCheckpoint(ctx, CheckpointRef{Thread: p.thread, NS: p.ns})
+	if err != nil {
+		return fmt.Errorf("graph: thread %q: read the newest checkpoint: %w", p.thread, err)
+	}
+	p.head = rec.ID
+	return nil
+}
+
+// checkpoint stores checkpoint id after cp, with the given blobs, if head
+// is still the newest.
 func (p *persister) checkpoint(ctx context.Context, id string, step int, source Source, meta checkpointMeta, blobs []Blob) (CheckpointRecord, error) {
 	meta.Format = checkpointFormat
 	data, err := json.Marshal(meta)
@@ -176,17 +209,38 @@ func (p *persister) checkpoint(ctx context.Context, id string, step int, source 
 		Thread: p.thread, NS: p.ns, ID: id, ParentID: p.cp.ID,
 		Step: step, Source: source, Created: time.Now().UTC(), Meta: data,
 	}
+	if p.head != p.cp.ID {
+		rec.Head = p.head
+	}
 	err = p.do(ctx, func(ctx context.Context) error {
 		if err := p.saver.PutCheckpoint(ctx, rec, blobs); err != nil {
-			return fmt.Errorf("graph: thread %q: save checkpoint after step %d: %w", p.thread, step, err)
+			return p.saveError(source, step, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return CheckpointRecord{}, err
 	}
-	p.cp = rec
+	p.cp, p.head = rec, rec.ID
 	return rec, nil
+}
+
+// saveError describes a failed PutCheckpoint of the checkpoint that step
+// produced. A conflict is the whole story: another writer advanced the
+// thread, and this run has stopped without saving anything more.
+func (p *persister) saveError(source Source, step int, err error) error {
+	var conflict *CheckpointConflictError
+	if !errors.As(err, &conflict) {
+		return fmt.Errorf("graph: thread %q: save checkpoint after step %d: %w", p.thread, step, err)
+	}
+	what := fmt.Sprintf("step %d", step)
+	switch source {
+	case SourceInput:
+		what = "the run's input"
+	case SourceUpdate, SourceFork:
+		what = "the update"
+	}
+	return fmt.Errorf("graph: %s was not saved: %w", what, conflict)
 }
 
 // ErrNotInterrupted: Resume was given for a thread that is not waiting on

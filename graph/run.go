@@ -265,7 +265,9 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 		res, err = ru.loop()
 	}
 	if ru.p != nil {
-		if perr := ru.p.stop(); err == nil && perr != nil {
+		// A conflict found by an async write explains whatever the run did
+		// after it.
+		if perr := ru.p.stop(); perr != nil && (err == nil || errors.Is(perr, ErrCheckpointConflict)) {
 			err = perr
 		}
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -10,6 +11,45 @@ import (
 // exist. Checkpoint ids are scoped to their thread: an id that belongs to
 // another thread is not found.
 var ErrNotFound = errors.New("graph: not found")
+
+// ErrCheckpointConflict is returned by PutCheckpoint, and by a run or
+// UpdateState that it stopped, when another writer advanced the thread
+// since the writer read it. The error is a *CheckpointConflictError.
+var ErrCheckpointConflict = errors.New("graph: checkpoint conflict")
+
+// CheckpointConflictError reports a checkpoint a Saver refused because the
+// newest checkpoint of its thread and namespace is not the one the writer
+// expected: another writer (another process, another server) stored one
+// in between. Nothing of the refused checkpoint was stored.
+type CheckpointConflictError struct {
+	Thread string
+	NS     string
+	// Expected is the newest checkpoint the writer saw ("" for none: it
+	// started the thread or namespace); Newest is the one the Saver found
+	// ("" for none: the thread was deleted).
+	Expected string
+	Newest   string
+}
+
+func (e *CheckpointConflictError) Error() string {
+	where := fmt.Sprintf("thread %q", e.Thread)
+	if e.NS != "" {
+		where += fmt.Sprintf(" namespace %q", e.NS)
+	}
+	var what string
+	switch {
+	case e.Expected == "":
+		what = fmt.Sprintf("was started by another writer (its newest checkpoint is %q)", e.Newest)
+	case e.Newest == "":
+		what = fmt.Sprintf("has no checkpoint any more (deleted?), where this write expected %q", e.Expected)
+	default:
+		what = fmt.Sprintf("was advanced by another writer: its newest checkpoint is %q, not %q as this write expected", e.Newest, e.Expected)
+	}
+	return "graph: " + where + " " + what + "; read the thread's state again and retry"
+}
+
+// Is reports ErrCheckpointConflict.
+func (e *CheckpointConflictError) Is(target error) bool { return target == ErrCheckpointConflict }
 
 // A Saver stores checkpoints, channel blobs and task records. The engine
 // writes and reads through it; a Saver never interprets the bytes it is
@@ -19,10 +59,28 @@ var ErrNotFound = errors.New("graph: not found")
 // Every method is safe for concurrent use. A thread is identified by its id;
 // NS separates the checkpoints of subgraphs from those of the root graph
 // ("" is the root).
+//
+// A thread has one writer at a time, and the storage enforces it, not the
+// memory of one process: each namespace of a thread has a head, its newest
+// checkpoint, and PutCheckpoint stores a checkpoint only if the head is
+// still the one its writer saw (see CheckpointRecord.Head). Of two
+// processes that continue a thread from the same checkpoint, the first to
+// store the next one wins; the other gets a *CheckpointConflictError, so
+// a thread's history never forks silently. Each namespace of a thread has
+// its own head: a subgraph's writes do not conflict with its parent's.
 type Saver interface {
 	// PutCheckpoint stores cp together with the channel blobs it introduces,
 	// atomically: after an error, neither is visible. Blobs already stored
 	// under the same (thread, ns, channel, version) are left unchanged.
+	//
+	// It is a compare-and-swap on the head of (cp.Thread, cp.NS): cp is
+	// stored, and becomes the head, only if the head is cp.Head, or
+	// cp.ParentID when Head is empty; when both are empty, only if the
+	// namespace has no checkpoint yet. Otherwise PutCheckpoint stores
+	// nothing and returns an error wrapping a *CheckpointConflictError. The
+	// check and the write are one atomic step, also between processes
+	// sharing the store.
+	//
 	// Storing a checkpoint id that the thread and namespace already have is
 	// an error, and the first one is kept.
 	PutCheckpoint(ctx context.Context, cp CheckpointRecord, blobs []Blob) error
@@ -82,6 +140,15 @@ type CheckpointRecord struct {
 	Source   Source
 	Created  time.Time
 	Meta     []byte
+
+	// Head is the newest checkpoint of (Thread, NS) when the writer read
+	// the thread, where that is not ParentID: a checkpoint that starts a
+	// branch (a fork, or a replay from an older checkpoint) follows
+	// ParentID but was written while Head was the newest. Empty means
+	// ParentID. It is a condition of PutCheckpoint, not part of the
+	// checkpoint: a Saver checks it and does not store it, and records read
+	// back have it empty.
+	Head string
 }
 
 // Source says what produced a checkpoint.

@@ -281,6 +281,11 @@ func (ru *run) tryTask(t *task) taskResult {
 		if ins := interruptsOf(err); len(ins) > 0 {
 			return taskResult{interrupts: ins, attempts: attempt, dur: time.Since(start)}
 		}
+		if errors.Is(err, ErrCheckpointConflict) {
+			// Another writer has the thread (a subgraph's checkpoint or
+			// an async write was refused): no retry or handler can help.
+			return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
+		}
 		if ru.ctx.Err() != nil {
 			return taskResult{err: ru.ctx.Err(), attempts: attempt, dur: time.Since(start)}
 		}

@@ -73,11 +73,15 @@ func crashGraph(s graph.Saver, effectsFile string, hang func(ctx context.Context
 
 const crashEnv = "COORFLOW_CRASH_CHILD"
 
-// TestMain runs the child process of TestKilledProcessResumes when the
-// parent asks for it, and the tests otherwise.
+// TestMain runs the child process of TestKilledProcessResumes or
+// TestTwoRealProcessesResumingOneThreadOneWins when the parent asks for
+// it, and the tests otherwise.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashEnv); dir != "" {
 		os.Exit(crashChild(dir))
+	}
+	if name := os.Getenv(writerEnv); name != "" {
+		os.Exit(writerChild(name))
 	}
 	os.Exit(m.Run())
 }

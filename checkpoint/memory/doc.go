@@ -8,5 +8,6 @@
 // checkpoint timestamps to the microsecond, in UTC.
 //
 // A Saver is safe for concurrent use; reads proceed in parallel and writes
-// are serialized by one lock.
+// are serialized by one lock, under which PutCheckpoint checks that the
+// namespace's newest checkpoint is the one its writer expects.
 package memory

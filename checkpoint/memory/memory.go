@@ -52,22 +52,33 @@ func New() *Saver {
 }
 
 // PutCheckpoint implements graph.Saver. It fails, storing nothing, when a
-// checkpoint with the same id already exists in the thread and namespace.
+// checkpoint with the same id already exists in the thread and namespace,
+// or when the namespace's newest checkpoint is not the one cp expects.
 func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: put checkpoint: %w", err)
 	}
 	cp.Meta = bytes.Clone(cp.Meta)
 	cp.Created = normalizeTime(cp.Created)
+	expected := cmp.Or(cp.Head, cp.ParentID)
+	cp.Head = ""
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	th := s.threads[cp.Thread]
-	if th != nil {
-		if sp := th.spaces[cp.NS]; sp != nil && sp.byID[cp.ID] != nil {
+	newest := ""
+	if sp := s.space(cp.Thread, cp.NS); sp != nil {
+		if sp.byID[cp.ID] != nil {
 			return fmt.Errorf("memory: put checkpoint %q of thread %q: already exists", cp.ID, cp.Thread)
 		}
+		if len(sp.order) > 0 {
+			newest = sp.order[len(sp.order)-1].rec.ID
+		}
 	}
+	if newest != expected {
+		conflict := &graph.CheckpointConflictError{Thread: cp.Thread, NS: cp.NS, Expected: expected, Newest: newest}
+		return fmt.Errorf("memory: put checkpoint %q of thread %q: %w", cp.ID, cp.Thread, conflict)
+	}
+	th := s.threads[cp.Thread]
 	if th == nil {
 		th = &thread{created: cp.Created, updated: cp.Created, spaces: make(map[string]*space)}
 		s.threads[cp.Thread] = th

@@ -12,9 +12,13 @@
 // do it one after the other; a schema written by a newer version of this
 // package is refused with ErrSchemaTooNew.
 //
-// Every write is one round trip and atomic: PutCheckpoint sends its
-// statements as one batch, which PostgreSQL runs as one implicit
-// transaction, and PutTaskRecords and DeleteThread likewise. Text columns
+// Every write is one round trip and atomic: PutCheckpoint is one statement
+// that stores the checkpoint and its blobs and moves its namespace's head
+// only while the head is the checkpoint the writer expects (under the
+// head's row lock, so two servers on one database cannot both advance a
+// thread from the same checkpoint); PutTaskRecords is one statement and
+// DeleteThread one batch, which PostgreSQL runs as one implicit
+// transaction. Text columns
 // that order results use the "C" collation, so the order is bytewise
 // whatever the database's locale. Timestamps are kept to the microsecond,
 // in UTC.

@@ -122,45 +122,68 @@ func (s *Saver) init(ctx context.Context) error {
 // queries are the Saver's statements, with their tables qualified by the
 // schema. pgx prepares and caches each on every connection that runs it.
 type queries struct {
-	insertCheckpoint string
-	insertBlobs      string
-	upsertTasks      string
-	deleteThread     [4]string
-	getCheckpoint    string
-	getNewest        string
-	getSeq           string
-	list             string
-	blobs            string
-	tasks            string
-	threads          string
+	putAfter      string
+	putFirst      string
+	newestID      string
+	upsertTasks   string
+	deleteThread  [4]string
+	getCheckpoint string
+	getNewest     string
+	getSeq        string
+	list          string
+	blobs         string
+	tasks         string
+	threads       string
 }
 
 // checkpointColumns are the columns scanCheckpoint reads, in order.
 const checkpointColumns = `checkpoint_id, parent_id, step, source, created, meta`
 
+// insertBlobs is the common table expression of putAfter and putFirst that
+// stores the blobs $9 to $12 (channels, versions, bases, data) of the
+// checkpoint cp inserted, if it did.
+const insertBlobs = `blobs AS (
+			INSERT INTO {schema}.checkpoint_blobs (thread_id, ns, channel, version, base, data)
+			SELECT $1, $2, b.channel, b.version, b.base, b.data
+			FROM cp, unnest($9::text[], $10::text[], $11::text[], $12::bytea[]) AS b (channel, version, base, data)
+			ON CONFLICT DO NOTHING
+		)`
+
 func newQueries(schema string) queries {
 	quoted := pgx.Identifier{schema}.Sanitize()
 	r := strings.NewReplacer("{schema}", quoted)
 	q := queries{
-		// Inserts the checkpoint and moves its namespace's head in one
-		// statement. The head's row lock makes concurrent writers of one
-		// namespace take turns from here to their commit.
-		insertCheckpoint: r.Replace(`WITH cp AS (
+		// Insert the checkpoint, its blobs and move its namespace's head in
+		// one statement, when $13 is the head: the head's row lock makes
+		// concurrent writers of one namespace take turns, and a writer
+		// that waited finds the head moved and inserts nothing.
+		putAfter: r.Replace(`WITH head AS (
+			SELECT h.thread_id FROM {schema}.checkpoint_heads h
+			WHERE h.thread_id = $1 AND h.ns = $2 AND h.last_seq =
+				(SELECT seq FROM {schema}.checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $13)
+			FOR UPDATE
+		), cp AS (
+			INSERT INTO {schema}.checkpoints (thread_id, ns, checkpoint_id, parent_id, step, source, created, meta)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head
+			RETURNING seq
+		), ` + insertBlobs + `
+		UPDATE {schema}.checkpoint_heads h SET
+			last_seq    = cp.seq,
+			checkpoints = h.checkpoints + 1,
+			created     = LEAST(h.created, $7),
+			updated     = GREATEST(h.updated, $7)
+		FROM cp WHERE h.thread_id = $1 AND h.ns = $2`),
+		// The same for the first checkpoint of a namespace: the head's
+		// primary key refuses a second first one.
+		putFirst: r.Replace(`WITH cp AS (
 			INSERT INTO {schema}.checkpoints (thread_id, ns, checkpoint_id, parent_id, step, source, created, meta)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			RETURNING seq
-		)
-		INSERT INTO {schema}.checkpoint_heads AS h (thread_id, ns, last_seq, checkpoints, created, updated)
-		SELECT $1, $2, seq, 1, $7, $7 FROM cp
-		ON CONFLICT (thread_id, ns) DO UPDATE SET
-			last_seq    = GREATEST(h.last_seq, excluded.last_seq),
-			checkpoints = h.checkpoints + 1,
-			created     = LEAST(h.created, excluded.created),
-			updated     = GREATEST(h.updated, excluded.updated)`),
-		insertBlobs: r.Replace(`INSERT INTO {schema}.checkpoint_blobs (thread_id, ns, channel, version, base, data)
-			SELECT $1, $2, b.channel, b.version, b.base, b.data
-			FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[]) AS b (channel, version, base, data)
-			ON CONFLICT DO NOTHING`),
+		), ` + insertBlobs + `
+		INSERT INTO {schema}.checkpoint_heads (thread_id, ns, last_seq, checkpoints, created, updated)
+		SELECT $1, $2, seq, 1, $7, $7 FROM cp`),
+		newestID: r.Replace(`SELECT c.checkpoint_id FROM {schema}.checkpoint_heads h JOIN {schema}.checkpoints c ON c.seq = h.last_seq
+			WHERE h.thread_id = $1 AND h.ns = $2`),
 		// Inserts nothing when the checkpoint does not exist.
 		upsertTasks: r.Replace(`INSERT INTO {schema}.checkpoint_tasks (thread_id, ns, checkpoint_id, task_id, kind, key, data)
 			SELECT $1, $2, $3, t.task_id, t.kind, t.key, t.data

@@ -118,8 +118,8 @@ func TestSchemaNameIsQuoted(t *testing.T) {
 }
 
 func TestFailedPutIsRolledBackWhole(t *testing.T) {
-	// PostgreSQL text cannot hold NUL, so the blob statement fails after
-	// the checkpoint statement of the same batch succeeded.
+	// PostgreSQL text cannot hold NUL, so the server refuses the second
+	// blob of the put.
 	s := newSaver(t, pgtest.Pool(t))
 	err := s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, []graph.Blob{
 		{Channel: "messages", Version: "1"},

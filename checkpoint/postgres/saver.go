@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,8 +20,13 @@ const (
 	foreignKeyViolation = "23503"
 )
 
+// headsKey is the primary key of the heads table, which a second first
+// checkpoint of a namespace violates.
+const headsKey = "checkpoint_heads_pkey"
+
 // PutCheckpoint implements graph.Saver. It fails, storing nothing, when a
-// checkpoint with the same id already exists in the thread and namespace.
+// checkpoint with the same id already exists in the thread and namespace,
+// or when the namespace's newest checkpoint is not the one cp expects.
 func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
 	if err := s.putCheckpoint(ctx, cp, blobs); err != nil {
 		return fmt.Errorf("postgres: put checkpoint %q of thread %q: %w", cp.ID, cp.Thread, err)
@@ -32,21 +38,40 @@ func (s *Saver) putCheckpoint(ctx context.Context, cp graph.CheckpointRecord, bl
 	if err := s.checkReady(ctx); err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	b.Queue(s.q.insertCheckpoint, cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created, notNil(cp.Meta))
-	if len(blobs) > 0 {
-		channels, versions, bases, data := make([]string, len(blobs)), make([]string, len(blobs)), make([]string, len(blobs)), make([][]byte, len(blobs))
-		for i, bl := range blobs {
-			channels[i], versions[i], bases[i], data[i] = bl.Channel, bl.Version, bl.Base, notNil(bl.Data)
-		}
-		b.Queue(s.q.insertBlobs, cp.Thread, cp.NS, channels, versions, bases, data)
+	channels, versions, bases, data := make([]string, len(blobs)), make([]string, len(blobs)), make([]string, len(blobs)), make([][]byte, len(blobs))
+	for i, bl := range blobs {
+		channels[i], versions[i], bases[i], data[i] = bl.Channel, bl.Version, bl.Base, notNil(bl.Data)
 	}
-	// Without BEGIN, the batch runs as one implicit transaction.
-	err := s.pool.SendBatch(ctx, b).Close()
-	if pgCode(err) == uniqueViolation {
+	args := []any{cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created, notNil(cp.Meta), channels, versions, bases, data}
+	expected := cmp.Or(cp.Head, cp.ParentID)
+	query := s.q.putFirst
+	if expected != "" {
+		query, args = s.q.putAfter, append(args, expected)
+	}
+	tag, err := s.pool.Exec(ctx, query, args...)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == headsKey:
+		return s.conflict(ctx, cp, expected)
+	case pgCode(err) == uniqueViolation:
 		return errors.New("already exists")
+	case err != nil:
+		return err
+	case tag.RowsAffected() == 0:
+		return s.conflict(ctx, cp, expected)
 	}
-	return err
+	return nil
+}
+
+// conflict returns the error for cp, which was not stored because the
+// newest checkpoint of its namespace is not expected.
+func (s *Saver) conflict(ctx context.Context, cp graph.CheckpointRecord, expected string) error {
+	var newest string
+	err := s.pool.QueryRow(ctx, s.q.newestID, cp.Thread, cp.NS).Scan(&newest)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read the newest checkpoint after a conflict: %w", err)
+	}
+	return &graph.CheckpointConflictError{Thread: cp.Thread, NS: cp.NS, Expected: expected, Newest: newest}
 }
 
 // GetCheckpoint implements graph.Saver.

@@ -15,13 +15,19 @@ type BytesWritten func(b *testing.B) int64
 
 // SmallStep returns the checkpoint and blob of one small graph step, the
 // size the engine writes after a step that changed one channel: about 200
-// bytes of meta and a 100-byte blob. step makes ids and versions unique.
+// bytes of meta and a 100-byte blob. step makes ids and versions unique;
+// the checkpoint of step 0 starts the thread, that of step n follows the
+// one of step n-1.
 func SmallStep(thread string, step int) (graph.CheckpointRecord, graph.Blob) {
 	id := strconv.Itoa(step)
+	parent := ""
+	if step > 0 {
+		parent = "cp-" + strconv.Itoa(step-1)
+	}
 	cp := graph.CheckpointRecord{
 		Thread:   thread,
 		ID:       "cp-" + id,
-		ParentID: "cp-" + strconv.Itoa(step-1),
+		ParentID: parent,
 		Step:     step,
 		Source:   graph.SourceLoop,
 		Created:  time.Now(),

@@ -31,7 +31,9 @@ func blobFixture(t *testing.T, s graph.Saver) map[string][]graph.Blob {
 	n1 := graph.Blob{Channel: "count", Version: "00002", Data: []byte("3")}
 	put(t, s, record("t", "", "c1", "", 0), m1, p1)
 	put(t, s, record("t", "", "c2", "c1", 1), m2, n1)
-	put(t, s, record("t", "", "c3", "c1", 1), m3)
+	fork := record("t", "", "c3", "c1", 1)
+	fork.Source, fork.Head = graph.SourceFork, "c2"
+	put(t, s, fork, m3)
 
 	put(t, s, record("t2", "", "c1", "", 0),
 		graph.Blob{Channel: "messages", Version: "00001", Data: []byte("other thread")},

@@ -41,6 +41,10 @@ func testPutThenGet(t *testing.T, s graph.Saver) {
 			Meta: []byte("update"),
 		},
 	}
+	// The parents of the last two come first: a checkpoint follows the
+	// newest of its namespace.
+	put(t, s, record(recs[2].Thread, recs[2].NS, recs[2].ParentID, "", 0))
+	put(t, s, record(recs[3].Thread, recs[3].NS, recs[3].ParentID, "", 0))
 	for _, cp := range recs {
 		put(t, s, cp)
 	}
@@ -55,13 +59,15 @@ func testGetNewest(t *testing.T, s graph.Saver) {
 	// Stored in the order m, z, a; the clock ties for the first two and goes
 	// backwards for the third. The newest is the last stored.
 	tie := base.Add(time.Hour)
+	parent := ""
 	for i, c := range []struct {
 		id      string
 		created time.Time
 	}{{"m", tie}, {"z", tie}, {"a", tie.Add(-time.Minute)}} {
-		cp := record("t", "", c.id, "", i)
+		cp := record("t", "", c.id, parent, i)
 		cp.Created = c.created
 		put(t, s, cp)
+		parent = c.id
 
 		got, err := s.GetCheckpoint(t.Context(), graph.CheckpointRef{Thread: "t"})
 		require.NoError(t, err)

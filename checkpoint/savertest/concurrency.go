@@ -89,8 +89,9 @@ func testConcurrentSameThread(t *testing.T, s graph.Saver) {
 	put(t, s, record("shared", "", "seed", "", 0))
 	seed := graph.CheckpointRef{Thread: "shared", ID: "seed"}
 	// Every writer stores checkpoints with its own blobs and one blob all
-	// share, and writes the same task record key on the seed checkpoint;
-	// every reader reads while they write.
+	// share, each after the newest it reads, again after a conflict, and
+	// writes the same task record key on the seed checkpoint; every reader
+	// reads while they write.
 	common := graph.Blob{Channel: "config", Version: "1", Data: []byte("shared")}
 	err := runAll(2*writers, func(g int) error {
 		if g >= writers {
@@ -99,7 +100,7 @@ func testConcurrentSameThread(t *testing.T, s graph.Saver) {
 		for i := range perWriter {
 			id := fmt.Sprintf("w%d-c%02d", g, i)
 			own := graph.Blob{Channel: "messages", Version: id, Data: []byte(id)}
-			if err := s.PutCheckpoint(ctx, record("shared", "", id, "seed", i+1), []graph.Blob{common, own}); err != nil {
+			if err := putAfterNewest(ctx, s, record("shared", "", id, "", i+1), common, own); err != nil {
 				return err
 			}
 			rec := graph.TaskRecord{TaskID: "a", Kind: "result", Data: []byte("same")}
@@ -115,6 +116,7 @@ func testConcurrentSameThread(t *testing.T, s graph.Saver) {
 	require.NoError(t, err)
 	require.Len(t, list, writers*perWriter+1)
 	assert.Equal(t, "seed", list[len(list)-1].ID)
+	assertLine(t, list)
 	// Each writer's checkpoints appear in the order it stored them.
 	next := make([]int, writers)
 	for _, cp := range reversed(list[:len(list)-1]) {
@@ -140,6 +142,37 @@ func testConcurrentSameThread(t *testing.T, s graph.Saver) {
 	require.NoError(t, err)
 	require.Len(t, threads, 1)
 	assert.Equal(t, writers*perWriter+1, threads[0].Checkpoints)
+}
+
+// putAfterNewest stores cp as the child of the newest checkpoint of its
+// thread and namespace, reading that again after each conflict, as a
+// writer that lost a race would.
+func putAfterNewest(ctx context.Context, s graph.Saver, cp graph.CheckpointRecord, blobs ...graph.Blob) error {
+	for range 10000 {
+		newest, err := s.GetCheckpoint(ctx, graph.CheckpointRef{Thread: cp.Thread, NS: cp.NS})
+		if err != nil && !errors.Is(err, graph.ErrNotFound) {
+			return err
+		}
+		cp.ParentID = newest.ID
+		err = s.PutCheckpoint(ctx, cp, blobs)
+		if !errors.Is(err, graph.ErrCheckpointConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("put checkpoint %q: still in conflict after 10000 attempts", cp.ID)
+}
+
+// assertLine checks that list, newest first, is one line of history: each
+// checkpoint the child of the next, the last one the first of its thread.
+func assertLine(t *testing.T, list []graph.CheckpointRecord) {
+	t.Helper()
+	for i, cp := range list {
+		parent := ""
+		if i+1 < len(list) {
+			parent = list[i+1].ID
+		}
+		assert.Equal(t, parent, cp.ParentID, "the parent of %q", cp.ID)
+	}
 }
 
 // read reads the "shared" thread a few times, as a reader would while it is

@@ -19,6 +19,12 @@
 //
 //   - storing a checkpoint id that exists in the thread and namespace is an
 //     error, and the first checkpoint is kept;
+//   - PutCheckpoint is a compare-and-swap on the newest checkpoint of each
+//     (thread, namespace): of concurrent writers after the same one,
+//     exactly one stores its checkpoint and the others get a
+//     *graph.CheckpointConflictError, storing nothing; a fork that names
+//     the newest checkpoint in Head is stored; a thread deleted meanwhile
+//     is not brought back;
 //   - ListCheckpoints of an unknown thread or namespace is empty, not an
 //     error; ListOptions.Before naming no checkpoint there is
 //     graph.ErrNotFound;

@@ -22,11 +22,13 @@ func testListOrder(t *testing.T, s graph.Saver) {
 	// Ids out of lexical order, all with one timestamp: only the order of
 	// storing can tell them apart.
 	var stored []graph.CheckpointRecord
+	parent := ""
 	for i, id := range []string{"k", "b", "x", "a", "m"} {
-		cp := record("t", "", id, "", i)
+		cp := record("t", "", id, parent, i)
 		cp.Created = base
 		put(t, s, cp)
 		stored = append(stored, cp)
+		parent = id
 	}
 	got, err := s.ListCheckpoints(t.Context(), "t", "", graph.ListOptions{})
 	require.NoError(t, err)
@@ -88,11 +90,13 @@ func testListUnknownThread(t *testing.T, s graph.Saver) {
 
 func testListBranches(t *testing.T, s graph.Saver) {
 	// c1 <- c2 <- c4, and c1 <- c3 (a fork): both children of c1 are listed.
+	// c3 and c4 each declare the newest checkpoint they were written after.
 	c1 := record("t", "", "c1", "", 0)
 	c2 := record("t", "", "c2", "c1", 1)
 	c3 := record("t", "", "c3", "c1", 1)
-	c3.Source = graph.SourceFork
+	c3.Source, c3.Head = graph.SourceFork, "c2"
 	c4 := record("t", "", "c4", "c2", 2)
+	c4.Head = "c3"
 	for _, cp := range []graph.CheckpointRecord{c1, c2, c3, c4} {
 		put(t, s, cp)
 	}

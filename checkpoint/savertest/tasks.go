@@ -90,7 +90,7 @@ func testTaskScoped(t *testing.T, s graph.Saver) {
 		assert.Equal(t, []graph.TaskRecord{{TaskID: "task", Kind: "result", Data: []byte{byte(i)}}}, got, "%+v", ref)
 	}
 
-	chain(t, s, "t", "", "c3")
+	put(t, s, record("t", "", "c3", "c2", 2))
 	got, err := s.TaskRecords(t.Context(), graph.CheckpointRef{Thread: "t", ID: "c3"})
 	require.NoError(t, err)
 	assert.Empty(t, got, "a checkpoint without records has none")

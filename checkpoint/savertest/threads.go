@@ -26,19 +26,19 @@ var deleteRules = []rule{
 }
 
 // at returns a checkpoint record created at base plus minutes.
-func at(thread, ns, id string, minutes int) graph.CheckpointRecord {
-	cp := record(thread, ns, id, "", minutes)
+func at(thread, ns, id, parent string, minutes int) graph.CheckpointRecord {
+	cp := record(thread, ns, id, parent, minutes)
 	cp.Created = base.Add(time.Duration(minutes) * time.Minute)
 	return cp
 }
 
 func testThreadsOrder(t *testing.T, s graph.Saver) {
-	put(t, s, at("a", "", "a1", 0))
-	put(t, s, at("a", "sub", "a2", 1))
-	put(t, s, at("b", "", "b1", 2))
-	put(t, s, at("c", "", "c1", 3))
-	put(t, s, at("c", "", "c2", 4))
-	put(t, s, at("a", "", "a3", 5))
+	put(t, s, at("a", "", "a1", "", 0))
+	put(t, s, at("a", "sub", "a2", "", 1))
+	put(t, s, at("b", "", "b1", "", 2))
+	put(t, s, at("c", "", "c1", "", 3))
+	put(t, s, at("c", "", "c2", "c1", 4))
+	put(t, s, at("a", "", "a3", "a1", 5))
 
 	got, err := s.Threads(t.Context(), graph.ThreadListOptions{})
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func assertThreads(t *testing.T, want, got []graph.ThreadInfo) {
 
 func testThreadsLimit(t *testing.T, s graph.Saver) {
 	for i, id := range []string{"t1", "t2", "t3", "t4"} {
-		put(t, s, at(id, "", "c", i))
+		put(t, s, at(id, "", "c", "", i))
 	}
 	tests := []struct {
 		limit int

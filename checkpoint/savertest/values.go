@@ -20,7 +20,7 @@ var valueRules = []rule{
 
 func testEmptyValues(t *testing.T, s graph.Saver) {
 	nilMeta := graph.CheckpointRecord{Thread: "t", ID: "nil"}
-	emptyMeta := graph.CheckpointRecord{Thread: "t", ID: "empty", Meta: []byte{}, Created: base}
+	emptyMeta := graph.CheckpointRecord{Thread: "t", ID: "empty", ParentID: "nil", Meta: []byte{}, Created: base}
 	put(t, s, nilMeta, graph.Blob{Channel: "a", Version: "1"})
 	put(t, s, emptyMeta, graph.Blob{Channel: "b", Version: "1", Data: []byte{}})
 

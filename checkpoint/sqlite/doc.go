@@ -19,7 +19,10 @@
 // writers take turns on it, in Go rather than by contending for SQLite's
 // lock. Each write is one statement or one BEGIN IMMEDIATE transaction on
 // it, so writers in other processes are waited for under the busy timeout
-// and never fail a transaction half way with SQLITE_BUSY. Reads use the
+// and never fail a transaction half way with SQLITE_BUSY. PutCheckpoint
+// checks, under that lock, that the namespace's newest checkpoint is the
+// one its writer expects, so two processes on one file cannot both advance
+// a thread from the same checkpoint. Reads use the
 // other connections and proceed in parallel with the writer (WAL).
 // Timestamps are kept to the microsecond, in UTC.
 //

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,16 +19,23 @@ import (
 )
 
 // PutCheckpoint implements graph.Saver. It fails, storing nothing, when a
-// checkpoint with the same id already exists in the thread and namespace.
+// checkpoint with the same id already exists in the thread and namespace,
+// or when the namespace's newest checkpoint is not the one cp expects.
 func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+	expected := cmp.Or(cp.Head, cp.ParentID)
 	insert := func(ctx context.Context, w *writeStatements) error {
-		_, err := w.insertCheckpoint.ExecContext(ctx,
-			cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta))
+		res, err := w.insertCheckpoint.ExecContext(ctx,
+			cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), expected, cp.Thread, cp.NS)
 		if isUniqueViolation(err) {
 			return errors.New("already exists")
 		}
 		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return conflict(ctx, w, cp, expected)
 		}
 		for _, b := range blobs {
 			if _, err := w.insertBlob.ExecContext(ctx, cp.Thread, cp.NS, b.Channel, b.Version, b.Base, notNil(b.Data)); err != nil {
@@ -46,6 +54,17 @@ func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, bl
 		return fmt.Errorf("sqlite: put checkpoint %q of thread %q: %w", cp.ID, cp.Thread, err)
 	}
 	return nil
+}
+
+// conflict returns the error for cp, which was not stored because the
+// newest checkpoint of its namespace is not expected.
+func conflict(ctx context.Context, w *writeStatements, cp graph.CheckpointRecord, expected string) error {
+	var newest string
+	err := w.newestID.QueryRowContext(ctx, cp.Thread, cp.NS).Scan(&newest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read the newest checkpoint after a conflict: %w", err)
+	}
+	return &graph.CheckpointConflictError{Thread: cp.Thread, NS: cp.NS, Expected: expected, Newest: newest}
 }
 
 // GetCheckpoint implements graph.Saver.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -224,15 +225,18 @@ func TestWritersOfTwoSaversOnOneFileNeverSeeBusy(t *testing.T) {
 	for g := range goroutines {
 		go func() {
 			s := savers[g%len(savers)]
-			thread := fmt.Sprintf("t%d", g%3)
+			// Each goroutine writes a line of its own namespace.
+			thread, ns, parent := fmt.Sprintf("t%d", g%3), fmt.Sprintf("g%d", g), ""
 			for i := range puts {
 				id := fmt.Sprintf("g%d-%d", g, i)
 				blob := graph.Blob{Channel: "messages", Version: id, Data: []byte(id)}
-				if err := s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: thread, ID: id}, []graph.Blob{blob}); err != nil {
+				cp := graph.CheckpointRecord{Thread: thread, NS: ns, ID: id, ParentID: parent}
+				if err := s.PutCheckpoint(t.Context(), cp, []graph.Blob{blob}); err != nil {
 					errs <- err
 					return
 				}
-				if _, err := s.ListCheckpoints(t.Context(), thread, "", graph.ListOptions{Limit: 3}); err != nil {
+				parent = id
+				if _, err := s.ListCheckpoints(t.Context(), thread, ns, graph.ListOptions{Limit: 3}); err != nil {
 					errs <- err
 					return
 				}
@@ -250,6 +254,54 @@ func TestWritersOfTwoSaversOnOneFileNeverSeeBusy(t *testing.T) {
 		total += th.Checkpoints
 	}
 	assert.Equal(t, goroutines*puts, total)
+}
+
+func TestTwoSaversOnOneFileLetOneWriterAdvanceAThread(t *testing.T) {
+	// Two Savers on one file stand for two processes that continue the
+	// same thread from the same checkpoint, with and without blobs.
+	path := filepath.Join(t.TempDir(), "checkpoints.db")
+	savers := []*sqlite.Saver{open(t, path), open(t, path)}
+	require.NoError(t, savers[0].PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c0"}, nil))
+	const goroutines = 8
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			id := fmt.Sprintf("g%d", g)
+			var blobs []graph.Blob
+			if g%4 < 2 {
+				blobs = []graph.Blob{{Channel: "messages", Version: id, Data: []byte(id)}}
+			}
+			cp := graph.CheckpointRecord{Thread: "t", ID: id, ParentID: "c0"}
+			errs[g] = savers[g%len(savers)].PutCheckpoint(t.Context(), cp, blobs)
+		})
+	}
+	wg.Wait()
+
+	won := ""
+	for g, err := range errs {
+		if err == nil {
+			require.Empty(t, won, "two writers advanced the thread")
+			won = fmt.Sprintf("g%d", g)
+		}
+	}
+	require.NotEmpty(t, won, "no writer advanced the thread: %v", errs)
+	for _, err := range errs {
+		if err != nil {
+			var conflict *graph.CheckpointConflictError
+			require.ErrorAs(t, err, &conflict)
+			assert.Equal(t, graph.CheckpointConflictError{Thread: "t", Expected: "c0", Newest: won}, *conflict)
+		}
+	}
+	list, err := savers[1].ListCheckpoints(t.Context(), "t", "", graph.ListOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{won, "c0"}, []string{list[0].ID, list[1].ID})
+	assert.Len(t, list, 2)
+	blobs, err := savers[0].Blobs(t.Context(), "t", "", []string{"messages"})
+	require.NoError(t, err)
+	for _, b := range blobs {
+		assert.Equal(t, won, b.Version, "only the winner's blobs are stored")
+	}
 }
 
 // cancelledAfter is a context whose Err reports cancellation from its
@@ -273,7 +325,7 @@ func TestContextCancelledDuringAWriteLeavesNothing(t *testing.T) {
 	require.NoError(t, s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
 
 	ctx := &cancelledAfter{Context: t.Context()}
-	err := s.PutCheckpoint(ctx, graph.CheckpointRecord{Thread: "t", ID: "c2"}, []graph.Blob{{Channel: "messages", Version: "2"}})
+	err := s.PutCheckpoint(ctx, graph.CheckpointRecord{Thread: "t", ID: "c2", ParentID: "c1"}, []graph.Blob{{Channel: "messages", Version: "2"}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 2, ctx.calls, "the write began, then saw the cancellation")
 

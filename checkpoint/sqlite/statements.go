@@ -16,6 +16,7 @@ type preparer interface {
 type writeStatements struct {
 	begin, commit, rollback *sql.Stmt
 	insertCheckpoint        *sql.Stmt
+	newestID                *sql.Stmt
 	insertBlob              *sql.Stmt
 	upsertTask              *sql.Stmt
 	deleteThread            [4]*sql.Stmt
@@ -36,6 +37,11 @@ type readStatements struct {
 // checkpointColumns are the columns scanCheckpoint reads, in order.
 const checkpointColumns = `checkpoint_id, parent_id, step, source, created_us, meta`
 
+// newestID selects the id of the newest checkpoint of a thread (the first
+// parameter) in a namespace (the second).
+const newestID = `SELECT c.checkpoint_id FROM checkpoint_heads h JOIN checkpoints c ON c.seq = h.last_seq
+	WHERE h.thread_id = ? AND h.ns = ?`
+
 // statement is a query and where its prepared form goes.
 type statement struct {
 	stmt  **sql.Stmt
@@ -47,9 +53,17 @@ func (st *writeStatements) all() []statement {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
+		// Inserts nothing unless the ninth parameter names the newest
+		// checkpoint of the namespace the last two name ("" for none): the
+		// statement holds the write lock from its start, so the check and
+		// the insert are one step, also between processes. (Parameters
+		// are anonymous: the driver reads the name of each numbered one on
+		// every call.)
 		{&st.insertCheckpoint, `INSERT INTO checkpoints
 			(thread_id, ns, checkpoint_id, parent_id, step, source, created_us, meta)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?
+			WHERE ? = coalesce((` + newestID + `), '')`},
+		{&st.newestID, newestID},
 		{&st.insertBlob, `INSERT OR IGNORE INTO checkpoint_blobs
 			(thread_id, ns, channel, version, base, data) VALUES (?, ?, ?, ?, ?, ?)`},
 		// Inserts nothing when the checkpoint does not exist. (The WHERE
