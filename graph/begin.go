@@ -62,7 +62,7 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 }
 
 // fork starts a replay: the steps after rec run again, on a new branch
-// whose head is a copy of rec (source fork). Everything the replay records —
+// whose head is a copy of rec (source replay). Everything the replay records —
 // task results, journal entries, interrupts and their answers, the
 // checkpoints of its subgraphs — is keyed by that copy, so nothing recorded
 // by an earlier run of those steps is reused, while a resume or a restart
@@ -72,7 +72,7 @@ func (ru *run) fork(rec CheckpointRecord) error {
 		return nil // nothing runs after rec
 	}
 	ru.step = rec.Step // the copy stands for rec, not for a new step
-	err := ru.saveCheckpoint(SourceFork, nil)
+	err := ru.saveCheckpoint(SourceReplay, nil)
 	ru.step = rec.Step + 1
 	return err
 }

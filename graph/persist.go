@@ -239,6 +239,8 @@ func (p *persister) saveError(source Source, step int, err error) error {
 		what = "the run's input"
 	case SourceUpdate, SourceFork:
 		what = "the update"
+	case SourceReplay:
+		what = "the replay's start"
 	}
 	return fmt.Errorf("graph: %s was not saved: %w", what, conflict)
 }

@@ -160,6 +160,7 @@ const (
 	SourceLoop   Source = "loop"   // a step of the run completed
 	SourceUpdate Source = "update" // UpdateState wrote to the newest checkpoint
 	SourceFork   Source = "fork"   // UpdateState wrote to an older checkpoint
+	SourceReplay Source = "replay" // a run started again from an older checkpoint (FromCheckpoint): the copy that heads the new branch
 )
 
 // Blob is one stored version of a channel's value. When Base is empty, Data

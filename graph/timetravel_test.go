@@ -32,9 +32,9 @@ func TestReplayFromAPastCheckpointRunsTheLaterStepsAgainOnANewBranch(t *testing.
 
 	hist, err = r.History(t.Context(), "t")
 	require.NoError(t, err)
-	require.Len(t, hist, 7, "the old branch's 4 checkpoints, the fork and the 2 steps replayed")
+	require.Len(t, hist, 7, "the old branch's 4 checkpoints, the replay's copy and the 2 steps replayed")
 	fork := hist[2]
-	assert.Equal(t, graph.SourceFork, fork.Source)
+	assert.Equal(t, graph.SourceReplay, fork.Source)
 	assert.Equal(t, afterA.Checkpoint, fork.Parent, "the replay branches off the checkpoint it started from")
 	assert.Equal(t, afterA.Step, fork.Step)
 	assert.Equal(t, logKey.Get(afterA.State), logKey.Get(fork.State), "the fork is a copy")

@@ -304,18 +304,20 @@ func TestAReplayOvertakenByAnotherReplayIsRefused(t *testing.T) {
 				res, err := late.Invoke(t.Context(), nil, graph.Thread(thread), graph.FromCheckpoint(paused))
 				return res.Checkpoint, err
 			})
-			assertConflict(t, lost, "step 0", thread, done.Checkpoint, won)
-
-			// The replay's branch is the newest; A's is kept beside it.
+			// C's copy of the paused checkpoint, which would head its
+			// branch, was refused.
+			assertConflict(t, lost, "the replay's start", thread, done.Checkpoint, won)
 			hist, err := replay.History(t.Context(), thread)
 			require.NoError(t, err)
+
+			// The replay's branch is the newest; A's is kept beside it.
 			var branches []string
 			for _, h := range hist {
 				if h.Parent == paused {
-					branches = append(branches, strings.Join(trail.Get(h.State), " "))
+					branches = append(branches, string(h.Source)+": "+strings.Join(trail.Get(h.State), " "))
 				}
 			}
-			assert.Equal(t, []string{"input B:a B:b", "input A:a A:b"}, branches)
+			assert.Equal(t, []string{"replay: input", "loop: input A:a A:b"}, branches)
 			snap, err := replay.State(t.Context(), thread)
 			require.NoError(t, err)
 			assert.Equal(t, won, snap.Checkpoint)
