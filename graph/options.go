@@ -51,7 +51,7 @@ func Thread(id string) Option { return func(c *config) { c.thread = id } }
 // FromCheckpoint runs from a past checkpoint of the thread instead of its
 // newest one: the steps after it run again, subgraphs included, and their
 // checkpoints start a new branch of the thread's history. The branch starts
-// with a copy of the checkpoint (source fork), which becomes the thread's
+// with a copy of the checkpoint (source replay), which becomes the thread's
 // head: when the replay pauses on an interrupt, Resume answers it; nothing
 // recorded by an earlier run of those steps (results, journal entries,
 // answers) is reused. With State, History and UpdateState it names the
