@@ -15,7 +15,7 @@
 //	  draft: {type: string}
 //	  score: {type: number, minimum: 0, maximum: 1}
 //	models:
-//	  basic: {provider: openai, model: gpt-4o-mini, base_url: "${LLM_URL:-https://api.openai.com/v1}"}
+//	  basic: {provider: openai, model: gpt-4o-mini, base_url: "${LLM_BASE_URL:-https://api.openai.com/v1}"}
 //	tools:
 //	  web_search: {provider: tavily, api_key: "${TAVILY_API_KEY}", optional: true}
 //	settings: {step_limit: 50}
