@@ -104,11 +104,8 @@ func (f *File) checkDemo(ps *problems) {
 	if f.spec.Demo == nil {
 		return
 	}
-	l := f.doc.loc("/demo/script")
-	if _, ok := f.reach(ps, l, "demo script", f.spec.Demo.Script); !ok {
-		return
-	}
 	if _, err := os.Stat(f.DemoScript()); err != nil {
+		l := f.doc.loc("/demo/script")
 		ps.at(l.val, l.path, "demo script %s cannot be read: %v", f.spec.Demo.Script, unwrapPath(err))
 	}
 }

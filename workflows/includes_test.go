@@ -121,11 +121,6 @@ func TestSubgraphFilesOutsideTheWorkflowsDirectoryAreProblems(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, f.NeedsModels(), "the included file's llm node is part of the workflow")
 	})
-	t.Run("demo script", func(t *testing.T) {
-		path := writeFile(t, dir, "workflow.yaml", leafFile+"demo: {script: ../other/leaf.yaml}\n")
-		assert.Equal(t, []string{path + `:8:16: demo.script: demo script ../other/leaf.yaml is outside the workflow's directory ` + inDir + ` (it is ` + inOther + `/leaf.yaml)` + how},
-			problemsOf(t, path))
-	})
 }
 
 // TestSubgraphCyclesAndOversizedTreesAreProblemsAtTheInclude holds the

@@ -69,8 +69,8 @@ type loadOptions struct {
 	tools *tools.Registry
 	// unregistered accepts tools no program registered.
 	unregistered bool
-	// roots are directories, besides the workflow's own, that files it
-	// refers to may be in.
+	// roots are directories, besides the workflow's own, that its
+	// subgraph files may be in.
 	roots []string
 	// allowEnv are the environment variables ${...} may read besides
 	// the default ones (name patterns).
@@ -100,10 +100,10 @@ func WithUnregistered() LoadOption {
 	return func(o *loadOptions) { o.unregistered = true }
 }
 
-// WithIncludeRoot lets the files a workflow refers to (subgraph files,
-// the demo script) be in the directory tree of dir as well as in the
-// workflow's own. By default they must be in the workflow's own
-// directory tree, after resolving symbolic links.
+// WithIncludeRoot lets the subgraph files of a workflow be in the
+// directory tree of dir as well as in the workflow's own. By default they
+// must be in the workflow's own directory tree, after resolving symbolic
+// links.
 func WithIncludeRoot(dir string) LoadOption {
 	return func(o *loadOptions) { o.roots = append(o.roots, dir) }
 }
@@ -190,7 +190,7 @@ func (f *File) DemoScript() string {
 	if f.spec.Demo == nil {
 		return ""
 	}
-	return f.join(f.spec.Demo.Script)
+	return filepath.Join(f.dir, f.spec.Demo.Script)
 }
 
 // Nodes returns the names of the file's nodes, in file order.
@@ -258,7 +258,7 @@ func (f *File) allNodes() []*fileNode {
 func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 	l := f.doc.loc(n.Ptr + "/file")
 	name := n.Spec.File
-	real, ok := f.reach(ps, l, "subgraph file", name)
+	real, ok := f.reach(ps, l, name)
 	if !ok {
 		return nil
 	}
@@ -306,22 +306,21 @@ func (f *File) join(name string) string {
 	return filepath.Join(f.dir, name)
 }
 
-// reach resolves a file the workflow names (what), located at l, and
-// checks that it is inside the workflow's directory tree or another
-// allowed root.
-func (f *File) reach(ps *problems, l located, what, name string) (string, bool) {
+// reach resolves the subgraph file name, located at l, and checks that
+// it is inside the workflow's directory tree or another allowed root.
+func (f *File) reach(ps *problems, l located, name string) (string, bool) {
 	real, err := filepath.EvalSymlinks(f.join(name))
 	if err != nil {
-		ps.at(l.val, l.path, "%s %s cannot be read: %v", what, name, unwrapPath(err))
+		ps.at(l.val, l.path, "subgraph file %s cannot be read: %v", name, unwrapPath(err))
 		return "", false
 	}
 	real = resolved(real)
 	if f.opts.session.allowed(real) {
 		return real, true
 	}
-	ps.at(l.val, l.path, "%s %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
+	ps.at(l.val, l.path, "subgraph file %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
 		"move the file there, or let the program that loads the workflow allow its directory (coorflow --include-root DIR, workflows.WithIncludeRoot)",
-		what, name, f.opts.session.roots[0], real)
+		name, f.opts.session.roots[0], real)
 	return "", false
 }
 
