@@ -231,12 +231,20 @@ func (t *template) render(sc *scope, s graph.State) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := m.charge(encodedLen(out, false, m.left)); err != nil {
+		if err := m.charge(renderedLen(out, m.left)); err != nil {
 			return "", err
 		}
 		b.WriteString(text(out))
 	}
 	return b.String(), nil
+}
+
+// renderedLen is, at most, the length of text(v), estimated up to limit.
+func renderedLen(v any, limit int) int {
+	if s, ok := v.(string); ok {
+		return len(s)
+	}
+	return encodedLen(v, false, limit)
 }
 
 // text renders a value for a prompt.
