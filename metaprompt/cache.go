@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
@@ -32,6 +33,17 @@ var cacheAttrs = store.Attrs{
 		Sensitivity: board.SensitivityInternal, Trigger: board.TriggerSearch}.Labels(),
 }
 
+// ownerOf returns whose cache entries an expansion in ctx reads and
+// writes: the owner of the run ctx belongs to (graph.RuntimeOwner, as the
+// HTTP server sets it), so that one compiled workflow serving many owners
+// never shares a prompt between them; Config.Owner outside such a run.
+func (e *Expander) ownerOf(ctx context.Context) string {
+	if o := graph.RuntimeString(ctx, graph.RuntimeOwner); o != "" {
+		return o
+	}
+	return e.owner
+}
+
 // lookup returns the cached prompt for key, with Cached set, or a zero
 // Prompt on a miss. A stored entry that does not decode or no longer
 // passes Check is a miss; its revision is returned so that save replaces
@@ -40,7 +52,7 @@ func (e *Expander) lookup(ctx context.Context, key string) (Prompt, int64, error
 	if e.cache == nil {
 		return Prompt{}, 0, nil
 	}
-	it, err := e.cache.Get(ctx, e.owner, CachePrefix+key)
+	it, err := e.cache.Get(ctx, e.ownerOf(ctx), CachePrefix+key)
 	if errors.Is(err, store.ErrNotFound) {
 		return Prompt{}, 0, nil
 	}
@@ -67,10 +79,11 @@ func (e *Expander) save(ctx context.Context, b Brief, p Prompt, rev int64) error
 		return fmt.Errorf("%w: encode entry: %w", ErrCache, err)
 	}
 	path := CachePrefix + p.Key
+	owner := e.ownerOf(ctx)
 	if rev == 0 {
-		_, err = e.cache.Add(ctx, e.owner, path, string(raw), cacheAttrs)
+		_, err = e.cache.Add(ctx, owner, path, string(raw), cacheAttrs)
 	} else {
-		_, err = e.cache.Edit(ctx, e.owner, path, store.Replace(rev, string(raw)))
+		_, err = e.cache.Edit(ctx, owner, path, store.Replace(rev, string(raw)))
 	}
 	if err == nil || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrConflict) {
 		return nil

@@ -24,10 +24,12 @@ type Config struct {
 	// Tier is the model's tier, reported in model-call events.
 	Tier string
 	// Cache, when set, keeps every prompt written under
-	// team/metaprompts/<Key> for Owner, and Expand returns a kept prompt
-	// instead of calling the model.
+	// team/metaprompts/<Key> for the owner of the run (graph.RuntimeOwner)
+	// or Owner, and Expand returns a kept prompt instead of calling the
+	// model.
 	Cache store.Store
-	// Owner is the owner of the cache entries; required with Cache.
+	// Owner is the owner of the cache entries outside a run whose
+	// runtime names one; required with Cache.
 	Owner string
 	// CallOptions are passed to every model call (temperature, max tokens).
 	CallOptions []llms.CallOption

@@ -36,7 +36,7 @@ var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 // check runs the checks that need more than the schema: names, references,
 // types, expressions and the shape of the graph.
 func (f *File) check(ps *problems) {
-	f.doc.checkEnvRefs(ps)
+	f.checkEnvRefs(ps)
 	f.declareChannels(ps)
 	f.scope = newScope(f.chans, f.spec.Config)
 	f.checkIO(ps)

@@ -67,13 +67,20 @@ type build struct {
 	tools *tools.Registry
 	reg   *factory.Registry
 	r     *graph.Runnable // set once compiled, for decoding writes
+	// subs are the subgraphs compiled so far, shared by every build of
+	// one Compile: a file included many times is compiled once.
+	subs map[*File]*graph.Runnable
 }
 
 // Compile builds the file's graph: its channels, nodes and edges, with the
 // models, tools and store of env.
 func (f *File) Compile(ctx context.Context, env Env) (*graph.Runnable, error) {
 	env.defaults()
-	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner)}
+	return f.compile(ctx, env, map[*File]*graph.Runnable{})
+}
+
+func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runnable) (*graph.Runnable, error) {
+	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner), subs: subs}
 	var err error
 	if b.tools, err = f.buildTools(env); err != nil {
 		return nil, err

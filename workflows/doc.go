@@ -15,7 +15,7 @@
 //	  draft: {type: string}
 //	  score: {type: number, minimum: 0, maximum: 1}
 //	models:
-//	  basic: {provider: openai, model: gpt-4o-mini, base_url: "${LLM_URL:-https://api.openai.com/v1}"}
+//	  basic: {provider: openai, model: gpt-4o-mini, base_url: "${LLM_BASE_URL:-https://api.openai.com/v1}"}
 //	tools:
 //	  web_search: {provider: tavily, api_key: "${TAVILY_API_KEY}", optional: true}
 //	settings: {step_limit: 50}
@@ -63,6 +63,16 @@
 // config, compiled once at load and type-checked against the channels'
 // schemas. ${ENV} references are allowed only in endpoints and secrets
 // (models.<tier>.base_url, tools.web_search.base_url and api_key).
+//
+// A file may come from someone else, so what it can reach is bounded:
+// ${NAME} and api_key_env read only *_API_KEY, *_BASE_URL, OLLAMA_HOST,
+// SEARXNG_URL and the names WithAllowedEnv adds; subgraph files stay in
+// the file's directory tree unless WithIncludeRoot allows another, are
+// loaded once each, and a workflow has at most 100 files and 10,000 nodes
+// (each subgraph counted once per inclusion); YAML aliases may add at
+// most 10,000 entries and never repeat themselves; one evaluation of an
+// expression builds at most 16 MiB of text and lists
+// (ErrExpressionBudget), and groupBy is not available.
 //
 // Load validates a file against the JSON Schema in schema/ (Schema), then
 // checks names, references, types, expressions and the shape of the graph;

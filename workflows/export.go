@@ -132,7 +132,10 @@ func (o loadOptions) loadOptions() []LoadOption {
 	if o.unregistered {
 		out = append(out, WithUnregistered())
 	}
-	return out
+	for _, dir := range o.roots {
+		out = append(out, WithIncludeRoot(dir))
+	}
+	return append(out, WithAllowedEnv(o.allowEnv...))
 }
 
 // copySection copies f's top-level section key to root, comments

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/expr-lang/expr"
@@ -32,11 +33,14 @@ func newScope(chs []*channel, config map[string]any) *scope {
 	for k, v := range config {
 		ct[k] = shapeOfValue(v).exprType()
 	}
-	return &scope{channels: chs, config: config, types: types.Map{"state": st, "config": ct}}
+	env := types.Map{"state": st, "config": ct}
+	maps.Copy(env, meteredTypes)
+	return &scope{channels: chs, config: config, types: env}
 }
 
-// env builds the values an expression runs on from a state.
-func (sc *scope) env(s graph.State) (map[string]any, error) {
+// env builds the values an expression runs on from a state, with the
+// functions that charge what they build to m.
+func (sc *scope) env(s graph.State, m *meter) (map[string]any, error) {
 	st := make(map[string]any, len(sc.channels))
 	for _, c := range sc.channels {
 		v, ok := s.Value(c.name)
@@ -50,7 +54,10 @@ func (sc *scope) env(s graph.State) (map[string]any, error) {
 		}
 		st[c.name] = c.shape.normalize(g)
 	}
-	return map[string]any{"state": st, "config": sc.config}, nil
+	env := make(map[string]any, len(meteredFuncs)+2)
+	env["state"], env["config"] = st, sc.config
+	bindFuncs(env, m)
+	return env, nil
 }
 
 // exprError is an expression that does not compile, located in the file.
@@ -59,14 +66,25 @@ type exprError struct {
 	msg string
 }
 
-// compile compiles src, written at value node n of d; asBool asks for a
-// condition.
-func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*vm.Program, *exprError) {
-	opts := []expr.Option{expr.Env(sc.types)}
+// compileExpr compiles src against the scope's types, with the + of
+// strings metered and what workflow expressions may not do refused.
+func (sc *scope) compileExpr(src string, asBool bool) (*vm.Program, error) {
+	g := &guard{}
+	opts := []expr.Option{expr.Env(sc.types), expr.Patch(concatPatch{}), expr.Patch(g)}
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
 	p, err := expr.Compile(src, opts...)
+	if err == nil && g.err != nil {
+		return nil, g.err.Bind(file.NewSource(src))
+	}
+	return p, err
+}
+
+// compile compiles src, written at value node n of d; asBool asks for a
+// condition.
+func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*vm.Program, *exprError) {
+	p, err := sc.compileExpr(src, asBool)
 	if err == nil {
 		return p, nil
 	}
@@ -83,11 +101,11 @@ func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*v
 
 // evalBool runs a condition.
 func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
-	env, err := sc.env(s)
+	env, err := sc.env(s, newMeter())
 	if err != nil {
 		return false, err
 	}
-	out, err := expr.Run(p, env)
+	out, err := runProgram(p, env)
 	if err != nil {
 		return false, err
 	}
@@ -95,13 +113,22 @@ func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
 	return b, nil
 }
 
-// eval runs an expression.
+// eval runs an expression. Its value counts against the evaluation's
+// budget as JSON, the form it leaves in.
 func (sc *scope) eval(p *vm.Program, s graph.State) (any, error) {
-	env, err := sc.env(s)
+	m := newMeter()
+	env, err := sc.env(s, m)
 	if err != nil {
 		return nil, err
 	}
-	return expr.Run(p, env)
+	out, err := runProgram(p, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.charge(encodedLen(out, false, m.left)); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // template is a text with {{ expression }} placeholders.
@@ -136,7 +163,7 @@ func (sc *scope) compileTemplate(d *document, text string, n *yaml.Node) (*templ
 		}
 		t.parts = append(t.parts, templatePart{text: rest[:i]})
 		src := rest[i+2 : i+j]
-		p, err := expr.Compile(strings.TrimSpace(src), expr.Env(sc.types))
+		p, err := sc.compileExpr(strings.TrimSpace(src), false)
 		if err != nil {
 			lead := len(src) - len(strings.TrimLeft(src, " \t"))
 			col := 0
@@ -180,12 +207,14 @@ func errMessage(err error) string {
 }
 
 // render fills the template from the state: strings as they are, other
-// values as JSON.
+// values as JSON. The text it adds counts against one evaluation's
+// budget, shared by its expressions.
 func (t *template) render(sc *scope, s graph.State) (string, error) {
 	if t == nil {
 		return "", nil
 	}
 	var env map[string]any
+	m := newMeter()
 	var b strings.Builder
 	for _, p := range t.parts {
 		if p.prog == nil {
@@ -194,17 +223,28 @@ func (t *template) render(sc *scope, s graph.State) (string, error) {
 		}
 		if env == nil {
 			var err error
-			if env, err = sc.env(s); err != nil {
+			if env, err = sc.env(s, m); err != nil {
 				return "", err
 			}
 		}
-		out, err := expr.Run(p.prog, env)
+		out, err := runProgram(p.prog, env)
 		if err != nil {
+			return "", err
+		}
+		if err := m.charge(renderedLen(out, m.left)); err != nil {
 			return "", err
 		}
 		b.WriteString(text(out))
 	}
 	return b.String(), nil
+}
+
+// renderedLen is, at most, the length of text(v), estimated up to limit.
+func renderedLen(v any, limit int) int {
+	if s, ok := v.(string); ok {
+		return len(s)
+	}
+	return encodedLen(v, false, limit)
 }
 
 // text renders a value for a prompt.

@@ -29,6 +29,9 @@ type File struct {
 	byNode map[string]*fileNode
 	edges  []*fileEdge
 	tools  map[string]named[toolSpec]
+	// size counts the nodes of the file and of its subgraphs, each
+	// subgraph once per inclusion: what Compile builds.
+	size int
 }
 
 // fileNode is a node of the file with what was compiled for it.
@@ -66,7 +69,14 @@ type loadOptions struct {
 	tools *tools.Registry
 	// unregistered accepts tools no program registered.
 	unregistered bool
-	stack        []string // files being loaded, for subgraph cycles
+	// roots are directories, besides the workflow's own, that its
+	// subgraph files may be in.
+	roots []string
+	// allowEnv are the environment variables ${...} may read besides
+	// the default ones (name patterns).
+	allowEnv []string
+	stack    []string // files being loaded (resolved paths), for subgraph cycles
+	session  *session // shared by the files of one Load
 }
 
 // WithFuncs registers the Go functions that nodes of type go name. Files
@@ -88,6 +98,14 @@ func WithTools(reg *tools.Registry) LoadOption {
 // succeeds.
 func WithUnregistered() LoadOption {
 	return func(o *loadOptions) { o.unregistered = true }
+}
+
+// WithIncludeRoot lets the subgraph files of a workflow be in the
+// directory tree of dir as well as in the workflow's own. By default they
+// must be in the workflow's own directory tree, after resolving symbolic
+// links.
+func WithIncludeRoot(dir string) LoadOption {
+	return func(o *loadOptions) { o.roots = append(o.roots, dir) }
 }
 
 // Load reads and validates the workflow file at path. Every problem found
@@ -112,6 +130,9 @@ func Parse(path string, data []byte, opts ...LoadOption) (*File, error) {
 }
 
 func parse(path string, data []byte, o loadOptions) (*File, error) {
+	if o.session == nil {
+		o.session = newSession(path, o.roots)
+	}
 	ps := &problems{file: path}
 	d, ok := parseYAML(path, data, ps)
 	if !ok {
@@ -127,10 +148,8 @@ func parse(path string, data []byte, o loadOptions) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{path: path, dir: filepath.Dir(path), doc: d, spec: spec, opts: o}
-	if abs, err := filepath.Abs(path); err == nil {
-		f.opts.stack = append(slices.Clone(o.stack), abs)
-	}
+	f := &File{path: path, dir: filepath.Dir(path), doc: d, spec: spec, opts: o, size: len(spec.nodes)}
+	f.opts.stack = append(slices.Clone(o.stack), resolved(path))
 	f.check(ps)
 	if err := ps.err(); err != nil {
 		return nil, err
@@ -234,32 +253,75 @@ func (f *File) allNodes() []*fileNode {
 	return out
 }
 
-// loadSub loads the file of a subgraph node, relative to this file.
+// loadSub loads the file of a subgraph node, relative to this file: once
+// per Load, however many nodes include it.
 func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 	l := f.doc.loc(n.Ptr + "/file")
-	path := filepath.Join(f.dir, n.Spec.File)
-	abs, err := filepath.Abs(path)
-	if err == nil && slices.Contains(f.opts.stack, abs) {
-		ps.at(l.val, l.path, "subgraph file %s includes itself (through %d files)", n.Spec.File, len(f.opts.stack))
+	name := n.Spec.File
+	real, ok := f.reach(ps, l, name)
+	if !ok {
 		return nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		ps.at(l.val, l.path, "subgraph file %s cannot be read: %v", n.Spec.File, unwrapPath(err))
+	if slices.Contains(f.opts.stack, real) {
+		ps.at(l.val, l.path, "subgraph file %s includes itself (through %d files)", name, len(f.opts.stack))
 		return nil
 	}
-	sub, err := parse(path, data, f.opts)
+	sub, err, first := f.opts.session.load(real, func() (*File, error) {
+		data, err := os.ReadFile(real)
+		if err != nil {
+			return nil, err
+		}
+		return parse(f.join(name), data, f.opts)
+	})
 	var fe *FileError
 	switch {
+	case errors.Is(err, errTooManyFiles):
+		ps.at(l.val, l.path, "subgraph file %s is one file too many: a workflow may include at most %d files; merge some of them", name, maxFiles)
+		return nil
 	case errors.As(err, &fe):
-		ps.at(l.val, l.path, "subgraph file %s is invalid (%d problems, below)", n.Spec.File, len(fe.Problems))
-		ps.add(fe.Problems...)
+		ps.at(l.val, l.path, "subgraph file %s is invalid (%d problems, below)", name, len(fe.Problems))
+		if first {
+			ps.add(fe.Problems...)
+		}
 		return nil
 	case err != nil:
-		ps.at(l.val, l.path, "subgraph file %s: %v", n.Spec.File, err)
+		ps.at(l.val, l.path, "subgraph file %s cannot be read: %v", name, unwrapPath(err))
 		return nil
 	}
+	if f.size+sub.size > maxNodes {
+		ps.at(l.val, l.path, "subgraph file %s brings the workflow to more than %d nodes, counting the nodes of each subgraph once per inclusion: "+
+			"include fewer files or include them fewer times", name, maxNodes)
+		return nil
+	}
+	f.size += sub.size
 	return sub
+}
+
+// join returns the path of a file the workflow names, relative to its
+// directory.
+func (f *File) join(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(f.dir, name)
+}
+
+// reach resolves the subgraph file name, located at l, and checks that
+// it is inside the workflow's directory tree or another allowed root.
+func (f *File) reach(ps *problems, l located, name string) (string, bool) {
+	real, err := filepath.EvalSymlinks(f.join(name))
+	if err != nil {
+		ps.at(l.val, l.path, "subgraph file %s cannot be read: %v", name, unwrapPath(err))
+		return "", false
+	}
+	real = resolved(real)
+	if f.opts.session.allowed(real) {
+		return real, true
+	}
+	ps.at(l.val, l.path, "subgraph file %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
+		"move the file there, or let the program that loads the workflow allow its directory (coorflow --include-root DIR, workflows.WithIncludeRoot)",
+		name, f.opts.session.roots[0], real)
+	return "", false
 }
 
 func unwrapPath(err error) error {

@@ -75,6 +75,12 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 		{"env_reference_outside_endpoints.yaml", []string{
 			"5:26: nodes.a.prompt: ${...} is allowed only in endpoints and secrets (models.<tier>.base_url, tools.web_search.base_url, tools.web_search.api_key); write the value itself here",
 		}},
+		{"env_not_allowed.yaml", []string{
+			"4:76: models.basic.base_url: ${AWS_SECRET_ACCESS_KEY} reads environment variable AWS_SECRET_ACCESS_KEY, " + notAllowed("AWS_SECRET_ACCESS_KEY"),
+			"4:116: models.basic.api_key_env: api_key_env names environment variable AWS_SESSION_TOKEN, " + notAllowed("AWS_SESSION_TOKEN"),
+			"6:44: tools.web_search.api_key: ${AWS_SECRET_ACCESS_KEY} reads environment variable AWS_SECRET_ACCESS_KEY, " + notAllowed("AWS_SECRET_ACCESS_KEY"),
+			"6:82: tools.web_search.base_url: ${EVIL_URL:-https://evil.example} reads environment variable EVIL_URL, " + notAllowed("EVIL_URL"),
+		}},
 		{"file_is_a_list.yaml", []string{
 			"1:1: a workflow file is a mapping of apiVersion, name, nodes, edges and the other sections, not a list",
 		}},

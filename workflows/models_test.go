@@ -90,8 +90,8 @@ func TestEnvReferencesAreResolvedForEndpointsAndSecrets(t *testing.T) {
 	require.NoError(t, err)
 	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(nil)})
 	require.NoError(t, err)
-	assert.Equal(t, "http://localhost:8000/v1", ms.Config.Models[llm.TierBasic].BaseURL, "the default of ${LLM_URL:-...}")
-	ms, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(map[string]string{"LLM_URL": "http://vllm:8000/v1"})})
+	assert.Equal(t, "http://localhost:8000/v1", ms.Config.Models[llm.TierBasic].BaseURL, "the default of ${LLM_BASE_URL:-...}")
+	ms, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(map[string]string{"LLM_BASE_URL": "http://vllm:8000/v1"})})
 	require.NoError(t, err)
 	assert.Equal(t, "http://vllm:8000/v1", ms.Config.Models[llm.TierBasic].BaseURL)
 

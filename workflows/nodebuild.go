@@ -27,9 +27,7 @@ func (b *build) addNode(ctx context.Context, g *graph.Graph, n *fileNode) error 
 		opts = append(opts, graph.Destinations(graphNames(dests)...))
 	}
 	if n.Spec.Type == "subgraph" {
-		env := b.env
-		env.Graph = nil // the parent's saver reaches the subgraph through the run
-		sub, err := n.sub.Compile(ctx, env)
+		sub, err := b.subgraph(ctx, n.sub)
 		if err != nil {
 			return err
 		}
@@ -42,6 +40,21 @@ func (b *build) addNode(ctx context.Context, g *graph.Graph, n *fileNode) error 
 	}
 	g.AddNode(n.Name, b.checked(n.Name, fn), opts...)
 	return nil
+}
+
+// subgraph compiles the file of a subgraph node, once per Compile.
+func (b *build) subgraph(ctx context.Context, f *File) (*graph.Runnable, error) {
+	if r, ok := b.subs[f]; ok {
+		return r, nil
+	}
+	env := b.env
+	env.Graph = nil // the parent's saver reaches the subgraph through the run
+	r, err := f.compile(ctx, env, b.subs)
+	if err != nil {
+		return nil, err
+	}
+	b.subs[f] = r
+	return r, nil
 }
 
 func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {

@@ -29,6 +29,32 @@ type document struct {
 	root  *yaml.Node
 	value any
 	at    map[string]located
+	// limits bounds the conversion; see conversion limits below.
+	limits conversion
+}
+
+// Conversion limits: a file is converted into values once, entry by entry,
+// and an alias is converted again each time it is used. Without bounds
+// an alias cycle never ends and a few hundred bytes of nested aliases
+// ("billion laughs") expand into billions of entries.
+const (
+	// maxAliasNodes is how many entries aliases may add to a file.
+	maxAliasNodes = 10_000
+	// maxDepth is how deeply entries may nest.
+	maxDepth = 100
+	// maxLocationBytes bounds the key paths recorded for the entries
+	// (they locate problems), which grow with the file's depth.
+	maxLocationBytes = 64 << 20
+)
+
+// conversion is the state of one conversion: what the limits leave, the
+// anchored entries being converted (to find alias cycles), and whether a
+// limit stopped it.
+type conversion struct {
+	aliasNodes int
+	locBytes   int
+	open       map[*yaml.Node]bool
+	stopped    bool
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -58,8 +84,12 @@ func parseYAML(file string, data []byte, ps *problems) (*document, bool) {
 		return nil, false
 	}
 	d.root = root.Content[0]
+	d.limits.open = map[*yaml.Node]bool{}
 	start := position{d.root.Line, d.root.Column}
-	d.value = d.convert(d.root, "", "", start, ps)
+	d.value = d.convert(d.root, "", "", start, nil, 0, ps)
+	if d.limits.stopped {
+		return nil, false
+	}
 	return d, true
 }
 
@@ -83,10 +113,29 @@ func scannerProblem(msg string) bool {
 	return false
 }
 
-// convert turns n into JSON-like values, recording locations.
-func (d *document) convert(n *yaml.Node, ptr, path string, key position, ps *problems) any {
+// convert turns n into JSON-like values, recording locations. via is the
+// outermost alias being expanded (nil outside aliases) and depth how
+// deeply n nests. It stops, with a problem, at an alias cycle or when a
+// conversion limit is reached.
+func (d *document) convert(n *yaml.Node, ptr, path string, key position, via *yaml.Node, depth int, ps *problems) any {
+	if d.limits.stopped {
+		return nil
+	}
 	for n.Kind == yaml.AliasNode {
+		if !d.follow(n, path, ps) {
+			return nil
+		}
+		if via == nil {
+			via = n
+		}
 		n = n.Alias
+	}
+	if !d.charge(n, ptr, path, via, depth, ps) {
+		return nil
+	}
+	if n.Anchor != "" {
+		d.limits.open[n] = true
+		defer delete(d.limits.open, n)
 	}
 	d.at[ptr] = located{key: key, val: position{n.Line, n.Column}, path: path, node: n}
 	switch n.Kind {
@@ -106,19 +155,57 @@ func (d *document) convert(n *yaml.Node, ptr, path string, key position, ps *pro
 				continue
 			}
 			first[name] = k.Line
-			out[name] = d.convert(v, ptr+"/"+escapePointer(name), joinPath(path, name), kpos, ps)
+			out[name] = d.convert(v, ptr+"/"+escapePointer(name), joinPath(path, name), kpos, via, depth+1, ps)
 		}
 		return out
 	case yaml.SequenceNode:
 		out := make([]any, len(n.Content))
 		for i, item := range n.Content {
-			out[i] = d.convert(item, ptr+"/"+strconv.Itoa(i), fmt.Sprintf("%s[%d]", path, i), position{item.Line, item.Column}, ps)
+			out[i] = d.convert(item, ptr+"/"+strconv.Itoa(i), fmt.Sprintf("%s[%d]", path, i), position{item.Line, item.Column}, via, depth+1, ps)
 		}
 		return out
 	case yaml.ScalarNode:
 		return scalar(n)
 	}
 	return nil
+}
+
+// follow checks that alias n does not lead back into an entry being
+// converted, which would expand forever.
+func (d *document) follow(n *yaml.Node, path string, ps *problems) bool {
+	if n.Alias == nil || !d.limits.open[n.Alias] {
+		return true
+	}
+	ps.at(position{n.Line, n.Column}, path, "alias *%s is inside the entry anchored &%s (line %d) that it repeats, so it never ends: "+
+		"an alias can only repeat an entry that does not contain it", n.Value, n.Alias.Anchor, n.Alias.Line)
+	d.limits.stopped = true
+	return false
+}
+
+// charge counts entry n against the conversion limits.
+func (d *document) charge(n *yaml.Node, ptr, path string, via *yaml.Node, depth int, ps *problems) bool {
+	l := &d.limits
+	if via != nil {
+		l.aliasNodes++
+	}
+	l.locBytes += len(ptr) + len(path)
+	var msg string
+	pos := position{n.Line, n.Column}
+	switch {
+	case l.aliasNodes > maxAliasNodes:
+		pos = position{via.Line, via.Column}
+		msg = fmt.Sprintf("aliases expand the file by more than %d entries (this alias *%s is where the limit was reached): "+
+			"anchors and aliases may repeat entries, not multiply them; write the entries out or use fewer aliases", maxAliasNodes, via.Value)
+	case depth > maxDepth:
+		msg = fmt.Sprintf("entries nest more than %d levels deep: a workflow file does not need that many; flatten this entry", maxDepth)
+	case l.locBytes > maxLocationBytes:
+		msg = fmt.Sprintf("the key paths of the file's entries add up to more than %d MiB: the file is too large or too deeply nested to check; split it or use shorter keys", maxLocationBytes>>20)
+	default:
+		return true
+	}
+	ps.at(pos, path, "%s", msg)
+	l.stopped = true
+	return false
 }
 
 // scalar decodes a scalar as JSON would hold it: numbers as json.Number.

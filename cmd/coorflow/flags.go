@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/coorflow/coorflow/workflows"
 )
 
 // errHelp: -h was given; the usage was printed.
@@ -83,4 +85,28 @@ func readArg(s string) (string, error) {
 		return "", usagef("%v", err)
 	}
 	return strings.TrimRight(string(b), "\n"), nil
+}
+
+// loadFlags are the flags that say what a workflow file may reach: the
+// environment variables it may read and the directories its subgraph
+// files may be in.
+type loadFlags struct {
+	allowEnv, includeRoots multiFlag
+}
+
+func addLoadFlags(fs *flag.FlagSet) *loadFlags {
+	l := &loadFlags{}
+	fs.Var(&l.allowEnv, "allow-env", "NAME: an environment variable the workflow file may read in ${NAME} or api_key_env, "+
+		"besides *_API_KEY, *_BASE_URL, OLLAMA_HOST and SEARXNG_URL; * matches any characters (repeatable)")
+	fs.Var(&l.includeRoots, "include-root", "DIR: a directory whose files the workflow may include, besides its own directory (repeatable)")
+	return l
+}
+
+// options are the load options the flags give.
+func (l *loadFlags) options() []workflows.LoadOption {
+	opts := []workflows.LoadOption{workflows.WithAllowedEnv(l.allowEnv...)}
+	for _, dir := range l.includeRoots {
+		opts = append(opts, workflows.WithIncludeRoot(dir))
+	}
+	return opts
 }

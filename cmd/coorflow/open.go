@@ -39,16 +39,16 @@ type workflowRef struct {
 }
 
 // loadWorkflow loads a workflow file, the workflow.yaml of a directory, or
-// a built-in workflow by name. It accepts the tools a Go program must
-// register (File.Unregistered names them).
-func loadWorkflow(arg string) (*workflowRef, error) {
-	return loadWith(arg, workflows.WithUnregistered())
+// a built-in workflow by name, with opts. It accepts the tools a Go
+// program must register (File.Unregistered names them).
+func loadWorkflow(arg string, opts ...workflows.LoadOption) (*workflowRef, error) {
+	return loadWith(arg, append(opts, workflows.WithUnregistered())...)
 }
 
 // runnable is loadWorkflow for a workflow the CLI runs: it refuses files
 // that need tools or functions written in Go.
-func runnable(arg string) (*workflowRef, error) {
-	wf, err := loadWorkflow(arg)
+func runnable(arg string, opts ...workflows.LoadOption) (*workflowRef, error) {
+	wf, err := loadWorkflow(arg, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 // runFlags are the flags of coorflow run.
 type runFlags struct {
 	*dbFlags
+	load                  *loadFlags
 	input, thread, resume string
 	answers, models       multiFlag
 	demo, stream, json    bool
@@ -32,7 +33,7 @@ type runFlags struct {
 
 func (a *app) run(ctx context.Context, args []string) error {
 	fs := newFlags("run")
-	f := &runFlags{dbFlags: a.addDBFlags(fs)}
+	f := &runFlags{dbFlags: a.addDBFlags(fs), load: addLoadFlags(fs)}
 	fs.StringVar(&f.input, "input", "", "the input text, or @FILE")
 	fs.StringVar(&f.thread, "thread", "", "the thread to start or continue")
 	fs.StringVar(&f.resume, "resume", "", "the answer to the question the thread waits on, or @FILE")
@@ -66,7 +67,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	wf, err := runnable(pos[0])
+	wf, err := runnable(pos[0], f.load.options()...)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ type validation struct {
 func (a *app) validate(ctx context.Context, args []string) error {
 	fs := newFlags("validate")
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON")
+	load := addLoadFlags(fs)
 	files, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -35,7 +36,7 @@ func (a *app) validate(ctx context.Context, args []string) error {
 	var out []validation
 	var failures []error
 	for _, arg := range files {
-		v, err := a.validateOne(ctx, arg)
+		v, err := a.validateOne(ctx, arg, load.options())
 		out = append(out, v)
 		if err != nil {
 			failures = append(failures, err)
@@ -69,9 +70,9 @@ func (a *app) validate(ctx context.Context, args []string) error {
 }
 
 // validateOne loads a file and compiles its graph, without models.
-func (a *app) validateOne(ctx context.Context, arg string) (validation, error) {
+func (a *app) validateOne(ctx context.Context, arg string, opts []workflows.LoadOption) (validation, error) {
 	v := validation{File: arg}
-	wf, err := loadWorkflow(arg)
+	wf, err := loadWorkflow(arg, opts...)
 	if err == nil {
 		_, err = compileOffline(ctx, wf.file, nil, "default")
 	}
