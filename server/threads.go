@@ -67,6 +67,10 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 		writeError(w, unknownWorkflow(req.Workflow))
 		return
 	}
+	if e := s.storageQuota(ownerFrom(r.Context())); e != nil {
+		writeError(w, e)
+		return
+	}
 	th := Thread{ID: req.ThreadID, Workflow: req.Workflow, Metadata: req.Metadata, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	if th.ID == "" {
 		th.ID = newID()
