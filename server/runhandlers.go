@@ -78,7 +78,7 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 		if mode == modeWait {
 			wait = ru.done
 		}
-		rc := s.longResponse(w)
+		rc := http.NewResponseController(w)
 		if !queued || mode == modeWait {
 			select {
 			case <-wait:
@@ -234,7 +234,7 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	rc := s.longResponse(w)
+	rc := http.NewResponseController(w)
 	timer := time.NewTimer(cancelWait)
 	defer timer.Stop()
 	status := http.StatusOK

@@ -213,7 +213,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // orDefault is v, or def when v is zero.
-func orDefault[T int | int64](v, def T) T {
+func orDefault[T ~int | ~int64](v, def T) T {
 	if v == 0 {
 		return def
 	}

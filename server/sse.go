@@ -69,23 +69,14 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ru.events.attach()
 	defer ru.events.detach()
-	s.serveEvents(w, r, s.longResponse(w), ru, after, kinds)
+	s.serveEvents(w, r, http.NewResponseController(w), ru, after, kinds)
 }
 
-// longResponse readies w for an answer that may outlive the HTTP server's
-// ReadTimeout and WriteTimeout (an event stream, a wait for a run's end):
-// the request has been read, so its read deadline is lifted — once past,
-// it would cancel the request's context — and so is the write deadline,
-// which extendWrite sets again before each write.
-func (s *Server) longResponse(w http.ResponseWriter) *http.ResponseController {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
-	return rc
-}
-
-// extendWrite gives the next write Config.WriteTimeout: a client that does
-// not take the bytes by then is dropped.
+// extendWrite gives the next write Config.WriteTimeout, in place of the
+// HTTP server's WriteTimeout, which counts from the request and would cut
+// an event stream or a long wait: a client that does not take the bytes
+// in time is dropped. (Go's server lifts the read deadline itself once
+// the request's body is read.)
 func (s *Server) extendWrite(rc *http.ResponseController) {
 	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 }
