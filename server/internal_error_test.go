@@ -136,6 +136,7 @@ func TestInternalErrorsAreLoggedNotAnswered(t *testing.T) {
 	assert.Equal(t, "internal", failed.Error.Code)
 	assert.Regexp(t, generic, failed.Error.Message)
 	id := strings.TrimPrefix(failed.Error.Message, "internal error: the server's log has the details under request id ")
+	assert.Equal(t, id, failed.Error.RequestID)
 	assert.Equal(t, failed.ID, log.entry(t, id)["run"])
 
 	// Every answer names its request.

@@ -176,17 +176,17 @@ func (s *Server) execute(ru *run) {
 		attribute.String("coorflow.workflow", ru.workflow))
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
 	rec := s.startRecording(ru)
-	var runErr error
+	var runErr, detail error
 	for ev, err := range ru.wf.Stream(ru.ctx, ru.input, opts...) {
+		obs.Observe(ev) // the operator's traces keep the detail
 		if err != nil {
-			runErr = s.runFailure(ru, err)
+			runErr, detail = s.runFailure(ru, err), err
 			ev.Err = runErr
 		}
-		obs.Observe(ev)
 		rec.Observe(ev)
 		ru.record(ev)
 	}
-	obs.Finish(runErr)
+	obs.Finish(detail)
 	s.finishRecording(ru, rec, runErr)
 	s.complete(ru, runErr)
 	st := ru.view()
@@ -476,7 +476,7 @@ func (ru *run) view() Run {
 		v.EndedAt = &t
 	}
 	if ru.err != nil {
-		v.Error = &ErrorDetail{Code: ru.err.Code, Message: ru.err.Message}
+		v.Error = &ErrorDetail{Code: ru.err.Code, Message: ru.err.Message, RequestID: ru.err.RequestID}
 	}
 	return v
 }
