@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,9 +36,10 @@ const (
 	CodeUnfinishedRun    = "unfinished_run"     // 409: an input for a thread whose last run did not finish
 	CodeInterrupted      = "interrupted"        // 409: continuing an interrupted thread without an answer
 	CodeNothingToRun     = "nothing_to_continue"
-	CodeRunFinished      = "run_finished"  // 409: cancel of a run that has ended
-	CodeShuttingDown     = "shutting_down" // 503
-	CodeInternal         = "internal"      // 500
+	CodeRunFinished      = "run_finished"   // 409: cancel of a run that has ended
+	CodeQuotaExceeded    = "quota_exceeded" // 429: the owner is at one of its quotas (ErrorDetail.Quota)
+	CodeShuttingDown     = "shutting_down"  // 503
+	CodeInternal         = "internal"       // 500: the detail is in the server's log, under ErrorDetail.RequestID
 )
 
 // apiError is an error a handler returns to the client as
@@ -51,6 +53,15 @@ type apiError struct {
 	Field string `json:"field,omitempty"`
 	// Run is the run concerned, when there is one (thread_busy).
 	Run string `json:"run_id,omitempty"`
+	// Quota and Limit name the quota a 429 is about and its limit;
+	// RetryAfter is the Retry-After header, in seconds, when waiting
+	// helps.
+	Quota      string `json:"-"`
+	Limit      int64  `json:"-"`
+	RetryAfter string `json:"-"`
+	// RequestID is the id under which the server logged the detail of an
+	// internal error.
+	RequestID string `json:"-"`
 }
 
 func (e *apiError) Error() string { return "server: " + e.Message }
@@ -76,13 +87,49 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	RunID   string `json:"run_id,omitempty"`
+	// Quota is the quota a 429 quota_exceeded is about (QuotaActiveRuns,
+	// QuotaQueuedRuns, QuotaStoredBytes) and Limit its limit.
+	Quota string `json:"quota,omitempty"`
+	Limit int64  `json:"limit,omitempty"`
+	// RequestID names the request in the server's log, where an internal
+	// error's detail is; it is also the X-Request-Id header.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+type requestIDKey struct{}
+
+// requestID is the id ServeHTTP gave the request of ctx.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// internal passes an *apiError through; anything else is logged, with the
+// request id, and answered with a 500 that names only that id: internal
+// errors carry storage keys, SQL, paths, which are not the caller's to see.
+func (s *Server) internal(r *http.Request, err error) *apiError {
+	var e *apiError
+	if errors.As(err, &e) {
+		return e
+	}
+	id := requestID(r.Context())
+	s.log.ErrorContext(r.Context(), "server: request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+	return internalError(id)
+}
+
+// internalError is the answer to a request that failed inside the server.
+func internalError(id string) *apiError {
+	e := errorf(http.StatusInternalServerError, CodeInternal, "internal error: the server's log has the details under request id %s", id)
+	e.RequestID = id
+	return e
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		data, _ = json.Marshal(ErrorBody{ErrorDetail{Code: CodeInternal, Message: "server: encode response: " + err.Error()}})
+		data, _ = json.Marshal(ErrorBody{ErrorDetail{Code: CodeInternal, Message: "internal error: the answer cannot be encoded as JSON",
+			RequestID: w.Header().Get("X-Request-Id")}})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -90,7 +137,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.Status, ErrorBody{ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field, RunID: e.Run}})
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
+	}
+	writeJSON(w, e.Status, ErrorBody{ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field, RunID: e.Run,
+		Quota: e.Quota, Limit: e.Limit, RequestID: e.RequestID}})
 }
 
 // decodeBody reads a JSON object into v (a pointer to a struct), within

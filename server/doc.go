@@ -6,11 +6,15 @@
 //		Saver:     saver,
 //		Tokens:    map[string]string{os.Getenv("COORFLOW_TOKEN"): "alice"},
 //	})
-//	hs := &http.Server{Addr: ":8080", Handler: srv}
-//	go hs.ListenAndServe()
+//	hs := server.NewHTTPServer(srv, server.Limits{}) // timeouts, header and connection caps
+//	go hs.Serve(ln)
 //	...
 //	hs.Shutdown(ctx)  // stop accepting requests
 //	srv.Shutdown(ctx) // cancel runs (their checkpoints stay) and wait for them
+//
+// Serve the Server through NewHTTPServer, or an http.Server with the same
+// care: without read, write and idle timeouts and a cap on connections, a
+// client without any token can hold connections open for ever.
 //
 // # Routes
 //
@@ -29,7 +33,7 @@
 //	POST   /v1/threads/{thread}/runs                   RunRequest -> 202 Run once started (Location: the run)
 //	POST   /v1/threads/{thread}/runs/wait              RunRequest -> 200 Run once ended, with values or interrupts
 //	POST   /v1/threads/{thread}/runs/stream?kinds=     RunRequest -> the run's events (text/event-stream)
-//	GET    /v1/threads/{thread}/runs                   {"runs": [Run]}, newest first
+//	GET    /v1/threads/{thread}/runs                   {"runs": [Run]}, newest first, without values and interrupts
 //	GET    /v1/threads/{thread}/runs/{run}             Run: status, values, interrupts, error
 //	GET    /v1/threads/{thread}/runs/{run}/stream      re-attach: events after ?after=N or Last-Event-ID
 //	POST   /v1/threads/{thread}/runs/{run}/cancel      200 Run once it ended (202 if it is still ending after 10s)
@@ -50,7 +54,19 @@
 // thread's workflow and metadata are a record in the Saver's namespace
 // "#coorflow-server", so threads survive a restart, and so does everything
 // the engine checkpointed. Runs (ids, status, buffered events) live in the
-// server's memory: the last Config.RetainRuns finished runs are kept.
+// server's memory: the last Config.RetainRuns finished runs are kept
+// (within Config.RetainBytes). A finished run keeps no values, input or
+// events in memory: its values and interrupts are read from the Saver at
+// its checkpoint when a client asks, its events from the Recorder.
+//
+// # Quotas
+//
+// Each owner may have Config.MaxActiveRuns runs in progress (default 16),
+// Config.MaxQueuedRuns queued (default 64), and Config.MaxStoredBytes
+// stored (default 1 GiB: the bytes this server wrote to the Saver for the
+// owner's threads since it started, less those of deleted threads). A
+// request beyond one is refused with 429 quota_exceeded, naming the quota
+// and its limit, with a Retry-After when waiting for a run to end helps.
 //
 // # Runs
 //
@@ -85,14 +101,19 @@
 // event is always "end", whose data is the Run. ?kinds=a,b sends only those
 // kinds (and end).
 //
-// A client that disconnects does not stop the run. Each run keeps its most
-// recent Config.EventBuffer events (default 1024, at most
+// A client that disconnects, or does not take a write within
+// Config.WriteTimeout, does not stop the run. While a run goes on it keeps
+// its most recent Config.EventBuffer events (default 1024, at most
 // Config.EventBufferBytes, default 1 MiB, of them): a client re-attaches with
 // GET .../runs/{run}/stream and gets the buffered events after the id it
 // last saw (Last-Event-ID, as browsers' EventSource send it, or ?after=N),
 // then the live ones. If some of those were dropped from the buffer, it
-// first gets a "truncated" event saying how many. The run's final values
-// are always in the Run, whatever was dropped.
+// first gets a "truncated" event saying how many. Once the run has ended
+// the server holds none of its events: with a Recorder, a re-attached
+// stream reads them from the recording, the same events but for the state
+// of "values" events, which recordings do not keep; without one, it gets a
+// "truncated" event. The run's final values are always in the Run, read
+// from the Saver.
 //
 // # Errors
 //
@@ -102,7 +123,9 @@
 // 405 method_not_allowed, 413 body_too_large (Config.MaxBodyBytes),
 // 400 malformed_json, unknown_field, invalid_field, unknown_channel,
 // invalid_query (with the field or parameter at fault), 409 as above,
-// 503 shutting_down.
+// 429 quota_exceeded, 503 shutting_down. A 500 internal says only that the
+// server failed and under which request id its log has the detail; every
+// answer carries that id in the X-Request-Id header.
 //
 // # Run viewer
 //
@@ -117,9 +140,11 @@
 // styles are embedded in the binary and load nothing from elsewhere.
 //
 // The page calls the API with the same bearer tokens. Open it as
-// /viewer/#token=T (or ?token=T): the page keeps T in sessionStorage (for
-// that tab only), removes it from the address, and sends it in the
-// Authorization header; without one it asks for it. A run of another
+// /viewer/#token=T: the page keeps T in sessionStorage (for that tab only),
+// removes it from the address, and sends it in the Authorization header;
+// without one it asks for it. The fragment never leaves the browser; a
+// token in the query (?token=T) would be in the server's and proxies' logs,
+// so neither the page nor the API ever takes one. A run of another
 // owner is 404, as for threads. Recorded runs outlive the server's memory
 // of runs (Config.RetainRuns): they stay in the Recorder's store.
 //

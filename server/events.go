@@ -112,7 +112,9 @@ type frame struct {
 
 // eventLog keeps the most recent events of a run, within a count and a
 // size, for streams that attach at any time. One goroutine appends; any
-// number read.
+// number read. Once the run has ended and no stream reads them, the
+// frames are dropped: a finished run's events are read back from the
+// Recorder, if any.
 type eventLog struct {
 	mu sync.Mutex
 	// frames[head:] are held, oldest first.
@@ -123,6 +125,7 @@ type eventLog struct {
 	maxBytes  int
 	next      int64 // id of the next frame
 	closed    bool
+	readers   int // streams attached
 	// wake is closed at the next append or at close, when a reader is
 	// waiting on it.
 	wake    chan struct{}
@@ -171,11 +174,36 @@ func (l *eventLog) signal() {
 	}
 }
 
+// close marks the end of the run's events.
 func (l *eventLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
 	l.signal()
+	l.releaseLocked()
+}
+
+// attach keeps the frames, even after close, until the matching detach: a
+// stream attaches before it reads.
+func (l *eventLog) attach() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readers++
+}
+
+func (l *eventLog) detach() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readers--
+	l.releaseLocked()
+}
+
+// releaseLocked drops the frames of a closed log no stream reads; since
+// reports them as dropped. l.mu is held.
+func (l *eventLog) releaseLocked() {
+	if l.closed && l.readers == 0 {
+		l.frames, l.head, l.bytes = nil, 0, 0
+	}
 }
 
 func (l *eventLog) count() int64 {

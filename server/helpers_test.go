@@ -42,7 +42,7 @@ var (
 
 // echoGraph: upper (text -> TEXT, log "upper") -> tally (count +1, log
 // "tally"); it publishes a tool call and a model call on the way.
-func echoGraph(t *testing.T) *graph.Runnable {
+func echoGraph(t testing.TB) *graph.Runnable {
 	t.Helper()
 	g := graph.New("echo", textKey, logKey, countKey)
 	g.AddNode("upper", func(ctx context.Context, s graph.State) (graph.Command, error) {

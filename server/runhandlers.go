@@ -63,6 +63,12 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
+		if mode == modeStream {
+			// Attached before the run starts, the stream gets every event
+			// however soon the run ends.
+			ru.events.attach()
+			defer ru.events.detach()
+		}
 		queued, e := s.submit(ru)
 		if e != nil {
 			writeError(w, e)
@@ -72,6 +78,7 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 		if mode == modeWait {
 			wait = ru.done
 		}
+		rc := http.NewResponseController(w)
 		if !queued || mode == modeWait {
 			select {
 			case <-wait:
@@ -81,9 +88,6 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 		}
 		if e := ru.earlyError(); e != nil {
 			s.forget(ru)
-			if e.Status >= http.StatusInternalServerError {
-				s.log.ErrorContext(r.Context(), "server: run failed to start", "thread", th.ID, "err", e.Message)
-			}
 			writeError(w, e)
 			return
 		}
@@ -92,9 +96,15 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 			w.Header().Set("Location", "/v1/threads/"+th.ID+"/runs/"+ru.id)
 			writeJSON(w, http.StatusAccepted, ru.view())
 		case modeWait:
-			writeJSON(w, http.StatusOK, ru.view())
+			v, err := s.runView(r.Context(), ru)
+			if err != nil {
+				writeError(w, s.internal(r, err))
+				return
+			}
+			s.extendWrite(rc)
+			writeJSON(w, http.StatusOK, v)
 		case modeStream:
-			s.serveEvents(w, r, ru, 0, kinds)
+			s.serveEvents(w, r, rc, ru, 0, kinds)
 		}
 	}
 }
@@ -176,12 +186,20 @@ func (s *Server) runFor(w http.ResponseWriter, r *http.Request) *run {
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
-	if ru := s.runFor(w, r); ru != nil {
-		writeJSON(w, http.StatusOK, ru.view())
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
 	}
+	v, err := s.runView(r.Context(), ru)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
-// RunList is the body of GET /v1/threads/{thread}/runs.
+// RunList is the body of GET /v1/threads/{thread}/runs: the runs without
+// their values and interrupts (GET the run for them).
 type RunList struct {
 	Runs []Run `json:"runs"`
 }
@@ -216,13 +234,22 @@ func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	rc := http.NewResponseController(w)
 	timer := time.NewTimer(cancelWait)
 	defer timer.Stop()
+	status := http.StatusOK
 	select {
 	case <-ru.done:
-		writeJSON(w, http.StatusOK, ru.view())
 	case <-timer.C:
-		writeJSON(w, http.StatusAccepted, ru.view())
+		status = http.StatusAccepted
 	case <-r.Context().Done():
+		return
 	}
+	v, err := s.runView(r.Context(), ru)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	s.extendWrite(rc)
+	writeJSON(w, status, v)
 }

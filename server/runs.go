@@ -38,11 +38,14 @@ type Run struct {
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	// Values are the channel values when the run ended (done or
-	// interrupted).
+	// interrupted), read from the Saver at its last checkpoint. Lists of
+	// runs leave them out.
 	Values json.RawMessage `json:"values,omitempty"`
-	// Interrupts are the questions an interrupted run waits on.
+	// Interrupts are the questions of an interrupted run still waiting
+	// for an answer at its checkpoint (left out of lists too).
 	Interrupts []graph.InterruptInfo `json:"interrupts,omitempty"`
-	// Checkpoint is the last checkpoint the run stored.
+	// Checkpoint is the checkpoint the run got to: the last it stored, or
+	// the one it started from.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	// Events counts the events the run has emitted so far.
 	Events int64        `json:"events"`
@@ -67,6 +70,7 @@ type run struct {
 	started chan struct{}
 	done    chan struct{}
 	elem    *list.Element // in Server.finished
+	size    int64         // what it takes in memory once finished
 
 	mu         sync.Mutex
 	status     string
@@ -74,8 +78,6 @@ type run struct {
 	startedAt  time.Time
 	endedAt    time.Time
 	isStarted  bool
-	values     json.RawMessage
-	interrupts []graph.InterruptInfo
 	checkpoint string
 	err        *apiError
 	// failedEarly: the run ended before it started; its error is the
@@ -101,29 +103,38 @@ func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
 
 // submit registers ru and starts it, or queues it behind the thread's run
 // in progress when the server allows it. It returns whether ru was queued.
+// A run beyond one of the owner's quotas is refused.
 func (s *Server) submit(ru *run) (queued bool, err *apiError) {
+	if e := s.storageQuota(ru.owner); e != nil {
+		return false, e
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return false, errorf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; start the run again later")
 	}
 	ts := s.threads[ru.key]
-	if ts == nil {
-		ts = &threadRuns{}
-		s.threads[ru.key] = ts
-	}
-	if ts.active != nil && !s.cfg.QueueBusy {
+	busy := ts != nil && ts.active != nil
+	if busy && !s.cfg.QueueBusy {
 		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, ts.active.id)
 		e.Run = ts.active.id
 		return false, e
 	}
+	if e := s.runQuotaLocked(ru.owner, busy); e != nil {
+		return false, e
+	}
+	if ts == nil {
+		ts = &threadRuns{}
+		s.threads[ru.key] = ts
+	}
 	s.runs[ru.id] = ru
 	ts.runs = append(ts.runs, ru)
-	if ts.active != nil {
+	if busy {
 		ru.mu.Lock()
 		ru.status = StatusQueued
 		ru.mu.Unlock()
 		ts.queue = append(ts.queue, ru)
+		s.countLocked(ru.owner, 0, 1)
 		return true, nil
 	}
 	s.startLocked(ts, ru)
@@ -132,6 +143,7 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 
 // startLocked makes ru the thread's active run and starts it. s.mu is held.
 func (s *Server) startLocked(ts *threadRuns, ru *run) {
+	s.countLocked(ru.owner, 1, 0)
 	ts.active = ru
 	ru.mu.Lock()
 	ru.status = StatusRunning
@@ -148,11 +160,11 @@ func (s *Server) execute(ru *run) {
 	ru.startedAt = time.Now().UTC()
 	ru.mu.Unlock()
 	if err := s.precheck(ru); err != nil {
-		s.complete(ru, err)
+		s.complete(ru, s.runFailure(ru, err))
 		return
 	}
 	opts := []graph.Option{
-		graph.WithSaver(s.cfg.Saver), graph.Thread(ru.key),
+		graph.WithSaver(s.saver), graph.Thread(ru.key),
 		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
 	}
 	if ru.resume != nil {
@@ -164,16 +176,17 @@ func (s *Server) execute(ru *run) {
 		attribute.String("coorflow.workflow", ru.workflow))
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
 	rec := s.startRecording(ru)
-	var runErr error
+	var runErr, detail error
 	for ev, err := range ru.wf.Stream(ru.ctx, ru.input, opts...) {
-		obs.Observe(ev)
+		obs.Observe(ev) // the operator's traces keep the detail
+		if err != nil {
+			runErr, detail = s.runFailure(ru, err), err
+			ev.Err = runErr
+		}
 		rec.Observe(ev)
 		ru.record(ev)
-		if err != nil {
-			runErr = err
-		}
 	}
-	obs.Finish(runErr)
+	obs.Finish(detail)
 	s.finishRecording(ru, rec, runErr)
 	s.complete(ru, runErr)
 	st := ru.view()
@@ -185,7 +198,7 @@ func (s *Server) execute(ru *run) {
 // thread whose run did not finish, one answer for several questions, a
 // continuation with nothing to continue.
 func (s *Server) precheck(ru *run) error {
-	snap, err := ru.wf.State(ru.ctx, ru.key, graph.WithSaver(s.cfg.Saver))
+	snap, err := ru.wf.State(ru.ctx, ru.key, graph.WithSaver(s.saver))
 	if errors.Is(err, graph.ErrNotFound) {
 		switch {
 		case ru.resume != nil:
@@ -198,6 +211,11 @@ func (s *Server) precheck(ru *run) error {
 	if err != nil {
 		return err
 	}
+	// The run ends at this checkpoint unless it stores another (an answer
+	// that leaves other questions pending stores none).
+	ru.mu.Lock()
+	ru.checkpoint = snap.Checkpoint
+	ru.mu.Unlock()
 	pending := make([]string, len(snap.Interrupts))
 	for i, in := range snap.Interrupts {
 		pending[i] = in.ID
@@ -230,9 +248,11 @@ func (s *Server) complete(ru *run, err error) {
 	s.mu.Lock()
 	if ts := s.threads[ru.key]; ts != nil && ts.active == ru {
 		ts.active = nil
+		s.countLocked(ru.owner, -1, 0)
 		if len(ts.queue) > 0 && !s.closing {
 			next := ts.queue[0]
 			ts.queue = ts.queue[1:]
+			s.countLocked(next.owner, 0, -1)
 			s.startLocked(ts, next)
 		}
 	}
@@ -251,15 +271,34 @@ func (s *Server) finishUnstarted(ru *run, cause error) {
 }
 
 // retainLocked adds a finished run to the remembered ones and forgets the
-// oldest beyond the limit. s.mu is held.
+// oldest beyond the limits of count and size; the newest is kept. s.mu is
+// held.
 func (s *Server) retainLocked(ru *run) {
 	if _, ok := s.runs[ru.id]; !ok || ru.elem != nil {
 		return
 	}
+	ru.size = ru.footprint()
 	ru.elem = s.finished.PushBack(ru)
-	for s.finished.Len() > s.cfg.RetainRuns {
+	s.retained += ru.size
+	for s.finished.Len() > 1 && (s.finished.Len() > s.cfg.RetainRuns || s.retained > s.cfg.RetainBytes) {
 		s.forgetLocked(s.finished.Front().Value.(*run))
 	}
+}
+
+// runOverhead is what a finished run takes in memory beside its strings:
+// the structs, channels, list element and map entries.
+const runOverhead = 1024
+
+// footprint estimates what the finished run takes in memory. Its values,
+// input and events are gone by then.
+func (ru *run) footprint() int64 {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	n := runOverhead + len(ru.id) + len(ru.thread) + len(ru.key) + len(ru.owner) + len(ru.workflow) + len(ru.checkpoint)
+	if ru.err != nil {
+		n += len(ru.err.Message) + len(ru.err.Code)
+	}
+	return int64(n)
 }
 
 // forgetLocked drops ru from the server's memory. s.mu is held.
@@ -267,6 +306,7 @@ func (s *Server) forgetLocked(ru *run) {
 	delete(s.runs, ru.id)
 	if ru.elem != nil {
 		s.finished.Remove(ru.elem)
+		s.retained -= ru.size
 		ru.elem = nil
 	}
 	ts := s.threads[ru.key]
@@ -304,9 +344,6 @@ func (ru *run) record(ev graph.Event) {
 			if st, ok := ev.Data.(graph.Status); ok {
 				ru.status = string(st)
 			}
-			ru.values, _ = json.Marshal(ev.State)
-		case graph.EventInterrupt:
-			ru.interrupts, _ = ev.Data.([]graph.InterruptInfo)
 		case graph.EventCheckpoint:
 			ru.checkpoint, _ = ev.Data.(string)
 		}
@@ -322,10 +359,15 @@ func (ru *run) record(ev graph.Event) {
 	}
 }
 
-// settle records how the run ended.
+// maxErrorMessage caps the message of a run's error kept in memory.
+const maxErrorMessage = 4 << 10
+
+// settle records how the run ended and drops what it no longer needs: its
+// input and answers.
 func (ru *run) settle(err error) {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
+	ru.input, ru.resume = nil, nil
 	ru.endedAt = time.Now().UTC()
 	if ru.startedAt.IsZero() {
 		ru.startedAt = ru.endedAt
@@ -346,6 +388,9 @@ func (ru *run) settle(err error) {
 		// The engine names the thread by its Saver key; the client knows
 		// it by its id.
 		ru.err.Message = strings.ReplaceAll(ru.err.Message, strconv.Quote(ru.key), strconv.Quote(ru.thread))
+		if len(ru.err.Message) > maxErrorMessage {
+			ru.err.Message = strings.ToValidUTF8(ru.err.Message[:maxErrorMessage], "") + " … (cut)"
+		}
 	}
 	ru.failedEarly = !ru.isStarted && ru.err != nil
 }
@@ -369,9 +414,12 @@ func (ru *run) wake() {
 func runError(err error) *apiError {
 	var e *apiError
 	var ne *graph.NodeError
+	var he *hiddenError
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &he):
+		return internalError(he.requestID)
 	case errors.Is(err, graph.ErrNotInterrupted):
 		return errorf(http.StatusConflict, CodeNotInterrupted, "%v", err)
 	case errors.Is(err, graph.ErrStepLimit):
@@ -382,13 +430,42 @@ func runError(err error) *apiError {
 	return errorf(http.StatusInternalServerError, "run_failed", "%v", err)
 }
 
-// view returns the run as the API shows it.
+// hiddenError is a run's failure inside the server — the Saver's, the
+// engine's — whose text is for the log only: it says where the log has it.
+type hiddenError struct {
+	err       error
+	requestID string
+}
+
+func (e *hiddenError) Error() string {
+	return internalError(e.requestID).Message
+}
+
+func (e *hiddenError) Unwrap() error { return e.err }
+
+// runFailure is the error a run's clients and recording see for err: the
+// workflow's own failures (a node's, the step limit, a cancellation, the
+// server's refusals) as they are, anything else logged and hidden.
+func (s *Server) runFailure(ru *run, err error) error {
+	var e *apiError
+	var ne *graph.NodeError
+	if errors.As(err, &e) || errors.As(err, &ne) || errors.Is(err, graph.ErrStepLimit) || errors.Is(err, graph.ErrNotInterrupted) ||
+		context.Cause(ru.ctx) != nil {
+		return err
+	}
+	id := requestID(ru.ctx)
+	s.log.ErrorContext(ru.ctx, "server: run failed", "request_id", id, "run", ru.id, "thread", ru.thread, "err", err)
+	return &hiddenError{err: err, requestID: id}
+}
+
+// view returns the run as the API shows it, without its values and
+// interrupts (see Server.runView).
 func (ru *run) view() Run {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
 	v := Run{
 		ID: ru.id, ThreadID: ru.thread, Workflow: ru.workflow, Status: ru.status, CreatedAt: ru.created,
-		Values: ru.values, Interrupts: ru.interrupts, Checkpoint: ru.checkpoint, Events: ru.events.count(),
+		Checkpoint: ru.checkpoint, Events: ru.events.count(),
 	}
 	if !ru.startedAt.IsZero() {
 		t := ru.startedAt
@@ -399,9 +476,28 @@ func (ru *run) view() Run {
 		v.EndedAt = &t
 	}
 	if ru.err != nil {
-		v.Error = &ErrorDetail{Code: ru.err.Code, Message: ru.err.Message}
+		v.Error = &ErrorDetail{Code: ru.err.Code, Message: ru.err.Message, RequestID: ru.err.RequestID}
 	}
 	return v
+}
+
+// runView returns the run as the API shows it, with the values and
+// interrupts of a run that ended done or interrupted read from the Saver
+// at its last checkpoint: the server keeps none in memory.
+func (s *Server) runView(ctx context.Context, ru *run) (Run, error) {
+	v := ru.view()
+	if (v.Status != StatusDone && v.Status != StatusInterrupted) || v.Checkpoint == "" {
+		return v, nil
+	}
+	snap, err := ru.wf.State(ctx, ru.key, graph.WithSaver(s.saver), graph.FromCheckpoint(v.Checkpoint))
+	if err != nil {
+		return v, fmt.Errorf("server: read the values of run %q at checkpoint %q: %w", ru.id, v.Checkpoint, err)
+	}
+	if v.Values, err = json.Marshal(snap.State); err != nil {
+		return v, fmt.Errorf("server: encode the values of run %q: %w", ru.id, err)
+	}
+	v.Interrupts = snap.Interrupts
+	return v, nil
 }
 
 // earlyError is the error of a run that ended before it started, or nil.
@@ -429,6 +525,7 @@ func (s *Server) cancelRun(ru *run) bool {
 		for i, q := range ts.queue {
 			if q == ru {
 				ts.queue = append(ts.queue[:i], ts.queue[i+1:]...)
+				s.countLocked(ru.owner, 0, -1)
 				queued = true
 				break
 			}

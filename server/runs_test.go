@@ -3,8 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -329,7 +332,47 @@ func TestOnlyTheLastFinishedRunsAreRemembered(t *testing.T) {
 	e.call("GET", "/v1/threads/t/runs", alice, nil, http.StatusOK, &runs)
 	require.Len(t, runs.Runs, 2)
 	assert.Equal(t, []string{ids[2], ids[1]}, []string{runs.Runs[0].ID, runs.Runs[1].ID})
+	assert.Empty(t, runs.Runs[0].Values, "lists leave the values out")
 	assert.Equal(t, 3, countKeyOf(t, e.state(alice, "t").Values), "the thread keeps every run's writes")
+}
+
+func TestFinishedRunsAreRememberedWithinRetainBytes(t *testing.T) {
+	// A finished run takes a little over 1 KiB: room for two.
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), RetainBytes: 2600})
+	e.thread(alice, "echo", "t")
+	var ids []string
+	for range 3 {
+		ids = append(ids, e.wait(alice, "t", map[string]any{"input": map[string]any{"text": "x"}}).ID)
+	}
+	e.fails("GET", "/v1/threads/t/runs/"+ids[0], alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: "unknown_run", Message: `unknown run "` + ids[0] + `" on thread "t"`})
+	var runs server.RunList
+	e.call("GET", "/v1/threads/t/runs", alice, nil, http.StatusOK, &runs)
+	require.Len(t, runs.Runs, 2)
+	assert.Equal(t, []string{ids[2], ids[1]}, []string{runs.Runs[0].ID, runs.Runs[1].ID})
+}
+
+func TestARunsLongErrorIsCut(t *testing.T) {
+	g := graph.New("long", logKey)
+	g.AddNode("bad", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Command{}, errors.New(strings.Repeat("é", 10000))
+	})
+	g.AddEdge(graph.Start, "bad")
+	g.AddEdge("bad", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	e := newEnv(t, server.Config{Workflows: workflows(r)})
+	e.thread(alice, "long", "t")
+	var ru server.Run
+	e.call("POST", "/v1/threads/t/runs", alice, map[string]any{"input": map[string]any{}}, http.StatusAccepted, &ru)
+	evs := e.stream("GET", "/v1/threads/t/runs/"+ru.ID+"/stream?kinds=error", alice, nil)
+	end := evs[len(evs)-1].run(t)
+	require.NotNil(t, end.Error)
+	assert.Equal(t, "node_failed", end.Error.Code)
+	assert.True(t, strings.HasPrefix(end.Error.Message, `graph: node "bad" (step 0, attempt 1): éé`), end.Error.Message[:40])
+	assert.True(t, strings.HasSuffix(end.Error.Message, "é … (cut)"))
+	assert.LessOrEqual(t, len(end.Error.Message), 4<<10+len(" … (cut)"))
+	assert.True(t, utf8.ValidString(end.Error.Message))
 }
 
 func countKeyOf(t *testing.T, values json.RawMessage) int {

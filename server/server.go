@@ -23,11 +23,16 @@ import (
 
 // Defaults of the Config fields left zero.
 const (
-	DefaultMaxBodyBytes = 1 << 20
-	DefaultEventBuffer  = 1024
-	DefaultEventBytes   = 1 << 20
-	DefaultRetainRuns   = 1000
-	DefaultHeartbeat    = 15 * time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultEventBuffer    = 1024
+	DefaultEventBytes     = 1 << 20
+	DefaultRetainRuns     = 1000
+	DefaultRetainBytes    = 8 << 20
+	DefaultHeartbeat      = 15 * time.Second
+	DefaultWriteTimeout   = 30 * time.Second
+	DefaultMaxActiveRuns  = 16
+	DefaultMaxQueuedRuns  = 64
+	DefaultMaxStoredBytes = 1 << 30
 )
 
 // Keys of the runtime values (graph.RuntimeString) every run started by the
@@ -61,11 +66,30 @@ type Config struct {
 	EventBufferBytes int
 	// RetainRuns is how many finished runs the server remembers, the
 	// oldest forgotten first (default 1000). A forgotten run's thread and
-	// checkpoints stay in the Saver.
+	// checkpoints stay in the Saver. A finished run keeps neither its
+	// values nor its events in memory: they are read back from the Saver
+	// and the Recorder when asked for.
 	RetainRuns int
+	// RetainBytes caps the memory the remembered finished runs take
+	// (default 8 MiB), the oldest forgotten first.
+	RetainBytes int64
 	// Heartbeat is the interval of the comment lines that keep an idle
 	// event stream open through proxies (default 15s).
 	Heartbeat time.Duration
+	// WriteTimeout bounds each write of a response that may outlive the
+	// HTTP server's own WriteTimeout — event streams and the answers of
+	// runs/wait (default 30s). A client that does not take the bytes in
+	// time is dropped; its run goes on.
+	WriteTimeout time.Duration
+	// MaxActiveRuns, MaxQueuedRuns and MaxStoredBytes are the quotas of
+	// each owner: runs in progress (default 16), runs queued behind
+	// others (default 64), and the bytes the server has stored in the
+	// Saver for the owner's threads (default 1 GiB). A request beyond
+	// one is refused with 429 quota_exceeded. A negative value means no
+	// limit.
+	MaxActiveRuns  int
+	MaxQueuedRuns  int
+	MaxStoredBytes int64
 	// Agents lists the dynamic agents of an owner; nil lists none.
 	Agents Agents
 	// RunOptions are given to every run, after the server's own (for
@@ -91,6 +115,8 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	mux       *http.ServeMux
+	routes    []string      // the patterns served, in the order registered
+	saver     *meteredSaver // Config.Saver, counting the bytes of each owner
 	tokens    map[[sha256.Size]byte]string
 	tracer    trace.Tracer
 	log       *slog.Logger
@@ -101,6 +127,8 @@ type Server struct {
 	runs     map[string]*run        // by run id
 	threads  map[string]*threadRuns // by thread key
 	finished *list.List             // finished runs, oldest first
+	retained int64                  // bytes the finished runs take
+	usage    map[string]*usage      // by owner
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 }
@@ -130,7 +158,9 @@ func New(cfg Config) (*Server, error) {
 		runs:      make(map[string]*run),
 		threads:   make(map[string]*threadRuns),
 		finished:  list.New(),
+		usage:     make(map[string]*usage),
 	}
+	s.saver = newMeteredSaver(cfg.Saver)
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {
 			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
@@ -155,9 +185,18 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.RetainRuns <= 0 {
 		s.cfg.RetainRuns = DefaultRetainRuns
 	}
+	if s.cfg.RetainBytes <= 0 {
+		s.cfg.RetainBytes = DefaultRetainBytes
+	}
 	if s.cfg.Heartbeat <= 0 {
 		s.cfg.Heartbeat = DefaultHeartbeat
 	}
+	if s.cfg.WriteTimeout <= 0 {
+		s.cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	s.cfg.MaxActiveRuns = orDefault(s.cfg.MaxActiveRuns, DefaultMaxActiveRuns)
+	s.cfg.MaxQueuedRuns = orDefault(s.cfg.MaxQueuedRuns, DefaultMaxQueuedRuns)
+	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -169,35 +208,54 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.Propagator == nil {
 		s.cfg.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
-	s.routes()
+	s.addRoutes()
 	return s, nil
 }
 
-func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
-	s.mux.HandleFunc("GET /v1/workflows", s.auth(s.handleListWorkflows))
-	s.mux.HandleFunc("GET /v1/workflows/{workflow}", s.auth(s.handleGetWorkflow))
-	s.mux.HandleFunc("GET /v1/agents", s.auth(s.handleListAgents))
-	s.mux.HandleFunc("POST /v1/threads", s.auth(s.handleCreateThread))
-	s.mux.HandleFunc("GET /v1/threads/{thread}", s.auth(s.handleGetThread))
-	s.mux.HandleFunc("DELETE /v1/threads/{thread}", s.auth(s.handleDeleteThread))
-	s.mux.HandleFunc("GET /v1/threads/{thread}/state", s.auth(s.handleState))
-	s.mux.HandleFunc("GET /v1/threads/{thread}/history", s.auth(s.handleHistory))
-	s.mux.HandleFunc("POST /v1/threads/{thread}/runs", s.auth(s.handleCreateRun(modeBackground)))
-	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/wait", s.auth(s.handleCreateRun(modeWait)))
-	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/stream", s.auth(s.handleCreateRun(modeStream)))
-	s.mux.HandleFunc("GET /v1/threads/{thread}/runs", s.auth(s.handleListRuns))
-	s.mux.HandleFunc("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
-	s.mux.HandleFunc("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
-	s.mux.HandleFunc("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
+// orDefault is v, or def when v is zero.
+func orDefault[T ~int | ~int64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (s *Server) addRoutes() {
+	s.handle("GET /healthz", s.handleHealth)
+	s.handle("GET /v1/workflows", s.auth(s.handleListWorkflows))
+	s.handle("GET /v1/workflows/{workflow}", s.auth(s.handleGetWorkflow))
+	s.handle("GET /v1/agents", s.auth(s.handleListAgents))
+	s.handle("POST /v1/threads", s.auth(s.handleCreateThread))
+	s.handle("GET /v1/threads/{thread}", s.auth(s.handleGetThread))
+	s.handle("DELETE /v1/threads/{thread}", s.auth(s.handleDeleteThread))
+	s.handle("GET /v1/threads/{thread}/state", s.auth(s.handleState))
+	s.handle("GET /v1/threads/{thread}/history", s.auth(s.handleHistory))
+	s.handle("POST /v1/threads/{thread}/runs", s.auth(s.handleCreateRun(modeBackground)))
+	s.handle("POST /v1/threads/{thread}/runs/wait", s.auth(s.handleCreateRun(modeWait)))
+	s.handle("POST /v1/threads/{thread}/runs/stream", s.auth(s.handleCreateRun(modeStream)))
+	s.handle("GET /v1/threads/{thread}/runs", s.auth(s.handleListRuns))
+	s.handle("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
+	s.handle("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
+	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
 	}
 }
 
-// ServeHTTP serves the API. Requests that match no route get a JSON 404
-// or 405 like every other error.
+// handle serves pattern with h. Every route is registered through it, so
+// that s.routes lists them all.
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, h)
+	s.routes = append(s.routes, pattern)
+}
+
+// ServeHTTP serves the API. Every answer carries an X-Request-Id header,
+// the id the server's log names the request by. Requests that match no
+// route get a JSON 404 or 405 like every other error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := newID()
+	w.Header().Set("X-Request-Id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r)
@@ -262,6 +320,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	var queued, active []*run
 	for _, ts := range s.threads {
+		for _, ru := range ts.queue {
+			s.countLocked(ru.owner, 0, -1)
+		}
 		queued = append(queued, ts.queue...)
 		ts.queue = nil
 		if ts.active != nil {

@@ -67,21 +67,53 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.serveEvents(w, r, ru, after, kinds)
+	ru.events.attach()
+	defer ru.events.detach()
+	s.serveEvents(w, r, http.NewResponseController(w), ru, after, kinds)
+}
+
+// extendWrite gives the next write Config.WriteTimeout, in place of the
+// HTTP server's WriteTimeout, which counts from the request and would cut
+// an event stream or a long wait: a client that does not take the bytes
+// in time is dropped. (Go's server lifts the read deadline itself once
+// the request's body is read.)
+func (s *Server) extendWrite(rc *http.ResponseController) {
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+}
+
+// sseWriter writes a stream's frames, each within the write timeout.
+type sseWriter struct {
+	s  *Server
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (sw sseWriter) write(b []byte) error {
+	sw.s.extendWrite(sw.rc)
+	_, err := sw.w.Write(b)
+	return err
+}
+
+func (sw sseWriter) flush() error {
+	sw.s.extendWrite(sw.rc)
+	return sw.rc.Flush()
 }
 
 // serveEvents writes the run's events after id after as server-sent
 // events until the run ends (then an end event) or the client leaves. A
-// client that leaves does not stop the run.
-func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, ru *run, after int64, kinds kindFilter) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
+// client that leaves, or takes longer than Config.WriteTimeout to take a
+// write, does not stop the run. The caller has attached to the run's
+// event log. Events the log no longer holds are read from the Recorder
+// once the run has ended; otherwise a truncated event says how many were
+// dropped.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, ru *run, after int64, kinds kindFilter) {
+	out := sseWriter{s: s, w: w, rc: rc}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if rc.Flush() != nil {
+	if out.flush() != nil {
 		return
 	}
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
@@ -90,29 +122,43 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, ru *run, af
 	for {
 		frames, dropped, closed, wake := ru.events.since(after, buf[:0])
 		buf = frames
-		if dropped > 0 {
-			data, _ := json.Marshal(map[string]int64{"dropped": dropped, "first_id": after + dropped + 1})
-			if _, err := w.Write(sseFrame("", EventTruncated, data)); err != nil {
+		if dropped > 0 && closed && s.cfg.Recorder != nil {
+			got, err := s.replayRecorded(r, out, ru, after, after+dropped, kinds)
+			if err != nil {
 				return
 			}
+			dropped -= got - after
+			after = got
+		}
+		if dropped > 0 {
+			data, _ := json.Marshal(map[string]int64{"dropped": dropped, "first_id": after + dropped + 1})
+			if out.write(sseFrame("", EventTruncated, data)) != nil {
+				return
+			}
+			after += dropped
 		}
 		for _, f := range frames {
 			after = f.id
 			if kinds != nil && !kinds[f.kind] {
 				continue
 			}
-			if _, err := w.Write(f.data); err != nil {
+			if out.write(f.data) != nil {
 				return
 			}
 		}
 		if len(frames) == 0 && closed {
-			data, _ := json.Marshal(ru.view())
-			_, _ = w.Write(sseFrame(strconv.FormatInt(after+1, 10), EventEnd, data))
-			_ = rc.Flush()
+			v, err := s.runView(r.Context(), ru)
+			if err != nil {
+				s.log.ErrorContext(r.Context(), "server: the end of a stream has no values", "request_id", requestID(r.Context()), "run", ru.id, "err", err)
+			}
+			data, _ := json.Marshal(v)
+			if out.write(sseFrame(strconv.FormatInt(after+1, 10), EventEnd, data)) == nil {
+				_ = out.flush()
+			}
 			return
 		}
 		if dropped > 0 || len(frames) > 0 {
-			if rc.Flush() != nil {
+			if out.flush() != nil {
 				return
 			}
 			continue
@@ -120,7 +166,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, ru *run, af
 		select {
 		case <-wake:
 		case <-heartbeat.C:
-			if _, err := w.Write([]byte(": ping\n\n")); err != nil || rc.Flush() != nil {
+			if out.write([]byte(": ping\n\n")) != nil || out.flush() != nil {
 				return
 			}
 		case <-r.Context().Done():

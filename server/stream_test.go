@@ -104,7 +104,7 @@ func TestStreamOfAFailingRunEndsWithTheError(t *testing.T) {
 
 func TestADisconnectedClientDoesNotStopTheRunAndReattaches(t *testing.T) {
 	b := newBlocker(t)
-	e := newEnv(t, server.Config{Workflows: workflows(b.r)})
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), Recorder: recorder(t)})
 	e.thread(alice, "block", "t")
 	handlerDone := make(chan struct{})
 	e.onServed(func(r *http.Request) {
@@ -130,8 +130,12 @@ func TestADisconnectedClientDoesNotStopTheRunAndReattaches(t *testing.T) {
 	e.call("GET", "/v1/threads/t/runs/"+runID, alice, nil, http.StatusOK, &ru)
 	assert.Equal(t, "running", ru.Status, "the run goes on without its client")
 
+	// Re-attached while the run goes on, the stream reads the run's buffer.
+	resp = e.request("GET", "/v1/threads/t/runs/"+runID+"/stream", alice, nil, "Last-Event-ID", last.ID)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	b.open()
-	rest := e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream", alice, nil, "Last-Event-ID", last.ID)
+	rest := readEvents(t, resp.Body, nil)
 	require.NotEmpty(t, rest)
 	lastID, _ := strconv.Atoi(last.ID)
 	for i, ev := range rest {
@@ -144,36 +148,105 @@ func TestADisconnectedClientDoesNotStopTheRunAndReattaches(t *testing.T) {
 	assert.JSONEq(t, `{"log": ["a", "b", "slow", "c"]}`, string(final.Values))
 	assert.Equal(t, map[string]int32{"a": 1, "b": 1, "slow": 1, "c": 1}, b.counts(), "nothing ran twice")
 
-	// ?after=N does the same as Last-Event-ID, and a finished run replays.
-	again := e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream?after="+last.ID, alice, nil)
+	// Once the run has ended the server holds none of its events: a
+	// stream re-attached by Last-Event-ID or ?after=N reads them from the
+	// recording.
+	again := e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream", alice, nil, "Last-Event-ID", last.ID)
+	assert.Equal(t, names(rest), names(again))
+	again = e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream?after="+last.ID, alice, nil)
 	assert.Equal(t, names(rest), names(again))
 	all := e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream", alice, nil)
 	assert.Equal(t, names(first), names(all[:len(first)]))
 	assert.Len(t, all, len(first)+len(rest))
+	assert.Equal(t, final, all[len(all)-1].run(t))
 }
 
-func TestReattachingPastTheBufferSaysWhatWasDropped(t *testing.T) {
-	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), EventBuffer: 4})
+func TestAFinishedRunReplaysItsRecordedEventsAsStreamed(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Recorder: recorder(t)})
+	e.thread(alice, "echo", "t")
+	live := e.stream("POST", "/v1/threads/t/runs/stream", alice, map[string]any{"input": map[string]any{"text": "hi"}})
+	runID := live[0].event(t).RunID
+
+	replayed := e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream", alice, nil)
+	require.Equal(t, names(live), names(replayed))
+	for i := range live {
+		want, got := live[i], replayed[i]
+		assert.Equal(t, want.ID, got.ID)
+		if want.Event == "end" {
+			assert.Equal(t, want.run(t), got.run(t))
+			continue
+		}
+		wantEv, gotEv := want.event(t), got.event(t)
+		if want.Event == "values" {
+			// The recording keeps the final state only.
+			assert.Empty(t, gotEv.State, "event %s", want.ID)
+			wantEv.State = nil
+		}
+		// The store keeps times to the microsecond.
+		wantEv.Time = wantEv.Time.Truncate(time.Microsecond)
+		assert.Equal(t, wantEv, gotEv, "event %s (%s)", want.ID, want.Event)
+	}
+
+	kinds := e.stream("GET", "/v1/threads/t/runs/"+runID+"/stream?kinds=node_end,run_end&after=7", alice, nil)
+	assert.Equal(t, []string{"node_end", "run_end", "end"}, names(kinds))
+	assert.Equal(t, []string{"15", "20", "21"}, []string{kinds[0].ID, kinds[1].ID, kinds[2].ID})
+}
+
+func TestWithoutARecorderAFinishedRunsEventsAreGone(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	e.thread(alice, "echo", "t")
 	ru := e.wait(alice, "t", map[string]any{"input": map[string]any{"text": "x"}})
 	require.Equal(t, int64(20), ru.Events)
 
 	evs := e.stream("GET", "/v1/threads/t/runs/"+ru.ID+"/stream", alice, nil)
-	assert.Equal(t, []string{"truncated", "update", "values", "step_end", "run_end", "end"}, names(evs))
-	assert.Empty(t, evs[0].ID, "a truncated event does not move Last-Event-ID")
-	assert.JSONEq(t, `{"dropped": 16, "first_id": 17}`, evs[0].Data)
-	assert.Equal(t, "17", evs[1].ID)
-
-	evs = e.stream("GET", "/v1/threads/t/runs/"+ru.ID+"/stream", alice, nil, "Last-Event-ID", "10")
-	assert.Equal(t, "truncated", evs[0].Event)
-	assert.JSONEq(t, `{"dropped": 6, "first_id": 17}`, evs[0].Data)
+	assert.Equal(t, []string{"truncated", "end"}, names(evs))
+	assert.JSONEq(t, `{"dropped": 20, "first_id": 21}`, evs[0].Data)
+	assert.Equal(t, "21", evs[1].ID)
+	end := evs[1].run(t)
+	assert.Equal(t, "done", end.Status)
+	assert.JSONEq(t, `{"text": "X", "log": ["upper", "tally"], "count": 1}`, string(end.Values), "the values come from the saver")
 
 	evs = e.stream("GET", "/v1/threads/t/runs/"+ru.ID+"/stream", alice, nil, "Last-Event-ID", "18")
-	assert.Equal(t, []string{"step_end", "run_end", "end"}, names(evs), "nothing was dropped after 18")
+	assert.Equal(t, []string{"truncated", "end"}, names(evs))
+	assert.JSONEq(t, `{"dropped": 2, "first_id": 21}`, evs[0].Data)
+}
 
-	evs = e.stream("GET", "/v1/threads/t/runs/"+ru.ID+"/stream", alice, nil, "Last-Event-ID", "20")
-	assert.Equal(t, []string{"end"}, names(evs))
-	assert.Equal(t, "21", evs[0].ID)
+func TestReattachingPastTheBufferSaysWhatWasDropped(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), EventBuffer: 4})
+	e.thread(alice, "block", "t")
+	var ru server.Run
+	e.call("POST", "/v1/threads/t/runs", alice, map[string]any{"input": map[string]any{}}, http.StatusAccepted, &ru)
+	b.waitEntered(t)
+	// The run has sent run_start, checkpoint, then for a and b step_start,
+	// node_start, node_end, checkpoint, update, values, step_end, then
+	// step_start and node_start of slow: 18 events.
+	stream := func(header ...string) *http.Response {
+		resp := e.request("GET", "/v1/threads/t/runs/"+ru.ID+"/stream", alice, nil, header...)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return resp
+	}
+	untilSlow := func(s sse) bool { return s.Event == "node_start" && s.event(t).Node == "slow" }
+
+	resp := stream()
+	evs := readEvents(t, resp.Body, untilSlow)
+	resp.Body.Close()
+	assert.Equal(t, []string{"truncated", "values", "step_end", "step_start", "node_start"}, names(evs))
+	assert.Empty(t, evs[0].ID, "a truncated event does not move Last-Event-ID")
+	assert.JSONEq(t, `{"dropped": 14, "first_id": 15}`, evs[0].Data)
+	assert.Equal(t, "15", evs[1].ID)
+
+	resp = stream("Last-Event-ID", "10")
+	evs = readEvents(t, resp.Body, untilSlow)
+	resp.Body.Close()
+	assert.Equal(t, "truncated", evs[0].Event)
+	assert.JSONEq(t, `{"dropped": 4, "first_id": 15}`, evs[0].Data)
+
+	resp = stream("Last-Event-ID", "16")
+	evs = readEvents(t, resp.Body, untilSlow)
+	resp.Body.Close()
+	assert.Equal(t, []string{"step_start", "node_start"}, names(evs), "nothing was dropped after 16")
+	b.open()
 }
 
 func TestReattachQueryErrors(t *testing.T) {

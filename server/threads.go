@@ -67,6 +67,10 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) {
 		writeError(w, unknownWorkflow(req.Workflow))
 		return
 	}
+	if e := s.storageQuota(ownerFrom(r.Context())); e != nil {
+		writeError(w, e)
+		return
+	}
 	th := Thread{ID: req.ThreadID, Workflow: req.Workflow, Metadata: req.Metadata, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	if th.ID == "" {
 		th.ID = newID()
@@ -91,11 +95,11 @@ func unknownThread(id string) *apiError {
 func (s *Server) storeThread(ctx context.Context, owner string, th Thread) error {
 	key := threadKey(owner, th.ID)
 	exists := func() (bool, error) {
-		_, err := s.cfg.Saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key, NS: threadNS})
+		_, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key, NS: threadNS})
 		if errors.Is(err, graph.ErrNotFound) {
 			// A thread made outside the server (its checkpoints only) is
 			// taken too.
-			_, err = s.cfg.Saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key})
+			_, err = s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key})
 		}
 		if errors.Is(err, graph.ErrNotFound) {
 			return false, nil
@@ -114,7 +118,7 @@ func (s *Server) storeThread(ctx context.Context, owner string, th Thread) error
 		return fieldErrorf(CodeInvalidField, "metadata", "field \"metadata\" cannot be stored: %v", err)
 	}
 	rec := graph.CheckpointRecord{Thread: key, NS: threadNS, ID: threadRecordID, Source: "server", Created: th.CreatedAt, Meta: meta}
-	if err := s.cfg.Saver.PutCheckpoint(ctx, rec, nil); err != nil {
+	if err := s.saver.PutCheckpoint(ctx, rec, nil); err != nil {
 		if ok, _ := exists(); ok { // created at the same moment by another request
 			return taken
 		}
@@ -126,7 +130,7 @@ func (s *Server) storeThread(ctx context.Context, owner string, th Thread) error
 // loadThread reads the owner's thread id, with its workflow; a thread that
 // does not exist, or is another owner's, is a 404.
 func (s *Server) loadThread(ctx context.Context, owner, id string) (Thread, *graph.Runnable, error) {
-	rec, err := s.cfg.Saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: threadKey(owner, id), NS: threadNS, ID: threadRecordID})
+	rec, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: threadKey(owner, id), NS: threadNS, ID: threadRecordID})
 	if errors.Is(err, graph.ErrNotFound) {
 		return Thread{}, nil, unknownThread(id)
 	}
@@ -153,17 +157,6 @@ func (s *Server) threadFor(w http.ResponseWriter, r *http.Request) (Thread, *gra
 		return th, nil, false
 	}
 	return th, wf, true
-}
-
-// internal passes an *apiError through and logs and hides anything else
-// behind a 500.
-func (s *Server) internal(r *http.Request, err error) *apiError {
-	var e *apiError
-	if errors.As(err, &e) {
-		return e
-	}
-	s.log.ErrorContext(r.Context(), "server: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	return errorf(http.StatusInternalServerError, CodeInternal, "%v", err)
 }
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +195,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		delete(s.threads, key)
 	}
 	s.mu.Unlock()
-	if err := s.cfg.Saver.DeleteThread(r.Context(), key); err != nil {
+	if err := s.saver.DeleteThread(r.Context(), key); err != nil {
 		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
 		return
 	}
@@ -252,7 +245,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	opts := []graph.Option{graph.WithSaver(s.cfg.Saver)}
+	opts := []graph.Option{graph.WithSaver(s.saver)}
 	cp := r.URL.Query().Get("checkpoint")
 	if cp != "" {
 		opts = append(opts, graph.FromCheckpoint(cp))
@@ -298,7 +291,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	snaps, err := wf.History(r.Context(), threadKey(ownerFrom(r.Context()), th.ID), graph.WithSaver(s.cfg.Saver), graph.HistoryLimit(limit))
+	snaps, err := wf.History(r.Context(), threadKey(ownerFrom(r.Context()), th.ID), graph.WithSaver(s.saver), graph.HistoryLimit(limit))
 	if err != nil && !errors.Is(err, graph.ErrNotFound) {
 		writeError(w, s.internal(r, err))
 		return

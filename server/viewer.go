@@ -43,7 +43,7 @@ func (s *Server) viewerRoutes() {
 		panic(err) // the directory is embedded at build time
 	}
 	files := http.StripPrefix("/viewer", http.FileServerFS(assets))
-	s.mux.Handle("GET /viewer/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET /viewer/", func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", viewerCSP)
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -51,12 +51,12 @@ func (s *Server) viewerRoutes() {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
-	}))
-	s.mux.HandleFunc("GET /v1/trace/runs", s.auth(s.handleTraceRuns))
-	s.mux.HandleFunc("GET /v1/trace/runs/{run}", s.auth(s.handleTraceRun))
-	s.mux.HandleFunc("GET /v1/trace/runs/{run}/timeline", s.auth(s.handleTraceTimeline))
-	s.mux.HandleFunc("GET /v1/trace/runs/{run}/agents/{agent}", s.auth(s.handleTraceAgent))
-	s.mux.HandleFunc("GET /v1/trace/runs/{run}/events", s.auth(s.handleTraceEvents))
+	})
+	s.handle("GET /v1/trace/runs", s.auth(s.handleTraceRuns))
+	s.handle("GET /v1/trace/runs/{run}", s.auth(s.handleTraceRun))
+	s.handle("GET /v1/trace/runs/{run}/timeline", s.auth(s.handleTraceTimeline))
+	s.handle("GET /v1/trace/runs/{run}/agents/{agent}", s.auth(s.handleTraceAgent))
+	s.handle("GET /v1/trace/runs/{run}/events", s.auth(s.handleTraceEvents))
 }
 
 // TraceRunList is the body of GET /v1/trace/runs.

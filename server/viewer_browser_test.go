@@ -194,3 +194,34 @@ func TestViewerFollowsARunningRunInChromium(t *testing.T) {
 	screenshot(t, ctx, "viewer-done.png")
 	assert.Equal(t, "2 + 3 = 5", output)
 }
+
+func TestViewerNeverUsesATokenInTheQueryInChromium(t *testing.T) {
+	e, ru := recordedCalc(t)
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+ru.ID+"&token="+alice),
+		chromedp.WaitVisible(`#login`),
+		chromedp.WaitVisible(`#error`),
+	))
+	stored, err := chromedp.Run(ctx, chromedp.Evaluate[*string](`sessionStorage.getItem("coorflow.token")`))
+	require.NoError(t, err)
+	location, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.state`))
+	require.NoError(t, err)
+	shown := text(t, ctx, `#error`)
+	screenshot(t, ctx, "viewer-query-token.png")
+
+	assert.Nil(t, stored, "the query's token is not kept")
+	assert.NotContains(t, location, alice, "the token leaves the address")
+	assert.Contains(t, location, "run="+ru.ID, "the rest of the query stays")
+	assert.NotEqual(t, "ready", state, "nothing was loaded with it")
+	assert.Contains(t, shown, "/viewer/#token=")
+
+	// The same token in the fragment is used.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate("about:blank"),
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+ru.ID+"#token="+alice),
+		chromedp.WaitVisible(`button.agent[data-name="solver"][data-status="done"]`),
+	))
+}

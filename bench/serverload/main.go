@@ -124,6 +124,8 @@ func run(o options) error {
 		Saver:     saver,
 		Tokens:    map[string]string{token: "bench"},
 		Logger:    slog.New(slog.DiscardHandler),
+		// Every run is the one owner's: no per-owner quota of runs.
+		MaxActiveRuns: -1, MaxQueuedRuns: -1,
 	})
 	if err != nil {
 		return err
@@ -132,7 +134,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := server.NewHTTPServer(srv, server.Limits{})
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	base := "http://" + ln.Addr().String()

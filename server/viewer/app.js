@@ -2,9 +2,11 @@
 // and, for the agent selected, what each of its model calls saw, the tools
 // it called and what it answered. Live while the run goes on.
 //
-// The token: opened as /viewer/#token=T (or ?token=T), the page keeps T in
-// sessionStorage (this tab only), removes it from the address, and sends
-// it as "Authorization: Bearer T" with every API call.
+// The token: opened as /viewer/#token=T, the page keeps T in sessionStorage
+// (this tab only), removes it from the address, and sends it as
+// "Authorization: Bearer T" with every API call. The fragment never leaves
+// the browser; a token in the query (?token=T) would reach the server's and
+// proxies' logs, so the page never uses one, and drops it from the address.
 "use strict";
 
 const TOKEN_KEY = "coorflow.token";
@@ -54,18 +56,21 @@ function fail(msg) {
 
 // ---- token ----
 
+// takeToken moves a token from the address's fragment to sessionStorage and
+// returns the tab's token. It reports whether the query held one, unused.
 function takeToken() {
   const url = new URL(location.href);
   const hash = new URLSearchParams(url.hash.slice(1));
-  const tok = hash.get("token") || url.searchParams.get("token");
-  if (tok) {
-    sessionStorage.setItem(TOKEN_KEY, tok);
+  const tok = hash.get("token");
+  const inQuery = url.searchParams.has("token");
+  if (tok || inQuery) {
+    if (tok) sessionStorage.setItem(TOKEN_KEY, tok);
     hash.delete("token");
     url.searchParams.delete("token");
     url.hash = hash.toString();
     history.replaceState(null, "", url.pathname + url.search + (url.hash.length > 1 ? url.hash : ""));
   }
-  return sessionStorage.getItem(TOKEN_KEY) || "";
+  return { token: sessionStorage.getItem(TOKEN_KEY) || "", inQuery };
 }
 
 function askToken() {
@@ -412,9 +417,10 @@ function report(e) {
 
 async function start() {
   show("#error", false);
-  const tok = takeToken();
-  if (!tok) {
+  const { token, inQuery } = takeToken();
+  if (!token) {
     askToken();
+    if (inQuery) fail("A token in the address's query (?token=) is not used: it would end up in logs. Open the viewer as /viewer/#token=… or enter the token here.");
     return;
   }
   show("#logout", true);

@@ -1,0 +1,17 @@
+package server
+
+// Routes lists the patterns s serves, for tests that must cover them all.
+func Routes(s *Server) []string {
+	return append([]string(nil), s.routes...)
+}
+
+// RunCounts returns the owners' counts of runs in progress and queued.
+func RunCounts(s *Server) map[string][2]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][2]int, len(s.usage))
+	for owner, u := range s.usage {
+		out[owner] = [2]int{u.active, u.queued}
+	}
+	return out
+}
