@@ -111,6 +111,14 @@ func PythonDisabled() Tool {
 		func(context.Context, json.RawMessage) (string, error) { return "", ErrCodeExecDisabled })
 }
 
+// CheckSandbox runs an empty program with the python tool of cfg and
+// returns the *SandboxError when the sandbox cannot be set up, so that a
+// program can say so when it starts rather than at the first call.
+func CheckSandbox(ctx context.Context, cfg PythonConfig) error {
+	_, err := Python(cfg).Call(ctx, json.RawMessage(`{"code":"pass"}`))
+	return err
+}
+
 type pythonTool struct {
 	cfg PythonConfig
 	// after starts the timeout of a run (time.After; tests replace it).
@@ -119,16 +127,11 @@ type pythonTool struct {
 
 func (p *pythonTool) Name() string { return "python" }
 
+// Description is the same with the sandbox on or off: it enters the
+// prompts of agents, and a run replayed with the other mode should not
+// differ for that alone.
 func (p *pythonTool) Description() string {
-	where := "in a fresh, empty working directory"
-	switch sb := p.cfg.Sandbox; {
-	case sb.Mode == SandboxOff:
-	case sb.Network:
-		where = "in a sandbox with limited memory, in a fresh, empty working directory"
-	default:
-		where = "in a sandbox with no network and limited memory, in a fresh, empty working directory"
-	}
-	return "Runs Python 3 code " + where + " and returns the exit code and " +
+	return "Runs Python 3 code in a fresh, empty working directory and returns the exit code and " +
 		"the combined stdout and stderr. Print every result you need; files are deleted after the run. " +
 		fmt.Sprintf("Runs are limited to %s.", p.cfg.Timeout)
 }

@@ -430,6 +430,11 @@ func TestSandboxRefusesWithoutBubblewrap(t *testing.T) {
 		assert.Equal(t, "python", se.Tool)
 		assert.True(t, errors.Is(res.Err, tools.ErrSandboxUnavailable))
 		assert.NoFileExists(t, ran)
+
+		err := tools.CheckSandbox(t.Context(), tools.PythonConfig{Sandbox: tools.SandboxConfig{Bwrap: "/nonexistent/bwrap"}})
+		require.ErrorAs(t, err, &se)
+		assert.EqualError(t, err, `tools: python: code not run: the sandbox cannot be set up: `+
+			`exec: "/nonexistent/bwrap": stat /nonexistent/bwrap: no such file or directory (install bubblewrap: apt-get install bubblewrap)`)
 	})
 	t.Run("no namespaces", func(t *testing.T) {
 		// A bwrap that fails the way it does where user namespaces are
@@ -454,6 +459,11 @@ func worldReadableDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o755))
 	return dir
+}
+
+func TestCheckSandbox(t *testing.T) {
+	requireSandbox(t)
+	assert.NoError(t, tools.CheckSandbox(t.Context(), tools.PythonConfig{}))
 }
 
 // killMarked kills the processes a failed test left behind.
