@@ -40,19 +40,21 @@ func serveAndRun(t *testing.T, code string, flags ...string) (line, body string)
 		_ = pw.Close()
 		done <- code
 	}()
-	lines := bufio.NewScanner(pr)
-	require.True(t, lines.Scan())
-	addr := regexp.MustCompile(`http://[0-9.:]+`).FindString(lines.Text())
-	require.NotEmpty(t, addr, lines.Text())
-	for line == "" && lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "code execution:") {
-			line = lines.Text()
-		}
-	}
+	// Read serve's output to its end; the first line has the address.
+	first := make(chan string, 1)
+	read := make(chan []string, 1)
 	go func() {
-		for lines.Scan() { // drain what follows
+		var all []string
+		for lines := bufio.NewScanner(pr); lines.Scan(); {
+			if all = append(all, lines.Text()); len(all) == 1 {
+				first <- lines.Text()
+			}
 		}
+		close(first)
+		read <- all
 	}()
+	addr := regexp.MustCompile(`http://[0-9.:]+`).FindString(<-first)
+	require.NotEmpty(t, addr, "serve did not start")
 
 	in, err := json.Marshal(map[string]any{"input": map[string]string{"input": code}})
 	require.NoError(t, err)
@@ -71,6 +73,11 @@ func serveAndRun(t *testing.T, code string, flags ...string) (line, body string)
 	}
 	cancel()
 	assert.Equal(t, exitOK, <-done)
+	for _, l := range <-read {
+		if strings.HasPrefix(l, "code execution:") {
+			line = l
+		}
+	}
 	return line, body
 }
 
