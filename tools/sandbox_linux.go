@@ -64,7 +64,6 @@ type sandboxRun struct {
 	// ready and info are this side's ends of the pipes on readyFD and
 	// infoFD; the child's ends are closed once it has started.
 	ready, info *os.File
-	childEnds   []*os.File
 	readyc      chan bool        // whether the preamble said it was ready
 	initc       chan *os.Process // the sandbox's init, when bwrap named it
 	initOnce    sync.Once
