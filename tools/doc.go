@@ -22,7 +22,8 @@
 //		}})
 //	}
 //
-// Built-in tools: Python runs python3 code in a fresh temporary directory;
+// Built-in tools: Python runs python3 code in a bubblewrap sandbox (or, for
+// trusted code, directly with a scrubbed environment);
 // HTTPFetch fetches a URL and returns readable text, refusing private
 // addresses unless allowed; WebSearch searches through a SearchProvider
 // (NewSearXNG, NewTavily). FromLangChain adapts a langchaingo tool.

@@ -38,6 +38,14 @@ type Env struct {
 	// Graph are options for graph.Compile (a saver...), after those the
 	// file's settings give.
 	Graph []graph.Option
+	// Python configures the python tool of files that declare it; the
+	// file's timeout and interpreter apply on top. Nil, the default,
+	// turns code execution off: the tool is there, so that every file
+	// compiles, but each call fails with tools.ErrCodeExecDisabled. A
+	// program serving callers it does not trust keeps the sandbox (the
+	// zero tools.SandboxConfig); one that runs its user's own file may
+	// turn it off.
+	Python *tools.PythonConfig
 	// Offline compiles the graph to be read or drawn, never run: go nodes
 	// without their function, unregistered tools and tools whose ${ENV}
 	// is unset get stand-ins that fail when called.

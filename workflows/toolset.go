@@ -33,7 +33,7 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 	s := t.Spec
 	switch t.Name {
 	case "python":
-		return tools.Python(tools.PythonConfig{Timeout: timeout, Interpreter: s.Interpreter}), nil
+		return pythonTool(env.Python, timeout, s.Interpreter), nil
 	case "http_fetch":
 		return tools.HTTPFetch(tools.HTTPFetchConfig{Timeout: timeout, AllowHosts: s.AllowHosts, DenyHosts: s.DenyHosts, AllowPrivate: s.AllowPrivate}), nil
 	case "ask_human":
@@ -74,6 +74,22 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 		return tools.WithTimeout(tool, timeout), nil
 	}
 	return tool, nil
+}
+
+// pythonTool is the python tool of cfg with the file's timeout and
+// interpreter, or its disabled stand-in when cfg is nil.
+func pythonTool(cfg *tools.PythonConfig, timeout time.Duration, interpreter string) tools.Tool {
+	if cfg == nil {
+		return tools.PythonDisabled()
+	}
+	c := *cfg
+	if timeout > 0 {
+		c.Timeout = timeout
+	}
+	if interpreter != "" {
+		c.Interpreter = interpreter
+	}
+	return tools.Python(c)
 }
 
 // standInTool is a tool of a graph compiled offline.

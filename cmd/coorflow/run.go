@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -137,7 +138,8 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	defer r.db.Close()
 	r.rec = a.newRecorder(ctx, r.db)
 	defer a.closeRecorder(ctx, r.rec)
-	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)}}
+	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
+		Python: localPython()}
 	if models.Models != nil {
 		env.Models = models.Models
 	}
@@ -425,4 +427,10 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// localPython is the python tool of a workflow run from the command line:
+// the user's own file, its code run directly, with a scrubbed environment.
+func localPython() *tools.PythonConfig {
+	return &tools.PythonConfig{Sandbox: tools.SandboxConfig{Mode: tools.SandboxOff}}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/telemetry"
+	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -32,6 +33,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	keep := addRetentionFlags(fs, "prune-")
 	pruneEvery := ageFlag{defaultPruneEvery}
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
+	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -69,6 +71,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	defer a.closeRecorder(ctx, rec)
 	stopPruning := a.startPruner(ctx, base.traces, keep, pruneEvery.d)
 	defer stopPruning()
+	python, codeExec := codeExecution(ctx, *allowCodeExec)
 	served := map[string]*graph.Runnable{}
 	var names []string
 	for _, wf := range files {
@@ -76,7 +79,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		if _, dup := served[name]; dup {
 			return usagef("serve: two workflows are named %q; the API names workflows by name", name)
 		}
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, python)
 		if err != nil {
 			return err
 		}
@@ -101,6 +104,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		kept = fmt.Sprintf("threads and recorded runs (run viewer at http://%s/viewer/)", ln.Addr())
 	}
 	fmt.Fprintf(a.stdout, "serving http://%s (%s in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), kept, base.where, len(tokens), strings.Join(names, "\n"))
+	fmt.Fprintf(a.stdout, "code execution: %s\n", codeExec)
 	hs := server.NewHTTPServer(srv, server.Limits{})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -190,7 +194,7 @@ func fileExists(p string) bool {
 
 // compileForServe resolves the models of a workflow and compiles it over
 // the database.
-func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, owner string, overrides map[llm.Tier]string, demo bool) (*graph.Runnable, string, error) {
+func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, owner string, overrides map[llm.Tier]string, demo bool, python *tools.PythonConfig) (*graph.Runnable, string, error) {
 	models, err := wf.file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: demo})
 	if err != nil {
 		return nil, "", err
@@ -198,7 +202,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	if models.Demo && !demo {
 		a.notice("%s: no model provider is configured (%s): serving it on the scripted demo model %s", wf.arg, models.Reason, models.Script)
 	}
-	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}
+	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python}
 	if models.Models != nil {
 		env.Models = models.Models
 	}
@@ -211,6 +215,21 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 		desc = "no model"
 	}
 	return r, desc, nil
+}
+
+// codeExecution is the python tool of the served workflows, nil when code
+// execution is off (the default), and the start-up line that says so.
+// When on, code runs in the sandbox, always.
+func codeExecution(ctx context.Context, allow bool) (*tools.PythonConfig, string) {
+	if !allow {
+		return nil, "off: the python tool refuses to run code (--allow-code-exec runs it in a bubblewrap sandbox)"
+	}
+	cfg := &tools.PythonConfig{}
+	var se *tools.SandboxError
+	if err := tools.CheckSandbox(ctx, *cfg); errors.As(err, &se) {
+		return cfg, "on, but the sandbox cannot be set up, so the python tool refuses to run code: " + se.Reason
+	}
+	return cfg, "on, in a bubblewrap sandbox (no network, no file of this host but the system's, limited memory, CPU time and processes)"
 }
 
 // registryAgents lists, for GET /v1/agents, the agents the served
