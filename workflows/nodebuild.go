@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -191,7 +192,7 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 		return nil, err
 	}
 	reg, _ := b.tools.Subset(a.Tools...)
-	agent, err := nodes.NewReAct(nodes.ReActConfig{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
+	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
 	if err != nil {
 		return nil, err
 	}
@@ -274,11 +275,11 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, err
 		}
-		agent, err := nodes.NewReAct(nodes.ReActConfig{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
+		agent, err := react.New(react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
 		if err != nil {
 			return graph.Command{}, err
 		}
-		res, err := agent.Run(ctx, nodes.Task{Input: prompt})
+		res, err := agent.Run(ctx, react.Task{Input: prompt})
 		if err != nil {
 			return graph.Command{}, err
 		}
