@@ -38,16 +38,35 @@ type Call struct {
 //
 // A Caller is safe for concurrent use.
 type Caller struct {
-	reg *Registry
+	reg            *Registry
+	recordFailures bool
 }
 
+// ObserveOption configures a Caller.
+type ObserveOption func(*Caller)
+
+// RecordFailures makes the Caller journal failed calls too, for a caller
+// that passes a failure on rather than failing with it — a model that
+// reads the error and goes on — so that when the node runs again it sees
+// the same failure, not a second call. Without it a failed call is not
+// recorded (graph.Do records only successes): a node that fails because its
+// tool failed calls the tool again when it is retried.
+func RecordFailures() ObserveOption { return func(c *Caller) { c.recordFailures = true } }
+
 // Observe returns the Caller of reg's tools; a nil reg has none.
-func Observe(reg *Registry) *Caller {
+func Observe(reg *Registry, opts ...ObserveOption) *Caller {
 	if reg == nil {
 		reg = &Registry{}
 	}
-	return &Caller{reg: reg}
+	c := &Caller{reg: reg}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
 }
+
+// errNotRecorded keeps a failed call out of the journal.
+var errNotRecorded = errors.New("tools: failed call not recorded")
 
 // callRecord is what the journal keeps of a tool call.
 type callRecord struct {
@@ -65,8 +84,9 @@ type callRecord struct {
 //   - records the result in the node's journal (graph.Do, under
 //     "tool:<ID>"): when the node runs again — after an interrupt later in
 //     the node, a retry or a crash — the recorded result is returned and
-//     the tool is not called again. A replayed failure keeps its text
-//     (Result.Text), not its error type;
+//     the tool is not called again. A failed call is recorded only with
+//     RecordFailures; a replayed failure keeps its text (Result.Text), not
+//     its error type;
 //   - runs the tool in a scope of its own, "tool:<ID>", so that what the
 //     tool journals or asks is told apart from concurrent calls.
 //
@@ -93,13 +113,19 @@ func (c *Caller) Run(ctx context.Context, call Call, opts RunOptions) (Result, e
 		if errors.As(res.Err, &ie) {
 			return callRecord{}, ie // not a result: the run pauses, and the call runs again on resume
 		}
-		return callRecord{Status: res.Status.String(), Text: res.Text(), Duration: res.Duration}, nil
+		rec := callRecord{Status: res.Status.String(), Text: res.Text(), Duration: res.Duration}
+		if res.Status == StatusFailed && !c.recordFailures {
+			return rec, errNotRecorded
+		}
+		return rec, nil
 	})
 	var ie *graph.InterruptError
-	if errors.As(err, &ie) {
+	switch {
+	case errors.As(err, &ie):
 		return Result{}, ie
-	}
-	if err != nil { // the journal could not record the call
+	case errors.Is(err, errNotRecorded):
+		err = nil
+	case err != nil: // the journal could not record the call
 		rec = callRecord{Status: StatusFailed.String(), Text: "The tool call could not be completed: " + err.Error()}
 	}
 	if res.Status == 0 || err != nil { // replayed from the journal, or not recorded

@@ -322,6 +322,7 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 	if _, err := reg.Get(name); err != nil {
 		return nil, fmt.Errorf("tool %q is not available (an optional tool left out?): %w", name, err)
 	}
+	caller := tools.Observe(reg)
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		args := map[string]any{}
 		for _, a := range n.args {
@@ -335,7 +336,10 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, fmt.Errorf("workflows: node %q: arguments: %w", n.Name, err)
 		}
-		res := reg.Run(ctx, name, raw, tools.RunOptions{})
+		res, err := caller.Run(ctx, tools.Call{Name: name, Args: raw}, tools.RunOptions{})
+		if err != nil {
+			return graph.Command{}, fmt.Errorf("workflows: node %q: tool %s: %w", n.Name, name, err)
+		}
 		if res.Status == tools.StatusFailed {
 			return graph.Command{}, fmt.Errorf("workflows: node %q: tool %s failed: %s", n.Name, name, res.Text())
 		}

@@ -74,7 +74,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	return &Agent{cfg: cfg, model: llm.Observe(cfg.Model, cfg.Info), tools: tools.Observe(cfg.Tools)}, nil
+	return &Agent{cfg: cfg, model: llm.Observe(cfg.Model, cfg.Info), tools: tools.Observe(cfg.Tools, tools.RecordFailures())}, nil
 }
 
 // Name returns the agent's name.
@@ -90,8 +90,10 @@ func (a *Agent) HasWindow() bool { return a != nil && a.cfg.Window != nil }
 type Task struct {
 	// Input is the task, as the user message that starts the conversation.
 	Input string
-	// History, when set, is a conversation to continue (after the system
-	// prompt and before Input).
+	// History, when set, is a conversation to continue: it is sent after
+	// Input (if any), and the agent's turns follow it; to continue a chat,
+	// leave Input empty and end History with the user's message (as Graph
+	// does). With a window it is part of the "history" part.
 	History []llms.MessageContent
 	// Scope names this run of the agent in event paths and journal keys;
 	// concurrent runs of one agent inside a node need different scopes.
@@ -121,6 +123,11 @@ type Result struct {
 	Reasoning string
 	// Messages is the whole conversation, final answer included.
 	Messages []llms.MessageContent
+	// Added are the messages the run added to the conversation: the
+	// model's replies, tool calls included, and the tool results, in
+	// order, the final answer last (the prompt sent at the turn limit is
+	// left out). Graph appends them to Messages.
+	Added []llms.MessageContent
 	// Turns counts the model calls; ToolCalls the tool calls made.
 	Turns     int
 	ToolCalls int
@@ -182,7 +189,12 @@ func (a *Agent) loop(ctx context.Context, task Task) (*Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("react: agent %q, turn %d: %w", a.cfg.Name, turn, err)
 		}
-		c.history = append(c.history, assistantMessage(choice))
+		reply := assistantMessage(choice)
+		c.history = append(c.history, reply)
+		if last && len(choice.ToolCalls) > 0 { // tool calls that will not run: keep the text
+			reply = llms.TextParts(llms.ChatMessageTypeAI, choice.Content)
+		}
+		res.Added = append(res.Added, reply)
 		if len(choice.ToolCalls) == 0 || last {
 			res.Output, res.Reasoning, res.Messages = choice.Content, choice.ReasoningContent, c.transcript()
 			return res, nil
@@ -192,6 +204,7 @@ func (a *Agent) loop(ctx context.Context, task Task) (*Result, error) {
 			return res, err
 		}
 		c.history = append(c.history, results...)
+		res.Added = append(res.Added, results...)
 	}
 }
 
