@@ -99,7 +99,7 @@ func BackgroundInvestigator(cfg BackgroundConfig) (graph.NodeFunc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nodes: background investigator: %w", err)
 		}
-		search = tools.Observe(reg)
+		search = tools.Observe(reg, tools.RecordFailures()) // a failed search is noted, and stays noted
 	}
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		if search == nil {
