@@ -25,20 +25,22 @@ func ResearchTeam(workers map[string]string, planner string) graph.NodeFunc {
 		if p == nil {
 			return graph.Goto(planner), nil
 		}
-		for _, st := range p.Ready() {
-			node, ok := workers[st.AgentName]
-			if !ok {
-				node = workers["researcher"]
-				if st.StepType == plan.StepProcessing {
-					node = workers["coder"]
-				}
-			}
-			if node == "" {
-				return graph.Command{}, fmt.Errorf("nodes: research team: no worker for step %q (agent %q, type %q)", st.ID, st.AgentName, st.StepType)
-			}
-			return graph.Goto(node, CurrentStep.Set(st.ID)), nil
+		ready := p.Ready()
+		if len(ready) == 0 {
+			return graph.Goto(planner), nil
 		}
-		return graph.Goto(planner), nil
+		st := ready[0]
+		node, ok := workers[st.AgentName]
+		if !ok {
+			node = workers["researcher"]
+			if st.StepType == plan.StepProcessing {
+				node = workers["coder"]
+			}
+		}
+		if node == "" {
+			return graph.Command{}, fmt.Errorf("nodes: research team: no worker for step %q (agent %q, type %q)", st.ID, st.AgentName, st.StepType)
+		}
+		return graph.Goto(node, CurrentStep.Set(st.ID)), nil
 	}
 }
 

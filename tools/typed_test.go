@@ -30,7 +30,6 @@ type bookingArgs struct {
 	Guests []guest        `json:"guests,omitempty"`
 	Budget *float64       `json:"budget,omitempty"`
 	Notes  map[string]int `json:"notes,omitempty"`
-	secret string
 }
 
 func book(_ context.Context, a bookingArgs) (string, error) {
