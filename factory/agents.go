@@ -9,7 +9,8 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/llm"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/window"
@@ -26,7 +27,7 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 		return fmt.Errorf("factory: the plan needs new agents (%s) but the team has no builder", specNames(todo))
 	}
 	tasks := make([]dag.Task, len(todo))
-	specs := make(map[string]nodes.AgentSpec, len(todo))
+	specs := make(map[string]plan.AgentSpec, len(todo))
 	for i, sp := range todo {
 		tasks[i], specs[sp.Name] = dag.Task{ID: sp.Name}, sp
 	}
@@ -45,13 +46,13 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 
 // loadAgents finds the agent of every step, given to the team or in the
 // registry, and returns the specs of those left to build, in plan order.
-func (t *teamRun) loadAgents(ctx context.Context) ([]nodes.AgentSpec, error) {
+func (t *teamRun) loadAgents(ctx context.Context) ([]plan.AgentSpec, error) {
 	t.agents = map[string]Agent{}
-	specs := map[string]nodes.AgentSpec{}
+	specs := map[string]plan.AgentSpec{}
 	for _, sp := range t.plan.NewAgentsNeeded {
 		specs[sp.Name] = sp
 	}
-	var todo []nodes.AgentSpec
+	var todo []plan.AgentSpec
 	for _, st := range t.plan.Steps {
 		if _, seen := t.agents[st.AgentName]; seen {
 			continue
@@ -78,7 +79,7 @@ func (t *teamRun) loadAgents(ctx context.Context) ([]nodes.AgentSpec, error) {
 	return todo, nil
 }
 
-func specNames(specs []nodes.AgentSpec) string {
+func specNames(specs []plan.AgentSpec) string {
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
@@ -87,7 +88,7 @@ func specNames(specs []nodes.AgentSpec) string {
 }
 
 // build builds one new agent, stores it in the registry and announces it.
-func (t *teamRun) build(ctx context.Context, sp nodes.AgentSpec) error {
+func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
 	built, err := t.cfg.Builder.Build(ctx, sp, t.plan.Locale)
 	if err != nil {
 		return err
@@ -115,12 +116,12 @@ func (t *teamRun) build(ctx context.Context, sp nodes.AgentSpec) error {
 }
 
 // agentRun is the id of one run of an agent: its private board's key.
-func agentRun(step nodes.Step, a Agent) string { return a.Name + "." + step.ID }
+func agentRun(step plan.Step, a Agent) string { return a.Name + "." + step.ID }
 
 // agent makes the ReAct agent of a built agent, for one step: with a
 // window over the board as viewer sees it, and the read_context tool to
 // read back what the window offloaded.
-func (t *teamRun) agent(a Agent, viewer store.Viewer) (*nodes.ReAct, error) {
+func (t *teamRun) agent(a Agent, viewer store.Viewer) (*react.Agent, error) {
 	tier, err := llm.ParseTier(a.Tier)
 	if err != nil {
 		tier = llm.TierBasic
@@ -134,7 +135,7 @@ func (t *teamRun) agent(a Agent, viewer store.Viewer) (*nodes.ReAct, error) {
 		reg, _ = t.cfg.Tools.Subset(a.Tools...)
 	}
 	profile := t.cfg.Models.Profile(tier)
-	cfg := nodes.ReActConfig{
+	cfg := react.Config{
 		Name: a.Name, Model: model, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: t.cfg.MaxTurns,
 		Info: llm.ModelInfo{Tier: string(tier), Model: profile.Model},
 	}
@@ -143,12 +144,12 @@ func (t *teamRun) agent(a Agent, viewer store.Viewer) (*nodes.ReAct, error) {
 			return nil, err
 		}
 	}
-	return nodes.NewReAct(cfg)
+	return react.New(cfg)
 }
 
 // window gives an agent's config a window over the board as viewer sees
 // it, within the input window of profile, and the read_context tool.
-func (t *teamRun) window(cfg *nodes.ReActConfig, a Agent, viewer store.Viewer, profile llm.Profile) error {
+func (t *teamRun) window(cfg *react.Config, a Agent, viewer store.Viewer, profile llm.Profile) error {
 	summarizer, err := t.cfg.Models.Model(llm.TierBasic)
 	if err != nil {
 		return fmt.Errorf("factory: the summarizer for agent %q: %w", a.Name, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 )
@@ -24,10 +25,10 @@ func BenchmarkTeamIndependentSteps(b *testing.B) {
 	for _, k := range []int{1, 2, 4, 8, 16} {
 		for _, mode := range []string{"concurrent", "sequential"} {
 			b.Run(fmt.Sprintf("K=%d/%s", k, mode), func(b *testing.B) {
-				plan := &nodes.Plan{Title: "Independent"}
+				pl := &plan.Plan{Title: "Independent"}
 				for i := range k {
-					plan.Steps = append(plan.Steps, nodes.Step{ID: fmt.Sprintf("s%d", i), AgentName: "researcher",
-						Title: "Look up", Description: fmt.Sprintf("Look up fact %d.", i), StepType: nodes.StepResearch})
+					pl.Steps = append(pl.Steps, plan.Step{ID: fmt.Sprintf("s%d", i), AgentName: "researcher",
+						Title: "Look up", Description: fmt.Sprintf("Look up fact %d.", i), StepType: plan.StepResearch})
 				}
 				reply := answer("FACT", 0.95)
 				var tokens int
@@ -55,7 +56,7 @@ func BenchmarkTeamIndependentSteps(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := r.Invoke(b.Context(), graph.Input(nodes.PlanKey.Set(plan))); err != nil {
+					if _, err := r.Invoke(b.Context(), graph.Input(nodes.PlanKey.Set(pl))); err != nil {
 						b.Fatal(err)
 					}
 					tokens = model.Usage().PromptTokens

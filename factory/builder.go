@@ -13,7 +13,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -54,7 +54,7 @@ type Built struct {
 
 // Build builds the agent spec describes. The whole build goes through the
 // journal (graph.Do), so a node that runs again does not build twice.
-func (b *Builder) Build(ctx context.Context, spec nodes.AgentSpec, locale string) (Built, error) {
+func (b *Builder) Build(ctx context.Context, spec plan.AgentSpec, locale string) (Built, error) {
 	if b.Model == nil || b.WritePrompt == nil {
 		return Built{}, errors.New("factory: a builder needs a model and a prompt writer")
 	}
@@ -87,7 +87,7 @@ func (b *Builder) Build(ctx context.Context, spec nodes.AgentSpec, locale string
 	})
 }
 
-func (b *Builder) messages(spec nodes.AgentSpec, locale string) []llms.MessageContent {
+func (b *Builder) messages(spec plan.AgentSpec, locale string) []llms.MessageContent {
 	var list strings.Builder
 	if b.Tools != nil {
 		for _, t := range b.Tools.List() {

@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 	smem "github.com/coorflow/coorflow/store/memory"
@@ -23,10 +24,10 @@ import (
 )
 
 // twoSteps: s1 (researcher) and s2 (coder), independent.
-func twoSteps() *nodes.Plan {
-	return &nodes.Plan{Title: "Two", Steps: []nodes.Step{
-		{ID: "s1", AgentName: "researcher", Title: "One", Description: "Do one.", StepType: nodes.StepResearch},
-		{ID: "s2", AgentName: "coder", Title: "Two", Description: "Do two.", StepType: nodes.StepProcessing},
+func twoSteps() *plan.Plan {
+	return &plan.Plan{Title: "Two", Steps: []plan.Step{
+		{ID: "s1", AgentName: "researcher", Title: "One", Description: "Do one.", StepType: plan.StepResearch},
+		{ID: "s2", AgentName: "coder", Title: "Two", Description: "Do two.", StepType: plan.StepProcessing},
 	}}
 }
 
@@ -85,12 +86,12 @@ func TestRuntimeSecretsReachToolsButNeverAPrompt(t *testing.T) {
 	_, err := e.reg.Add(t.Context(), factory.Agent{Name: "deployer", Description: "Deploys.", Tier: "basic", Tools: []string{"deploy"},
 		Prompt: "You deploy."})
 	require.NoError(t, err)
-	plan := &nodes.Plan{Title: "Ship", Steps: []nodes.Step{{ID: "s1", AgentName: "deployer", Title: "Deploy", Description: "Deploy it.", StepType: nodes.StepProcessing}}}
-	res, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(plan)),
+	pl := &plan.Plan{Title: "Ship", Steps: []plan.Step{{ID: "s1", AgentName: "deployer", Title: "Deploy", Description: "Deploy it.", StepType: plan.StepProcessing}}}
+	res, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(pl)),
 		graph.WithRuntime(map[string]any{"api_key": secret, "user_id": "u-42"}))
 	require.NoError(t, err)
 	assert.Equal(t, []string{secret}, seen, "the tool of the sub-agent read the key")
-	assert.Equal(t, nodes.StepDone, nodes.PlanKey.Get(res.State).Step("s1").Result.Status)
+	assert.Equal(t, plan.StepDone, nodes.PlanKey.Get(res.State).Step("s1").Result.Status)
 	for _, c := range e.model.Calls() {
 		all, err := json.Marshal(c.Messages)
 		require.NoError(t, err)
@@ -137,9 +138,9 @@ func TestARunForAnOwnerUsesThatOwnersAgentsAndBoard(t *testing.T) {
 	res, err := r.Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Thread("alice/web-1"),
 		graph.WithRuntime(map[string]any{graph.RuntimeOwner: "alice"}))
 	require.NoError(t, err, "a thread id with a slash is one board segment")
-	plan := nodes.PlanKey.Get(res.State)
-	assert.True(t, strings.HasPrefix(plan.Step("a1").Result.Ref, "mission/alice%2Fweb-1/"), plan.Step("a1").Result.Ref)
-	_, err = s.Get(t.Context(), "alice", plan.Step("a1").Result.Ref)
+	pl := nodes.PlanKey.Get(res.State)
+	assert.True(t, strings.HasPrefix(pl.Step("a1").Result.Ref, "mission/alice%2Fweb-1/"), pl.Step("a1").Result.Ref)
+	_, err = s.Get(t.Context(), "alice", pl.Step("a1").Result.Ref)
 	require.NoError(t, err, "the output is alice's")
 
 	_, err = factory.NewRegistry(s, "alice").Get(t.Context(), "market_analyst")
@@ -147,7 +148,7 @@ func TestARunForAnOwnerUsesThatOwnersAgentsAndBoard(t *testing.T) {
 	_, err = e.reg.Get(t.Context(), "market_analyst")
 	require.ErrorIs(t, err, factory.ErrAgentNotFound, "and not the default owner's")
 	read := factory.OutputReader(s, "acme")
-	_, err = read(t.Context(), plan.Step("a1").Result.Ref)
+	_, err = read(t.Context(), pl.Step("a1").Result.Ref)
 	require.Error(t, err, "outside alice's run the default owner is used")
 }
 

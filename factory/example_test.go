@@ -11,6 +11,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 )
@@ -59,15 +60,15 @@ func ExampleTeam() {
 		panic(err)
 	}
 
-	plan := &nodes.Plan{Title: "Price the e-bike", Locale: "en-US",
-		NewAgentsNeeded: []nodes.AgentSpec{{Name: "pricing_analyst", Role: "pricing analyst",
+	pl := &plan.Plan{Title: "Price the e-bike", Locale: "en-US",
+		NewAgentsNeeded: []plan.AgentSpec{{Name: "pricing_analyst", Role: "pricing analyst",
 			Capabilities: "reads market data", Contribution: "the price"}},
-		Steps: []nodes.Step{
-			{ID: "market", AgentName: "researcher", Title: "Market", Description: "Find what rivals charge.", StepType: nodes.StepResearch},
-			{ID: "price", AgentName: "pricing_analyst", Title: "Price", Description: "Set the price.", StepType: nodes.StepProcessing,
+		Steps: []plan.Step{
+			{ID: "market", AgentName: "researcher", Title: "Market", Description: "Find what rivals charge.", StepType: plan.StepResearch},
+			{ID: "price", AgentName: "pricing_analyst", Title: "Price", Description: "Set the price.", StepType: plan.StepProcessing,
 				DependsOn: []string{"market"}},
 		}}
-	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(plan)))
+	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(pl)))
 	if err != nil {
 		panic(err)
 	}

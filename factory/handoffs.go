@@ -8,7 +8,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/teamhook"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 )
@@ -20,7 +20,7 @@ func init() {
 // handoffs returns what step receives from the steps it depends on (or
 // those TeamConfig.sees chooses): their full results, read back from the
 // board.
-func (t *teamRun) handoffs(ctx context.Context, step nodes.Step) ([]nodes.Handoff, error) {
+func (t *teamRun) handoffs(ctx context.Context, step plan.Step) ([]plan.Handoff, error) {
 	hs := t.handoffsOnPlan(step)
 	if t.board == nil {
 		return hs, nil
@@ -41,13 +41,13 @@ func (t *teamRun) handoffs(ctx context.Context, step nodes.Step) ([]nodes.Handof
 
 // handoffsOnPlan returns step's handoffs as the plan has them: summaries
 // and, for results on the board, their references.
-func (t *teamRun) handoffsOnPlan(step nodes.Step) []nodes.Handoff {
+func (t *teamRun) handoffsOnPlan(step plan.Step) []plan.Handoff {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.cfg.sees != nil {
 		step.DependsOn = t.cfg.sees(t.plan, step)
 	}
-	hs := nodes.HandoffsFor(t.plan, step)
+	hs := t.plan.Handoffs(step)
 	for i := range hs {
 		hs[i].Ref = t.plan.Step(hs[i].From).Result.Ref
 	}
@@ -85,8 +85,8 @@ func (t *teamRun) visibleNotes(ctx context.Context, viewer store.Viewer) (string
 // publish puts a done step's full output on the board — the plan keeps a
 // reference — logs its progress and hands it off to the steps that
 // depend on it. It goes through the journal: a step is published once.
-func (t *teamRun) publish(ctx context.Context, step nodes.Step, a Agent, res nodes.StepResult) (nodes.StepResult, error) {
-	return graph.Do(ctx, "publish "+step.ID, func(ctx context.Context) (nodes.StepResult, error) {
+func (t *teamRun) publish(ctx context.Context, step plan.Step, a Agent, res plan.StepResult) (plan.StepResult, error) {
+	return graph.Do(ctx, "publish "+step.ID, func(ctx context.Context) (plan.StepResult, error) {
 		ref, err := t.board.PutOutput(ctx, t.prefix+step.ID, res.Output)
 		if err != nil {
 			return res, fmt.Errorf("factory: store the output of step %s: %w", step.ID, err)
@@ -101,7 +101,7 @@ func (t *teamRun) publish(ctx context.Context, step nodes.Step, a Agent, res nod
 
 // handOff writes text to the board as step's handoff to each step that
 // depends on it.
-func (t *teamRun) handOff(ctx context.Context, step nodes.Step, a Agent, text string) error {
+func (t *teamRun) handOff(ctx context.Context, step plan.Step, a Agent, text string) error {
 	for _, d := range t.next[step.ID] {
 		if _, err := t.board.PutHandoff(ctx, agentRun(step, a), agentRun(d, t.agents[d.AgentName]), text); err != nil && !errors.Is(err, store.ErrExists) {
 			return fmt.Errorf("factory: hand off step %s to %s: %w", step.ID, d.ID, err)

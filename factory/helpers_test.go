@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/metaprompt"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 )
@@ -95,17 +96,17 @@ func (e *env) team(t *testing.T, cfg factory.TeamConfig, opts ...graph.Option) *
 
 // twoBranches is a 6-step plan: a1 -> a2 -> a3 and b1 -> b2 -> b3, with
 // two new agents.
-func twoBranches() *nodes.Plan {
-	step := func(id, agent string, deps ...string) nodes.Step {
-		return nodes.Step{ID: id, AgentName: agent, Title: "Step " + id, Description: "Do " + id + ".", StepType: nodes.StepResearch, DependsOn: deps}
+func twoBranches() *plan.Plan {
+	step := func(id, agent string, deps ...string) plan.Step {
+		return plan.Step{ID: id, AgentName: agent, Title: "Step " + id, Description: "Do " + id + ".", StepType: plan.StepResearch, DependsOn: deps}
 	}
-	return &nodes.Plan{
+	return &plan.Plan{
 		Title: "Market and technology", Locale: "en-US",
-		NewAgentsNeeded: []nodes.AgentSpec{
+		NewAgentsNeeded: []plan.AgentSpec{
 			{Name: "market_analyst", Role: "market analyst", Capabilities: "market data", Contribution: "market view"},
 			{Name: "tech_analyst", Role: "technology analyst", Capabilities: "technical papers", Contribution: "tech view"},
 		},
-		Steps: []nodes.Step{
+		Steps: []plan.Step{
 			step("a1", "market_analyst"), step("a2", "market_analyst", "a1"), step("a3", "researcher", "a2"),
 			step("b1", "tech_analyst"), step("b2", "tech_analyst", "b1"), step("b3", "coder", "b2"),
 		},

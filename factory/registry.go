@@ -11,6 +11,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 )
@@ -35,9 +36,9 @@ type Agent struct {
 	Prompt       string `json:"prompt"`
 	PromptPinned bool   `json:"prompt_pinned,omitempty"`
 	// Spec is the plan's description of the agent it was built from.
-	Spec    *nodes.AgentSpec `json:"spec,omitempty"`
-	Builtin bool             `json:"builtin,omitempty"`
-	Created time.Time        `json:"created"`
+	Spec    *plan.AgentSpec `json:"spec,omitempty"`
+	Builtin bool            `json:"builtin,omitempty"`
+	Created time.Time       `json:"created"`
 	// Revision is the store revision the agent was read at; pass it back
 	// to Update.
 	Revision int64 `json:"-"`

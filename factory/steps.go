@@ -8,6 +8,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 )
 
@@ -17,13 +18,13 @@ import (
 // FailFast it stops the team. Questions asked by several steps pause the
 // team together, once the steps that can go on are done. It returns the
 // findings of the steps that got a result, in plan order.
-func (t *teamRun) runSteps(ctx context.Context) ([]nodes.Finding, error) {
+func (t *teamRun) runSteps(ctx context.Context) ([]plan.Finding, error) {
 	open := map[string]bool{}
 	for _, s := range t.plan.Steps {
 		open[s.ID] = s.Result == nil
 	}
-	nodes.SkipDependents(t.plan) // a step they need failed in an earlier run
-	t.head = &nodes.Plan{Title: t.plan.Title, Locale: t.plan.Locale}
+	t.plan.SkipDependents() // a step they need failed in an earlier run
+	t.head = &plan.Plan{Title: t.plan.Title, Locale: t.plan.Locale}
 	t.next = dependents(t.plan)
 	opts := dag.Options{Limit: t.cfg.StepConcurrency, FailFast: t.cfg.FailFast, Classify: classify}
 	if _, err := dag.Run(ctx, stepTasks(t.plan), opts, t.runTask); err != nil {
@@ -32,11 +33,11 @@ func (t *teamRun) runSteps(ctx context.Context) ([]nodes.Finding, error) {
 		}
 		return nil, err
 	}
-	nodes.SkipDependents(t.plan)
-	var found []nodes.Finding
+	t.plan.SkipDependents()
+	var found []plan.Finding
 	for _, s := range t.plan.Steps {
 		if open[s.ID] && s.Result != nil {
-			found = append(found, nodes.FindingOf(s))
+			found = append(found, s.Finding())
 		}
 	}
 	return found, nil
@@ -45,7 +46,7 @@ func (t *teamRun) runSteps(ctx context.Context) ([]nodes.Finding, error) {
 // stepTasks returns the steps without a result as tasks of the DAG
 // runner; a dependency that has a result already (done: the others have
 // been skipped) is not waited for.
-func stepTasks(p *nodes.Plan) []dag.Task {
+func stepTasks(p *plan.Plan) []dag.Task {
 	var tasks []dag.Task
 	for _, s := range p.Steps {
 		if s.Result != nil {
@@ -63,8 +64,8 @@ func stepTasks(p *nodes.Plan) []dag.Task {
 }
 
 // dependents maps each step id to the steps that depend on it.
-func dependents(p *nodes.Plan) map[string][]nodes.Step {
-	next := map[string][]nodes.Step{}
+func dependents(p *plan.Plan) map[string][]plan.Step {
+	next := map[string][]plan.Step{}
 	for _, s := range p.Steps {
 		s.Result = nil
 		for _, d := range s.DependsOn {
@@ -107,7 +108,7 @@ func (t *teamRun) runTask(ctx context.Context, id string) error {
 	t.mu.Lock()
 	t.plan.Step(id).Result = &res
 	t.mu.Unlock()
-	if res.Status == nodes.StepFailed {
+	if res.Status == plan.StepFailed {
 		return fmt.Errorf("%w: %s: %s", ErrStepFailed, id, res.Error)
 	}
 	return nil
@@ -115,18 +116,18 @@ func (t *teamRun) runTask(ctx context.Context, id string) error {
 
 // runStep runs one step with its agent and publishes its result on the
 // board.
-func (t *teamRun) runStep(ctx context.Context, step nodes.Step, hs []nodes.Handoff, a Agent) (nodes.StepResult, error) {
+func (t *teamRun) runStep(ctx context.Context, step plan.Step, hs []plan.Handoff, a Agent) (plan.StepResult, error) {
 	viewer := store.Viewer{Task: step.ID, Agent: agentRun(step, a)}
 	agent, err := t.agent(a, viewer)
 	if err != nil {
-		return nodes.StepResult{Status: nodes.StepFailed, Error: err.Error(), Attempts: 0}, nil
+		return plan.StepResult{Status: plan.StepFailed, Error: err.Error(), Attempts: 0}, nil
 	}
 	extra, err := t.visibleNotes(ctx, viewer)
 	if err != nil {
-		return nodes.StepResult{}, err
+		return plan.StepResult{}, err
 	}
 	res, err := nodes.RunStep(ctx, nodes.StepRun{Agent: agent, Plan: t.head, Step: step, Handoffs: hs, Extra: extra, Threshold: t.cfg.Threshold})
-	if err != nil || t.board == nil || res.Status != nodes.StepDone {
+	if err != nil || t.board == nil || res.Status != plan.StepDone {
 		return res, err
 	}
 	return t.publish(ctx, step, a, res)

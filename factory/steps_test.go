@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 )
@@ -33,17 +34,17 @@ func TestQuestionsFromSeveralStepsPauseTheTeamTogether(t *testing.T) {
 		{Name: "asker_b", Tier: "basic", Tools: []string{"ask_human"}, Prompt: "You ask when unsure."},
 		{Name: "worker", Tier: "basic", Prompt: "You work."},
 	}
-	step := func(id, agent string, deps ...string) nodes.Step {
-		return nodes.Step{ID: id, AgentName: agent, Title: id, Description: "Do " + id + ".", StepType: nodes.StepResearch, DependsOn: deps}
+	step := func(id, agent string, deps ...string) plan.Step {
+		return plan.Step{ID: id, AgentName: agent, Title: id, Description: "Do " + id + ".", StepType: plan.StepResearch, DependsOn: deps}
 	}
-	plan := &nodes.Plan{Title: "Ask", Steps: []nodes.Step{
+	pl := &plan.Plan{Title: "Ask", Steps: []plan.Step{
 		step("a1", "asker_a"), step("a2", "asker_a", "a1"), step("b1", "asker_b"), step("c1", "worker"), step("c2", "worker", "c1"),
 	}}
 	r := e.team(t, factory.TeamConfig{Agents: given}, graph.WithSaver(memory.New()))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a barrier that never opens fails here
 	defer cancel()
 
-	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(plan)), graph.Thread("t1"))
+	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(pl)), graph.Thread("t1"))
 	require.NoError(t, err)
 	require.Equal(t, graph.StatusInterrupted, res.Status)
 	var paths []string
@@ -74,13 +75,13 @@ func TestTheTeamRunsAtMostStepConcurrencyStepsAtOnce(t *testing.T) {
 	e := newEnv(t, smem.New(store.Config{}), scripted.Script{Agents: map[string][]scripted.Reply{
 		"researcher": {held, held, answer("LAST", 0.9)},
 	}})
-	plan := &nodes.Plan{Title: "Three"}
+	pl := &plan.Plan{Title: "Three"}
 	for _, id := range []string{"s1", "s2", "s3"} {
-		plan.Steps = append(plan.Steps, nodes.Step{ID: id, AgentName: "researcher", Title: id, Description: "Do " + id + ".", StepType: nodes.StepResearch})
+		pl.Steps = append(pl.Steps, plan.Step{ID: id, AgentName: "researcher", Title: id, Description: "Do " + id + ".", StepType: plan.StepResearch})
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	res, err := e.team(t, factory.TeamConfig{StepConcurrency: 2}).Invoke(ctx, graph.Input(nodes.PlanKey.Set(plan)))
+	res, err := e.team(t, factory.TeamConfig{StepConcurrency: 2}).Invoke(ctx, graph.Input(nodes.PlanKey.Set(pl)))
 	require.NoError(t, err)
 	assert.True(t, nodes.PlanKey.Get(res.State).Done())
 	assert.Equal(t, 2, e.model.MaxInFlight())
@@ -100,11 +101,11 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, smem.New(store.Config{}), scripted.Script{})
-			plan := twoSteps()
-			for i := range plan.Steps {
-				plan.Steps[i].DependsOn = tc.deps[plan.Steps[i].ID]
+			pl := twoSteps()
+			for i := range pl.Steps {
+				pl.Steps[i].DependsOn = tc.deps[pl.Steps[i].ID]
 			}
-			_, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(plan)))
+			_, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(pl)))
 			require.ErrorIs(t, err, dag.ErrInvalid)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Empty(t, e.model.Calls(), "no step ran")

@@ -13,6 +13,7 @@ import (
 	"github.com/coorflow/coorflow/internal/teamhook"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/tools"
@@ -45,7 +46,7 @@ type TeamConfig struct {
 	// FailFast stops the team at the first failed step; by default a
 	// failed step is recorded, its dependents skipped, and the rest run.
 	FailFast bool
-	// MaxTurns caps each agent's tool turns (nodes.DefaultMaxTurns).
+	// MaxTurns caps each agent's tool turns (react.DefaultMaxTurns).
 	MaxTurns int
 	// Window holds the context policies of the agents' windows (budgets,
 	// thresholds); the team sets their offloader and summarizer. The zero
@@ -66,7 +67,7 @@ type TeamConfig struct {
 	// (nodes.PlanKey): a fixed plan, such as an exported workflow's, that
 	// may depend on the state (the request it serves). The team writes it
 	// with its results to nodes.PlanKey, as it does any plan.
-	Plan func(ctx context.Context, s graph.State) (*nodes.Plan, error)
+	Plan func(ctx context.Context, s graph.State) (*plan.Plan, error)
 
 	// sees chooses the steps whose results a step receives (nil: the
 	// steps it depends on); set only through internal/teamhook.
@@ -135,7 +136,7 @@ func givenAgents(agents []Agent) (map[string]Agent, error) {
 }
 
 // teamPlan returns the plan the team runs: the fixed one, or the state's.
-func teamPlan(ctx context.Context, cfg TeamConfig, s graph.State) (*nodes.Plan, error) {
+func teamPlan(ctx context.Context, cfg TeamConfig, s graph.State) (*plan.Plan, error) {
 	if cfg.Plan == nil {
 		if p := nodes.PlanKey.Get(s); p != nil {
 			return p, nil
@@ -162,16 +163,16 @@ type teamRun struct {
 	prefix string // output names: step<N>-<id>
 
 	// head is the plan as every step's task shows it: title and locale.
-	head *nodes.Plan
+	head *plan.Plan
 	// next maps a step id to the steps that depend on it, fixed before
 	// the steps start (the plan itself changes as results come in).
-	next map[string][]nodes.Step
+	next map[string][]plan.Step
 
 	// mu guards the agents while they are built and the plan's results
 	// while the steps run.
 	mu     sync.Mutex
 	agents map[string]Agent
-	plan   *nodes.Plan
+	plan   *plan.Plan
 }
 
 // open names the run's outputs after the engine's step and opens the

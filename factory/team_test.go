@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 	ssqlite "github.com/coorflow/coorflow/store/sqlite"
@@ -62,14 +63,14 @@ func TestTeamBuildsAgentsAndRunsIndependentBranchesConcurrently(t *testing.T) {
 	assert.Equal(t, []string{`agent "market_analyst" asked for tools that do not exist and were dropped: teleport`}, warnings)
 	assert.GreaterOrEqual(t, e.model.MaxInFlight(), 2, "builds and branches overlapped")
 
-	plan := nodes.PlanKey.Get(final)
-	for _, s := range plan.Steps {
+	pl := nodes.PlanKey.Get(final)
+	for _, s := range pl.Steps {
 		require.NotNil(t, s.Result, s.ID)
-		assert.Equal(t, nodes.StepDone, s.Result.Status, s.ID)
+		assert.Equal(t, plan.StepDone, s.Result.Status, s.ID)
 		assert.NotEmpty(t, s.Result.Ref, "the full output is on the board")
 		assert.Empty(t, s.Result.Output, "the plan keeps a reference, not the output")
 	}
-	assert.Equal(t, "found FACT-B3", plan.Step("b3").Result.Summary)
+	assert.Equal(t, "found FACT-B3", pl.Step("b3").Result.Summary)
 	assert.Len(t, nodes.Findings.Get(final), 6)
 
 	// Isolation: a worker sees only its own task and its dependencies.
@@ -94,7 +95,7 @@ func TestTeamBuildsAgentsAndRunsIndependentBranchesConcurrently(t *testing.T) {
 	assert.Equal(t, "reasoning", got.Tier)
 	assert.True(t, strings.HasPrefix(got.Prompt, "You are market_analyst"), got.Prompt)
 
-	out, err := e.store.Get(t.Context(), "acme", plan.Step("a1").Result.Ref)
+	out, err := e.store.Get(t.Context(), "acme", pl.Step("a1").Result.Ref)
 	require.NoError(t, err)
 	assert.Equal(t, "The result is FACT-A1.", out.Content)
 }
@@ -165,9 +166,9 @@ func TestAnInterruptInsideTheTeamResumedInANewProcessRedoesNoFinishedWork(t *tes
 	res, err = r2.Invoke(t.Context(), nil, graph.Thread("t1"), graph.Resume("Vendor X"))
 	require.NoError(t, err)
 	require.Equal(t, graph.StatusDone, res.Status)
-	plan := nodes.PlanKey.Get(res.State)
-	assert.True(t, plan.Done())
-	assert.Equal(t, "found FACT-B3", plan.Step("b3").Result.Summary)
+	pl := nodes.PlanKey.Get(res.State)
+	assert.True(t, pl.Done())
+	assert.Equal(t, "found FACT-B3", pl.Step("b3").Result.Summary)
 	assert.Len(t, rest.model.Calls(), 2, "only b2's last turn and b3 ran")
 	assert.Equal(t, []string{"Vendor X"}, toolResults(rest.model.CallsFor("tech_analyst")[0]), "the answer reached the agent as the tool's result")
 	assert.Greater(t, firstCalls, 8)
@@ -177,17 +178,17 @@ func TestAFailedStepIsRecordedAndItsDependentsSkipped(t *testing.T) {
 	e := newEnv(t, smem.New(store.Config{}), fullScriptFailing())
 	res, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())))
 	require.NoError(t, err)
-	plan := nodes.PlanKey.Get(res.State)
-	assert.Equal(t, nodes.StepFailed, plan.Step("b1").Result.Status)
-	assert.Contains(t, plan.Step("b1").Result.Error, "provider exploded")
-	assert.Equal(t, nodes.StepSkipped, plan.Step("b2").Result.Status)
-	assert.Equal(t, nodes.StepSkipped, plan.Step("b3").Result.Status)
-	assert.Equal(t, nodes.StepDone, plan.Step("a3").Result.Status, "the other branch went on")
+	pl := nodes.PlanKey.Get(res.State)
+	assert.Equal(t, plan.StepFailed, pl.Step("b1").Result.Status)
+	assert.Contains(t, pl.Step("b1").Result.Error, "provider exploded")
+	assert.Equal(t, plan.StepSkipped, pl.Step("b2").Result.Status)
+	assert.Equal(t, plan.StepSkipped, pl.Step("b3").Result.Status)
+	assert.Equal(t, plan.StepDone, pl.Step("a3").Result.Status, "the other branch went on")
 
 	ff := newEnv(t, smem.New(store.Config{}), fullScriptFailing())
 	_, err = ff.team(t, factory.TeamConfig{FailFast: true}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())))
 	require.ErrorIs(t, err, factory.ErrStepFailed)
-	assert.Contains(t, err.Error(), "factory: step failed: b1: nodes: agent \"tech_analyst\", turn 1:")
+	assert.Contains(t, err.Error(), "factory: step failed: b1: react: agent \"tech_analyst\", turn 1:")
 }
 
 func fullScriptFailing() scripted.Script {
@@ -198,11 +199,11 @@ func fullScriptFailing() scripted.Script {
 }
 
 func TestALowConfidenceResultRunsOnceMoreDeeper(t *testing.T) {
-	plan := &nodes.Plan{Title: "One", Steps: []nodes.Step{{ID: "s1", AgentName: "researcher", Title: "Check", Description: "Check it.", StepType: nodes.StepResearch}}}
+	pl := &plan.Plan{Title: "One", Steps: []plan.Step{{ID: "s1", AgentName: "researcher", Title: "Check", Description: "Check it.", StepType: plan.StepResearch}}}
 	e := newEnv(t, smem.New(store.Config{}), scripted.Script{Agents: map[string][]scripted.Reply{
 		"researcher": {answer("SHAKY", 0.4), answer("SOLID", 0.9)},
 	}})
-	res, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(plan)))
+	res, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(pl)))
 	require.NoError(t, err)
 	r := nodes.PlanKey.Get(res.State).Step("s1").Result
 	assert.Equal(t, "found SOLID", r.Summary)
@@ -225,21 +226,21 @@ func TestAFixedPlanRunsWithTheAgentsGivenToTheTeamAndLeavesTheRegistryAlone(t *t
 		{Name: "pricing_analyst", Description: "Prices things.", Tier: "reasoning", Tools: []string{"web_search"}, Prompt: "You price one product at a time."},
 		{Name: "researcher", Description: "A researcher of our own.", Tier: "basic", Prompt: "You are our researcher, not the built-in one."},
 	}
-	fixed := func(ctx context.Context, st graph.State) (*nodes.Plan, error) {
-		return &nodes.Plan{Title: "Price " + nodes.Request.Get(st), Locale: "en-US", Steps: []nodes.Step{
-			{ID: "s1", AgentName: "researcher", Title: "Market", Description: "Study the market of " + nodes.Request.Get(st) + ".", StepType: nodes.StepResearch},
-			{ID: "s2", AgentName: "pricing_analyst", Title: "Price", Description: "Price it.", StepType: nodes.StepProcessing, DependsOn: []string{"s1"}},
+	fixed := func(ctx context.Context, st graph.State) (*plan.Plan, error) {
+		return &plan.Plan{Title: "Price " + nodes.Request.Get(st), Locale: "en-US", Steps: []plan.Step{
+			{ID: "s1", AgentName: "researcher", Title: "Market", Description: "Study the market of " + nodes.Request.Get(st) + ".", StepType: plan.StepResearch},
+			{ID: "s2", AgentName: "pricing_analyst", Title: "Price", Description: "Price it.", StepType: plan.StepProcessing, DependsOn: []string{"s1"}},
 		}}, nil
 	}
 	r := e.team(t, factory.TeamConfig{Agents: given, Plan: fixed})
 	res, err := r.Invoke(t.Context(), graph.Input(nodes.Request.Set("bicycles")))
 	require.NoError(t, err)
 
-	plan := nodes.PlanKey.Get(res.State)
-	require.NotNil(t, plan, "the fixed plan is written with its results")
-	assert.Equal(t, "Price bicycles", plan.Title)
-	assert.True(t, plan.Done())
-	assert.Equal(t, "found PRICE", plan.Step("s2").Result.Summary)
+	pl := nodes.PlanKey.Get(res.State)
+	require.NotNil(t, pl, "the fixed plan is written with its results")
+	assert.Equal(t, "Price bicycles", pl.Title)
+	assert.True(t, pl.Done())
+	assert.Equal(t, "found PRICE", pl.Step("s2").Result.Summary)
 	assert.Equal(t, []string{"pricing_analyst", "researcher"}, e.model.Agents(), "no builder or meta-prompt call")
 
 	calls := e.model.CallsFor("researcher")
@@ -273,7 +274,7 @@ func TestTheTeamRefusesBadGivenAgentsAndPlans(t *testing.T) {
 		})
 	}
 
-	failing := func(context.Context, graph.State) (*nodes.Plan, error) { return nil, fmt.Errorf("no request") }
+	failing := func(context.Context, graph.State) (*plan.Plan, error) { return nil, fmt.Errorf("no request") }
 	_, err := e.team(t, factory.TeamConfig{Plan: failing}).Invoke(t.Context(), nil)
 	assert.ErrorContains(t, err, "factory: the team's plan: no request")
 }

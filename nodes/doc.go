@@ -1,14 +1,11 @@
-// Package nodes holds prebuilt nodes and the agents they run.
+// Package nodes holds the prebuilt nodes of the research and coor
+// workflows and the channels they read and write (keys.go): the
+// coordinator, the background investigator, the planner, the human review,
+// the research team and its workers, the reporter, and the ask_human tool.
 //
-// ReAct is an agent that thinks with a model and acts with tools: model
-// calls with the tools on offer, the tools the model asks for run
-// concurrently, their results go back to the model, until it answers or its
-// turn limit is reached (then it is asked for its best answer, without
-// tools). Inside a graph node, each model call and each tool call goes
-// through the journal (graph.Do), so a node that runs again after an
-// interrupt or a crash does not repeat them; tokens, model calls, tool calls
-// and results, and the agent's start and end are events under the agent's
-// path (graph/node/agent:name).
-// The journaling and reporting of model calls is llm.Observe, which any
-// node that calls a model directly should use too.
+// The agents the nodes run are ReAct agents (package nodes/react); the
+// plans they make and carry out are plain data (package nodes/plan).
+// Every model call goes through llm.Observe and every tool call through
+// tools.Observe, so a node that runs again after an interrupt or a crash
+// repeats neither.
 package nodes

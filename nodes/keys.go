@@ -1,6 +1,9 @@
 package nodes
 
-import "github.com/coorflow/coorflow/graph"
+import (
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes/plan"
+)
 
 // ChatMessage is one message of the conversation as the user sees it.
 type ChatMessage struct {
@@ -24,13 +27,16 @@ var (
 	// Background holds what the background investigator found.
 	Background = graph.NewKey[string]("background")
 	// PlanKey is the current plan, with the results of its steps.
-	PlanKey = graph.NewKey[*Plan]("plan")
+	PlanKey = graph.NewKey[*plan.Plan]("plan")
 	// Iterations counts plans made in this run.
 	Iterations = graph.NewKey("plan_iterations", graph.Sum[int]())
 	// Feedback is what the reviewer asked the planner to change.
 	Feedback = graph.NewKey[string]("feedback")
 	// CurrentStep is the id of the step a research-team worker runs.
 	CurrentStep = graph.NewKey[string]("current_step")
+	// Findings accumulates the results of every step of every plan of a
+	// run.
+	Findings = graph.NewKey("findings", graph.Append[plan.Finding]())
 	// Answer is the final answer: the report, or the coordinator's own
 	// reply to small talk.
 	Answer = graph.NewKey[string]("answer")

@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 // AgentCard describes an agent a plan may name.
@@ -36,23 +37,6 @@ var DefaultAgents = StaticAgents{
 	{Name: "researcher", Description: "Searches the web and reads pages to gather facts, with sources."},
 	{Name: "coder", Description: "Writes and runs Python to compute, analyse data or check claims."},
 }
-
-// ErrInvalidPlan: the planner could not get a valid plan from its model.
-var ErrInvalidPlan = errors.New("nodes: invalid plan")
-
-// PlanError is a plan that stayed invalid after the repairs allowed.
-type PlanError struct {
-	Problems []string
-	// Output is the model's last plan, as JSON.
-	Output string
-}
-
-func (e *PlanError) Error() string {
-	return "nodes: the planner's plan is invalid after repairs: " + strings.Join(e.Problems, "; ")
-}
-
-// Unwrap returns ErrInvalidPlan.
-func (e *PlanError) Unwrap() error { return ErrInvalidPlan }
 
 // PlannerConfig configures the planner node.
 type PlannerConfig struct {
@@ -150,7 +134,7 @@ func plannerInput(s graph.State, locale string) string {
 	if bg := Background.Get(s); bg != "" {
 		fmt.Fprintf(&b, "\n# Background investigation\n%s\n", bg)
 	}
-	if r := ResultsView(Findings.Get(s)); r != "" {
+	if r := plan.ResultsView(Findings.Get(s)); r != "" {
 		fmt.Fprintf(&b, "\n# Results of the steps run so far\n%s", r)
 	}
 	if fb := Feedback.Get(s); fb != "" {
@@ -162,7 +146,7 @@ func plannerInput(s graph.State, locale string) string {
 
 // generatePlan asks for a plan and checks it, sending the problems back
 // until it is valid or the repairs are used.
-func generatePlan(ctx context.Context, model llms.Model, msgs []llms.MessageContent, known func(string) bool, cfg PlannerConfig) (*Plan, error) {
+func generatePlan(ctx context.Context, model llms.Model, msgs []llms.MessageContent, known func(string) bool, cfg PlannerConfig) (*plan.Plan, error) {
 	var last []string
 	var lastJSON []byte
 	for attempt := 0; attempt <= cfg.Repairs; attempt++ {
@@ -171,7 +155,7 @@ func generatePlan(ctx context.Context, model llms.Model, msgs []llms.MessageCont
 			return nil, fmt.Errorf("nodes: planner: %w", err)
 		}
 		p := draft.plan()
-		last = ValidatePlan(p, known, cfg.MaxSteps, cfg.AllowNewAgents)
+		last = validate(p, known, cfg.MaxSteps, cfg.AllowNewAgents)
 		if len(last) == 0 {
 			return p, nil
 		}
@@ -181,15 +165,41 @@ func generatePlan(ctx context.Context, model llms.Model, msgs []llms.MessageCont
 			llms.TextParts(llms.ChatMessageTypeHuman, "This plan cannot be run:\n- "+strings.Join(last, "\n- ")+
 				"\nFix every problem and reply with the whole corrected plan."))
 	}
-	return nil, &PlanError{Problems: last, Output: string(lastJSON)}
+	return nil, &plan.Error{Problems: last, Output: string(lastJSON)}
 }
 
-// ValidatePlan checks a plan like Plan.Validate and, when new agents are
-// not allowed, that it declares none.
-func ValidatePlan(p *Plan, known func(string) bool, maxSteps int, allowNew bool) []string {
-	probs := p.Validate(known, maxSteps)
-	if !allowNew && len(p.NewAgentsNeeded) > 0 {
-		probs = append(probs, "new_agents_needed must be empty: this team cannot build new agents")
+// validate checks p against the agents that exist and the limits of cfg.
+func validate(p *plan.Plan, known func(string) bool, maxSteps int, allowNew bool) []string {
+	return p.Validate(plan.Rules{Known: known, MaxSteps: maxSteps, AllowNewAgents: allowNew})
+}
+
+// planDraft is what the model is asked for: a Plan without results.
+type planDraft struct {
+	Title            string           `json:"title" jsonschema:"required,description=A short title for the plan"`
+	Thought          string           `json:"thought" jsonschema:"required,description=Your reasoning about the request and how to approach it"`
+	Locale           string           `json:"locale" jsonschema:"required,description=The user's language as a locale such as en-US or zh-CN"`
+	HasEnoughContext bool             `json:"has_enough_context" jsonschema:"required,description=True only if what is known already answers the request fully"`
+	NewAgentsNeeded  []plan.AgentSpec `json:"new_agents_needed" jsonschema:"required,description=Agents the steps need that are not in the list of available agents; empty if none"`
+	Steps            []stepDraft      `json:"steps" jsonschema:"required"`
+}
+
+type stepDraft struct {
+	ID          string   `json:"id" jsonschema:"required,description=Short unique id such as s1"`
+	AgentName   string   `json:"agent_name" jsonschema:"required,description=The available or new agent that runs the step"`
+	Title       string   `json:"title" jsonschema:"required"`
+	Description string   `json:"description" jsonschema:"required,description=Exactly what to do and what to deliver"`
+	Note        string   `json:"note,omitempty"`
+	StepType    string   `json:"step_type" jsonschema:"required,enum=research|processing"`
+	NeedSearch  bool     `json:"need_search" jsonschema:"required"`
+	DependsOn   []string `json:"depends_on" jsonschema:"required,description=Ids of the steps whose results this step needs; empty if none"`
+}
+
+func (d planDraft) plan() *plan.Plan {
+	p := &plan.Plan{Title: d.Title, Thought: d.Thought, Locale: d.Locale, HasEnoughContext: d.HasEnoughContext,
+		NewAgentsNeeded: d.NewAgentsNeeded}
+	for _, s := range d.Steps {
+		p.Steps = append(p.Steps, plan.Step{ID: s.ID, AgentName: s.AgentName, Title: s.Title, Description: s.Description,
+			Note: s.Note, StepType: s.StepType, NeedSearch: s.NeedSearch, DependsOn: s.DependsOn})
 	}
-	return probs
+	return p
 }

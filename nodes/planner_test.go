@@ -13,6 +13,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 func planJSON(t *testing.T, p map[string]any) scripted.Reply {
@@ -30,7 +31,7 @@ func step(id, agent string, deps ...string) map[string]any {
 		"step_type": "research", "need_search": true, "depends_on": deps}
 }
 
-func plan(steps []map[string]any, agents ...map[string]any) map[string]any {
+func planMap(steps []map[string]any, agents ...map[string]any) map[string]any {
 	if agents == nil {
 		agents = []map[string]any{}
 	}
@@ -59,8 +60,8 @@ func plannerGraph(t *testing.T, model *scripted.Model, cfg nodes.PlannerConfig) 
 func noopNode(context.Context, graph.State) (graph.Command, error) { return graph.Command{}, nil }
 
 func TestPlannerRepairsAPlanWithACycleAndAnUnknownAgent(t *testing.T) {
-	bad := plan([]map[string]any{step("s1", "researcher", "s2"), step("s2", "ghost", "s1")})
-	good := plan([]map[string]any{step("s1", "researcher"), step("s2", "coder", "s1")})
+	bad := planMap([]map[string]any{step("s1", "researcher", "s2"), step("s2", "ghost", "s1")})
+	good := planMap([]map[string]any{step("s1", "researcher"), step("s2", "coder", "s1")})
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"planner": {planJSON(t, bad), planJSON(t, good)}}})
 	r := plannerGraph(t, model, nodes.PlannerConfig{})
 	res, err := r.Invoke(t.Context(), graph.Input(nodes.Request.Set("Compare two databases")))
@@ -77,17 +78,17 @@ func TestPlannerRepairsAPlanWithACycleAndAnUnknownAgent(t *testing.T) {
 }
 
 func TestPlannerRejectsAPlanThatStaysInvalid(t *testing.T) {
-	bad := planJSON(t, plan([]map[string]any{step("s1", "ghost"), step("s2", "researcher"), step("s3", "researcher"), step("s4", "researcher")}))
+	bad := planJSON(t, planMap([]map[string]any{step("s1", "ghost"), step("s2", "researcher"), step("s3", "researcher"), step("s4", "researcher")}))
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"planner": {bad, bad, bad}}})
 	_, err := plannerGraph(t, model, nodes.PlannerConfig{}).Invoke(t.Context(), graph.Input(nodes.Request.Set("x")))
-	require.ErrorIs(t, err, nodes.ErrInvalidPlan)
-	var pe *nodes.PlanError
+	require.ErrorIs(t, err, plan.ErrInvalid)
+	var pe *plan.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, []string{
 		"the plan has 4 steps; at most 3 are allowed: merge or drop steps",
 		`step "s1" names agent "ghost", which is neither an available agent nor in new_agents_needed`,
 	}, pe.Problems)
-	assert.Contains(t, err.Error(), `graph: node "planner" (step 0, attempt 1): nodes: the planner's plan is invalid after repairs: the plan has 4 steps`)
+	assert.Contains(t, err.Error(), `graph: node "planner" (step 0, attempt 1): plan: the planner's plan is invalid after repairs: the plan has 4 steps`)
 }
 
 func TestPlannerChecksNewAgents(t *testing.T) {
@@ -99,9 +100,9 @@ func TestPlannerChecksNewAgents(t *testing.T) {
 		plan      map[string]any
 		wantProbs []string
 	}{
-		{"a new agent without a factory", false, plan([]map[string]any{step("s1", "market_analyst")}, analyst),
+		{"a new agent without a factory", false, planMap([]map[string]any{step("s1", "market_analyst")}, analyst),
 			[]string{"new_agents_needed must be empty: this team cannot build new agents"}},
-		{"a new agent no step uses", true, plan([]map[string]any{step("s1", "market_analyst")}, analyst, unused),
+		{"a new agent no step uses", true, planMap([]map[string]any{step("s1", "market_analyst")}, analyst, unused),
 			[]string{`new agent "idle_agent" is not used by any step: drop it or give it a step`}},
 	}
 	for _, c := range cases {
@@ -109,7 +110,7 @@ func TestPlannerChecksNewAgents(t *testing.T) {
 			bad := planJSON(t, c.plan)
 			model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"planner": {bad, bad, bad}}})
 			_, err := plannerGraph(t, model, nodes.PlannerConfig{AllowNewAgents: c.allowNew}).Invoke(t.Context(), graph.Input(nodes.Request.Set("x")))
-			var pe *nodes.PlanError
+			var pe *plan.Error
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, c.wantProbs, pe.Problems)
 		})
@@ -117,7 +118,7 @@ func TestPlannerChecksNewAgents(t *testing.T) {
 }
 
 func TestPlannerGoesToTheReporterWhenEnoughIsKnownOrTheIterationsAreUsed(t *testing.T) {
-	enough := plan([]map[string]any{})
+	enough := planMap([]map[string]any{})
 	enough["has_enough_context"] = true
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"planner": {planJSON(t, enough)}}})
 	var visited []string
@@ -133,22 +134,22 @@ func TestPlannerGoesToTheReporterWhenEnoughIsKnownOrTheIterationsAreUsed(t *test
 	// After MaxIterations plans, the planner makes no call and hands over.
 	silent := scripted.New(scripted.Script{})
 	res, err := plannerGraph(t, silent, nodes.PlannerConfig{MaxIterations: 1}).Invoke(t.Context(),
-		graph.Input(nodes.Request.Set("x"), nodes.Iterations.Set(1), nodes.PlanKey.Set(&nodes.Plan{Title: "done"})))
+		graph.Input(nodes.Request.Set("x"), nodes.Iterations.Set(1), nodes.PlanKey.Set(&plan.Plan{Title: "done"})))
 	require.NoError(t, err)
 	assert.Empty(t, silent.Calls())
 	assert.Equal(t, "done", nodes.PlanKey.Get(res.State).Title)
 }
 
 func TestPlannerSeesResultsNotTranscripts(t *testing.T) {
-	enough := plan([]map[string]any{})
+	enough := planMap([]map[string]any{})
 	enough["has_enough_context"] = true
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"planner": {planJSON(t, enough)}}})
-	findings := []nodes.Finding{
-		{StepID: "s1", Title: "Prices", Agent: "researcher", Status: nodes.StepDone, Summary: "Prices rose 3%.", Output: strings.Repeat("LONG TRANSCRIPT ", 100), Confidence: 0.9},
-		{StepID: "s2", Title: "Costs", Agent: "coder", Status: nodes.StepFailed, Error: "python timed out"},
+	findings := []plan.Finding{
+		{StepID: "s1", Title: "Prices", Agent: "researcher", Status: plan.StepDone, Summary: "Prices rose 3%.", Output: strings.Repeat("LONG TRANSCRIPT ", 100), Confidence: 0.9},
+		{StepID: "s2", Title: "Costs", Agent: "coder", Status: plan.StepFailed, Error: "python timed out"},
 	}
 	_, err := plannerGraph(t, model, nodes.PlannerConfig{MaxIterations: 2}).Invoke(t.Context(),
-		graph.Input(nodes.Request.Set("x"), nodes.Findings.Set(findings), nodes.Iterations.Set(1), nodes.PlanKey.Set(&nodes.Plan{})))
+		graph.Input(nodes.Request.Set("x"), nodes.Findings.Set(findings), nodes.Iterations.Set(1), nodes.PlanKey.Set(&plan.Plan{})))
 	require.NoError(t, err)
 	prompt := model.CallsFor("planner")[0].Prompt()
 	assert.Contains(t, prompt, "- [done] s1 Prices (agent researcher, confidence 0.90): Prices rose 3%.")
@@ -199,7 +200,7 @@ func TestHumanReviewAcceptsReplansOrTakesAnEditedPlan(t *testing.T) {
 	g.AddEdge("planner", graph.End)
 	r, err := g.Compile(graph.WithSaver(memory.New()))
 	require.NoError(t, err)
-	original := &nodes.Plan{Title: "v1", Steps: []nodes.Step{{ID: "s1", AgentName: "researcher", StepType: nodes.StepResearch}}}
+	original := &plan.Plan{Title: "v1", Steps: []plan.Step{{ID: "s1", AgentName: "researcher", StepType: plan.StepResearch}}}
 
 	last := func(thread string, answer any) (graph.Result, []string) {
 		t.Helper()
@@ -258,8 +259,8 @@ func TestReporterWritesFromFindingsWithCitationsLast(t *testing.T) {
 	g.AddEdge("reporter", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
-	res, err := r.Invoke(t.Context(), graph.Input(nodes.Request.Set("Which DB?"), nodes.Findings.Set([]nodes.Finding{
-		{StepID: "s1", Title: "SQLite", Status: nodes.StepDone, Ref: "mission/t/outputs/s1", Summary: "fast", Sources: []string{"https://sqlite.org"}},
+	res, err := r.Invoke(t.Context(), graph.Input(nodes.Request.Set("Which DB?"), nodes.Findings.Set([]plan.Finding{
+		{StepID: "s1", Title: "SQLite", Status: plan.StepDone, Ref: "mission/t/outputs/s1", Summary: "fast", Sources: []string{"https://sqlite.org"}},
 	})))
 	require.NoError(t, err)
 	report := nodes.Answer.Get(res.State)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 // ReporterConfig configures the reporter node.
@@ -70,7 +71,7 @@ func reportInput(ctx context.Context, cfg ReporterConfig, s graph.State) (string
 			text = full
 		}
 		switch {
-		case f.Status != StepDone:
+		case f.Status != plan.StepDone:
 			fmt.Fprintf(&b, "This step did not complete: %s\n", f.Error)
 		case text != "":
 			b.WriteString(text + "\n")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -16,33 +18,35 @@ import (
 // names to nodes; a step whose agent has no node goes by step type:
 // research to workers["researcher"], processing to workers["coder"]).
 // Steps whose dependency failed are already marked skipped by the worker
-// (SkipDependents). When every step has a result it goes to planner.
+// (plan.Plan.SkipDependents). When every step has a result it goes to planner.
 func ResearchTeam(workers map[string]string, planner string) graph.NodeFunc {
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		p := PlanKey.Get(s)
 		if p == nil {
 			return graph.Goto(planner), nil
 		}
-		for _, st := range p.Ready() {
-			node, ok := workers[st.AgentName]
-			if !ok {
-				node = workers["researcher"]
-				if st.StepType == StepProcessing {
-					node = workers["coder"]
-				}
-			}
-			if node == "" {
-				return graph.Command{}, fmt.Errorf("nodes: research team: no worker for step %q (agent %q, type %q)", st.ID, st.AgentName, st.StepType)
-			}
-			return graph.Goto(node, CurrentStep.Set(st.ID)), nil
+		ready := p.Ready()
+		if len(ready) == 0 {
+			return graph.Goto(planner), nil
 		}
-		return graph.Goto(planner), nil
+		st := ready[0]
+		node, ok := workers[st.AgentName]
+		if !ok {
+			node = workers["researcher"]
+			if st.StepType == plan.StepProcessing {
+				node = workers["coder"]
+			}
+		}
+		if node == "" {
+			return graph.Command{}, fmt.Errorf("nodes: research team: no worker for step %q (agent %q, type %q)", st.ID, st.AgentName, st.StepType)
+		}
+		return graph.Goto(node, CurrentStep.Set(st.ID)), nil
 	}
 }
 
 // WorkerConfig configures a research-team worker node.
 type WorkerConfig struct {
-	Agent *ReAct
+	Agent *react.Agent
 	// Threshold is the confidence under which the step runs once more
 	// (DefaultConfidenceThreshold when 0).
 	Threshold float64
@@ -62,59 +66,16 @@ func Worker(cfg WorkerConfig) (graph.NodeFunc, error) {
 			return graph.Command{}, fmt.Errorf("nodes: worker %q: the plan has no step %q", cfg.Agent.Name(), id)
 		}
 		step := *p.Step(id)
-		res, err := RunStep(ctx, StepRun{Agent: cfg.Agent, Plan: p, Step: step, Handoffs: HandoffsFor(p, step), Threshold: cfg.Threshold})
+		res, err := RunStep(ctx, StepRun{Agent: cfg.Agent, Plan: p, Step: step, Handoffs: p.Handoffs(step), Threshold: cfg.Threshold})
 		if err != nil {
 			return graph.Command{}, err
 		}
 		np := p.Clone()
 		np.Step(id).Result = &res
-		found := []Finding{FindingOf(*np.Step(id))}
-		found = append(found, SkipDependents(np)...)
+		found := []plan.Finding{np.Step(id).Finding()}
+		found = append(found, np.SkipDependents()...)
 		return graph.Update(PlanKey.Set(np), Findings.Set(found)), nil
 	}, nil
-}
-
-// HandoffsFor returns what step receives from the steps it depends on.
-func HandoffsFor(p *Plan, step Step) []Handoff {
-	var hs []Handoff
-	for _, d := range step.DependsOn {
-		ds := p.Step(d)
-		if ds == nil || ds.Result == nil || ds.Result.Status != StepDone {
-			continue
-		}
-		text := ds.Result.Output
-		if text == "" {
-			text = ds.Result.Summary
-		}
-		hs = append(hs, Handoff{From: ds.ID, Agent: ds.AgentName, Title: ds.Title, Summary: ds.Result.Summary, Text: text})
-	}
-	return hs
-}
-
-// SkipDependents marks as skipped every step without a result that
-// depends, directly or not, on a step that did not succeed, and returns
-// their findings.
-func SkipDependents(p *Plan) []Finding {
-	var out []Finding
-	for changed := true; changed; {
-		changed = false
-		for i := range p.Steps {
-			st := &p.Steps[i]
-			if st.Result != nil {
-				continue
-			}
-			for _, d := range st.DependsOn {
-				ds := p.Step(d)
-				if ds != nil && ds.Result != nil && ds.Result.Status != StepDone {
-					st.Result = &StepResult{Status: StepSkipped, Error: fmt.Sprintf("step %s, which it needs, did not complete", d)}
-					out = append(out, FindingOf(*st))
-					changed = true
-					break
-				}
-			}
-		}
-	}
-	return out
 }
 
 // BackgroundConfig configures the background investigator.
@@ -134,18 +95,23 @@ func BackgroundInvestigator(cfg BackgroundConfig) (graph.NodeFunc, error) {
 	if cfg.Next == "" {
 		return nil, fmt.Errorf("nodes: the background investigator needs its Next node")
 	}
+	var search *tools.Caller
+	if cfg.Search != nil {
+		reg, err := tools.NewRegistry(cfg.Search)
+		if err != nil {
+			return nil, fmt.Errorf("nodes: background investigator: %w", err)
+		}
+		search = tools.Observe(reg, tools.RecordFailures()) // a failed search is noted, and stays noted
+	}
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
-		if cfg.Search == nil {
+		if search == nil {
 			return graph.Goto(cfg.Next), nil
 		}
 		args, _ := json.Marshal(map[string]any{"query": Request.Get(s)})
-		text, err := graph.Do(ctx, "background search", func(ctx context.Context) (string, error) {
-			r := tools.Run(ctx, cfg.Search, args, tools.RunOptions{Timeout: cfg.Timeout})
-			return r.Text(), nil
-		})
+		res, err := search.Run(ctx, tools.Call{Name: cfg.Search.Name(), Args: args}, tools.RunOptions{Timeout: cfg.Timeout})
 		if err != nil {
 			return graph.Command{}, err
 		}
-		return graph.Goto(cfg.Next, Background.Set(text)), nil
+		return graph.Goto(cfg.Next, Background.Set(res.Text())), nil
 	}, nil
 }

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 // ReviewRequest is the payload of the review interrupt.
 type ReviewRequest struct {
-	Plan *Plan `json:"plan"`
+	Plan *plan.Plan `json:"plan"`
 	// Problems lists what was wrong with an edited plan sent back.
 	Problems []string `json:"problems,omitempty"`
 	Question string   `json:"question"`
@@ -22,9 +23,9 @@ type ReviewRequest struct {
 // like a generated one). A plain string is read as accept when it is
 // "accept", "accepted", "yes", "ok" or "approve", and as feedback otherwise.
 type ReviewAnswer struct {
-	Accept   bool   `json:"accept,omitempty"`
-	Feedback string `json:"feedback,omitempty"`
-	Plan     *Plan  `json:"plan,omitempty"`
+	Accept   bool       `json:"accept,omitempty"`
+	Feedback string     `json:"feedback,omitempty"`
+	Plan     *plan.Plan `json:"plan,omitempty"`
 }
 
 // ReviewConfig configures the human review node.
@@ -85,7 +86,7 @@ func HumanReview(cfg ReviewConfig) (graph.NodeFunc, error) {
 	}, nil
 }
 
-func checkEdited(ctx context.Context, cfg ReviewConfig, p *Plan) ([]string, error) {
+func checkEdited(ctx context.Context, cfg ReviewConfig, p *plan.Plan) ([]string, error) {
 	cards, err := cfg.Agents.Cards(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("nodes: review: list agents: %w", err)
@@ -97,7 +98,7 @@ func checkEdited(ctx context.Context, cfg ReviewConfig, p *Plan) ([]string, erro
 	for i := range p.Steps {
 		p.Steps[i].Result = nil
 	}
-	return ValidatePlan(p, func(n string) bool { return known[n] }, cfg.MaxSteps, cfg.AllowNewAgents), nil
+	return validate(p, func(n string) bool { return known[n] }, cfg.MaxSteps, cfg.AllowNewAgents), nil
 }
 
 // readReview interprets a resume value.

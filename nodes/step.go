@@ -12,6 +12,8 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
+	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/window"
 )
 
@@ -19,24 +21,12 @@ import (
 // back once with an instruction to go deeper.
 const DefaultConfidenceThreshold = 0.8
 
-// Handoff is what a step receives from a step it depends on.
-type Handoff struct {
-	From    string // step id
-	Agent   string
-	Title   string
-	Summary string
-	// Text is the result itself, or an excerpt with a reference.
-	Text string
-	// Ref is where the full result lives (a board reference), if anywhere.
-	Ref string
-}
-
 // StepRun is one step to carry out.
 type StepRun struct {
-	Agent    *ReAct
-	Plan     *Plan
-	Step     Step
-	Handoffs []Handoff
+	Agent    *react.Agent
+	Plan     *plan.Plan
+	Step     plan.Step
+	Handoffs []plan.Handoff
 	// Extra is more context for the task (board items it may see), as
 	// text.
 	Extra string
@@ -61,9 +51,9 @@ type stepAnswer struct {
 // failure is a result with status failed, not an error; the error return
 // is for a run that must stop (its context ended, an interrupt). The whole
 // step goes through the journal, so a finished step is never run again.
-func RunStep(ctx context.Context, r StepRun) (StepResult, error) {
+func RunStep(ctx context.Context, r StepRun) (plan.StepResult, error) {
 	id := r.Step.ID
-	return graph.Do(ctx, "step "+id, func(ctx context.Context) (StepResult, error) {
+	return graph.Do(ctx, "step "+id, func(ctx context.Context) (plan.StepResult, error) {
 		ctx = graph.WithScope(ctx, "step:"+id)
 		threshold := r.Threshold
 		if threshold == 0 {
@@ -88,25 +78,25 @@ func RunStep(ctx context.Context, r StepRun) (StepResult, error) {
 	})
 }
 
-func done(a stepAnswer, attempts int) StepResult {
-	return StepResult{Status: StepDone, Summary: oneLine(a.Summary), Output: a.Result, Confidence: a.Confidence,
+func done(a stepAnswer, attempts int) plan.StepResult {
+	return plan.StepResult{Status: plan.StepDone, Summary: oneLine(a.Summary), Output: a.Result, Confidence: a.Confidence,
 		Reasoning: a.Reasoning, Sources: a.Sources, Attempts: attempts}
 }
 
 // failed turns an agent's failure into a failed result; a cancelled run or
 // an interrupt stays an error.
-func failed(ctx context.Context, err error, attempts int) (StepResult, error) {
+func failed(ctx context.Context, err error, attempts int) (plan.StepResult, error) {
 	var ie *graph.InterruptError
 	if ctx.Err() != nil || errors.As(err, &ie) {
-		return StepResult{}, err
+		return plan.StepResult{}, err
 	}
-	return StepResult{Status: StepFailed, Error: err.Error(), Attempts: attempts}, nil
+	return plan.StepResult{Status: plan.StepFailed, Error: err.Error(), Attempts: attempts}, nil
 }
 
 // attempt runs the agent once and reads its JSON answer, asking once more
 // for the JSON when the agent answered in another form.
 func (r StepRun) attempt(ctx context.Context, task, suffix string) (stepAnswer, error) {
-	res, err := r.Agent.Run(ctx, Task{Input: task, Parts: r.contextParts(), Scope: "agent:" + r.Agent.Name() + suffix, Run: r.Step.ID + suffix})
+	res, err := r.Agent.Run(ctx, react.Task{Input: task, Parts: r.contextParts(), Scope: "agent:" + r.Agent.Name() + suffix, Run: r.Step.ID + suffix})
 	if err != nil {
 		return stepAnswer{}, err
 	}
@@ -116,7 +106,7 @@ func (r StepRun) attempt(ctx context.Context, task, suffix string) (stepAnswer, 
 	ctx = llm.WithAgent(graph.WithScope(ctx, "format"+suffix), r.Agent.Name())
 	msgs := append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman,
 		"Restate your final answer as the JSON object described in the task."))
-	ans, err := structured.Generate[stepAnswer](ctx, r.Agent.model, msgs)
+	ans, err := structured.Generate[stepAnswer](ctx, r.Agent.Model(), msgs)
 	if err != nil {
 		return stepAnswer{}, fmt.Errorf("nodes: step %s: the agent's answer is not in the required form: %w", r.Step.ID, err)
 	}
@@ -154,7 +144,7 @@ func (r StepRun) contextParts() []window.Part {
 	return ps
 }
 
-func handoffText(h Handoff) string {
+func handoffText(h plan.Handoff) string {
 	return fmt.Sprintf("### Result of step %s, %q (agent %s), which your task builds on\n%s\n", h.From, h.Title, h.Agent, h.Text)
 }
 
@@ -191,4 +181,13 @@ func RenderTask(r StepRun) string {
 		"title": r.Step.Title, "description": r.Step.Description, "note": note,
 		"id": r.Step.ID, "plan": title, "locale": locale, "handoffs": hs.String(),
 	})
+}
+
+// oneLine puts s on one line of at most 240 characters.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 240 {
+		s = string(r[:239]) + "…"
+	}
+	return s
 }

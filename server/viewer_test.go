@@ -17,7 +17,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
@@ -52,14 +52,14 @@ func calcGraph(t *testing.T, wait func(context.Context) error) *graph.Runnable {
 	})
 	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
-	agent, err := nodes.NewReAct(nodes.ReActConfig{
+	agent, err := react.New(react.Config{
 		Name: "solver", Model: windowed{inner: model, b: window.New(window.Config{})},
 		Info: llm.ModelInfo{Tier: "basic", Model: "scripted"}, SystemPrompt: "You solve arithmetic with tools.", Tools: reg,
 	})
 	require.NoError(t, err)
 	g := graph.New("calc", questionKey, answerKey)
 	g.AddNode("solve", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		res, err := agent.Run(ctx, nodes.Task{Input: "Question: " + questionKey.Get(s), Run: "q1"})
+		res, err := agent.Run(ctx, react.Task{Input: "Question: " + questionKey.Get(s), Run: "q1"})
 		if err != nil {
 			return graph.Command{}, err
 		}

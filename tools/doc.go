@@ -22,6 +22,18 @@
 //		}})
 //	}
 //
+// Inside a graph node, call tools through Observe, the twin of
+// llm.Observe: a Caller journals each call (graph.Do), so that a node that
+// runs again after an interrupt or a crash gets the recorded result and
+// the tool is not called again, and publishes the tool_call and
+// tool_result events that recorders and replays read. The ReAct agent
+// (nodes/react), a workflow file's tool node and a Go node all call their
+// tools this way.
+//
+// Typed derives a tool's argument schema from its Go argument type when
+// none is given, from the same `json` and `jsonschema` tags as
+// structured.Schema.
+//
 // Built-in tools: Python runs python3 code in a bubblewrap sandbox (or, for
 // trusted code, directly with a scrubbed environment);
 // HTTPFetch fetches a URL and returns readable text, refusing private

@@ -17,6 +17,10 @@ func ErrorText(err error) string {
 	if err == nil {
 		return ""
 	}
+	var re *recordedError
+	if errors.As(err, &re) {
+		return re.text
+	}
 	var (
 		te  *ToolError
 		pe  *PanicError

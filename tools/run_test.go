@@ -310,7 +310,7 @@ func TestTypedDecodesArguments(t *testing.T) {
 	assert.Equal(t, "5", res.Output)
 
 	// A schema looser than the Go type: the decoding error reaches the model.
-	loose := tools.Typed("loose", "", nil, func(_ context.Context, in args) (string, error) { return "", nil })
+	loose := tools.Typed("loose", "", json.RawMessage(`{"type":"object","properties":{}}`), func(_ context.Context, in args) (string, error) { return "", nil })
 	res = tools.Run(t.Context(), loose, json.RawMessage(`{"a":"two"}`), tools.RunOptions{})
 	require.Equal(t, tools.StatusFailed, res.Status)
 	require.ErrorIs(t, res.Err, tools.ErrInvalidArguments)

@@ -75,6 +75,9 @@ func normalizeArgs(raw json.RawMessage) json.RawMessage {
 
 // schemaOf returns the tool's compiled argument schema and its bytes.
 func schemaOf(t Tool) (*jsonschema.Schema, json.RawMessage, error) {
+	if d, ok := t.(interface{ schemaError() error }); ok && d.schemaError() != nil {
+		return nil, nil, fmt.Errorf("%w of tool %q: %w", ErrInvalidSchema, t.Name(), d.schemaError())
+	}
 	raw := t.Schema()
 	if len(raw) == 0 {
 		raw = emptyObjectSchema

@@ -3,7 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"time"
+
+	"github.com/coorflow/coorflow/internal/typeschema"
 )
 
 // DefaultTimeout is how long Run waits for a tool when neither the call nor
@@ -50,19 +53,26 @@ func Func(name, description string, schema json.RawMessage, fn func(ctx context.
 }
 
 // Typed makes a Tool from a function that takes its arguments decoded into A
-// with encoding/json. The schema is written by hand and must describe A; a
-// decoding failure is returned as an *ArgumentError.
+// with encoding/json; a decoding failure is returned as an *ArgumentError.
+// A nil schema is derived from A, its `json` and `jsonschema` field tags
+// (required, description=..., enum=a|b, minimum=, maximum=, format=), the
+// way structured.Schema derives one; a schema given must describe A. A
+// type with no JSON Schema (a channel, a recursive struct) makes a tool
+// that Register refuses with ErrInvalidSchema.
 func Typed[A any](name, description string, schema json.RawMessage, fn func(ctx context.Context, args A) (string, error)) Tool {
+	var schemaErr error
 	if len(schema) == 0 {
-		schema = emptyObjectSchema
+		schema, schemaErr = typeschema.For(reflect.TypeFor[A]())
 	}
-	return Func(name, description, schema, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	t := Func(name, description, schema, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var a A
 		if err := json.Unmarshal(normalizeArgs(raw), &a); err != nil {
 			return "", &ArgumentError{Tool: name, Schema: schema, Problems: []ArgumentProblem{{Message: err.Error()}}}
 		}
 		return fn(ctx, a)
-	})
+	}).(*funcTool)
+	t.schemaErr = schemaErr
+	return t
 }
 
 // WithTimeout returns t with its own call timeout set to d. Run uses d when
@@ -75,12 +85,14 @@ type funcTool struct {
 	name        string
 	description string
 	schema      json.RawMessage
+	schemaErr   error // why the schema could not be derived
 	fn          func(context.Context, json.RawMessage) (string, error)
 }
 
 func (f *funcTool) Name() string            { return f.name }
 func (f *funcTool) Description() string     { return f.description }
 func (f *funcTool) Schema() json.RawMessage { return f.schema }
+func (f *funcTool) schemaError() error      { return f.schemaErr }
 func (f *funcTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	return f.fn(ctx, args)
 }

@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/coorflow/coorflow/factory"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 // Production is what Export fixes in a workflow: the plan that a run of a
@@ -24,7 +24,7 @@ type Production struct {
 	Comment string
 	// Plan is the plan to fix. Results and NewAgentsNeeded are left out:
 	// Agents carries the agents.
-	Plan *nodes.Plan
+	Plan *plan.Plan
 	// Agents are written out under the team node, in this order: every
 	// agent a step names, unless it is built in (researcher, coder,
 	// reporter), which the team then takes from the registry.
@@ -212,7 +212,7 @@ func usedTools(agents []factory.Agent) []string {
 	return out
 }
 
-func planNode(p *nodes.Plan, request []string) *yaml.Node {
+func planNode(p *plan.Plan, request []string) *yaml.Node {
 	plan := yamlMap()
 	yamlKey(plan, "title", yamlText(templateOf(p.Title, request)))
 	if p.Thought != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/workflows"
@@ -22,13 +23,13 @@ import (
 func production() workflows.Production {
 	return workflows.Production{
 		Name: "bikes", Description: "Bikes, planned once.", Comment: "Exported for a test.\nSecond line.",
-		Plan: &nodes.Plan{Title: "City bikes", Thought: "Two steps.", Locale: "en-US",
-			NewAgentsNeeded: []nodes.AgentSpec{{Name: "market_analyst", Role: "Market analyst"}},
-			Steps: []nodes.Step{
-				{ID: "s1", AgentName: "market_analyst", Title: "Study the market", StepType: nodes.StepResearch, NeedSearch: true,
+		Plan: &plan.Plan{Title: "City bikes", Thought: "Two steps.", Locale: "en-US",
+			NewAgentsNeeded: []plan.AgentSpec{{Name: "market_analyst", Role: "Market analyst"}},
+			Steps: []plan.Step{
+				{ID: "s1", AgentName: "market_analyst", Title: "Study the market", StepType: plan.StepResearch, NeedSearch: true,
 					Description: "Study the market for: compare city bikes in Lyon. Keep {{braces}} as they are.",
-					Result:      &nodes.StepResult{Status: nodes.StepDone, Summary: "done"}},
-				{ID: "s2", AgentName: "researcher", Title: "Recommend", StepType: nodes.StepProcessing, DependsOn: []string{"s1"},
+					Result:      &plan.StepResult{Status: plan.StepDone, Summary: "done"}},
+				{ID: "s2", AgentName: "researcher", Title: "Recommend", StepType: plan.StepProcessing, DependsOn: []string{"s1"},
 					Description: "Recommend one.\nShort.", Note: "Be brief."},
 			}},
 		Agents: []factory.Agent{

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 // agentName is the form of an agent's name (as plans name agents).
@@ -163,9 +163,9 @@ func stepCycle(steps []stepSpec) []string {
 
 // fixedPlan returns the function that renders a fixed plan from the state
 // when the team runs (factory.TeamConfig.Plan).
-func (f *File) fixedPlan(ft *fixedTeam) func(ctx context.Context, s graph.State) (*nodes.Plan, error) {
-	return func(_ context.Context, s graph.State) (*nodes.Plan, error) {
-		p := &nodes.Plan{Thought: ft.plan.Thought, Locale: ft.plan.Locale}
+func (f *File) fixedPlan(ft *fixedTeam) func(ctx context.Context, s graph.State) (*plan.Plan, error) {
+	return func(_ context.Context, s graph.State) (*plan.Plan, error) {
+		p := &plan.Plan{Thought: ft.plan.Thought, Locale: ft.plan.Locale}
 		if p.Locale == "" {
 			p.Locale = "en-US"
 		}
@@ -174,10 +174,10 @@ func (f *File) fixedPlan(ft *fixedTeam) func(ctx context.Context, s graph.State)
 			return nil, fmt.Errorf("workflows: the plan's title: %w", err)
 		}
 		for i, st := range ft.plan.Steps {
-			step := nodes.Step{ID: st.ID, AgentName: st.AgentName, StepType: st.StepType, NeedSearch: st.NeedSearch,
+			step := plan.Step{ID: st.ID, AgentName: st.AgentName, StepType: st.StepType, NeedSearch: st.NeedSearch,
 				DependsOn: slices.Clone(st.DependsOn)}
 			if step.StepType == "" {
-				step.StepType = nodes.StepResearch
+				step.StepType = plan.StepResearch
 			}
 			t := ft.steps[i]
 			for _, field := range []struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -204,7 +205,7 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 		return nil, err
 	}
 	reg, _ := b.tools.Subset(a.Tools...)
-	agent, err := nodes.NewReAct(nodes.ReActConfig{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
+	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
 	if err != nil {
 		return nil, err
 	}
@@ -287,11 +288,11 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, err
 		}
-		agent, err := nodes.NewReAct(nodes.ReActConfig{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
+		agent, err := react.New(react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
 		if err != nil {
 			return graph.Command{}, err
 		}
-		res, err := agent.Run(ctx, nodes.Task{Input: prompt})
+		res, err := agent.Run(ctx, react.Task{Input: prompt})
 		if err != nil {
 			return graph.Command{}, err
 		}
@@ -334,6 +335,7 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 	if _, err := reg.Get(name); err != nil {
 		return nil, fmt.Errorf("tool %q is not available (an optional tool left out?): %w", name, err)
 	}
+	caller := tools.Observe(reg)
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		args := map[string]any{}
 		for _, a := range n.args {
@@ -347,7 +349,10 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, fmt.Errorf("workflows: node %q: arguments: %w", n.Name, err)
 		}
-		res := reg.Run(ctx, name, raw, tools.RunOptions{})
+		res, err := caller.Run(ctx, tools.Call{Name: name, Args: raw}, tools.RunOptions{})
+		if err != nil {
+			return graph.Command{}, fmt.Errorf("workflows: node %q: tool %s: %w", n.Name, name, err)
+		}
 		if res.Status == tools.StatusFailed {
 			return graph.Command{}, fmt.Errorf("workflows: node %q: tool %s failed: %s", n.Name, name, res.Text())
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
@@ -215,10 +216,10 @@ func TestAFileThatNeedsGoIsCheckedAndDrawnWithoutItButNotRun(t *testing.T) {
 }
 
 func TestAPlannerWithoutNewAgentsPlansWithTheFilesWorkers(t *testing.T) {
-	plan := map[string]any{"title": "Numbers", "thought": "t", "locale": "en-US", "has_enough_context": false, "new_agents_needed": []any{},
+	pl := map[string]any{"title": "Numbers", "thought": "t", "locale": "en-US", "has_enough_context": false, "new_agents_needed": []any{},
 		"steps": []any{map[string]any{"id": "s1", "agent_name": "analyst", "title": "Add", "description": "Add 2 and 2.", "step_type": "processing", "need_search": false, "depends_on": []string{}}}}
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
-		"planner":  {jsonReply(t, plan)},
+		"planner":  {jsonReply(t, pl)},
 		"analyst":  {answerReply(t, "FOUR")},
 		"reporter": {{Text: "# Four"}},
 	}})
@@ -252,12 +253,12 @@ func TestATeamWithAFixedPlanRunsItsAgentsOnTheRequestWithoutAPlannerOrBuilder(t 
 	assert.True(t, strings.HasPrefix(nodes.Answer.Get(final), "# Report\nBuy a city bike.\n\n## References\n"), nodes.Answer.Get(final))
 	assert.Equal(t, []string{"market_analyst", "reporter", "researcher"}, model.Agents(), "no planner, builder or meta-prompt call")
 
-	plan := nodes.PlanKey.Get(final)
-	require.NotNil(t, plan)
-	assert.Equal(t, "Bikes: bicycles in Lyon", plan.Title)
-	assert.Equal(t, "en-GB", plan.Locale)
-	assert.Equal(t, nodes.StepResearch, plan.Step("s1").StepType, "research by default")
-	assert.True(t, plan.Done())
+	pl := nodes.PlanKey.Get(final)
+	require.NotNil(t, pl)
+	assert.Equal(t, "Bikes: bicycles in Lyon", pl.Title)
+	assert.Equal(t, "en-GB", pl.Locale)
+	assert.Equal(t, plan.StepResearch, pl.Step("s1").StepType, "research by default")
+	assert.True(t, pl.Done())
 
 	s1 := model.CallsFor("market_analyst")[0].Prompt()
 	assert.Contains(t, s1, "You study one market at a time.", "the agent written in the file")

@@ -11,6 +11,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/metaprompt"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
@@ -169,13 +170,13 @@ func Research(c Config) (*graph.Runnable, error) {
 	return g.Compile(c.Graph...)
 }
 
-func (c *Config) agent(a factory.Agent) (*nodes.ReAct, error) {
+func (c *Config) agent(a factory.Agent) (*react.Agent, error) {
 	model, info, err := c.model(llm.Tier(a.Tier))
 	if err != nil {
 		return nil, err
 	}
 	reg, _ := c.Tools.Subset(a.Tools...)
-	return nodes.NewReAct(nodes.ReActConfig{Name: a.Name, Model: model, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: c.MaxTurns})
+	return react.New(react.Config{Name: a.Name, Model: model, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: c.MaxTurns})
 }
 
 // Coor returns the dynamic-agent workflow: coordinator → planner → review

@@ -16,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 )
@@ -34,13 +35,13 @@ func output(id string) string {
 }
 
 // plan12 has four threads of three chained steps: t1a -> t1b -> t1c, ...
-func plan12() *nodes.Plan {
-	p := &nodes.Plan{Title: "Twelve steps", Locale: "en-US"}
+func plan12() *plan.Plan {
+	p := &plan.Plan{Title: "Twelve steps", Locale: "en-US"}
 	for th := 1; th <= 4; th++ {
 		prev := ""
 		for _, s := range []string{"a", "b", "c"} {
 			id := fmt.Sprintf("t%d%s", th, s)
-			st := nodes.Step{ID: id, AgentName: "researcher", Title: "Step " + id, Description: "Investigate " + id + ".", StepType: nodes.StepResearch}
+			st := plan.Step{ID: id, AgentName: "researcher", Title: "Step " + id, Description: "Investigate " + id + ".", StepType: plan.StepResearch}
 			if prev != "" {
 				st.DependsOn = []string{prev}
 			}
@@ -53,7 +54,7 @@ func plan12() *nodes.Plan {
 
 // sharedHistory is CoorAgent's shared history: a step sees the results of
 // every step completed before it.
-func sharedHistory(p *nodes.Plan, step nodes.Step) []string {
+func sharedHistory(p *plan.Plan, step plan.Step) []string {
 	var ids []string
 	for _, s := range p.Steps {
 		if s.Result != nil && s.ID != step.ID {

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/factory"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -89,7 +89,7 @@ func (a *app) export(ctx context.Context, args []string) error {
 
 // finishedPlan returns the plan of a run that finished with every step
 // done, or says exactly why the run cannot be exported.
-func finishedPlan(run trace.RunInfo) (*nodes.Plan, error) {
+func finishedPlan(run trace.RunInfo) (*plan.Plan, error) {
 	switch run.Status {
 	case trace.StatusDone:
 	case trace.StatusInterrupted:
@@ -105,18 +105,18 @@ func finishedPlan(run trace.RunInfo) (*nodes.Plan, error) {
 	if err := json.Unmarshal(run.FinalState, &state); err != nil || len(state["plan"]) == 0 || string(state["plan"]) == "null" {
 		return nil, usagef("run %s made no plan (its workflow %s has no planner, or the coordinator answered the request itself): there is no plan to fix", run.ID, run.Graph)
 	}
-	var plan nodes.Plan
-	if err := json.Unmarshal(state["plan"], &plan); err != nil {
+	var p plan.Plan
+	if err := json.Unmarshal(state["plan"], &p); err != nil {
 		return nil, fmt.Errorf("run %s: its plan is not readable: %w", run.ID, err)
 	}
-	if len(plan.Steps) == 0 {
-		return nil, usagef("run %s's plan %q has no steps (the planner found that enough was known): there is nothing to fix", run.ID, plan.Title)
+	if len(p.Steps) == 0 {
+		return nil, usagef("run %s's plan %q has no steps (the planner found that enough was known): there is nothing to fix", run.ID, p.Title)
 	}
-	for _, s := range plan.Steps {
+	for _, s := range p.Steps {
 		switch {
 		case s.Result == nil:
 			return nil, usagef("step %s of run %s never ran: export a run whose steps all finished", s.ID, run.ID)
-		case s.Result.Status != nodes.StepDone:
+		case s.Result.Status != plan.StepDone:
 			why := s.Result.Error
 			if why == "" {
 				why = "a step it depends on failed"
@@ -124,7 +124,7 @@ func finishedPlan(run trace.RunInfo) (*nodes.Plan, error) {
 			return nil, usagef("step %s of run %s did not finish (%s: %s): export a run whose steps all finished", s.ID, run.ID, s.Result.Status, oneLine(why, 120))
 		}
 	}
-	return &plan, nil
+	return &p, nil
 }
 
 // hasTeam checks that the run's workflow carries out plans with a team
@@ -178,7 +178,7 @@ func recordedWorkflow(run trace.RunInfo, given string, toRun bool) (*workflowRef
 
 // planAgents reads the agents the plan's steps name from the registry, in
 // step order.
-func planAgents(ctx context.Context, reg *factory.Registry, plan *nodes.Plan) ([]factory.Agent, error) {
+func planAgents(ctx context.Context, reg *factory.Registry, plan *plan.Plan) ([]factory.Agent, error) {
 	var out []factory.Agent
 	for _, s := range plan.Steps {
 		if slices.ContainsFunc(out, func(a factory.Agent) bool { return a.Name == s.AgentName }) {
@@ -197,7 +197,7 @@ func planAgents(ctx context.Context, reg *factory.Registry, plan *nodes.Plan) ([
 }
 
 // production is what the exported file fixes.
-func production(run trace.RunInfo, plan *nodes.Plan, agents []factory.Agent, name string) workflows.Production {
+func production(run trace.RunInfo, plan *plan.Plan, agents []factory.Agent, name string) workflows.Production {
 	if name == "" {
 		name = run.Graph + "-" + run.ID
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 )
 
 // printer shows a run as it goes.
@@ -199,7 +200,7 @@ func (p *textPrinter) detail(ws []graph.Write) string {
 	}
 	for _, w := range ws {
 		switch v := w.Value().(type) {
-		case *nodes.Plan:
+		case *plan.Plan:
 			if newPlan {
 				parts = append(parts, p.planned(v))
 			} else {
@@ -220,7 +221,7 @@ func (p *textPrinter) detail(ws []graph.Write) string {
 }
 
 // planned describes a new plan and remembers its step titles.
-func (p *textPrinter) planned(pl *nodes.Plan) string {
+func (p *textPrinter) planned(pl *plan.Plan) string {
 	if pl == nil {
 		return ""
 	}
@@ -271,7 +272,7 @@ func (p *textPrinter) reused() []string {
 }
 
 // results counts the plan's steps by status.
-func results(pl *nodes.Plan) string {
+func results(pl *plan.Plan) string {
 	if pl == nil {
 		return ""
 	}
@@ -282,7 +283,7 @@ func results(pl *nodes.Plan) string {
 		}
 	}
 	var parts []string
-	for _, st := range []string{nodes.StepDone, nodes.StepFailed, nodes.StepSkipped} {
+	for _, st := range []string{plan.StepDone, plan.StepFailed, plan.StepSkipped} {
 		if counts[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
 		}

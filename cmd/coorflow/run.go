@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -113,7 +114,7 @@ type runner struct {
 	thread string
 	demo   bool
 	// plan is the thread's plan when the run starts, if any.
-	plan *nodes.Plan
+	plan *plan.Plan
 	// in reads the answers typed on a terminal.
 	in *bufio.Reader
 	// rec records each stream of the run as a run of its own; runID is

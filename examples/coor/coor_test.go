@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -39,10 +40,10 @@ func TestTheCoorExampleRunsOfflineFromRequestToReport(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"sqlite_analyst", "postgres_analyst"}, created)
-	plan := nodes.PlanKey.Get(final)
-	require.Len(t, plan.Steps, 3)
-	for _, s := range plan.Steps {
-		assert.Equal(t, nodes.StepDone, s.Result.Status, s.ID)
+	pl := nodes.PlanKey.Get(final)
+	require.Len(t, pl.Steps, 3)
+	for _, s := range pl.Steps {
+		assert.Equal(t, plan.StepDone, s.Result.Status, s.ID)
 	}
 	assert.True(t, strings.HasPrefix(nodes.Answer.Get(final), "# SQLite or PostgreSQL for an embedded agent engine"))
 

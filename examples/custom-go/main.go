@@ -20,7 +20,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -67,7 +67,7 @@ func build(model llm.ModelInfo, m *llm.Models) (*graph.Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	editor, err := nodes.NewReAct(nodes.ReActConfig{Name: "editor", Model: basic, Info: model, Tools: reg,
+	editor, err := react.New(react.Config{Name: "editor", Model: basic, Info: model, Tools: reg,
 		SystemPrompt: "You rewrite texts in short, plain sentences. Use simpler_word for hard words. Answer with the text only."})
 	if err != nil {
 		return nil, err
@@ -75,10 +75,10 @@ func build(model llm.ModelInfo, m *llm.Models) (*graph.Runnable, error) {
 	g := graph.New("custom", text, stats, edited)
 	g.AddNode("measure", measure)
 	g.AddNode("editor", editor.Node(
-		func(s graph.State) (nodes.Task, error) {
-			return nodes.Task{Input: fmt.Sprintf("Rewrite this text (%.0f words per sentence):\n%s", stats.Get(s).PerSent, text.Get(s))}, nil
+		func(s graph.State) (react.Task, error) {
+			return react.Task{Input: fmt.Sprintf("Rewrite this text (%.0f words per sentence):\n%s", stats.Get(s).PerSent, text.Get(s))}, nil
 		},
-		func(r *nodes.Result) (graph.Command, error) { return graph.Update(edited.Set(r.Output)), nil }))
+		func(r *react.Result) (graph.Command, error) { return graph.Update(edited.Set(r.Output)), nil }))
 	g.AddEdge(graph.Start, "measure")
 	g.AddConditionalEdges("measure", func(ctx context.Context, s graph.State) (string, error) {
 		if stats.Get(s).PerSent > 12 {

@@ -1,11 +1,10 @@
-package nodes
+package react
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,10 +21,10 @@ import (
 const DefaultMaxTurns = 25
 
 // ErrNoModel: a ReAct agent was configured without a model.
-var ErrNoModel = errors.New("nodes: no model")
+var ErrNoModel = errors.New("react: no model")
 
-// ReActConfig configures a ReAct agent.
-type ReActConfig struct {
+// Config configures a ReAct agent.
+type Config struct {
 	// Name labels the agent's model calls (llm.WithAgent) and its events.
 	Name string
 	// Model answers; it is wrapped with Observe, so calls made inside a
@@ -51,44 +50,50 @@ type ReActConfig struct {
 	Budget window.Budget
 }
 
-// ReAct is an agent that reasons and acts: it calls its model with its
+// Agent is a ReAct agent: it reasons and acts: it calls its model with its
 // tools, runs the tools the model asks for — concurrently — and feeds their
 // results back, until the model answers without asking for a tool or the
 // turn limit is reached. At the limit it makes one last call without tools
 // asking for its best answer: hitting the limit is not an error.
 //
-// A ReAct is safe for concurrent use: each Run has its own conversation.
-type ReAct struct {
-	cfg   ReActConfig
+// An Agent is safe for concurrent use: each Run has its own conversation.
+type Agent struct {
+	cfg   Config
 	model llms.Model
+	tools *tools.Caller
 }
 
-// NewReAct checks cfg and returns the agent.
-func NewReAct(cfg ReActConfig) (*ReAct, error) {
+// New checks cfg and returns the agent.
+func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: ReAct agent %q needs a model", ErrNoModel, cfg.Name)
 	}
 	if cfg.Name == "" {
-		return nil, errors.New("nodes: a ReAct agent needs a name")
+		return nil, errors.New("react: a ReAct agent needs a name")
 	}
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	return &ReAct{cfg: cfg, model: llm.Observe(cfg.Model, cfg.Info)}, nil
+	return &Agent{cfg: cfg, model: llm.Observe(cfg.Model, cfg.Info), tools: tools.Observe(cfg.Tools, tools.RecordFailures())}, nil
 }
 
 // Name returns the agent's name.
-func (a *ReAct) Name() string { return a.cfg.Name }
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// Model returns the agent's model, wrapped with llm.Observe.
+func (a *Agent) Model() llms.Model { return a.model }
 
 // HasWindow reports whether the agent assembles its calls with a window.
-func (a *ReAct) HasWindow() bool { return a != nil && a.cfg.Window != nil }
+func (a *Agent) HasWindow() bool { return a != nil && a.cfg.Window != nil }
 
 // Task is what a Run works on.
 type Task struct {
 	// Input is the task, as the user message that starts the conversation.
 	Input string
-	// History, when set, is a conversation to continue (after the system
-	// prompt and before Input).
+	// History, when set, is a conversation to continue: it is sent after
+	// Input (if any), and the agent's turns follow it; to continue a chat,
+	// leave Input empty and end History with the user's message (as Graph
+	// does). With a window it is part of the "history" part.
 	History []llms.MessageContent
 	// Scope names this run of the agent in event paths and journal keys;
 	// concurrent runs of one agent inside a node need different scopes.
@@ -118,6 +123,11 @@ type Result struct {
 	Reasoning string
 	// Messages is the whole conversation, final answer included.
 	Messages []llms.MessageContent
+	// Added are the messages the run added to the conversation: the
+	// model's replies, tool calls included, and the tool results, in
+	// order, the final answer last (the prompt sent at the turn limit is
+	// left out). Graph appends them to Messages.
+	Added []llms.MessageContent
 	// Turns counts the model calls; ToolCalls the tool calls made.
 	Turns     int
 	ToolCalls int
@@ -133,7 +143,7 @@ const turnLimitPrompt = "You have used all %d of your turns with tools. Do not c
 	"and say what remains uncertain."
 
 // Run works on task until the model answers.
-func (a *ReAct) Run(ctx context.Context, task Task) (*Result, error) {
+func (a *Agent) Run(ctx context.Context, task Task) (*Result, error) {
 	scope := task.Scope
 	if scope == "" {
 		scope = "agent:" + a.cfg.Name
@@ -153,14 +163,14 @@ func (a *ReAct) Run(ctx context.Context, task Task) (*Result, error) {
 	return res, err
 }
 
-func (a *ReAct) toolNames() []string {
+func (a *Agent) toolNames() []string {
 	if a.cfg.Tools == nil {
 		return nil
 	}
 	return a.cfg.Tools.Names()
 }
 
-func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
+func (a *Agent) loop(ctx context.Context, task Task) (*Result, error) {
 	c := &conversation{a: a, task: task, history: append([]llms.MessageContent{}, task.History...)}
 	res := &Result{}
 	opts := a.cfg.CallOptions
@@ -177,9 +187,14 @@ func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
 		}
 		choice, err := c.call(ctx, callOpts, res)
 		if err != nil {
-			return res, fmt.Errorf("nodes: agent %q, turn %d: %w", a.cfg.Name, turn, err)
+			return res, fmt.Errorf("react: agent %q, turn %d: %w", a.cfg.Name, turn, err)
 		}
-		c.history = append(c.history, assistantMessage(choice))
+		reply := assistantMessage(choice)
+		c.history = append(c.history, reply)
+		if last && len(choice.ToolCalls) > 0 { // tool calls that will not run: keep the text
+			reply = llms.TextParts(llms.ChatMessageTypeAI, choice.Content)
+		}
+		res.Added = append(res.Added, reply)
 		if len(choice.ToolCalls) == 0 || last {
 			res.Output, res.Reasoning, res.Messages = choice.Content, choice.ReasoningContent, c.transcript()
 			return res, nil
@@ -189,13 +204,14 @@ func (a *ReAct) loop(ctx context.Context, task Task) (*Result, error) {
 			return res, err
 		}
 		c.history = append(c.history, results...)
+		res.Added = append(res.Added, results...)
 	}
 }
 
 // conversation is one Run's context: the fixed parts, and the history
 // (the task's, then the agent's turns) that grows turn by turn.
 type conversation struct {
-	a       *ReAct
+	a       *Agent
 	task    Task
 	history []llms.MessageContent
 }
@@ -284,7 +300,7 @@ func assistantMessage(c *llms.ContentChoice) llms.MessageContent {
 // that interrupts the run (graph.Interrupt, such as AskHuman) does not
 // produce a result: the interrupts are returned as the error, after the
 // other calls have finished.
-func (a *ReAct) runTools(ctx context.Context, calls []llms.ToolCall, res *Result) ([]llms.MessageContent, error) {
+func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall, res *Result) ([]llms.MessageContent, error) {
 	out := make([]llms.MessageContent, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
@@ -300,52 +316,18 @@ func (a *ReAct) runTools(ctx context.Context, calls []llms.ToolCall, res *Result
 	return out, errors.Join(errs...)
 }
 
-// toolRecord is what the journal keeps of a tool call.
-type toolRecord struct {
-	Status   string        `json:"status"`
-	Text     string        `json:"text"`
-	Duration time.Duration `json:"duration"`
-}
-
-func (a *ReAct) runTool(ctx context.Context, tc llms.ToolCall) (llms.MessageContent, error) {
-	name, args := "", ""
+func (a *Agent) runTool(ctx context.Context, tc llms.ToolCall) (llms.MessageContent, error) {
+	call := tools.Call{ID: tc.ID}
 	if tc.FunctionCall != nil {
-		name, args = tc.FunctionCall.Name, tc.FunctionCall.Arguments
+		call.Name, call.Args = tc.FunctionCall.Name, json.RawMessage(tc.FunctionCall.Arguments)
 	}
-	rawArgs := json.RawMessage(args)
-	if !json.Valid(rawArgs) {
-		rawArgs = nil
-	}
-	graph.Publish(ctx, graph.Event{Kind: graph.EventToolCall, Data: graph.ToolCall{Agent: a.cfg.Name, ID: tc.ID, Name: name, Args: rawArgs}})
-	rec, err := graph.Do(ctx, "tool:"+tc.ID, func(ctx context.Context) (toolRecord, error) {
-		// Each call gets its own scope, so that what a tool journals or
-		// asks (graph.Interrupt) is told apart from concurrent calls.
-		r := a.callTool(graph.WithScope(ctx, "tool:"+tc.ID), name, args)
-		var ie *graph.InterruptError
-		if errors.As(r.Err, &ie) {
-			return toolRecord{}, ie // not a result: the run pauses, and the call runs again on resume
-		}
-		return toolRecord{Status: r.Status.String(), Text: r.Text(), Duration: r.Duration}, nil
-	})
+	res, err := a.tools.Run(ctx, call, tools.RunOptions{Timeout: a.cfg.ToolTimeout})
 	var ie *graph.InterruptError
 	if errors.As(err, &ie) {
 		return llms.MessageContent{}, ie
 	}
-	if err != nil { // the journal could not record the call: tell the model
-		rec = toolRecord{Status: tools.StatusFailed.String(), Text: "The tool call could not be completed: " + err.Error()}
-	}
-	graph.Publish(ctx, graph.Event{Kind: graph.EventToolResult, Data: graph.ToolResult{
-		Agent: a.cfg.Name, ID: tc.ID, Name: name, Status: rec.Status, Output: rec.Text, Duration: rec.Duration,
-	}})
+	// Any other error is the journal's, and res tells the model about it.
 	return llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-		llms.ToolCallResponse{ToolCallID: tc.ID, Name: name, Content: rec.Text},
+		llms.ToolCallResponse{ToolCallID: tc.ID, Name: call.Name, Content: res.Text()},
 	}}, nil
-}
-
-func (a *ReAct) callTool(ctx context.Context, name, args string) tools.Result {
-	if a.cfg.Tools == nil {
-		var empty tools.Registry
-		return empty.Run(ctx, name, json.RawMessage(args), tools.RunOptions{Timeout: a.cfg.ToolTimeout})
-	}
-	return a.cfg.Tools.Run(ctx, name, json.RawMessage(strings.TrimSpace(args)), tools.RunOptions{Timeout: a.cfg.ToolTimeout})
 }

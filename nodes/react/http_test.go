@@ -1,4 +1,4 @@
-package nodes_test
+package react_test
 
 import (
 	"sync/atomic"
@@ -11,7 +11,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/openaitest"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 )
 
 // TestReActOverTheOpenAIWireProtocol drives langchaingo's real OpenAI
@@ -30,7 +30,7 @@ func TestReActOverTheOpenAIWireProtocol(t *testing.T) {
 	require.NoError(t, err)
 
 	var calls atomic.Int32
-	a, err := nodes.NewReAct(nodes.ReActConfig{
+	a, err := react.New(react.Config{
 		Name: "solver", Model: llm.WithRetry(client, llm.RetryPolicy{}), Info: llm.ModelInfo{Tier: "basic", Model: "gpt-4o"},
 		SystemPrompt: "Use tools.", Tools: toolbox(t, &calls, nil),
 	})

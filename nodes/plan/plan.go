@@ -1,4 +1,4 @@
-package nodes
+package plan
 
 import (
 	"fmt"
@@ -74,37 +74,6 @@ type StepResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-// planDraft is what the model is asked for: a Plan without results.
-type planDraft struct {
-	Title            string      `json:"title" jsonschema:"required,description=A short title for the plan"`
-	Thought          string      `json:"thought" jsonschema:"required,description=Your reasoning about the request and how to approach it"`
-	Locale           string      `json:"locale" jsonschema:"required,description=The user's language as a locale such as en-US or zh-CN"`
-	HasEnoughContext bool        `json:"has_enough_context" jsonschema:"required,description=True only if what is known already answers the request fully"`
-	NewAgentsNeeded  []AgentSpec `json:"new_agents_needed" jsonschema:"required,description=Agents the steps need that are not in the list of available agents; empty if none"`
-	Steps            []stepDraft `json:"steps" jsonschema:"required"`
-}
-
-type stepDraft struct {
-	ID          string   `json:"id" jsonschema:"required,description=Short unique id such as s1"`
-	AgentName   string   `json:"agent_name" jsonschema:"required,description=The available or new agent that runs the step"`
-	Title       string   `json:"title" jsonschema:"required"`
-	Description string   `json:"description" jsonschema:"required,description=Exactly what to do and what to deliver"`
-	Note        string   `json:"note,omitempty"`
-	StepType    string   `json:"step_type" jsonschema:"required,enum=research|processing"`
-	NeedSearch  bool     `json:"need_search" jsonschema:"required"`
-	DependsOn   []string `json:"depends_on" jsonschema:"required,description=Ids of the steps whose results this step needs; empty if none"`
-}
-
-func (d planDraft) plan() *Plan {
-	p := &Plan{Title: d.Title, Thought: d.Thought, Locale: d.Locale, HasEnoughContext: d.HasEnoughContext,
-		NewAgentsNeeded: d.NewAgentsNeeded}
-	for _, s := range d.Steps {
-		p.Steps = append(p.Steps, Step{ID: s.ID, AgentName: s.AgentName, Title: s.Title, Description: s.Description,
-			Note: s.Note, StepType: s.StepType, NeedSearch: s.NeedSearch, DependsOn: s.DependsOn})
-	}
-	return p
-}
-
 // Clone returns a copy of p that shares nothing mutable with it.
 func (p *Plan) Clone() *Plan {
 	if p == nil {
@@ -147,12 +116,28 @@ func (p *Plan) Done() bool {
 
 var agentNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
 
-// Validate returns the problems of a plan: steps naming an agent that is
-// neither known nor new, a cycle or an unknown id in depends_on, duplicate
-// ids, more steps than maxSteps (0: no limit), a new agent that no step
-// uses, a bad step type. known reports whether an agent exists already; a
+// Rules are what Validate checks a plan against.
+type Rules struct {
+	// Known reports whether an agent exists already; nil: none does.
+	Known func(name string) bool
+	// MaxSteps caps the steps (0: no limit).
+	MaxSteps int
+	// AllowNewAgents lets the plan declare new agents (a team with a
+	// factory); without it new_agents_needed must stay empty.
+	AllowNewAgents bool
+}
+
+// Validate returns the problems of a plan, in words a model can act on:
+// steps naming an agent that is neither known nor new, a cycle or an
+// unknown id in depends_on, duplicate ids, more steps than r.MaxSteps, a
+// new agent that no step uses or that r does not allow, a bad step type. A
 // declared new agent that exists is not a problem: the team reuses it.
-func (p *Plan) Validate(known func(name string) bool, maxSteps int) []string {
+func (p *Plan) Validate(r Rules) []string {
+	known := r.Known
+	if known == nil {
+		known = func(string) bool { return false }
+	}
+	maxSteps := r.MaxSteps
 	var probs []string
 	newAgents := map[string]bool{}
 	for _, a := range p.NewAgentsNeeded {
@@ -201,6 +186,9 @@ func (p *Plan) Validate(known func(name string) bool, maxSteps int) []string {
 		if !used[a.Name] {
 			probs = append(probs, fmt.Sprintf("new agent %q is not used by any step: drop it or give it a step", a.Name))
 		}
+	}
+	if !r.AllowNewAgents && len(p.NewAgentsNeeded) > 0 {
+		probs = append(probs, "new_agents_needed must be empty: this team cannot build new agents")
 	}
 	return probs
 }

@@ -1,4 +1,4 @@
-package nodes_test
+package react_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
-	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -65,9 +65,9 @@ func jsonNumber(f float64) string {
 	return string(b)
 }
 
-func agent(t *testing.T, model llms.Model, reg *tools.Registry, maxTurns int) *nodes.ReAct {
+func agent(t *testing.T, model llms.Model, reg *tools.Registry, maxTurns int) *react.Agent {
 	t.Helper()
-	a, err := nodes.NewReAct(nodes.ReActConfig{
+	a, err := react.New(react.Config{
 		Name: "solver", Model: model, Info: llm.ModelInfo{Tier: "basic", Model: "scripted"},
 		SystemPrompt: "You solve problems with tools.", Tools: reg, MaxTurns: maxTurns,
 	})
@@ -87,7 +87,7 @@ func TestReActRunsParallelToolCallsAndAnswers(t *testing.T) {
 	}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	res, err := agent(t, model, toolbox(t, &calls, barrier.Wait), 0).Run(ctx, nodes.Task{Input: "Add 2 and 3; capital of France?"})
+	res, err := agent(t, model, toolbox(t, &calls, barrier.Wait), 0).Run(ctx, react.Task{Input: "Add 2 and 3; capital of France?"})
 	require.NoError(t, err)
 	assert.Equal(t, "2+3 is 5 and the capital is Paris.", res.Output)
 	assert.Equal(t, 2, res.Turns)
@@ -114,7 +114,7 @@ func TestReActAtTheTurnLimitAsksForTheBestAnswerWithoutTools(t *testing.T) {
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"solver": {
 		loop, loop, {Text: "Best I have: 2."},
 	}}})
-	res, err := agent(t, model, toolbox(t, &calls, nil), 2).Run(t.Context(), nodes.Task{Input: "Keep adding."})
+	res, err := agent(t, model, toolbox(t, &calls, nil), 2).Run(t.Context(), react.Task{Input: "Keep adding."})
 	require.NoError(t, err, "the limit is not an error")
 	assert.True(t, res.HitTurnLimit)
 	assert.Equal(t, "Best I have: 2.", res.Output)
@@ -135,7 +135,7 @@ func TestReActRecoversFromModelMistakesAndToolFailures(t *testing.T) {
 		{ToolCalls: []llms.ToolCall{{ID: "c3", Type: "function", FunctionCall: &llms.FunctionCall{Name: "boom", Arguments: `{}`}}}},
 		{Content: "Done despite everything."},
 	}}
-	res, err := agent(t, inventive, reg, 0).Run(t.Context(), nodes.Task{Input: "Try things."})
+	res, err := agent(t, inventive, reg, 0).Run(t.Context(), react.Task{Input: "Try things."})
 	require.NoError(t, err)
 	assert.Equal(t, "Done despite everything.", res.Output)
 	texts := toolTexts(res.Messages)
@@ -188,7 +188,7 @@ func TestReActInsideANodeIsJournaledAcrossAnInterrupt(t *testing.T) {
 	question := graph.NewKey[string]("question")
 	g := graph.New("agentic", question, answer)
 	g.AddNode("solve", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		res, err := a.Run(ctx, nodes.Task{Input: question.Get(s)})
+		res, err := a.Run(ctx, react.Task{Input: question.Get(s)})
 		if err != nil {
 			return graph.Command{}, err
 		}
@@ -242,9 +242,9 @@ func TestReActInsideANodeIsJournaledAcrossAnInterrupt(t *testing.T) {
 }
 
 func TestTextNodeAndConfigErrors(t *testing.T) {
-	_, err := nodes.NewReAct(nodes.ReActConfig{Name: "x"})
-	assert.EqualError(t, err, `nodes: no model: ReAct agent "x" needs a model`)
-	assert.ErrorIs(t, err, nodes.ErrNoModel)
+	_, err := react.New(react.Config{Name: "x"})
+	assert.EqualError(t, err, `react: no model: ReAct agent "x" needs a model`)
+	assert.ErrorIs(t, err, react.ErrNoModel)
 
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"solver": {{Text: "hi there"}}}})
 	a := agent(t, model, nil, 0)

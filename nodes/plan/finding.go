@@ -1,10 +1,8 @@
-package nodes
+package plan
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/coorflow/coorflow/graph"
 )
 
 // Finding is the result of one step, kept across plans for the reporter.
@@ -21,11 +19,8 @@ type Finding struct {
 	Error      string   `json:"error,omitempty"`
 }
 
-// Findings accumulates the results of every step of every plan of a run.
-var Findings = graph.NewKey("findings", graph.Append[Finding]())
-
-// FindingOf returns the finding of a step that has a result.
-func FindingOf(s Step) Finding {
+// Finding returns the finding of a step that has a result.
+func (s Step) Finding() Finding {
 	r := s.Result
 	return Finding{StepID: s.ID, Title: s.Title, Agent: s.AgentName, Status: r.Status, Summary: r.Summary,
 		Output: r.Output, Ref: r.Ref, Confidence: r.Confidence, Sources: r.Sources, Error: r.Error}
@@ -48,10 +43,37 @@ func ResultsView(fs []Finding) string {
 	return b.String()
 }
 
+// oneLine puts s on one line of at most 240 characters.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > 240 {
 		s = string(r[:239]) + "…"
 	}
 	return s
+}
+
+// SkipDependents marks as skipped every step without a result that
+// depends, directly or not, on a step that did not succeed, and returns
+// their findings.
+func (p *Plan) SkipDependents() []Finding {
+	var out []Finding
+	for changed := true; changed; {
+		changed = false
+		for i := range p.Steps {
+			st := &p.Steps[i]
+			if st.Result != nil {
+				continue
+			}
+			for _, d := range st.DependsOn {
+				ds := p.Step(d)
+				if ds != nil && ds.Result != nil && ds.Result.Status != StepDone {
+					st.Result = &StepResult{Status: StepSkipped, Error: fmt.Sprintf("step %s, which it needs, did not complete", d)}
+					out = append(out, st.Finding())
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,70 @@
+package workflows_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// journalSaver keeps the task records the engine writes for journaled
+// tool calls.
+type journalSaver struct {
+	graph.Saver
+	mu   sync.Mutex
+	recs []graph.TaskRecord
+}
+
+func (s *journalSaver) PutTaskRecords(ctx context.Context, ref graph.CheckpointRef, recs []graph.TaskRecord) error {
+	s.mu.Lock()
+	for _, r := range recs {
+		if strings.Contains(r.Key, "tool:") {
+			s.recs = append(s.recs, r)
+		}
+	}
+	s.mu.Unlock()
+	return s.Saver.PutTaskRecords(ctx, ref, recs)
+}
+
+func TestAToolNodeJournalsItsCallAndReportsIt(t *testing.T) {
+	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithTools(shout(t)),
+		workflows.WithFuncs(reviewFuncs(func(float64) float64 { return 0.9 })))
+	require.NoError(t, err)
+	saver := &journalSaver{Saver: memory.New()}
+	r, err := f.Compile(t.Context(), workflows.Env{Graph: []graph.Option{graph.WithSaver(saver)}})
+	require.NoError(t, err)
+	in, err := f.Input(r, "topic", "graphs")
+	require.NoError(t, err)
+
+	var calls []graph.ToolCall
+	var results []graph.ToolResult
+	var paths []string
+	for ev, err := range r.Stream(t.Context(), in, graph.Thread("t")) {
+		require.NoError(t, err)
+		switch d := ev.Data.(type) {
+		case graph.ToolCall:
+			calls, paths = append(calls, d), append(paths, ev.Kind.String()+" "+ev.Path)
+		case graph.ToolResult:
+			results, paths = append(results, d), append(paths, ev.Kind.String()+" "+ev.Path)
+		}
+	}
+	assert.Equal(t, []string{"tool_call review_loop/write", "tool_result review_loop/write"}, paths)
+	require.Len(t, calls, 1)
+	require.Len(t, results, 1)
+	assert.Equal(t, "shout", calls[0].Name)
+	assert.JSONEq(t, `{"text":"draft about graphs"}`, string(calls[0].Args))
+	assert.Equal(t, calls[0].ID, results[0].ID)
+	assert.Equal(t, "ok", results[0].Status)
+	assert.Equal(t, "DRAFT ABOUT GRAPHS", results[0].Output)
+
+	require.Len(t, saver.recs, 1, "the call is in the node's journal")
+	assert.Contains(t, saver.recs[0].Key, "tool:"+calls[0].ID)
+	assert.Contains(t, string(saver.recs[0].Data), `"text":"DRAFT ABOUT GRAPHS"`)
+}
