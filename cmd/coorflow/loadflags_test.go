@@ -63,4 +63,14 @@ edges:
 	assert.Equal(t, exitFailed, code)
 	assert.Equal(t, "coorflow: workflows: "+wf+": models.basic.base_url: environment variable CORP_LLM_URL is not set\n", stderr,
 		"allowed, the file loads and reads the variable")
+
+	// serve loads the files it serves under the same rules.
+	c.env["COORFLOW_TOKEN"] = "secret"
+	code, _, stderr = c.run("serve", "--addr", "127.0.0.1:0", wf)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, wf+`:4:55: models.basic.base_url: ${CORP_LLM_URL} reads environment variable CORP_LLM_URL, which a workflow file may not read`)
+	c.env["COORFLOW_TOKEN"] = "secret" // serve took it out of the environment
+	code, _, stderr = c.run("serve", "--allow-env", "CORP_LLM_URL", "--include-root", filepath.Join(dir, "lib"), "--addr", "127.0.0.1:0", wf)
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, stderr, "environment variable CORP_LLM_URL is not set", "allowed, serve loads the file and reads the variable")
 }

@@ -33,6 +33,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	keep := addRetentionFlags(fs, "prune-")
 	pruneEvery := ageFlag{defaultPruneEvery}
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
+	load := addLoadFlags(fs)
 	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	pos, err := a.parse(fs, args)
 	if err != nil {
@@ -46,7 +47,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	files, skipped, err := findWorkflows(pos)
+	files, skipped, err := findWorkflows(pos, load.options()...)
 	if err != nil {
 		return err
 	}
@@ -125,14 +126,14 @@ func (a *app) serve(ctx context.Context, args []string) error {
 // workflow.yaml, or every workflow file in them and in their
 // subdirectories' workflow.yaml), built-in names; by default the built-in
 // workflows.
-func findWorkflows(args []string) (out []*workflowRef, skipped []string, err error) {
+func findWorkflows(args []string, opts ...workflows.LoadOption) (out []*workflowRef, skipped []string, err error) {
 	if len(args) == 0 {
 		args = workflows.Builtins()
 	}
 	for _, arg := range args {
 		fi, err := os.Stat(arg)
 		if err != nil || !fi.IsDir() || fileExists(filepath.Join(arg, "workflow.yaml")) {
-			wf, err := runnable(arg)
+			wf, err := runnable(arg, opts...)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -147,7 +148,7 @@ func findWorkflows(args []string) (out []*workflowRef, skipped []string, err err
 			return nil, nil, usagef("serve: no workflow files in %s", arg)
 		}
 		for _, p := range paths {
-			wf, err := loadWorkflow(p)
+			wf, err := loadWorkflow(p, opts...)
 			if err != nil {
 				return nil, nil, err
 			}
