@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/llm"
 )
@@ -39,7 +40,7 @@ func TestNewCapturesAnthropicErrors(t *testing.T) {
 	m, err := models.Model(llm.TierBasic)
 	require.NoError(t, err)
 
-	_, err = m.Call(t.Context(), "hi")
+	_, err = llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 	var apiErr *llm.APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, llm.ProviderAnthropic, apiErr.Provider)
@@ -50,7 +51,7 @@ func TestNewCapturesAnthropicErrors(t *testing.T) {
 	require.Error(t, apiErr.Err, "the client's own error is kept in the chain")
 	assert.ErrorContains(t, apiErr.Err, "API returned unexpected status code: 529")
 
-	out, err := m.Call(t.Context(), "hi")
+	out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "hello", out)
 }

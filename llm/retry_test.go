@@ -103,7 +103,7 @@ func TestWithRetryHonoursRetryAfter(t *testing.T) {
 		inner := failThen(&llm.APIError{StatusCode: 429, RetryAfter: 7 * time.Second})
 		m := llm.WithRetry(inner, llm.RetryPolicy{MaxRetries: 1, BaseDelay: time.Millisecond, OnRetry: log.record})
 		start := time.Now()
-		out, err := m.Call(t.Context(), "hi")
+		out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 		require.NoError(t, err)
 		assert.Equal(t, "ok", out)
 		assert.Equal(t, []time.Duration{7 * time.Second}, log.waits)
@@ -177,7 +177,7 @@ func TestWithTimeout(t *testing.T) {
 
 func TestWithTimeoutPassesFastCalls(t *testing.T) {
 	inner := failThen()
-	out, err := llm.WithTimeout(inner, time.Minute).Call(t.Context(), "hi")
+	out, err := llms.GenerateFromSinglePrompt(t.Context(), llm.WithTimeout(inner, time.Minute), "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)
 	assert.Same(t, inner, llm.WithTimeout(inner, 0), "no timeout, no wrapper")
@@ -204,7 +204,7 @@ func TestRetryWithTimeoutRetriesSlowAttempts(t *testing.T) {
 			return textResponse("second try"), nil
 		}}
 		m := llm.WithRetry(llm.WithTimeout(inner, 10*time.Second), llm.RetryPolicy{MaxRetries: 1})
-		out, err := m.Call(t.Context(), "hi")
+		out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 		require.NoError(t, err)
 		assert.Equal(t, "second try", out)
 		assert.Equal(t, 2, inner.Calls())

@@ -40,7 +40,7 @@ func TestTheRunSpanIsAChildOfTheCallersSpan(t *testing.T) {
 	assert.Equal(t, traceID, run.SpanContext().TraceID().String(), "the run joins the caller's trace")
 	attrs := map[string]string{}
 	for _, kv := range run.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	assert.Equal(t, "t", attrs["coorflow.thread"])
 	assert.Equal(t, "echo", attrs["coorflow.workflow"])

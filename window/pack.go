@@ -118,11 +118,10 @@ func cutMarker(ref string) string {
 // keeping its head and ending with a marker.
 func cutText(text string, allow int, ref string) string {
 	marker := cutMarker(ref)
-	head, cut := headTokens(text, allow-llm.TokensPerMessage)
-	if !cut {
+	if _, cut := headTokens(text, allow-llm.TokensPerMessage); !cut {
 		return text
 	}
-	head, _ = headTokens(text, allow-llm.TokensPerMessage-llm.EstimateTokens(marker)-1)
+	head, _ := headTokens(text, allow-llm.TokensPerMessage-llm.EstimateTokens(marker)-1)
 	if head == "" {
 		return marker
 	}

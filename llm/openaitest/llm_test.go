@@ -72,7 +72,7 @@ func TestNewHonoursRetryAfter(t *testing.T) {
 	m, err := newModels(t, srv, "", &log).Model(llm.TierBasic)
 	require.NoError(t, err)
 
-	out, err := m.Call(t.Context(), "hi")
+	out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)
 	require.Len(t, log.waits, 1)

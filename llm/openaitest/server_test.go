@@ -157,7 +157,7 @@ func TestErrorsThroughRealClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.responses...)
-			out, err := llm.WithRetry(client(t, srv), quick).Call(t.Context(), "hi")
+			out, err := llms.GenerateFromSinglePrompt(t.Context(), llm.WithRetry(client(t, srv), quick), "hi")
 			assert.Len(t, srv.Requests(), tt.wantRequests)
 			if tt.wantClass != nil {
 				assert.ErrorIs(t, err, tt.wantClass)
@@ -172,7 +172,7 @@ func TestErrorsThroughRealClient(t *testing.T) {
 func TestSlowResponseTimesOut(t *testing.T) {
 	srv := newServer(t, openaitest.Delayed(time.Minute, openaitest.Text("late")))
 	start := time.Now()
-	_, err := llm.WithTimeout(client(t, srv), 50*time.Millisecond).Call(t.Context(), "hi")
+	_, err := llms.GenerateFromSinglePrompt(t.Context(), llm.WithTimeout(client(t, srv), 50*time.Millisecond), "hi")
 	assert.Less(t, time.Since(start), 30*time.Second, "the timeout, not the server, ended the call")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, llm.Classify(err), llm.ErrTransient)
@@ -200,7 +200,7 @@ func TestUnknownRoute(t *testing.T) {
 	m, err := openai.New(openai.WithBaseURL(srv.URL()+"/nope"), openai.WithToken("test"),
 		openai.WithModel("gpt-4o"))
 	require.NoError(t, err)
-	_, err = m.Call(t.Context(), "hi")
+	_, err = llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 	assert.ErrorIs(t, llm.Classify(err), llm.ErrPermanent)
 	require.Len(t, srv.Requests(), 1)
 	assert.True(t, strings.HasPrefix(srv.Requests()[0].Path, "/nope"))

@@ -172,10 +172,7 @@ func instruction(o options, schema []byte) string {
 	if o.instruction != nil {
 		text = *o.instruction
 	}
-	if strings.Contains(text, "%s") {
-		text = strings.Replace(text, "%s", string(schema), 1)
-	}
-	return text
+	return strings.Replace(text, "%s", string(schema), 1)
 }
 
 // withInstruction returns messages with text added to the last message
