@@ -23,7 +23,7 @@ type step struct {
 	Score    float64  `json:"score" jsonschema:"minimum=0,maximum=1"`
 	Tags     []string `json:"tags,omitempty" jsonschema:"enum=web|code"`
 	Skipped  string   `json:"-"`
-	internal string //lint:ignore U1000 an unexported field the schema must leave out
+	internal string   //lint:ignore U1000 an unexported field the schema must leave out
 }
 
 type plan struct {
