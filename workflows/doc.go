@@ -1,6 +1,7 @@
-// Package workflows holds coorflow's built-in workflows — Research, in the
-// Deer-Flow shape, and Coor, with dynamic agents — in Go and as files, and
-// loads workflows declared in YAML files (apiVersion coorflow/v1).
+// Package workflows loads workflows declared in YAML files (apiVersion
+// coorflow/v1) and holds coorflow's built-in ones as such files:
+// research.yaml, in the Deer-Flow shape, and coor.yaml, with dynamic
+// agents.
 //
 // A file declares state channels, models, tools, settings, nodes and
 // edges:
@@ -82,6 +83,6 @@
 // environment and flags, or the scripted demo model of the file's
 // demo.script when no provider is configured.
 //
-// research.yaml and coor.yaml (Builtin) load to the same graphs as Research
-// and Coor.
+// research.yaml and coor.yaml (Builtin) are the one definition of the
+// built-in workflows: Research and Coor compile them with an Env.
 package workflows
