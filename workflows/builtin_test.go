@@ -28,7 +28,7 @@ func TestTheGoConstructorsCompileTheBuiltinFiles(t *testing.T) {
 	}
 	channels := map[string][]string{
 		"research": {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "current_step", "findings", "answer"},
-		"coor":     {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "current_step", "findings", "answer"},
+		"coor":     {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "findings", "answer"},
 	}
 	require.ElementsMatch(t, []string{"research", "coor"}, workflows.Builtins())
 	for _, name := range workflows.Builtins() {

@@ -34,10 +34,13 @@
 // Node types: llm, react, tool, router, subgraph, go (a Go function the
 // embedding program registers, WithFuncs), and the prebuilt nodes of
 // package nodes and factory: coordinator, planner, human_review, team,
-// reporter, background_investigator, research_team and worker. The
-// channels of package nodes (input, messages, request, plan, findings,
-// answer...) exist in every file's graph, typed; the channels a file
-// declares are dynamic keys whose writes are checked against their schema.
+// reporter, background_investigator, research_team and worker. A file's
+// graph has the channels of package nodes (input, messages, request,
+// plan, findings, answer...) that its prebuilt nodes use, typed: a
+// planner brings plan, a coordinator input and answer. A file without
+// such a node declares the ones it reads (a declaration of input is the
+// prebuilt input); the other channels a file declares are dynamic keys
+// whose writes are checked against their schema.
 //
 // A team node may fix its work in the file — CoorAgent's production mode,
 // which File.Export writes from a plan that worked: plan is a fixed plan

@@ -236,7 +236,7 @@ func (f *File) Unregistered() []string {
 // NeedsModels reports whether a node of the file calls a model.
 func (f *File) NeedsModels() bool {
 	for _, n := range f.allNodes() {
-		if modelTypes[n.Spec.Type] {
+		if nodeKinds[n.Spec.Type].model {
 			return true
 		}
 	}
