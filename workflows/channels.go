@@ -10,11 +10,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/nodes"
 )
 
-// channel is a channel of a file's graph: a built-in one (a typed key of
-// package nodes) or one the file declares (a dynamic key).
+// channel is a channel of a file's graph: a prebuilt one (a typed key of
+// package nodes, builtin) or one the file declares (a dynamic key).
 type channel struct {
 	name    string
 	reducer string
@@ -27,16 +26,6 @@ type channel struct {
 	schemaJSON []byte
 }
 
-// builtinChannels are the channels of package nodes, which every file's
-// graph has, in the order nodes.Channels gives them.
-func builtinChannels() []*channel {
-	var out []*channel
-	for _, c := range nodes.Channels() {
-		out = append(out, &channel{name: c.Name(), reducer: c.Reducer(), shape: shapeOfType(c.ValueType()), key: c, builtin: true})
-	}
-	return out
-}
-
 var channelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // reducerKinds says which JSON type each reducer needs.
@@ -46,8 +35,10 @@ var reducerKinds = map[string][]string{
 	"sum":    {"number", "integer"},
 }
 
-// declareChannel checks a declared channel and returns it.
-func declareChannel(ps *problems, d *document, c named[channelSpec], builtins map[string]*channel) *channel {
+// declareChannel checks a declared channel and returns it, or nil for
+// one named like a prebuilt channel (prebuilt holds them by name): the
+// file's graph has that one.
+func declareChannel(ps *problems, d *document, c named[channelSpec], prebuilt map[string]*channel) *channel {
 	l := d.loc(c.Ptr)
 	reducer := c.Spec.Reducer
 	if reducer == "" {
@@ -58,9 +49,9 @@ func declareChannel(ps *problems, d *document, c named[channelSpec], builtins ma
 		return nil
 	}
 	sh := shapeOfSchema(c.Spec.Schema)
-	if b, ok := builtins[c.Name]; ok {
+	if b, ok := prebuilt[c.Name]; ok {
 		if (sh.kind != "any" && sh.kind != b.shape.kind) || reducer != b.reducer {
-			ps.at(l.key, l.path, "channel %q is built in, with type %s and reducer %s; this declaration says type %s and reducer %s: remove it or match the built-in",
+			ps.at(l.key, l.path, "channel %q is prebuilt, with type %s and reducer %s; this declaration says type %s and reducer %s: match the prebuilt channel, or name yours otherwise",
 				c.Name, b.shape.kind, b.reducer, sh.kind, reducer)
 		}
 		return nil

@@ -16,18 +16,6 @@ const (
 	endName   = "end"
 )
 
-// modelTypes are the node types that call a model.
-var modelTypes = map[string]bool{
-	"llm": true, "react": true, "coordinator": true, "planner": true,
-	"team": true, "reporter": true, "worker": true,
-}
-
-// defaultTiers are the tiers node types use when they name none.
-var defaultTiers = map[string]string{
-	"llm": "basic", "react": "basic", "coordinator": "basic", "planner": "reasoning",
-	"team": "reasoning", "reporter": "basic",
-}
-
 // builtinTools are the tools a file can declare without Go code.
 var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human"}
 
@@ -50,15 +38,23 @@ func (f *File) check(ps *problems) {
 	}
 }
 
+// declareChannels gives the file's graph its channels: the prebuilt
+// ones of its node types, and those the file declares. A declared channel
+// named like a prebuilt one is that channel.
 func (f *File) declareChannels(ps *problems) {
-	f.chans = builtinChannels()
-	f.byName = map[string]*channel{}
-	for _, c := range f.chans {
-		f.byName[c.name] = c
+	kinds := make([]string, len(f.spec.nodes))
+	for i, n := range f.spec.nodes {
+		kinds[i] = n.Spec.Type
 	}
-	builtins := byChannelName(f.chans)
+	want := broughtBy(kinds)
 	for _, c := range f.spec.channels {
-		if ch := declareChannel(ps, f.doc, c, builtins); ch != nil {
+		want[c.Name] = true
+	}
+	f.chans = prebuiltChannels(func(name string) bool { return want[name] })
+	f.byName = byChannelName(f.chans)
+	prebuilt := byChannelName(prebuiltChannels(func(string) bool { return true }))
+	for _, c := range f.spec.channels {
+		if ch := declareChannel(ps, f.doc, c, prebuilt); ch != nil {
 			f.chans = append(f.chans, ch)
 			f.byName[ch.name] = ch
 		}
@@ -79,7 +75,15 @@ func (f *File) channelRef(ps *problems, ptr, name string) *channel {
 		return c
 	}
 	l := f.doc.loc(ptr)
-	ps.at(l.val, l.path, "unknown channel %q%s", name, suggest(name, f.channelNames(), "declare it under state, or use one of"))
+	if why, ok := missingPrebuilt(name); ok {
+		ps.at(l.val, l.path, "unknown channel %q: %s", name, why)
+		return nil
+	}
+	hint := suggest(name, f.channelNames(), "declare it under state, or use one of")
+	if hint == "" {
+		hint = " (declare it under state)"
+	}
+	ps.at(l.val, l.path, "unknown channel %q%s", name, hint)
 	return nil
 }
 
@@ -184,7 +188,7 @@ func (f *File) tierOf(n *fileNode) string {
 		}
 		return "basic"
 	}
-	return defaultTiers[n.Spec.Type]
+	return nodeKinds[n.Spec.Type].tier
 }
 
 func defaultAgent(name string) (factory.Agent, bool) {

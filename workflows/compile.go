@@ -19,7 +19,9 @@ import (
 	"github.com/coorflow/coorflow/tools"
 )
 
-// Env is what a file's graph runs with.
+// Env is what a workflow's graph runs with: the models, the store and
+// the saver the program gives it, where the file declares the graph's
+// shape and settings. File.Compile, Research and Coor take it.
 type Env struct {
 	// Models serves the tiers (Resolve, llm.New or llm.NewStatic); it is
 	// required when a node calls a model.
@@ -50,6 +52,9 @@ type Env struct {
 	// without their function, unregistered tools and tools whose ${ENV}
 	// is unset get stand-ins that fail when called.
 	Offline bool
+	// AutoAccept accepts every plan without a person's review, whatever
+	// the file's auto_accept settings say: for a program no one watches.
+	AutoAccept bool
 }
 
 func (e *Env) defaults() {

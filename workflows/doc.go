@@ -1,6 +1,7 @@
-// Package workflows holds coorflow's built-in workflows — Research, in the
-// Deer-Flow shape, and Coor, with dynamic agents — in Go and as files, and
-// loads workflows declared in YAML files (apiVersion coorflow/v1).
+// Package workflows loads workflows declared in YAML files (apiVersion
+// coorflow/v1) and holds coorflow's built-in ones as such files:
+// research.yaml, in the Deer-Flow shape, and coor.yaml, with dynamic
+// agents.
 //
 // A file declares state channels, models, tools, settings, nodes and
 // edges:
@@ -33,10 +34,13 @@
 // Node types: llm, react, tool, router, subgraph, go (a Go function the
 // embedding program registers, WithFuncs), and the prebuilt nodes of
 // package nodes and factory: coordinator, planner, human_review, team,
-// reporter, background_investigator, research_team and worker. The
-// channels of package nodes (input, messages, request, plan, findings,
-// answer...) exist in every file's graph, typed; the channels a file
-// declares are dynamic keys whose writes are checked against their schema.
+// reporter, background_investigator, research_team and worker. A file's
+// graph has the channels of package nodes (input, messages, request,
+// plan, findings, answer...) that its prebuilt nodes use, typed: a
+// planner brings plan, a coordinator input and answer. A file without
+// such a node declares the ones it reads (a declaration of input is the
+// prebuilt input); the other channels a file declares are dynamic keys
+// whose writes are checked against their schema.
 //
 // A team node may fix its work in the file — CoorAgent's production mode,
 // which File.Export writes from a plan that worked: plan is a fixed plan
@@ -82,6 +86,6 @@
 // environment and flags, or the scripted demo model of the file's
 // demo.script when no provider is configured.
 //
-// research.yaml and coor.yaml (Builtin) load to the same graphs as Research
-// and Coor.
+// research.yaml and coor.yaml (Builtin) are the one definition of the
+// built-in workflows: Research and Coor compile them with an Env.
 package workflows

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
@@ -73,4 +74,45 @@ edges:
 	// ran grade
 	// A better draft.
 	// workflows: bad.yaml:4:13: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean "llm"?)
+}
+
+func ExampleLoad() {
+	f, err := workflows.Load("testdata/example/brief.yaml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The scripted model plays the coordinator, which hands the task off,
+	// and the llm node write.
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"coordinator": {{ToolCalls: []scripted.ToolCall{{Name: "handoff_to_planner", Arguments: `{"task":"SQLite for agents","locale":"en-US"}`}}}},
+		"write":       {{Text: "SQLite keeps an agent's state in one file.\nIt suits one writer."}},
+	}})
+	models, _ := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: model}})
+	ctx := context.Background()
+	r, err := f.Compile(ctx, workflows.Env{Models: models})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var channels []string
+	for _, c := range r.Channels() {
+		channels = append(channels, c.Name())
+	}
+	fmt.Println("channels:", strings.Join(channels, ", "))
+
+	in, _ := f.Input(r, f.InputChannel(), "Could we use SQLite for our agents? thanks!")
+	res, err := r.Invoke(ctx, in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("write was asked:", strings.TrimSpace(model.CallsFor("write")[0].Prompt()))
+	answer, _ := res.State.Value(f.OutputChannel())
+	fmt.Println(answer)
+	// Output:
+	// channels: input, messages, request, locale, answer
+	// write was asked: Write a two-line brief on: SQLite for agents
+	// SQLite keeps an agent's state in one file.
+	// It suits one writer.
 }

@@ -185,6 +185,9 @@ func (sc *scope) explain(src, msg string) string {
 	if !ok {
 		return msg
 	}
+	if why, ok := missingPrebuilt(name); ok && readsState(src, name) {
+		return msg + ": " + why
+	}
 	var names []string
 	for _, c := range sc.channels {
 		names = append(names, c.name)

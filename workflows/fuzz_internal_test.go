@@ -28,7 +28,7 @@ func FuzzCompileExpression(f *testing.F) {
 	} {
 		f.Add(src)
 	}
-	sc := newScope(builtinChannels(), map[string]any{"max_steps": 3, "name": "n", "list": []any{1, "a"}})
+	sc := newScope(prebuiltChannels(func(string) bool { return true }), map[string]any{"max_steps": 3, "name": "n", "list": []any{1, "a"}})
 	d := &document{}
 	f.Fuzz(func(t *testing.T, src string) {
 		for _, asBool := range []bool{false, true} {

@@ -67,8 +67,8 @@ func TestCoorRunsFromRequestToReportWithDynamicAgents(t *testing.T) {
 	reg, err := tools.NewRegistry(py)
 	require.NoError(t, err)
 	st := smem.New(store.Config{})
-	r, err := workflows.Coor(workflows.Config{Models: models(t, model), Tools: reg, Store: st, Owner: "acme",
-		Graph: []graph.Option{graph.WithSaver(memory.New())}})
+	r, err := workflows.Coor(t.Context(), workflows.Env{Models: models(t, model), Store: st, Owner: "acme", Getenv: env(nil),
+		Graph: []graph.Option{graph.WithSaver(memory.New())}}, workflows.WithTools(reg))
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -120,7 +120,7 @@ func TestResearchRunsStepsOneAtATimeThroughTheRouter(t *testing.T) {
 		})
 	reg, err := tools.NewRegistry(search)
 	require.NoError(t, err)
-	r, err := workflows.Research(workflows.Config{Models: models(t, model), Tools: reg, AutoAccept: true})
+	r, err := workflows.Research(t.Context(), workflows.Env{Models: models(t, model), Getenv: env(nil), AutoAccept: true}, workflows.WithTools(reg))
 	require.NoError(t, err)
 
 	var path []string

@@ -44,6 +44,7 @@ nodes:
 edges:
   - {from: start, to: a}
   - {from: a, to: end}
+state: {answer: {type: string}}
 `
 
 // goLeaf is a workflow of one go node, which calls the function leaf.

@@ -87,7 +87,9 @@ func WithFuncs(funcs map[string]graph.NodeFunc) LoadOption {
 }
 
 // WithTools registers tools, written in Go, that the file's tools section
-// may name besides the built-ins.
+// may name besides the built-ins. A tool registered under the name of a
+// built-in one (web_search, python, http_fetch, ask_human) replaces it:
+// of the file's settings for it, only timeout applies.
 func WithTools(reg *tools.Registry) LoadOption {
 	return func(o *loadOptions) { o.tools = reg }
 }
@@ -234,7 +236,7 @@ func (f *File) Unregistered() []string {
 // NeedsModels reports whether a node of the file calls a model.
 func (f *File) NeedsModels() bool {
 	for _, n := range f.allNodes() {
-		if modelTypes[n.Spec.Type] {
+		if nodeKinds[n.Spec.Type].model {
 			return true
 		}
 	}

@@ -41,7 +41,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"5:49: nodes.a.timeout: \"30 seconds\" must be a duration such as 30s, 2m or 1h30m",
 		}},
 		{"builtin_channel_redeclared.yaml", []string{
-			"4:3: state.answer: channel \"answer\" is built in, with type string and reducer last; this declaration says type integer and reducer last: remove it or match the built-in",
+			"4:3: state.answer: channel \"answer\" is prebuilt, with type string and reducer last; this declaration says type integer and reducer last: match the prebuilt channel, or name yours otherwise",
 		}},
 		{"condition_on_undeclared_channel.yaml", []string{
 			"8:21: nodes.a.routes[0].when: bad condition: unknown field count: the file declares no channel count (declare it under state)",
@@ -111,6 +111,16 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 		{"node_without_way_out.yaml", []string{
 			"6:3: nodes.b: node \"b\" has no way out: add an edge from it (to end if the run should stop there)",
 		}},
+		{"prebuilt_channel_without_its_node.yaml", []string{
+			"3:9: output: unknown channel \"answer\": the prebuilt channel answer is in a file's graph only with a node of type coordinator or reporter, " +
+				"and this file has none: add one, or declare answer under state",
+			"9:47: nodes.write.prompt: bad expression in template: unknown field request: the prebuilt channel request is in a file's graph only with a node of type " +
+				"background_investigator, coordinator, planner or reporter, and this file has none: add one, or declare request under state",
+			"10:77: nodes.fetch.output: unknown channel \"plan\": the prebuilt channel plan is in a file's graph only with a node of type " +
+				"human_review, planner, reporter, research_team, team or worker, and this file has none: add one, or declare plan under state",
+			"16:27: edges[2].branches[0].when: bad condition: unknown field findings: the prebuilt channel findings is in a file's graph only with a node of type " +
+				"planner, reporter, team or worker, and this file has none: add one, or declare findings under state",
+		}},
 		{"replan_is_not_a_planner.yaml", []string{
 			"6:44: nodes.r.replan: replan must name a planner node; \"c\" is a coordinator node",
 		}},
@@ -147,7 +157,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"5:11: nodes.a.type: \"lmm\" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean \"llm\"?)",
 		}},
 		{"unknown_output_channel.yaml", []string{
-			"4:37: nodes.a.output: unknown channel \"sumary\" (declare it under state, or use one of: input, messages, request, locale, background, plan, plan_iterations, feedback, current_step, findings, answer)",
+			"4:37: nodes.a.output: unknown channel \"sumary\" (did you mean \"summary\"?)",
 		}},
 		{"unknown_reducer.yaml", []string{
 			"4:30: state.n.reducer: \"max\" is not one of last, append, merge, sum",

@@ -81,6 +81,7 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 		if s.AutoAccept != nil {
 			auto = *s.AutoAccept
 		}
+		auto = auto || b.env.AutoAccept
 		dynamic := b.f.byNode[s.Replan].Spec.NewAgents
 		return nodes.HumanReview(nodes.ReviewConfig{
 			AutoAccept: auto, Next: s.Next, Replan: s.Replan,

@@ -18,7 +18,6 @@ import (
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
-	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -44,7 +43,7 @@ func TestCoorServedOverHTTPKeepsEachOwnersAgentsApart(t *testing.T) {
 		{Agent: "reporter", Reply: scripted.Reply{Text: "# Report"}},
 	}})
 	st := smem.New(store.Config{})
-	coor, err := workflows.Coor(workflows.Config{Models: models(t, model), Tools: &tools.Registry{}, Store: st, Owner: "default",
+	coor, err := workflows.Coor(t.Context(), workflows.Env{Models: models(t, model), Store: st, Owner: "default", Getenv: env(nil),
 		AutoAccept: true})
 	require.NoError(t, err)
 	srv, err := server.New(server.Config{Workflows: map[string]*graph.Runnable{"coor": coor}, Saver: memory.New(),

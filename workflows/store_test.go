@@ -2,25 +2,17 @@ package workflows
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/store/memory"
 )
-
-type noModels struct{}
-
-func (noModels) Model(llm.Tier) (llms.Model, error) { return nil, errors.New("no models") }
-func (noModels) Profile(llm.Tier) llm.Profile       { return llm.Profile{} }
 
 // warningsOfAWrite runs a graph whose node "write" adds a large
 // always-loaded item through s, and returns the warning events of the run.
@@ -49,9 +41,9 @@ func TestALargeAlwaysLoadedItemIsAWarningInTheRun(t *testing.T) {
 	given := memory.New(store.Config{})
 	env := Env{Store: given}
 	env.defaults()
-	cfg := Config{Models: noModels{}}
-	require.NoError(t, cfg.defaults())
-	for name, s := range map[string]store.Store{"Env with a store": env.Store, "Config by default": cfg.Store} {
+	byDefault := Env{}
+	byDefault.defaults()
+	for name, s := range map[string]store.Store{"Env with a store": env.Store, "Env by default": byDefault.Store} {
 		t.Run(name, func(t *testing.T) {
 			events := warningsOfAWrite(t, s)
 			require.Len(t, events, 1)

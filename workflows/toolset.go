@@ -30,6 +30,9 @@ func (f *File) buildTools(env Env) (*tools.Registry, error) {
 
 func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 	timeout, _ := time.ParseDuration(t.Spec.Timeout)
+	if f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name) {
+		return f.registeredTool(t.Name, timeout)
+	}
 	s := t.Spec
 	switch t.Name {
 	case "python":
@@ -60,15 +63,17 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 		}
 		return tools.WebSearch(tools.WebSearchConfig{Provider: p, MaxResults: s.MaxResults}), nil
 	}
-	if f.opts.tools == nil || !hasTool(f.opts.tools.Names(), t.Name) {
-		if env.Offline {
-			return standInTool(t.Name), nil
-		}
-		return nil, fmt.Errorf("workflows: %s: tools.%s: the tool is not registered: the program that runs the file registers it (workflows.WithTools)", f.path, t.Name)
+	if env.Offline {
+		return standInTool(t.Name), nil
 	}
-	tool, err := f.opts.tools.Get(t.Name)
+	return nil, fmt.Errorf("workflows: %s: tools.%s: the tool is not registered: the program that runs the file registers it (workflows.WithTools)", f.path, t.Name)
+}
+
+// registeredTool is the tool registered WithTools as name.
+func (f *File) registeredTool(name string, timeout time.Duration) (tools.Tool, error) {
+	tool, err := f.opts.tools.Get(name)
 	if err != nil {
-		return nil, fmt.Errorf("workflows: %s: tools.%s: %w", f.path, t.Name, err)
+		return nil, fmt.Errorf("workflows: %s: tools.%s: %w", f.path, name, err)
 	}
 	if timeout > 0 {
 		return tools.WithTimeout(tool, timeout), nil

@@ -81,7 +81,7 @@ func TestYAMLAliasCyclesAndAliasBombsAreProblemsAtTheAlias(t *testing.T) {
 func TestAnAliasThatRepeatsAnEntryStillLoads(t *testing.T) {
 	src := `apiVersion: coorflow/v1
 name: wf
-state: {a: {type: string}, b: {type: string}}
+state: {input: {type: string}, a: {type: string}, b: {type: string}}
 nodes:
   first: {type: llm, prompt: &p "Summarize {{ state.input }}", output: a}
   second: {type: llm, prompt: *p, output: b}

@@ -26,6 +26,7 @@ nodes:
 edges:
   - {from: start, to: a}
   - {from: a, to: end}
+state: {answer: {type: string}}
 `), 0o644))
 	require.NoError(t, os.WriteFile(wf, []byte(`apiVersion: coorflow/v1
 name: wf

@@ -454,7 +454,7 @@ func TestValidateAndGraph(t *testing.T) {
 
 	ms, err := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: noModel{}, Profile: llm.Profile{Model: "m"}}})
 	require.NoError(t, err)
-	research, err := workflows.Research(workflows.Config{Models: ms})
+	research, err := workflows.Research(t.Context(), workflows.Env{Models: ms})
 	require.NoError(t, err)
 	code, stdout, _ = c.run("graph", "research")
 	require.Equal(t, exitOK, code)
