@@ -70,8 +70,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 }
 
 // New returns a Saver that uses db, a database opened with the "sqlite"
-// driver of modernc.org/sqlite, such as the one internal/sqlitedb opens.
-// The caller owns db: Close does not close it. The schema is created on
+// driver of modernc.org/sqlite. The caller owns db: Close does not close it. The schema is created on
 // first use, or by Migrate.
 //
 // The Saver writes through db's writer connection, which it shares with

@@ -71,11 +71,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 }
 
 // New returns a Store that uses db, a database opened with the "sqlite"
-// driver of modernc.org/sqlite, such as the one internal/sqlitedb opens,
-// which must allow at least two open connections. The Store writes
-// through db's writer connection, which it shares with the checkpoint and
-// trace backends given the same db. The caller owns db: Close does not
-// close it. The tables are created on first use, or by Migrate.
+// driver of modernc.org/sqlite, which must allow at least two open
+// connections. The Store writes through db's writer connection, which it
+// shares with the checkpoint and trace backends given the same db; the
+// caller's data source name should set journal_mode(WAL) and busy_timeout,
+// as Open does. The caller owns db: Close does not close it. The tables
+// are created on first use, or by Migrate.
 func New(db *sql.DB, opts ...Option) *Store {
 	var o options
 	for _, opt := range opts {
