@@ -127,7 +127,7 @@ func TestAnInterruptInsideTheTeamResumedInANewProcessRedoesNoFinishedWork(t *tes
 	open := func() (graph.Saver, store.Store) {
 		saver, err := sqlite.Open(t.Context(), filepath.Join(dir, "checkpoints.db"))
 		require.NoError(t, err)
-		st, err := ssqlite.Open(t.Context(), ssqlite.Config{Path: filepath.Join(dir, "store.db")})
+		st, err := ssqlite.Open(t.Context(), filepath.Join(dir, "store.db"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = saver.Close(); _ = st.Close() })
 		return saver, st

@@ -2,15 +2,16 @@
 // through a pgx v5 connection pool. Several processes can share one
 // database, so any replica of a server can resume any thread.
 //
-// Open connects and creates the schema; New wraps a pool the caller owns
-// and creates the schema on first use. The tables (checkpoints,
-// checkpoint_heads, checkpoint_blobs, checkpoint_tasks and
-// checkpoint_schema, which records the migrations applied) live in one
-// PostgreSQL schema: the connection's current schema, or the one named with
-// WithSchema, which is created if needed. Creating and upgrading the tables
-// takes a transaction-scoped advisory lock, so processes that start at once
-// do it one after the other; a schema written by a newer version of this
-// package is refused with ErrSchemaTooNew.
+// Open connects and creates the schema; New wraps a pool the caller owns,
+// which the store and trace backends can share, and creates the schema on
+// first use or by Migrate. The tables (checkpoints, checkpoint_heads,
+// checkpoint_blobs, checkpoint_tasks and checkpoint_schema, which records
+// the migrations applied) live in one PostgreSQL schema: the connection's
+// current schema, or the one named with WithSchema, which is created if
+// needed. Creating and upgrading the tables takes a transaction-scoped
+// advisory lock, so processes that start at once do it one after the
+// other; a schema written by a newer version of this package is refused
+// with ErrSchemaTooNew.
 //
 // Every write is one round trip and atomic: PutCheckpoint is one statement
 // that stores the checkpoint and its blobs and moves its namespace's head

@@ -3,28 +3,20 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgdb"
 )
 
 // Saver is a graph.Saver backed by PostgreSQL. Create one with Open or New;
 // it is safe for concurrent use.
 type Saver struct {
-	pool      *pgxpool.Pool
-	ownsPool  bool
-	schemaOpt string
-
-	initMu sync.Mutex
-	ready  atomic.Bool // q is set
-	closed bool        // guarded by initMu
-	q      queries
+	share *pgdb.Share
+	pool  *pgxpool.Pool
+	q     queries // set when share is ready
 }
 
 // errClosed is returned by the methods of a closed Saver.
@@ -33,26 +25,30 @@ var errClosed = errors.New("postgres: saver is closed")
 var _ graph.Saver = (*Saver)(nil)
 
 // Option configures Open and New.
-type Option func(*Saver)
+type Option func(*options)
+
+type options struct {
+	schema string
+}
 
 // WithSchema keeps the tables in the PostgreSQL schema name, created if it
 // does not exist, instead of the connection's current schema. Savers with
 // different schemas share nothing.
 func WithSchema(name string) Option {
-	return func(s *Saver) { s.schemaOpt = name }
+	return func(o *options) { o.schema = name }
 }
 
 // Open connects to the database at connString (a URL or key=value string,
 // as pgxpool.ParseConfig reads it) and creates or upgrades the schema. The
 // returned Saver owns the pool; Close closes it.
 func Open(ctx context.Context, connString string, opts ...Option) (*Saver, error) {
-	pool, err := pgxpool.New(ctx, connString)
+	pool, err := pgdb.Open(ctx, connString)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open: %w", err)
+		return nil, err
 	}
 	s := New(pool, opts...)
-	s.ownsPool = true
-	if err := s.init(ctx); err != nil {
+	s.share.Own()
+	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -60,62 +56,35 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Saver, error
 }
 
 // New returns a Saver that uses pool, which the caller owns: Close does not
-// close it. The schema is created on first use.
+// close it. The pool may be shared with the store and trace backends. The
+// schema is created on first use, or by Migrate.
 func New(pool *pgxpool.Pool, opts ...Option) *Saver {
-	s := &Saver{pool: pool}
+	var o options
 	for _, opt := range opts {
-		opt(s)
+		opt(&o)
 	}
+	s := &Saver{pool: pool}
+	s.share = pgdb.NewShare(pool, pgdb.Backend{
+		Schema:     o.schema,
+		Migrations: schemaMigrations,
+		Setup:      func(schema string) { s.q = newQueries(schema) },
+		Closed:     errClosed,
+	})
 	return s
+}
+
+// Migrate creates or upgrades the schema now rather than on first use. It
+// is what Open does before it returns.
+func (s *Saver) Migrate(ctx context.Context) error {
+	_, err := s.share.Init(ctx)
+	return err
 }
 
 // Close closes the pool when the Saver was returned by Open. Methods called
 // after Close return an error. It always returns nil; the error is there
 // so that a Saver is an io.Closer.
 func (s *Saver) Close() error {
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	s.ready.Store(false)
-	if s.ownsPool {
-		s.pool.Close()
-	}
-	return nil
-}
-
-// init resolves the schema, creates or upgrades the tables and builds the
-// queries, once; after a failure the next call tries again.
-func (s *Saver) init(ctx context.Context) error {
-	if s.ready.Load() {
-		return nil
-	}
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	if s.closed {
-		return errClosed
-	}
-	if s.ready.Load() {
-		return nil
-	}
-	schema := s.schemaOpt
-	if schema == "" {
-		var current *string
-		if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
-			return fmt.Errorf("postgres: current schema: %w", err)
-		}
-		if current == nil {
-			return errors.New("postgres: the connection has no current schema (search_path); name one with WithSchema")
-		}
-		schema = *current
-	}
-	if err := migrate(ctx, s.pool, schema); err != nil {
-		return err
-	}
-	s.q = newQueries(schema)
-	s.ready.Store(true)
+	s.share.Close()
 	return nil
 }
 
@@ -149,8 +118,9 @@ const insertBlobs = `blobs AS (
 			ON CONFLICT DO NOTHING
 		)`
 
-func newQueries(schema string) queries {
-	quoted := pgx.Identifier{schema}.Sanitize()
+// newQueries returns the queries on the tables of quoted, a quoted schema
+// name.
+func newQueries(quoted string) queries {
 	r := strings.NewReplacer("{schema}", quoted)
 	q := queries{
 		// Insert the checkpoint, its blobs and move its namespace's head in

@@ -343,7 +343,8 @@ func (s *Saver) checkReady(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.init(ctx)
+	_, err := s.share.Init(ctx)
+	return err
 }
 
 // scanCheckpoint reads the checkpointColumns of one row of thread and ns.

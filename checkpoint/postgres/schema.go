@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
+	"github.com/coorflow/coorflow/internal/pgdb"
 )
 
 // ErrSchemaTooNew is returned when the tables were created by a newer
@@ -68,8 +65,11 @@ var migrations = [][]string{
 	},
 }
 
-// migrate creates the schema if needed and applies the migrations it
-// lacks (see migrate.Postgres).
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	return dbmigrate.Postgres(ctx, pool, schema, "coorflow/checkpoint:", "checkpoint_schema", migrations, ErrSchemaTooNew)
+// schemaMigrations are migrations with the lock and the version table
+// they are applied under (see migrate.Postgres).
+var schemaMigrations = pgdb.Migrations{
+	Lock:   "coorflow/checkpoint:",
+	Table:  "checkpoint_schema",
+	Steps:  migrations,
+	TooNew: ErrSchemaTooNew,
 }

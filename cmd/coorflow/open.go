@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgdb"
+	"github.com/coorflow/coorflow/internal/sqlitedb"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
@@ -103,81 +106,103 @@ func isBuiltin(name string) bool {
 	return false
 }
 
-// db is the CLI's database: the checkpoint saver, the context store and,
-// opened when a command needs it, the store of recorded runs.
+// db is the CLI's database: one SQLite handle or one Postgres pool, and
+// on it the checkpoint saver, the context store and, set up when a command
+// needs it, the store of recorded runs.
 type db struct {
 	saver  graph.Saver
 	store  store.Store
-	closer func()
+	traces trace.Store
 	where  string
 	// url is the SQLite file or the Postgres URL, unredacted.
-	url    string
-	traces trace.Store
+	url string
+	// newTraces returns the store of recorded runs on the handle.
+	newTraces func() traceBackend
+	// backends are closed in reverse order, then the handle.
+	backends    []backend
+	closeHandle func()
 }
 
-// Close closes the stores.
+// backend is what the saver and the stores are besides their interfaces.
+type backend interface {
+	// Migrate creates or upgrades the backend's tables.
+	Migrate(ctx context.Context) error
+	// Close releases what the backend holds of the handle.
+	Close() error
+}
+
+// traceBackend is a store of recorded runs on the handle.
+type traceBackend interface {
+	trace.Store
+	backend
+}
+
+// Close closes the stores, then the handle.
 func (d *db) Close() {
-	if c, ok := d.traces.(interface{ Close() error }); ok {
-		_ = c.Close()
+	for _, b := range slices.Backward(d.backends) {
+		_ = b.Close()
 	}
-	d.closer()
+	d.closeHandle()
 }
 
-// traceStore opens the store of recorded runs, in the same database: the
+// traceStore sets up the store of recorded runs, in the same database: the
 // SQLite file's own tables, or Postgres.
 func (d *db) traceStore(ctx context.Context) (trace.Store, error) {
 	if d.traces != nil {
 		return d.traces, nil
 	}
-	var err error
-	if isPostgres(d.url) {
-		d.traces, err = tpostgres.Open(ctx, d.url)
-	} else {
-		d.traces, err = tsqlite.Open(ctx, d.url)
-	}
-	if err != nil {
-		d.traces = nil
+	t := d.newTraces()
+	if err := t.Migrate(ctx); err != nil {
+		_ = t.Close()
 		return nil, fmt.Errorf("the recorded runs in %s: %w", d.where, err)
 	}
-	return d.traces, nil
+	d.traces = t
+	d.backends = append(d.backends, t)
+	return t, nil
 }
 
 func isPostgres(where string) bool {
 	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://")
 }
 
-// openDB opens the saver and the store. A SQLite file is created with its
-// directory unless mustExist; its files are kept from other users (see
-// a.private).
+// openDB opens the database and sets up the saver and the store on it. A
+// SQLite file is created with its directory unless mustExist; its files
+// are kept from other users (see sqlitedb.Open and a.private).
 func (a *app) openDB(ctx context.Context, where string, mustExist bool) (*db, error) {
 	if isPostgres(where) {
-		saver, err := postgres.Open(ctx, where)
+		pool, err := pgdb.Open(ctx, where)
 		if err != nil {
 			return nil, err
 		}
-		st, err := spostgres.Open(ctx, spostgres.Config{URL: where})
-		if err != nil {
-			_ = saver.Close()
-			return nil, err
-		}
-		return &db{saver: saver, store: st, where: redact(where), url: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
+		saver, st := postgres.New(pool), spostgres.New(pool)
+		d := &db{saver: saver, store: st, where: redact(where), url: where, closeHandle: pool.Close,
+			newTraces: func() traceBackend { return tpostgres.New(pool) }}
+		return d.setUp(ctx, saver, st)
 	}
 	if _, err := os.Stat(where); err != nil && mustExist {
 		return nil, fmt.Errorf("no database at %s: nothing has run here yet (or pass --db)", where)
 	}
-	if err := a.private(where); err != nil {
-		return nil, err
-	}
-	saver, err := sqlite.Open(ctx, where)
+	a.private(where)
+	handle, err := sqlitedb.Open(where, sqlitedb.Options{})
 	if err != nil {
 		return nil, err
 	}
-	st, err := ssqlite.Open(ctx, ssqlite.Config{Path: where})
-	if err != nil {
-		_ = saver.Close()
-		return nil, err
+	saver, st := sqlite.New(handle), ssqlite.New(handle)
+	d := &db{saver: saver, store: st, where: where, url: where, closeHandle: func() { _ = handle.Close() },
+		newTraces: func() traceBackend { return tsqlite.New(handle) }}
+	return d.setUp(ctx, saver, st)
+}
+
+// setUp migrates the backends of d; after a failure, it closes d.
+func (d *db) setUp(ctx context.Context, backends ...backend) (*db, error) {
+	d.backends = backends
+	for _, b := range backends {
+		if err := b.Migrate(ctx); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("%w (opening %s)", err, d.where)
+		}
 	}
-	return &db{saver: saver, store: st, where: where, url: where, closer: func() { _ = st.Close(); _ = saver.Close() }}, nil
+	return d, nil
 }
 
 // redact hides the password of a connection URL.

@@ -4,49 +4,27 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
+
+	"github.com/coorflow/coorflow/internal/sqlitedb"
 )
 
-// Modes of the database: the directory and files that hold threads,
-// agents and recorded runs (model answers, tool results) are the user's
-// alone.
-const (
-	dataDirMode os.FileMode = 0o700
-	dbFileMode  os.FileMode = 0o600
-)
-
-// private prepares the SQLite database at path so that only its user can
-// read it: its directory is created 0700; the file is created 0600 before
-// SQLite opens it (SQLite gives its -wal and -shm files the mode of the
-// database file, whatever the umask). What an earlier version left open to
-// others is tightened, with a notice: the database file and its -wal and
-// -shm files to 0600, the data directory to 0700 when it is coorflow's own
-// (named .coorflow; another directory is the user's to set).
-func (a *app) private(path string) error {
-	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil // SQLite's own names: nothing on disk to create
+// private takes from the SQLite database at path what an earlier version
+// left open to other users, with a notice: the database file and its -wal
+// and -shm files are tightened to sqlitedb.FileMode (0600), the data
+// directory to sqlitedb.DirMode (0700) when it is coorflow's own (named
+// .coorflow; another directory is the user's to set). What is missing is
+// left to sqlitedb.Open, which creates it with those modes.
+func (a *app) private(path string) {
+	if runtime.GOOS == "windows" {
+		return // no modes for other users to tighten
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dataDirMode); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, dbFileMode)
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if runtime.GOOS == "windows" {
-		return nil // no modes for other users to tighten
-	}
 	if filepath.Base(dir) == filepath.Base(filepath.Dir(defaultDB)) {
-		a.tighten(dir, dataDirMode)
+		a.tighten(dir, sqlitedb.DirMode)
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		a.tighten(p, dbFileMode)
+		a.tighten(p, sqlitedb.FileMode)
 	}
-	return nil
 }
 
 // tighten takes from path the permissions mode does not give, saying so;

@@ -1,6 +1,7 @@
 // Package migrate applies numbered schema migrations to SQLite and
 // PostgreSQL databases, once each, for the packages that keep data in them
-// (checkpoint, trace). Migrations are append-only lists of statements; the
+// (checkpoint, store, trace), called through internal/sqlitedb's Share
+// setups and internal/pgdb. Migrations are append-only lists of statements; the
 // version reached is kept in a table of its own.
 package migrate
 

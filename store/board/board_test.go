@@ -23,7 +23,7 @@ func backends(t *testing.T, fn func(t *testing.T, s store.Store, b *board.Board)
 	opens := map[string]func(t *testing.T) store.Store{
 		"memory": func(t *testing.T) store.Store { return memory.New(store.Config{}) },
 		"sqlite": func(t *testing.T) store.Store {
-			s, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "b.db")})
+			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "b.db"))
 			require.NoError(t, err)
 			t.Cleanup(func() { assert.NoError(t, s.Close()) })
 			return s

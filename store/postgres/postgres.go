@@ -11,89 +11,113 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
+	"github.com/coorflow/coorflow/internal/pgdb"
 	"github.com/coorflow/coorflow/store"
 )
 
-// DefaultSchema is the schema the tables are created in when
-// Config.Schema is empty.
+// DefaultSchema is the schema the tables are created in unless
+// WithSchema names another.
 const DefaultSchema = "public"
 
-// Config says which database to use and how.
-type Config struct {
-	// URL is the connection string, used when Pool is nil.
-	URL string
-	// Pool, when set, is used instead of opening one from URL; Close then
-	// leaves it open.
-	Pool *pgxpool.Pool
-	// Schema holds the tables; it is created when missing. Empty means
-	// DefaultSchema.
-	Schema string
-	// Store configures the store's behaviour (warnings, kept revisions).
-	Store store.Config
+// Option configures Open and New.
+type Option func(*options)
+
+type options struct {
+	schema string
+	store  store.Config
+}
+
+// WithSchema keeps the tables in the PostgreSQL schema name, created when
+// missing, instead of DefaultSchema.
+func WithSchema(name string) Option {
+	return func(o *options) { o.schema = name }
+}
+
+// WithConfig configures the store's behaviour (kept revisions, clock).
+func WithConfig(cfg store.Config) Option {
+	return func(o *options) { o.store = cfg }
 }
 
 // Store is a store.Store kept in PostgreSQL. Close it when done.
 type Store struct {
 	store.Store
-	pool    *pgxpool.Pool
-	ownPool bool
+	b *backend
 }
 
-// Open connects (unless cfg.Pool is given), creates the schema and tables
-// when needed, and returns the store.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.Schema == "" {
-		cfg.Schema = DefaultSchema
+// Open connects to the database at connString (a URL or key=value string,
+// as pgxpool.ParseConfig reads it), creates the schema and tables when
+// needed, and returns the store. The returned Store owns the pool; Close
+// closes it.
+func Open(ctx context.Context, connString string, opts ...Option) (*Store, error) {
+	if connString == "" {
+		return nil, fmt.Errorf("postgres: open: %w: no connection URL given", store.ErrInvalid)
 	}
-	pool, own := cfg.Pool, false
-	if pool == nil {
-		if cfg.URL == "" {
-			return nil, fmt.Errorf("postgres: open: %w: neither a URL nor a pool given", store.ErrInvalid)
-		}
-		p, err := pgxpool.New(ctx, cfg.URL)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: open: %w", err)
-		}
-		pool, own = p, true
+	pool, err := pgdb.Open(ctx, connString)
+	if err != nil {
+		return nil, err
 	}
-	b := newBackend(pool, cfg.Schema)
-	if err := b.migrate(ctx); err != nil {
-		if own {
-			pool.Close()
-		}
-		return nil, fmt.Errorf("postgres: open schema %q: %w", cfg.Schema, err)
+	s := New(pool, opts...)
+	s.b.share.Own()
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
 	}
-	return &Store{Store: store.New(b, cfg.Store), pool: pool, ownPool: own}, nil
+	return s, nil
 }
 
-// Close closes the pool if Open opened it. It always returns nil; the
-// error result lets Store satisfy io.Closer.
+// New returns a Store that uses pool, which the caller owns: Close does
+// not close it. The pool may be shared with the checkpoint and trace
+// backends. The tables are created on first use, or by Migrate.
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	o := options{schema: DefaultSchema}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b := &backend{pool: pool, schemaName: o.schema}
+	b.share = pgdb.NewShare(pool, pgdb.Backend{
+		Schema:     o.schema,
+		Migrations: schemaMigrations,
+		Setup: func(schema string) {
+			b.items, b.revisions = schema+".store_items", schema+".store_revisions"
+		},
+		Closed: errClosed,
+	})
+	return &Store{Store: store.New(b, o.store), b: b}
+}
+
+// Migrate creates the schema and tables, or brings tables of an older
+// release up to date, now rather than on first use. It is what Open does
+// before it returns.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.b.init(ctx)
+}
+
+// Close closes the pool when the Store was returned by Open. Methods
+// called after Close return an error. It always returns nil; the error
+// result lets Store satisfy io.Closer.
 func (s *Store) Close() error {
-	if s.ownPool {
-		s.pool.Close()
-	}
+	s.b.share.Close()
 	return nil
 }
 
+// errClosed is returned by the methods of a closed Store.
+var errClosed = errors.New("postgres: store is closed")
+
 type backend struct {
 	pool       *pgxpool.Pool
+	share      *pgdb.Share
 	schemaName string
-	items      string // quoted, schema-qualified table names
-	revisions  string
+	// quoted, schema-qualified table names, set when share is ready
+	items, revisions string
 }
 
-func newBackend(pool *pgxpool.Pool, schema string) *backend {
-	return &backend{
-		pool:       pool,
-		schemaName: schema,
-		items:      pgx.Identifier{schema, "store_items"}.Sanitize(),
-		revisions:  pgx.Identifier{schema, "store_revisions"}.Sanitize(),
+// init sets the backend up on first use.
+func (b *backend) init(ctx context.Context) error {
+	_, err := b.share.Init(ctx)
+	if err != nil && !errors.Is(err, errClosed) {
+		return fmt.Errorf("postgres: open schema %q: %w", b.schemaName, err)
 	}
-}
-
-func (b *backend) migrate(ctx context.Context) error {
-	return dbmigrate.Postgres(ctx, b.pool, b.schemaName, "coorflow/store:", "store_schema", migrations, ErrSchemaTooNew)
+	return err
 }
 
 const metaCols = `path, labels::text, vis_scope, vis_id, content_type, size, created, updated, revision`
@@ -152,10 +176,16 @@ func (b *backend) getItem(ctx context.Context, q querier, owner, path, lock stri
 }
 
 func (b *backend) Get(ctx context.Context, owner, path string) (store.Item, error) {
+	if err := b.init(ctx); err != nil {
+		return store.Item{}, err
+	}
 	return b.getItem(ctx, b.pool, owner, path, "")
 }
 
 func (b *backend) ReadRange(ctx context.Context, owner, path string, offset, n int64) (store.Meta, string, error) {
+	if err := b.init(ctx); err != nil {
+		return store.Meta{}, "", err
+	}
 	row := b.pool.QueryRow(ctx, `SELECT `+metaCols+`, substring(convert_to(content, 'UTF8') from $3 for $4)
 		FROM `+b.items+` WHERE owner = $1 AND path = $2`, owner, path, offset+1, n)
 	var data []byte
@@ -170,6 +200,9 @@ func (b *backend) ReadRange(ctx context.Context, owner, path string, offset, n i
 var likeEscape = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 func (b *backend) List(ctx context.Context, owner, prefix, after string, limit int) ([]store.Meta, error) {
+	if err := b.init(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := b.pool.Query(ctx, `SELECT `+metaCols+` FROM `+b.items+`
 		WHERE owner = $1 AND path LIKE $2 AND path > $3 ORDER BY path LIMIT $4`,
 		owner, likeEscape.Replace(prefix)+"%", after, limit)
@@ -184,6 +217,9 @@ func (b *backend) List(ctx context.Context, owner, prefix, after string, limit i
 }
 
 func (b *backend) Match(ctx context.Context, owner, prefix string, terms []string) ([]store.Item, error) {
+	if err := b.init(ctx); err != nil {
+		return nil, err
+	}
 	conds := make([]string, len(terms))
 	args := []any{owner, likeEscape.Replace(prefix) + "%"}
 	for i, t := range terms {
@@ -209,6 +245,9 @@ func (b *backend) Match(ctx context.Context, owner, prefix string, terms []strin
 }
 
 func (b *backend) Update(ctx context.Context, owner string, fn func(store.Tx) error) error {
+	if err := b.init(ctx); err != nil {
+		return err
+	}
 	pgTx, err := b.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)

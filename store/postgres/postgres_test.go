@@ -24,19 +24,11 @@ func freshSchema(t *testing.T) (string, *pgxpool.Pool) {
 	return pgtest.Schema(t, pool, "coorflow_store_test_"), pool
 }
 
-// open opens a store in a fresh schema unless cfg names one, on a pool of
-// its own unless cfg names a URL or a pool.
-func open(t *testing.T, cfg postgres.Config) *postgres.Store {
+// open returns a migrated store on pool in schema, closed when t ends.
+func open(t *testing.T, pool *pgxpool.Pool, schema string, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
-	schema, pool := freshSchema(t)
-	if cfg.Schema == "" {
-		cfg.Schema = schema
-	}
-	if cfg.URL == "" && cfg.Pool == nil {
-		cfg.Pool = pool
-	}
-	s, err := postgres.Open(t.Context(), cfg)
-	require.NoError(t, err)
+	s := postgres.New(pool, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	require.NoError(t, s.Migrate(t.Context()))
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	return s
 }
@@ -44,13 +36,15 @@ func open(t *testing.T, cfg postgres.Config) *postgres.Store {
 func TestConformance(t *testing.T) {
 	pgtest.Pool(t) // skips when no server answers
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, postgres.Config{})
+		schema, pool := freshSchema(t)
+		return open(t, pool, schema)
 	})
 }
 
 func TestOpenWithoutURL(t *testing.T) {
-	_, err := postgres.Open(t.Context(), postgres.Config{})
+	_, err := postgres.Open(t.Context(), "")
 	require.ErrorIs(t, err, store.ErrInvalid)
+	assert.EqualError(t, err, "postgres: open: store: invalid argument: no connection URL given")
 }
 
 // TestSharedSchemaAndPool opens several stores on one schema concurrently,
@@ -67,7 +61,8 @@ func TestSharedSchemaAndPool(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range replicas {
 		wg.Go(func() {
-			stores[i], errs[i] = postgres.Open(t.Context(), postgres.Config{Pool: pool, Schema: schema})
+			stores[i] = postgres.New(pool, postgres.WithSchema(schema))
+			errs[i] = stores[i].Migrate(t.Context())
 		})
 	}
 	wg.Wait()
@@ -88,7 +83,13 @@ func TestSharedSchemaAndPool(t *testing.T) {
 
 func TestConcurrentWritersOnTwoPools(t *testing.T) {
 	schema, _ := freshSchema(t)
-	handles := []*postgres.Store{open(t, postgres.Config{Schema: schema}), open(t, postgres.Config{Schema: schema})}
+	handles := make([]*postgres.Store, 2)
+	for i := range handles {
+		s, err := postgres.Open(t.Context(), pgtest.URL(), postgres.WithSchema(schema))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, s.Close()) })
+		handles[i] = s
+	}
 	_, err := handles[0].Add(t.Context(), "alice", "mission/r1/plan", `{}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)
 
@@ -115,7 +116,8 @@ func TestConcurrentWritersOnTwoPools(t *testing.T) {
 
 func TestStoreConfigReachesTheStore(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := open(t, postgres.Config{Store: store.Config{Now: func() time.Time { return at }, KeepRevisions: -1}})
+	schema, pool := freshSchema(t)
+	s := open(t, pool, schema, postgres.WithConfig(store.Config{Now: func() time.Time { return at }, KeepRevisions: -1}))
 	m, err := s.Add(t.Context(), "alice", "project/doc", `{"a":1}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)
 	assert.Equal(t, at, m.Created, "Config.Now")

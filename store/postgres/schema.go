@@ -1,6 +1,10 @@
 package postgres
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/coorflow/coorflow/internal/pgdb"
+)
 
 // ErrSchemaTooNew is returned when the tables were created by a newer
 // version of this package, whose schema this version does not know.
@@ -47,4 +51,13 @@ var migrations = [][]string{
 		`ALTER TABLE {schema}.store_items DROP COLUMN priority, DROP COLUMN trust, DROP COLUMN sensitivity,
 			DROP COLUMN load_trigger`,
 	},
+}
+
+// schemaMigrations are migrations with the lock and the version table
+// they are applied under (see migrate.Postgres).
+var schemaMigrations = pgdb.Migrations{
+	Lock:   "coorflow/store:",
+	Table:  "store_schema",
+	Steps:  migrations,
+	TooNew: ErrSchemaTooNew,
 }

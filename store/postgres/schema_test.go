@@ -40,7 +40,7 @@ func TestOpensASchemaOfTheFirstRelease(t *testing.T) {
 	require.NoError(t, err)
 
 	for range 2 { // the second open finds the schema up to date
-		s := open(t, postgres.Config{Pool: pool, Schema: schema})
+		s := open(t, pool, schema)
 		it, err := s.Get(t.Context(), "alice", "mission/r1/plan")
 		require.NoError(t, err)
 		assert.Equal(t, store.Meta{Path: "mission/r1/plan", Attrs: store.Attrs{
@@ -52,7 +52,7 @@ func TestOpensASchemaOfTheFirstRelease(t *testing.T) {
 		assert.Equal(t, "secret", readme.Labels["sensitivity"])
 	}
 
-	s := open(t, postgres.Config{Pool: pool, Schema: schema})
+	s := open(t, pool, schema)
 	m, err := s.Edit(t.Context(), "alice", "mission/r1/plan", store.Replace(1, `{"a":0,"b":2}`))
 	require.NoError(t, err, "the kept revision is still a merge base")
 	assert.Equal(t, "critical", m.Labels["priority"])
@@ -67,13 +67,13 @@ func TestOpensASchemaOfTheFirstRelease(t *testing.T) {
 
 func TestRefusesASchemaNewerThanItKnows(t *testing.T) {
 	schema, pool := freshSchema(t)
-	s := open(t, postgres.Config{Pool: pool, Schema: schema})
+	s := open(t, pool, schema)
 	_, err := s.Add(t.Context(), "alice", "project/a", "kept", store.Attrs{})
 	require.NoError(t, err)
 	_, err = pool.Exec(t.Context(), `INSERT INTO `+pgx.Identifier{schema}.Sanitize()+`.store_schema (version) VALUES (99)`)
 	require.NoError(t, err)
 
-	_, err = postgres.Open(t.Context(), postgres.Config{Pool: pool, Schema: schema})
+	err = postgres.New(pool, postgres.WithSchema(schema)).Migrate(t.Context())
 	require.ErrorIs(t, err, postgres.ErrSchemaTooNew)
 	assert.EqualError(t, err, `postgres: open schema "`+schema+`": postgres: store schema is newer than this version supports: schema `+
 		schema+` is at version 99, this package knows up to 2`)

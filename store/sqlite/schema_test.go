@@ -88,7 +88,7 @@ func TestRefusesASchemaNewerThanItKnows(t *testing.T) {
 	require.NoError(t, s.Close())
 	execAll(t, path, `INSERT INTO store_schema (version) VALUES (99)`)
 
-	_, err = sqlite.Open(t.Context(), sqlite.Config{Path: path})
+	_, err = sqlite.Open(t.Context(), path)
 	require.ErrorIs(t, err, sqlite.ErrSchemaTooNew)
 	assert.EqualError(t, err, "sqlite: open store in "+path+": sqlite: store schema is newer than this version supports: the database is at version 99, this package knows up to 2")
 

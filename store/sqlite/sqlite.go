@@ -6,94 +6,119 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
 	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
+	"github.com/coorflow/coorflow/internal/sqlitedb"
 	"github.com/coorflow/coorflow/store"
 )
 
 // DefaultBusyTimeout is how long a write waits for another process's write
-// lock when Config.BusyTimeout is 0.
-const DefaultBusyTimeout = 10 * time.Second
+// lock unless WithBusyTimeout says otherwise.
+const DefaultBusyTimeout = sqlitedb.DefaultBusyTimeout
 
-// Config says where and how to open the store.
-type Config struct {
-	// Path is the database file; it is created when missing. Required.
-	Path string
-	// BusyTimeout bounds the wait for the write lock held by another
-	// connection; 0 means DefaultBusyTimeout.
-	BusyTimeout time.Duration
-	// Store configures the store's behaviour (warnings, kept revisions).
-	Store store.Config
+// Option configures Open and New.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+	store       store.Config
 }
 
-// Store is a store.Store kept in a SQLite file. Close it when done.
+// WithBusyTimeout bounds the wait for the write lock another process holds
+// on the file; the default is DefaultBusyTimeout. It applies to the
+// database Open opens; New leaves the caller's database as it is.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// WithConfig configures the store's behaviour (kept revisions, clock).
+func WithConfig(cfg store.Config) Option {
+	return func(o *options) { o.store = cfg }
+}
+
+// Store is a store.Store kept in a SQLite database. Close it when done.
 type Store struct {
 	store.Store
-	db *sql.DB
+	b *backend
 }
 
-// Open opens (and creates, when needed) the store in cfg.Path.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.Path == "" {
+// Open opens (and creates, when needed, with mode 0600 in directories of
+// mode 0700) the store in the SQLite file at path. The returned Store owns
+// the database; Close closes it.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	if path == "" {
 		return nil, fmt.Errorf("sqlite: open: %w: no database path given", store.ErrInvalid)
 	}
-	if cfg.BusyTimeout <= 0 {
-		cfg.BusyTimeout = DefaultBusyTimeout
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	db, err := sql.Open("sqlite", dsn(cfg))
+	db, err := sqlitedb.Open(path, sqlitedb.Options{BusyTimeout: o.busyTimeout})
+	if errors.Is(err, sqlitedb.ErrNeedFile) {
+		return nil, fmt.Errorf("%w; for a store in memory use store/memory", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+		return nil, err
 	}
-	if err := migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open store in %s: %w", cfg.Path, err)
+	s := New(db, opts...)
+	s.b.share.Own()
+	if err := s.Migrate(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: open store in %s: %w", path, err), s.Close())
 	}
-	b := &backend{db: db, writer: make(chan struct{}, 1)}
-	return &Store{Store: store.New(b, cfg.Store), db: db}, nil
+	return s, nil
 }
 
-// Close closes the database.
+// New returns a Store that uses db, a database opened with the "sqlite"
+// driver of modernc.org/sqlite, which must allow at least two open
+// connections. The Store writes through db's writer connection, which it
+// shares with the checkpoint and trace backends given the same db; the
+// caller's data source name should set journal_mode(WAL) and busy_timeout,
+// as Open does. The caller owns db: Close does not close it. The tables
+// are created on first use, or by Migrate.
+func New(db *sql.DB, opts ...Option) *Store {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b := &backend{db: db}
+	b.share = sqlitedb.NewShare(db, sqlitedb.Backend{Setup: migrate, Closed: errClosed})
+	return &Store{Store: store.New(b, o.store), b: b}
+}
+
+// Migrate creates the tables, or brings tables of an older release up to
+// date, now rather than on first use. It is what Open does before it
+// returns.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.b.share.Init(ctx)
+}
+
+// Close waits for a write in progress, releases the Store's part of the
+// writer connection and, when the Store was returned by Open, closes the
+// database. Methods called after Close return an error.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	if err := s.b.share.Close(); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
 	return nil
 }
 
-func dsn(cfg Config) string {
-	path := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(cfg.Path)
-	q := url.Values{}
-	q.Set("_busy_timeout", strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10))
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "NORMAL")
-	q.Set("_txlock", "immediate")
-	return "file:" + path + "?" + q.Encode()
-}
+// errClosed is returned by the methods of a closed Store.
+var errClosed = errors.New("sqlite: store is closed")
 
-// migrate applies the migrations the file lacks, in one transaction on one
-// connection (see migrate.SQLite).
-func migrate(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer conn.Close()
+// migrate applies the migrations the file lacks, in one transaction on the
+// writer connection (see migrate.SQLite).
+func migrate(ctx context.Context, conn *sql.Conn) error {
 	return dbmigrate.SQLite(ctx, conn, "store_schema", migrations, ErrSchemaTooNew)
 }
 
-// backend implements store.Backend on database/sql.
+// backend implements store.Backend on database/sql. Reads use the pool;
+// writes run on the writer connection, in turns with the other backends
+// on the database.
 type backend struct {
-	db *sql.DB
-	// writer holds a token while a write transaction runs, so that this
-	// process's writers queue here (honouring their contexts) instead of
-	// in SQLite's busy handler.
-	writer chan struct{}
+	db    *sql.DB
+	share *sqlitedb.Share
 }
 
 const metaCols = `path, labels, vis_scope, vis_id, content_type, size, created, updated, revision`
@@ -138,6 +163,9 @@ func notFound(path string, err error) error {
 }
 
 func (b *backend) Get(ctx context.Context, owner, path string) (store.Item, error) {
+	if err := b.share.Init(ctx); err != nil {
+		return store.Item{}, err
+	}
 	return getItem(ctx, b.db, owner, path)
 }
 
@@ -159,6 +187,9 @@ func getItem(ctx context.Context, q querier, owner, path string) (store.Item, er
 }
 
 func (b *backend) ReadRange(ctx context.Context, owner, path string, offset, n int64) (store.Meta, string, error) {
+	if err := b.share.Init(ctx); err != nil {
+		return store.Meta{}, "", err
+	}
 	row := b.db.QueryRowContext(ctx, `SELECT `+metaCols+`, substr(CAST(content AS BLOB), ?, ?)
 		FROM store_items WHERE owner = ? AND path = ?`, offset+1, n, owner, path)
 	var data []byte
@@ -176,6 +207,9 @@ func globPrefix(prefix string) string {
 }
 
 func (b *backend) List(ctx context.Context, owner, prefix, after string, limit int) ([]store.Meta, error) {
+	if err := b.share.Init(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := b.db.QueryContext(ctx, `SELECT `+metaCols+` FROM store_items
 		WHERE owner = ? AND path GLOB ? AND path > ? ORDER BY path LIMIT ?`,
 		owner, globPrefix(prefix), after, limit)
@@ -198,6 +232,9 @@ func (b *backend) List(ctx context.Context, owner, prefix, after string, limit i
 }
 
 func (b *backend) Match(ctx context.Context, owner, prefix string, terms []string) ([]store.Item, error) {
+	if err := b.share.Init(ctx); err != nil {
+		return nil, err
+	}
 	conds := make([]string, len(terms))
 	args := []any{owner, globPrefix(prefix)}
 	for i, t := range terms {
@@ -226,37 +263,42 @@ func (b *backend) Match(ctx context.Context, owner, prefix string, terms []strin
 	return out, nil
 }
 
-func (b *backend) Update(ctx context.Context, owner string, fn func(store.Tx) error) error {
-	select {
-	case b.writer <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-b.writer }()
-	sqlTx, err := b.db.BeginTx(ctx, nil)
+// Update runs fn in a BEGIN IMMEDIATE transaction on the writer
+// connection.
+func (b *backend) Update(ctx context.Context, owner string, fn func(store.Tx) error) (err error) {
+	conn, err := b.share.Lock(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	if err := fn(&tx{tx: sqlTx, owner: owner}); err != nil {
-		_ = sqlTx.Rollback()
 		return err
 	}
-	if err := sqlTx.Commit(); err != nil {
+	defer b.share.Unlock()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			// A failed statement may have ended the transaction already.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if err := fn(&tx{q: conn, owner: owner}); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return nil
 }
 
-// tx implements store.Tx in a SQL transaction. The transaction holds the
-// database's write lock from its start, so reads in it see the latest
-// committed state and nothing changes under it.
+// tx implements store.Tx in a transaction on the writer connection. The
+// transaction holds the database's write lock from its start, so reads in
+// it see the latest committed state and nothing changes under it.
 type tx struct {
-	tx    *sql.Tx
+	q     querier
 	owner string
 }
 
 func (t *tx) Get(ctx context.Context, path string) (store.Item, error) {
-	return getItem(ctx, t.tx, t.owner, path)
+	return getItem(ctx, t.q, t.owner, path)
 }
 
 func itemArgs(owner string, it store.Item) []any {
@@ -266,7 +308,7 @@ func itemArgs(owner string, it store.Item) []any {
 }
 
 func (t *tx) Insert(ctx context.Context, it store.Item) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO store_items (content, folded, labels, vis_scope, vis_id,
+	res, err := t.q.ExecContext(ctx, `INSERT INTO store_items (content, folded, labels, vis_scope, vis_id,
 		content_type, size, created, updated, revision, owner, path)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, itemArgs(t.owner, it)...)
 	if err != nil {
@@ -279,7 +321,7 @@ func (t *tx) Insert(ctx context.Context, it store.Item) error {
 }
 
 func (t *tx) Replace(ctx context.Context, it store.Item) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE store_items SET content = ?, folded = ?, labels = ?, vis_scope = ?,
+	res, err := t.q.ExecContext(ctx, `UPDATE store_items SET content = ?, folded = ?, labels = ?, vis_scope = ?,
 		vis_id = ?, content_type = ?, size = ?, created = ?, updated = ?, revision = ? WHERE owner = ? AND path = ?`,
 		itemArgs(t.owner, it)...)
 	if err != nil {
@@ -293,7 +335,7 @@ func (t *tx) Replace(ctx context.Context, it store.Item) error {
 
 func (t *tx) Delete(ctx context.Context, path string) error {
 	for _, table := range []string{"store_items", "store_revisions"} {
-		if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE owner = ? AND path = ?`, t.owner, path); err != nil {
+		if _, err := t.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE owner = ? AND path = ?`, t.owner, path); err != nil {
 			return fmt.Errorf("sqlite: delete %q: %w", path, err)
 		}
 	}
@@ -301,7 +343,7 @@ func (t *tx) Delete(ctx context.Context, path string) error {
 }
 
 func (t *tx) PutPast(ctx context.Context, path string, revision int64, content string) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT OR REPLACE INTO store_revisions (owner, path, revision, content)
+	_, err := t.q.ExecContext(ctx, `INSERT OR REPLACE INTO store_revisions (owner, path, revision, content)
 		VALUES (?, ?, ?, ?)`, t.owner, path, revision, content)
 	if err != nil {
 		return fmt.Errorf("sqlite: keep revision %d of %q: %w", revision, path, err)
@@ -311,7 +353,7 @@ func (t *tx) PutPast(ctx context.Context, path string, revision int64, content s
 
 func (t *tx) Past(ctx context.Context, path string, revision int64) (string, error) {
 	var content string
-	err := t.tx.QueryRowContext(ctx, `SELECT content FROM store_revisions WHERE owner = ? AND path = ? AND revision = ?`,
+	err := t.q.QueryRowContext(ctx, `SELECT content FROM store_revisions WHERE owner = ? AND path = ? AND revision = ?`,
 		t.owner, path, revision).Scan(&content)
 	if err != nil {
 		return "", notFound(path, err)
@@ -320,7 +362,7 @@ func (t *tx) Past(ctx context.Context, path string, revision int64) (string, err
 }
 
 func (t *tx) DropPast(ctx context.Context, path string, below int64) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM store_revisions WHERE owner = ? AND path = ? AND revision < ?`,
+	_, err := t.q.ExecContext(ctx, `DELETE FROM store_revisions WHERE owner = ? AND path = ? AND revision < ?`,
 		t.owner, path, below)
 	if err != nil {
 		return fmt.Errorf("sqlite: drop revisions of %q: %w", path, err)

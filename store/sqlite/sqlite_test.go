@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/sqlitedb"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/sqlite"
 	"github.com/coorflow/coorflow/store/storetest"
@@ -17,7 +18,7 @@ import (
 
 func open(t *testing.T, path string, cfg store.Config) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Store: cfg})
+	s, err := sqlite.Open(t.Context(), path, sqlite.WithConfig(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
 	return s
@@ -30,14 +31,45 @@ func TestConformance(t *testing.T) {
 }
 
 func TestOpenWithoutPath(t *testing.T) {
-	_, err := sqlite.Open(t.Context(), sqlite.Config{})
+	_, err := sqlite.Open(t.Context(), "")
 	require.ErrorIs(t, err, store.ErrInvalid)
 	assert.Contains(t, err.Error(), "no database path")
 }
 
+func TestOpenRefusesADatabaseInMemory(t *testing.T) {
+	_, err := sqlite.Open(t.Context(), ":memory:")
+	require.ErrorIs(t, err, sqlitedb.ErrNeedFile)
+	assert.EqualError(t, err, `sqlite: open ":memory:": need a file; for a store in memory use store/memory`)
+}
+
+func TestNewCreatesTablesOnFirstUseAndLeavesDBOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, db.Close()) })
+	s := sqlite.New(db, sqlite.WithConfig(store.Config{KeepRevisions: -1}))
+
+	var tables int
+	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables))
+	assert.Zero(t, tables, "New does no I/O")
+
+	_, err = s.Add(t.Context(), "alice", "project/a", "kept", store.Attrs{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, db.PingContext(t.Context()), "Close leaves a caller-owned db open")
+	_, err = s.Get(t.Context(), "alice", "project/a")
+	assert.ErrorContains(t, err, "sqlite: store is closed")
+
+	again := sqlite.New(db)
+	defer again.Close()
+	it, err := again.Get(t.Context(), "alice", "project/a")
+	require.NoError(t, err)
+	assert.Equal(t, "kept", it.Content)
+}
+
 func TestPersistsAcrossOpens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "odd ?#% name.db")
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
+	s, err := sqlite.Open(t.Context(), path)
 	require.NoError(t, err)
 	_, err = s.Add(t.Context(), "alice", "memory/fact", `{"k":1}`, store.Attrs{ContentType: store.ContentJSON})
 	require.NoError(t, err)

@@ -8,26 +8,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/coorflow/coorflow/internal/pgdb"
 	"github.com/coorflow/coorflow/trace"
 )
 
 // Store is a trace.Store backed by PostgreSQL. Create one with Open or
 // New; it is safe for concurrent use.
 type Store struct {
-	pool      *pgxpool.Pool
-	ownsPool  bool
-	schemaOpt string
-
-	initMu sync.Mutex
-	ready  bool
-	closed bool
-	schema string // quoted
+	share *pgdb.Share
+	pool  *pgxpool.Pool
 }
 
 var _ trace.Store = (*Store)(nil)
@@ -36,25 +30,29 @@ var _ trace.Store = (*Store)(nil)
 var errClosed = fmt.Errorf("postgres: %w", trace.ErrClosed)
 
 // Option configures Open and New.
-type Option func(*Store)
+type Option func(*options)
+
+type options struct {
+	schema string
+}
 
 // WithSchema keeps the tables in the PostgreSQL schema name, created if it
 // does not exist, instead of the connection's current schema.
 func WithSchema(name string) Option {
-	return func(s *Store) { s.schemaOpt = name }
+	return func(o *options) { o.schema = name }
 }
 
 // Open connects to the database at connString (a URL or key=value string,
 // as pgxpool.ParseConfig reads it) and creates or upgrades the tables. The
 // returned Store owns the pool; Close closes it.
 func Open(ctx context.Context, connString string, opts ...Option) (*Store, error) {
-	pool, err := pgxpool.New(ctx, connString)
+	pool, err := pgdb.Open(ctx, connString)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open: %w", err)
+		return nil, err
 	}
 	s := New(pool, opts...)
-	s.ownsPool = true
-	if _, err := s.init(ctx); err != nil {
+	s.share.Own()
+	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -62,57 +60,37 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Store, error
 }
 
 // New returns a Store that uses pool, which the caller owns: Close does
-// not close it. The tables are created on first use.
+// not close it. The pool may be shared with the checkpoint and store
+// backends. The tables are created on first use, or by Migrate.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool}
+	var o options
 	for _, opt := range opts {
-		opt(s)
+		opt(&o)
 	}
-	return s
+	return &Store{pool: pool, share: pgdb.NewShare(pool, pgdb.Backend{
+		Schema:     o.schema,
+		Migrations: schemaMigrations,
+		Closed:     errClosed,
+	})}
+}
+
+// Migrate creates or upgrades the tables now rather than on first use. It
+// is what Open does before it returns.
+func (s *Store) Migrate(ctx context.Context) error {
+	_, err := s.share.Init(ctx)
+	return err
 }
 
 // Close closes the pool when the Store was returned by Open. Methods
 // called after Close return an error wrapping trace.ErrClosed.
 func (s *Store) Close() error {
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed, s.ready = true, false
-	if s.ownsPool {
-		s.pool.Close()
-	}
+	s.share.Close()
 	return nil
 }
 
-// init resolves the schema and creates or upgrades the tables, once;
-// after a failure the next call tries again. It returns the quoted schema.
+// init sets the Store up on first use and returns the quoted schema name.
 func (s *Store) init(ctx context.Context) (string, error) {
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	if s.closed {
-		return "", errClosed
-	}
-	if s.ready {
-		return s.schema, nil
-	}
-	schema := s.schemaOpt
-	if schema == "" {
-		var current *string
-		if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
-			return "", fmt.Errorf("postgres: current schema: %w", err)
-		}
-		if current == nil {
-			return "", errors.New("postgres: the connection has no current schema (search_path); name one with WithSchema")
-		}
-		schema = *current
-	}
-	if err := migrate(ctx, s.pool, schema); err != nil {
-		return "", err
-	}
-	s.schema, s.ready = pgx.Identifier{schema}.Sanitize(), true
-	return s.schema, nil
+	return s.share.Init(ctx)
 }
 
 // CreateRun adds run to the index.

@@ -4,13 +4,15 @@
 // checkpoint/sqlite uses; the tables (trace_runs, trace_events,
 // trace_schema) are its own.
 //
-// Open opens or creates the file with write-ahead logging, a busy timeout
-// and synchronous=NORMAL; New wraps a *sql.DB the caller opened and owns.
-// trace_schema records which migrations have been applied, and a file
-// written by a newer version of this package is refused with
-// ErrSchemaTooNew. Writes go through one connection, one at a time; reads
-// proceed in parallel on the others. Times are kept to the microsecond, in
-// UTC; payloads byte for byte.
+// Open opens or creates the file (mode 0600) with write-ahead logging, a
+// busy timeout and synchronous=NORMAL (see internal/sqlitedb); New wraps a
+// *sql.DB the caller opened and owns, which the checkpoint and store
+// backends can share. trace_schema records which migrations have been
+// applied, and a file written by a newer version of this package is
+// refused with ErrSchemaTooNew. Writes go through the database's one
+// writer connection, one at a time, in turns with the other backends on
+// the same *sql.DB; reads proceed in parallel on the other connections.
+// Times are kept to the microsecond, in UTC; payloads byte for byte.
 //
 //	s, err := sqlite.Open(ctx, "coorflow.db")
 //	if err != nil {

@@ -6,34 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver
-
+	"github.com/coorflow/coorflow/internal/sqlitedb"
 	"github.com/coorflow/coorflow/trace"
 )
 
 // Store is a trace.Store backed by a SQLite database. Create one with Open
-// or New; it is safe for concurrent use. Its writes go through one
-// connection of its own, one at a time; reads use the rest of the pool.
+// or New; it is safe for concurrent use. Its writes go through the
+// database's writer connection, one at a time, in turns with the other
+// backends on the same *sql.DB (checkpoint/sqlite, store/sqlite); reads
+// use the rest of the pool.
 type Store struct {
+	share  *sqlitedb.Share
 	db     *sql.DB
-	ownsDB bool
-
-	// wlock is held by whoever uses the writer connection; a channel so
-	// that waiting honours a context.
-	wlock chan struct{}
-
-	initMu sync.Mutex
-	ready  bool
-	closed bool
-	writer *sql.Conn
 	insert *sql.Stmt // an event, on the writer connection
 }
 
@@ -42,93 +31,78 @@ var _ trace.Store = (*Store)(nil)
 // errClosed is returned by the methods of a closed Store.
 var errClosed = fmt.Errorf("sqlite: %w", trace.ErrClosed)
 
-// Open opens the SQLite file at path, creating it and the tables if needed,
-// with write-ahead logging and a busy timeout of 5 seconds. The file may
-// be the one checkpoint/sqlite uses: the tables are distinct. The returned
-// Store owns the database; Close closes it.
-func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") || strings.HasPrefix(path, "file::memory:") {
-		return nil, fmt.Errorf("sqlite: open %q: need a file; for a store in memory use trace/memory", path)
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+}
+
+// WithBusyTimeout sets how long a statement waits for a lock another
+// process holds on the file before failing with SQLITE_BUSY. The default
+// is 10 seconds.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// Open opens the SQLite file at path, creating it (mode 0600, in
+// directories of mode 0700) and the tables if needed. The file may be the
+// one checkpoint/sqlite uses: the tables are distinct. The returned Store
+// owns the database; Close closes it.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	db, err := sql.Open("sqlite", dsn(path))
+	db, err := sqlitedb.Open(path, sqlitedb.Options{BusyTimeout: o.busyTimeout})
+	if errors.Is(err, sqlitedb.ErrNeedFile) {
+		return nil, fmt.Errorf("%w; for a store in memory use trace/memory", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	n := runtime.GOMAXPROCS(0) + 2
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
 	s := New(db)
-	s.ownsDB = true
-	if err := s.init(ctx); err != nil {
+	s.share.Own()
+	if err := s.Migrate(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w (opening %s)", err, path), s.Close())
 	}
 	return s, nil
 }
 
-func dsn(path string) string {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_journal_mode", "WAL")
-	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	return "file:" + escaped + "?" + q.Encode()
-}
-
 // New returns a Store that uses db, a database opened with the "sqlite"
 // driver of modernc.org/sqlite, which must allow at least two open
-// connections. The caller owns db: Close does not close it. The tables are
-// created on first use.
+// connections. The Store writes through db's writer connection, which it
+// shares with the checkpoint and store backends given the same db; the
+// caller's data source name should set journal_mode(WAL) and busy_timeout,
+// as Open does. The caller owns db: Close does not close it. The tables
+// are created on first use, or by Migrate.
 func New(db *sql.DB) *Store {
-	return &Store{db: db, wlock: make(chan struct{}, 1)}
+	s := &Store{db: db}
+	s.share = sqlitedb.NewShare(db, sqlitedb.Backend{Setup: s.setUp, Teardown: s.tearDown, Closed: errClosed})
+	return s
 }
 
-// Close releases the writer connection and, when the Store was returned by
-// Open, closes the database. Methods called after Close return an error
-// wrapping trace.ErrClosed.
+// Migrate creates or upgrades the tables now rather than on first use. It
+// is what Open does before it returns.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.share.Init(ctx)
+}
+
+// Close waits for a write in progress, releases the Store's part of the
+// writer connection and, when the Store was returned by Open, closes the
+// database. Methods called after Close return an error wrapping
+// trace.ErrClosed.
 func (s *Store) Close() error {
-	s.wlock <- struct{}{}
-	defer func() { <-s.wlock }()
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed, s.ready = true, false
-	var errs []error
-	if s.insert != nil {
-		errs = append(errs, s.insert.Close())
-	}
-	if s.writer != nil {
-		errs = append(errs, s.writer.Close())
-	}
-	if s.ownsDB {
-		errs = append(errs, s.db.Close())
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := s.share.Close(); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
 	return nil
 }
 
-// init takes the writer connection and creates or upgrades the tables,
-// once; after a failure the next call tries again.
-func (s *Store) init(ctx context.Context) error {
-	s.initMu.Lock()
-	defer s.initMu.Unlock()
-	switch {
-	case s.closed:
-		return errClosed
-	case s.ready:
-		return nil
-	case s.db.Stats().MaxOpenConnections == 1:
-		return errors.New("sqlite: the database allows one connection; the store needs one for writing and more for reading")
-	}
-	w, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("sqlite: writer connection: %w", err)
-	}
+// setUp creates or upgrades the tables and prepares the insert of an
+// event on the writer connection.
+func (s *Store) setUp(ctx context.Context, w *sql.Conn) error {
 	if err := migrate(ctx, w); err != nil {
-		w.Close()
 		return err
 	}
 	ins, err := w.PrepareContext(ctx, `INSERT INTO trace_events
@@ -136,49 +110,48 @@ func (s *Store) init(ctx context.Context) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, seq) DO NOTHING`)
 	if err != nil {
-		w.Close()
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
-	s.writer, s.insert, s.ready = w, ins, true
+	s.insert = ins
 	return nil
+}
+
+// tearDown closes the prepared insert.
+func (s *Store) tearDown() error {
+	if s.insert == nil {
+		return nil
+	}
+	err := s.insert.Close()
+	s.insert = nil
+	return err
 }
 
 // write runs fn on the writer connection, in a transaction when tx is set.
 func (s *Store) write(ctx context.Context, tx bool, fn func(ctx context.Context, w *sql.Conn) error) (err error) {
-	if err := s.init(ctx); err != nil {
+	w, err := s.share.Lock(ctx)
+	if err != nil {
 		return err
 	}
-	select {
-	case s.wlock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-s.wlock }()
-	s.initMu.Lock()
-	ready := s.ready
-	s.initMu.Unlock()
-	if !ready {
-		return errClosed
-	}
+	defer s.share.Unlock()
 	if !tx {
-		return fn(ctx, s.writer)
+		return fn(ctx, w)
 	}
-	if _, err := s.writer.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+	if _, err := w.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	if err = fn(ctx, s.writer); err == nil {
-		if _, err = s.writer.ExecContext(ctx, `COMMIT`); err != nil {
+	if err = fn(ctx, w); err == nil {
+		if _, err = w.ExecContext(ctx, `COMMIT`); err != nil {
 			err = fmt.Errorf("sqlite: commit: %w", err)
 		}
 	}
 	if err != nil {
-		_, _ = s.writer.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		_, _ = w.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 	}
 	return err
 }
 
 func (s *Store) reader(ctx context.Context) error {
-	return s.init(ctx)
+	return s.share.Init(ctx)
 }
 
 // CreateRun adds run to the index.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/sqlitedb"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/trace/sqlite"
 	"github.com/coorflow/coorflow/trace/tracetest"
@@ -44,13 +45,13 @@ func TestOpenErrors(t *testing.T) {
 	tests := []struct {
 		name, path, want string
 	}{
-		{"empty path", "", "need a file"},
-		{"in memory", ":memory:", "need a file"},
+		{"empty path", "", `sqlite: open "": need a file; for a store in memory use trace/memory`},
+		{"in memory", ":memory:", `sqlite: open ":memory:": need a file; for a store in memory use trace/memory`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := sqlite.Open(t.Context(), tt.path)
-			assert.ErrorContains(t, err, tt.want)
+			assert.EqualError(t, err, tt.want)
 		})
 	}
 }
@@ -62,6 +63,25 @@ func TestClosedStore(t *testing.T) {
 	assert.ErrorIs(t, s.CreateRun(t.Context(), trace.RunInfo{ID: "r1"}), trace.ErrClosed)
 	_, err = s.Run(t.Context(), "r1")
 	assert.ErrorIs(t, err, trace.ErrClosed)
+}
+
+func TestNewCreatesTablesOnFirstUseAndLeavesDBOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.db")
+	db, err := sqlitedb.Open(path, sqlitedb.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	s := sqlite.New(db)
+	var tables int
+	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables))
+	assert.Zero(t, tables, "New does no I/O")
+
+	require.NoError(t, s.Migrate(t.Context()))
+	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name LIKE 'trace_%'`).Scan(&tables))
+	assert.Equal(t, 3, tables, "trace_runs, trace_events, trace_schema")
+	require.NoError(t, s.CreateRun(t.Context(), trace.RunInfo{ID: "r1", Status: trace.StatusRunning, Start: trace.StartInput}))
+	require.NoError(t, s.Close())
+	require.NoError(t, db.PingContext(t.Context()), "Close leaves a caller-owned db open")
+	assert.ErrorIs(t, s.CreateRun(t.Context(), trace.RunInfo{ID: "r2"}), trace.ErrClosed)
 }
 
 func TestNewRefusesASingleConnection(t *testing.T) {
