@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/tools/mcp"
 )
 
 // Env is what a file's graph runs with.
@@ -36,6 +37,11 @@ type Env struct {
 	// Graph are options for graph.Compile (a saver...), after those the
 	// file's settings give.
 	Graph []graph.Option
+	// MCP owns the sessions with the MCP servers of the file's tools.mcp
+	// section, which Compile starts to list their tools; the host closes
+	// it when it stops. Required for a file with MCP servers (unless
+	// Offline).
+	MCP *mcp.Hub
 	// Offline compiles the graph to be read or drawn, never run: go nodes
 	// without their function, unregistered tools and tools whose ${ENV}
 	// is unset get stand-ins that fail when called.
@@ -73,6 +79,9 @@ func (f *File) Compile(ctx context.Context, env Env) (*graph.Runnable, error) {
 	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner)}
 	var err error
 	if b.tools, err = f.buildTools(env); err != nil {
+		return nil, err
+	}
+	if err := f.addMCPTools(ctx, env, b.tools); err != nil {
 		return nil, err
 	}
 	keys := make([]graph.Channel, len(f.chans))

@@ -32,6 +32,8 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 	timeout, _ := time.ParseDuration(t.Spec.Timeout)
 	s := t.Spec
 	switch t.Name {
+	case mcpKey:
+		return nil, nil // its servers' tools: addMCPTools
 	case "python":
 		return tools.Python(tools.PythonConfig{Timeout: timeout, Interpreter: s.Interpreter}), nil
 	case "http_fetch":

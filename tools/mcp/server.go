@@ -101,8 +101,9 @@ func (s *Server) defaults() {
 	}
 }
 
-// check reports what makes s unusable.
-func (s *Server) check() error {
+// Check reports what makes s unusable (an error wrapping
+// ErrInvalidServer), or nil.
+func (s *Server) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrInvalidServer, s.Name, fmt.Sprintf(format, args...))
 	}

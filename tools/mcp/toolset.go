@@ -45,7 +45,7 @@ func NewToolset(cfg Config) (*Toolset, error) {
 	seen := map[string]bool{}
 	var errs []error
 	for _, s := range cfg.Servers {
-		if err := s.check(); err != nil {
+		if err := s.Check(); err != nil {
 			errs = append(errs, err)
 			continue
 		}

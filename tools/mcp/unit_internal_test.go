@@ -123,7 +123,7 @@ func TestServerChecks(t *testing.T) {
 		{Server{Name: "s", Command: "x", InheritEnv: []string{"A-B"}}, `mcp: invalid server "s": environment variable name "A-B" is not valid`},
 	}
 	for _, c := range cases {
-		err := c.srv.check()
+		err := c.srv.Check()
 		require.ErrorIs(t, err, ErrInvalidServer)
 		assert.Equal(t, c.want, err.Error())
 	}
