@@ -267,12 +267,16 @@ func (b *build) expandTools(names []string) []string {
 	return out
 }
 
-// Tools builds the tools the file declares, its MCP servers' included,
-// as they would be given to its nodes; the MCP sessions belong to env.MCP.
-// `coorflow tools list` shows them.
+// Tools returns the tools the file declares, its MCP servers' included,
+// sorted by name, to be shown (`coorflow tools list`): the MCP servers are
+// reached through env.MCP (unless env.Offline) to list their tools, while
+// the other tools are made as for an offline compilation, so that tools a
+// Go program registers and unset ${ENV} show as stand-ins.
 func (f *File) Tools(ctx context.Context, env Env) ([]tools.Tool, error) {
 	env.defaults()
-	reg, err := f.buildTools(env)
+	offline := env
+	offline.Offline = true
+	reg, err := f.buildTools(offline)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools/mcp"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -29,6 +30,9 @@ type app struct {
 	getenv         func(string) string
 	// interactive says a person can answer questions on stdin.
 	interactive bool
+	// hub owns the sessions with the MCP servers of the workflows the
+	// command compiles; main closes it when the command ends.
+	hub *mcp.Hub
 }
 
 // usageError is a wrong command line: exit code 2.
@@ -45,7 +49,7 @@ type interruptedError struct{}
 
 func (interruptedError) Error() string { return "the run is waiting for an answer" }
 
-var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "schema", "help"}
+var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "mcp", "tools", "schema", "help"}
 
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
@@ -53,6 +57,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	var err error
+	defer a.closeMCP()
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = a.run(ctx, rest)
@@ -72,6 +77,10 @@ func (a *app) main(ctx context.Context, args []string) int {
 		err = a.export(ctx, rest)
 	case "serve":
 		err = a.serve(ctx, rest)
+	case "mcp":
+		err = a.mcpServe(ctx, rest)
+	case "tools":
+		err = a.tools(ctx, rest)
 	case "schema":
 		_, err = a.stdout.Write(workflows.Schema())
 	case "help", "-h", "-help", "--help":
@@ -208,6 +217,11 @@ Usage:
                                        with its plan and agents fixed: no coordinator, planner or builder
   coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token TOKEN[=OWNER]]... [--owner] [--model] [--demo]
                                        tokens also from $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN
+  coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo]
+                                       serve the workflows as MCP tools over stdin and stdout
+                                       (for desktop MCP clients; serve offers them at /mcp too)
+  coorflow tools list FILE|DIR|NAME [--json]
+                                       the file's tools, its MCP servers' included, with their schemas
   coorflow schema                      print the JSON Schema of workflow files
 
 Models come from the file's models section, then OPENAI_API_KEY, OPENAI_BASE_URL,

@@ -172,7 +172,7 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 	if err := seedReused(ctx, cas.Recording(), factory.NewRegistry(base.store, owner), factory.NewRegistry(st, owner)); err != nil {
 		return nil, err
 	}
-	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv})
+	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, MCP: a.mcpHub()})
 }
 
 // seedReused copies into to the agents that the recorded run used but did

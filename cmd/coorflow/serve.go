@@ -221,7 +221,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	if models.Demo && !demo {
 		a.notice("%s: no model provider is configured (%s): serving it on the scripted demo model %s", wf.arg, models.Reason, models.Script)
 	}
-	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}
+	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, MCP: a.mcpHub()}
 	if models.Models != nil {
 		env.Models = models.Models
 	}
