@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -284,4 +285,21 @@ func (f *File) Tools(ctx context.Context, env Env) ([]tools.Tool, error) {
 		return nil, err
 	}
 	return reg.List(), nil
+}
+
+// InputSchema returns the JSON Schema of the value of the file's input
+// channel: as the file declares it, or the type of a built-in channel (an
+// empty schema, any value, when it has none). The MCP tool that serves the
+// file takes its input with it.
+func (f *File) InputSchema() json.RawMessage {
+	c, ok := f.byName[f.InputChannel()]
+	switch {
+	case !ok:
+		return json.RawMessage(`{}`)
+	case len(c.schemaJSON) > 0:
+		return c.schemaJSON
+	case c.shape != nil && c.shape.kind != "any":
+		return json.RawMessage(fmt.Sprintf(`{"type":%q}`, c.shape.kind))
+	}
+	return json.RawMessage(`{}`)
 }

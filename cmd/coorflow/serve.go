@@ -65,6 +65,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	rec := a.newRecorder(ctx, base)
 	defer a.closeRecorder(ctx, rec)
 	served := map[string]*graph.Runnable{}
+	mcpTools := map[string]server.MCPTool{}
 	var names []string
 	for _, wf := range files {
 		name := wf.file.Name()
@@ -75,11 +76,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		served[name] = r
+		served[name], mcpTools[name] = r, mcpToolOf(wf.file)
 		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
 	srv, err := server.New(server.Config{
-		Workflows: served, Saver: base.saver, Tokens: tokens,
+		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base, owner: d.owner}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec,
 	})
