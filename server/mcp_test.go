@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,7 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/tools"
+	mcptools "github.com/coorflow/coorflow/tools/mcp"
 )
 
 // The tests below speak to /mcp with the official Go SDK's client.
@@ -253,4 +258,43 @@ func TestServeMCPOverAnyTransport(t *testing.T) {
 	var th server.Thread
 	e.call("GET", "/v1/threads/s-1", "tok-carol", nil, http.StatusOK, &th)
 	assert.Equal(t, "echo", th.Workflow, "the run is carol's")
+}
+
+// TestAQuestionCrossesTwoCoorflows has coorflow's own MCP client call
+// /mcp: the served run's question reaches the calling run as an
+// interrupt, and the answer given on its resume goes back.
+func TestAQuestionCrossesTwoCoorflows(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(askGraph(t, false)), MCPTools: mcpTools})
+	ts, err := mcptools.NewToolset(mcptools.Config{Servers: []mcptools.Server{{Name: "remote", URL: e.hs.URL + "/mcp", Bearer: alice}}})
+	require.NoError(t, err)
+	defer ts.Close()
+	reg := &tools.Registry{}
+	require.NoError(t, ts.Register(t.Context(), reg))
+	assert.Equal(t, []string{"remote_ask"}, reg.Names())
+
+	out := graph.NewKey[string]("out")
+	g := graph.New("caller", out)
+	g.AddNode("call", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		res := reg.Run(ctx, "remote_ask", json.RawMessage(`{"text":"x"}`), tools.RunOptions{})
+		var ie *graph.InterruptError
+		if errors.As(res.Err, &ie) {
+			return graph.Command{}, ie
+		}
+		return graph.Update(out.Set(res.Text())), nil
+	})
+	g.AddEdge(graph.Start, "call")
+	g.AddEdge("call", graph.End)
+	r, err := g.Compile(graph.WithSaver(memory.New()))
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("outer"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	q := res.Interrupts[0].Payload.(mcptools.Elicitation)
+	assert.Equal(t, "approve draft?", q.Message)
+	assert.Equal(t, "remote", q.Server)
+
+	res, err = r.Invoke(t.Context(), nil, graph.Thread("outer"), graph.Resume(map[string]any{"answer": `{"ok": true}`}))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusDone, res.Status)
+	assert.Contains(t, out.Get(res.State), "draft ok=true")
 }
