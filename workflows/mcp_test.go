@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,4 +186,20 @@ func TestFileToolsListsMCPToolsWithTheirSchemas(t *testing.T) {
 	}
 	assert.Equal(t, []string{"everything_echo", "everything_get-sum", "python"}, names, "only the tools the file keeps")
 	assert.Contains(t, string(ts[1].Schema()), `"required":["a","b"]`)
+}
+
+func TestExportKeepsTheMCPServersOfTheToolsTheAgentsUse(t *testing.T) {
+	src, err := workflows.Load("../examples/mcp/workflow.yaml")
+	require.NoError(t, err)
+	p := production()
+	p.Plan.Steps = p.Plan.Steps[:1]
+	p.Agents = p.Agents[:1]
+	p.Agents[0].Tools = []string{"spec_search", "spec_read"}
+	path := filepath.Join(t.TempDir(), "exported.yaml")
+	out, err := src.Export(path, p)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "tools:\n  mcp:\n    spec:", "the server of the agent's MCP tools")
+	require.NoError(t, os.WriteFile(path, out, 0o600))
+	_, err = workflows.Load(path)
+	require.NoError(t, err, "the exported file names tools its mcp section declares")
 }

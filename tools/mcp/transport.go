@@ -186,7 +186,8 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// A server that restarted does not know the session: the spec says
 	// 404, and some servers say 400. Either way the request did not run.
-	if req.Header.Get("Mcp-Session-Id") != "" && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusBadRequest) {
+	// (Only messages count: a server may refuse the optional GET stream.)
+	if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") != "" && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusBadRequest) {
 		t.stale.Store(true)
 	}
 	switch ct := resp.Header.Get("Content-Type"); {
