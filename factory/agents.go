@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/llm"
@@ -105,11 +106,9 @@ func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
 	t.mu.Lock()
 	t.agents[sp.Name] = a
 	t.mu.Unlock()
-	graph.Publish(ctx, graph.Event{Kind: graph.EventAgentCreated, Data: graph.AgentEvent{
-		Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Summary: a.Description,
-	}})
+	graph.Emit(ctx, agentevent.Created{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Summary: a.Description})
 	if len(built.Dropped) > 0 {
-		graph.Publish(ctx, graph.Event{Kind: graph.EventWarning, Data: fmt.Sprintf(
+		graph.Emit(ctx, agentevent.Warning{Value: fmt.Sprintf(
 			"agent %q asked for tools that do not exist and were dropped: %s", a.Name, strings.Join(built.Dropped, ", "))})
 	}
 	return nil

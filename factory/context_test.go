@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
@@ -106,7 +107,7 @@ func TestEveryAgentCallLeavesASnapshotOfWhatItSaw(t *testing.T) {
 	e := newEnv(t, smem.New(store.Config{}), fullScript())
 	var snaps []window.Snapshot
 	var paths []string
-	for ev, err := range e.team(t, factory.TeamConfig{}).Stream(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Events(graph.EventSnapshot)) {
+	for ev, err := range e.team(t, factory.TeamConfig{}).Stream(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Events(graph.EventCustom), graph.CustomEvents(agentevent.EventSnapshot)) {
 		require.NoError(t, err)
 		snaps = append(snaps, ev.Data.(window.Snapshot))
 		paths = append(paths, ev.Path)
@@ -136,7 +137,7 @@ func TestARunForAnOwnerUsesThatOwnersAgentsAndBoard(t *testing.T) {
 	e := newEnv(t, s, fullScript())
 	r := e.team(t, factory.TeamConfig{}, graph.WithSaver(memory.New()))
 	res, err := r.Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Thread("alice/web-1"),
-		graph.WithRuntime(map[string]any{graph.RuntimeOwner: "alice"}))
+		graph.WithRuntime(map[string]any{store.RuntimeOwner: "alice"}))
 	require.NoError(t, err, "a thread id with a slash is one board segment")
 	pl := nodes.PlanKey.Get(res.State)
 	assert.True(t, strings.HasPrefix(pl.Step("a1").Result.Ref, "mission/alice%2Fweb-1/"), pl.Step("a1").Result.Ref)
@@ -156,7 +157,7 @@ func TestTheTeamAppliesItsWindowPolicies(t *testing.T) {
 	e := newEnv(t, smem.New(store.Config{}), fullScript())
 	r := e.team(t, factory.TeamConfig{Window: window.Config{Offload: window.OffloadPolicy{OutputBytes: 8}}})
 	var a2 *window.Snapshot
-	for ev, err := range r.Stream(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Events(graph.EventSnapshot)) {
+	for ev, err := range r.Stream(t.Context(), graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Events(graph.EventCustom), graph.CustomEvents(agentevent.EventSnapshot)) {
 		require.NoError(t, err)
 		if strings.Contains(ev.Path, "step:a2") {
 			s := ev.Data.(window.Snapshot)

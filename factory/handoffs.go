@@ -112,11 +112,11 @@ func (t *teamRun) handOff(ctx context.Context, step plan.Step, a Agent, text str
 
 // OutputReader returns a function that reads back a step output the team
 // stored on a mission board, for the owner of the run in ctx (the
-// graph.RuntimeOwner runtime value, owner when there is none) — what the
+// store.RuntimeOwner runtime value, owner when there is none) — what the
 // reporter needs.
 func OutputReader(s store.Store, owner string) func(ctx context.Context, ref string) (string, error) {
 	return func(ctx context.Context, ref string) (string, error) {
-		o := graph.RuntimeString(ctx, graph.RuntimeOwner)
+		o := graph.RuntimeString(ctx, store.RuntimeOwner)
 		if o == "" {
 			o = owner
 		}

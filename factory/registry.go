@@ -48,7 +48,7 @@ type Agent struct {
 var ErrAgentNotFound = errors.New("factory: agent not found")
 
 // Registry keeps agents in a context store, under team/agents/<name>, per
-// owner. Inside a run whose runtime names an owner (graph.RuntimeOwner, as
+// owner. Inside a run whose runtime names an owner (store.RuntimeOwner, as
 // the HTTP server sets it), the registry works on that owner's agents, so
 // one compiled workflow serves many owners, each with agents of their own;
 // elsewhere it works on the owner it was made for. It is safe for
@@ -68,7 +68,7 @@ func (r *Registry) Owner() string { return r.owner }
 
 // OwnerOf returns the owner whose agents the registry works on in ctx.
 func (r *Registry) OwnerOf(ctx context.Context) string {
-	if o := graph.RuntimeString(ctx, graph.RuntimeOwner); o != "" {
+	if o := graph.RuntimeString(ctx, store.RuntimeOwner); o != "" {
 		return o
 	}
 	return r.owner

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/factory"
@@ -50,12 +51,13 @@ func TestTeamBuildsAgentsAndRunsIndependentBranchesConcurrently(t *testing.T) {
 	var final graph.State
 	for ev, err := range r.Stream(ctx, graph.Input(nodes.PlanKey.Set(twoBranches()))) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventAgentCreated:
-			created = append(created, ev.Data.(graph.AgentEvent).Agent)
-		case graph.EventWarning:
-			warnings = append(warnings, ev.Data.(string))
-		case graph.EventRunEnd:
+		switch d := ev.Data.(type) {
+		case agentevent.Created:
+			created = append(created, d.Agent)
+		case agentevent.Warning:
+			warnings = append(warnings, d.Value.(string))
+		}
+		if ev.Kind == graph.EventRunEnd {
 			final = ev.State
 		}
 	}

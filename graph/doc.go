@@ -26,7 +26,8 @@
 // policy, a timeout and an error handler that may route to a fallback.
 //
 // Stream yields every event of a run — run, step, node, update, values,
-// custom events from Emit, and the events packages above this one Publish
-// (model tokens, tool calls, agents) — each with its Path. Invoke runs to the
-// end and returns the final state.
+// checkpoint, interrupt, error — and the custom events that nodes Emit,
+// each with its Path. Packages above this one define their own custom
+// events as payload types that name themselves (Named).
+// Invoke runs to the end and returns the final state.
 package graph

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 )
@@ -9,8 +10,9 @@ import (
 // EventKind says what an Event reports.
 type EventKind uint8
 
-// The kinds of event. The engine emits the first group; packages built on
-// it (llm, tools, nodes, factory, window) emit the second through Publish.
+// The kinds of event. The engine emits all but EventCustom, which carries
+// a value a node emits (Emit): a plain value, or a payload of a package
+// above graph whose type names the event (Named).
 const (
 	EventRunStart   EventKind = iota + 1 // a run (or a subgraph's run) started
 	EventRunEnd                          // it ended; State holds the final values
@@ -20,20 +22,10 @@ const (
 	EventNodeEnd                         // a task ended (Duration, Attempt; Err if it failed)
 	EventUpdate                          // a task's writes (Writes), in apply order
 	EventValues                          // the state after a step (State)
-	EventCustom                          // a value from Emit (Data)
+	EventCustom                          // a value from Emit (Data), named by its type (Event.Name)
 	EventError                           // the run failed (Err)
 	EventInterrupt                       // the run paused (Data: []InterruptInfo)
 	EventCheckpoint                      // a checkpoint was stored (Data: checkpoint id)
-
-	EventToken        // a chunk of model output (Data: string)
-	EventModelCall    // a model call ended (Data: the caller's record)
-	EventToolCall     // a tool call started (Data: the call)
-	EventToolResult   // a tool call ended (Data: the result)
-	EventAgentCreated // a dynamic agent was built (Data: the agent)
-	EventAgentStart   // an agent started work (Data: its task)
-	EventAgentEnd     // an agent finished (Data: its result)
-	EventSnapshot     // what a model call saw (Data: the snapshot)
-	EventWarning      // something worth a look that did not fail (Data)
 
 	maxEventKind
 )
@@ -42,10 +34,7 @@ var eventKindNames = [...]string{
 	EventRunStart: "run_start", EventRunEnd: "run_end", EventStepStart: "step_start",
 	EventStepEnd: "step_end", EventNodeStart: "node_start", EventNodeEnd: "node_end",
 	EventUpdate: "update", EventValues: "values", EventCustom: "custom", EventError: "error",
-	EventInterrupt: "interrupt", EventCheckpoint: "checkpoint", EventToken: "token",
-	EventModelCall: "model_call", EventToolCall: "tool_call", EventToolResult: "tool_result",
-	EventAgentCreated: "agent_created", EventAgentStart: "agent_start", EventAgentEnd: "agent_end",
-	EventSnapshot: "snapshot", EventWarning: "warning",
+	EventInterrupt: "interrupt", EventCheckpoint: "checkpoint",
 }
 
 // String returns the kind's name in snake case ("node_end").
@@ -56,16 +45,67 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// EventMask is a set of event kinds.
-type EventMask uint64
+// eventMask is a set of event kinds.
+type eventMask uint64
 
-// AllEvents is the mask of every kind.
-const AllEvents EventMask = 1<<maxEventKind - 2
+// allEvents is the mask of every kind.
+const allEvents eventMask = 1<<maxEventKind - 2
 
-func (k EventKind) mask() EventMask { return 1 << k }
+func (k EventKind) mask() eventMask { return 1 << k }
 
-// Has reports whether k is in m.
-func (m EventMask) Has(k EventKind) bool { return m&k.mask() != 0 }
+// has reports whether k is in m.
+func (m eventMask) has(k EventKind) bool { return m&k.mask() != 0 }
+
+// Named is a custom event's payload that names its event. Packages above
+// graph give their payloads a type with a name: consumers of a stream
+// switch on the type, and whatever writes events down — a recorder, an
+// HTTP stream, JSON lines — writes the name, which stays the same as long
+// as the type says it. A name is snake case, not empty, and none of the
+// kinds' names, so that it tells the event apart.
+type Named interface {
+	EventName() string
+}
+
+// nameOf is the name of the custom event carrying v.
+func nameOf(v any) string {
+	if n, ok := v.(Named); ok {
+		return n.EventName()
+	}
+	return eventKindNames[EventCustom]
+}
+
+// eventFilter is what a run's stream takes: the kinds, and the names of
+// the custom events (nil names: all).
+type eventFilter struct {
+	kinds eventMask
+	names *nameFilter
+}
+
+// nameFilter selects custom events by name: those in only (nil: all) but
+// not in skip. Options replace it, never change it: runs share it.
+type nameFilter struct {
+	only, skip []string
+}
+
+// hasCustom reports whether the filter takes custom events named name.
+func (f *eventFilter) hasCustom(name string) bool {
+	if !f.kinds.has(EventCustom) {
+		return false
+	}
+	n := f.names
+	return n == nil || ((n.only == nil || slices.Contains(n.only, name)) && !slices.Contains(n.skip, name))
+}
+
+// withNames returns f with a copy of its name filter that change changed.
+func (f eventFilter) withNames(change func(n *nameFilter)) eventFilter {
+	var n nameFilter
+	if f.names != nil {
+		n = *f.names
+	}
+	change(&n)
+	f.names = &n
+	return f
+}
 
 // Event is one thing that happened in a run. Which fields are set depends
 // on Kind; Path, Kind and Time always are.
@@ -85,7 +125,7 @@ type Event struct {
 	Writes []Write
 	// State after a step (EventValues) or at the end of a run (EventRunEnd).
 	State State
-	// Data carries the kind's payload.
+	// Data carries the kind's payload; for EventCustom, the emitted value.
 	Data any
 	// Err is the failure (EventError, EventNodeEnd).
 	Err  error
@@ -112,32 +152,27 @@ func emitterFrom(ctx context.Context) *emitter {
 	return e
 }
 
-// Emit sends v to the run's stream as a custom event, under the path of the
-// calling node (and scope). Outside a running node it does nothing.
-func Emit(ctx context.Context, v any) {
-	Publish(ctx, Event{Kind: EventCustom, Data: v})
+// Name returns the event's name, which streams, recorders and clients
+// show: its kind's name ("node_end"), or for a custom event its payload's
+// (Named), "custom" for a value without one.
+func (ev Event) Name() string {
+	if ev.Kind == EventCustom {
+		return nameOf(ev.Data)
+	}
+	return ev.Kind.String()
 }
 
-// Publish sends ev to the run's stream. Path, Node, Step and Time are filled
-// from ctx when empty. It is how packages above graph report model tokens,
-// tool calls and agent events. Outside a running node it does nothing. It
-// may block while the stream's consumer is slow, and returns early when the
-// run is cancelled.
-func Publish(ctx context.Context, ev Event) {
+// Emit sends v to the run's stream as a custom event (EventCustom), under
+// the path of the calling node (and scope). A v that is Named gives the
+// event its name. Outside a running node, or when the stream does not take
+// events of that name, it does nothing. It may block while the stream's
+// consumer is slow, and returns early when the run is cancelled.
+func Emit(ctx context.Context, v any) {
 	e := emitterFrom(ctx)
-	if e == nil || !e.r.wants(ev.Kind) {
+	if e == nil || !e.r.wantsCustom(nameOf(v)) {
 		return
 	}
-	if ev.Path == "" {
-		ev.Path = e.path
-	}
-	if ev.Node == "" {
-		ev.Node, ev.Step = e.node, e.step
-	}
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
-	e.r.send(ctx, ev)
+	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: time.Now()})
 }
 
 // WithScope returns a context whose events carry path/segment, for work
@@ -165,9 +200,9 @@ func PathOf(ctx context.Context) string {
 }
 
 // Wants reports whether the stream of the run that ctx belongs to takes
-// events of kind k, so that producers can skip work nobody will see (such as
-// asking a model to stream tokens).
-func Wants(ctx context.Context, k EventKind) bool {
+// custom events named name, so that producers can skip work nobody will
+// see (such as asking a model to stream tokens).
+func Wants(ctx context.Context, name string) bool {
 	e := emitterFrom(ctx)
-	return e != nil && e.r.wants(k)
+	return e != nil && e.r.wantsCustom(name)
 }

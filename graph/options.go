@@ -1,5 +1,7 @@
 package graph
 
+import "slices"
+
 // Option configures a compiled graph (passed to Compile, as defaults) or one
 // run (passed to Invoke, Stream and the thread methods, overriding them).
 type Option func(*config)
@@ -12,8 +14,7 @@ type config struct {
 	checkpointID    string
 	interruptBefore map[string]bool
 	interruptAfter  map[string]bool
-	events          EventMask
-	eventsSet       bool
+	events          eventFilter
 	durability      Durability
 	resume          *resumeSpec
 	historyLimit    int
@@ -69,12 +70,38 @@ func InterruptAfter(nodes ...string) Option {
 }
 
 // Events selects the kinds of event Stream yields (default: all).
+// EventCustom selects the custom events, every name of them unless
+// CustomEvents or SkipCustomEvents narrow them.
 func Events(kinds ...EventKind) Option {
 	return func(c *config) {
-		c.events, c.eventsSet = 0, true
+		c.events.kinds = 0
 		for _, k := range kinds {
-			c.events |= k.mask()
+			c.events.kinds |= k.mask()
 		}
+		if c.events.names != nil && c.events.names.only != nil {
+			c.events.kinds |= EventCustom.mask()
+		}
+	}
+}
+
+// CustomEvents selects the custom events Stream yields by name
+// (Event.Name): the names of payloads from packages above graph (Named)
+// and "custom" for values that name none. Custom events of other names are
+// not yielded, and Wants reports false for them, so their producers skip
+// the work. It selects EventCustom along with the kinds Events selects.
+func CustomEvents(names ...string) Option {
+	return func(c *config) {
+		c.events = c.events.withNames(func(n *nameFilter) { n.only = append(make([]string, 0, len(names)), names...) })
+		c.events.kinds |= EventCustom.mask()
+	}
+}
+
+// SkipCustomEvents leaves the custom events named out of the stream, with
+// every other one still yielded; Wants reports false for them, so their
+// producers skip the work. Several calls add up.
+func SkipCustomEvents(names ...string) Option {
+	return func(c *config) {
+		c.events = c.events.withNames(func(n *nameFilter) { n.skip = append(slices.Clip(n.skip), names...) })
 	}
 }
 

@@ -53,7 +53,7 @@ func Input(writes ...Write) []Write {
 func (r *Runnable) Invoke(ctx context.Context, input []Write, opts ...Option) (Result, error) {
 	cfg := r.defaults
 	cfg.apply(opts)
-	cfg.events = 0 // nobody reads them: producers skip their work
+	cfg.events = eventFilter{} // nobody reads them: producers skip their work
 	ru, err := r.newRun(cfg, r.name, nil)
 	if err != nil {
 		return Result{}, err
@@ -68,7 +68,7 @@ func (r *Runnable) Invoke(ctx context.Context, input []Write, opts ...Option) (R
 func (r *Runnable) Stream(ctx context.Context, input []Write, opts ...Option) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		cfg := r.defaults
-		cfg.events = AllEvents
+		cfg.events = eventFilter{kinds: allEvents}
 		cfg.apply(opts)
 		ru, err := r.newRun(cfg, r.name, func(ev Event) bool { return yield(ev, nil) })
 		if err == nil {
@@ -220,7 +220,12 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 	return ru, nil
 }
 
-func (ru *run) wants(k EventKind) bool { return ru.cfg.events.Has(k) && !ru.stopped.Load() }
+func (ru *run) wants(k EventKind) bool { return ru.cfg.events.kinds.has(k) && !ru.stopped.Load() }
+
+// wantsCustom reports whether the stream takes custom events named name.
+func (ru *run) wantsCustom(name string) bool {
+	return ru.cfg.events.hasCustom(name) && !ru.stopped.Load()
+}
 
 // emit delivers an event from the loop goroutine.
 func (ru *run) emit(ev Event) {

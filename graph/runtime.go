@@ -39,9 +39,9 @@ func RuntimeString(ctx context.Context, key string) string {
 }
 
 // Runtime keys the engine's hosts set (the HTTP server, the CLI) and its
-// packages read: who the run is for, its thread and its run id.
+// packages read: the thread as the host's client named it, and the id of
+// the run.
 const (
-	RuntimeOwner  = "coorflow.owner"
 	RuntimeThread = "coorflow.thread"
 	RuntimeRun    = "coorflow.run"
 )

@@ -26,7 +26,7 @@ func collect(t *testing.T, r *graph.Runnable, input []graph.Write, opts ...graph
 func describe(evs []graph.Event) []string {
 	out := make([]string, len(evs))
 	for i, ev := range evs {
-		out[i] = ev.Kind.String() + " " + ev.Path
+		out[i] = ev.Name() + " " + ev.Path
 	}
 	return out
 }
@@ -200,7 +200,7 @@ func TestScopesExtendThePathOfEvents(t *testing.T) {
 	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
 		info, _ = graph.TaskOf(ctx)
 		agent := graph.WithScope(ctx, "agent:writer")
-		graph.Publish(agent, graph.Event{Kind: graph.EventToken, Data: "Hel"})
+		graph.Emit(agent, chunk("Hel"))
 		graph.Emit(graph.WithScope(agent, "tool:search"), "querying")
 		return graph.Command{}, nil
 	})
@@ -208,8 +208,8 @@ func TestScopesExtendThePathOfEvents(t *testing.T) {
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
-	evs := collect(t, r, nil, graph.Events(graph.EventToken, graph.EventCustom))
-	assert.Equal(t, []string{"token scoped/team/agent:writer", "custom scoped/team/agent:writer/tool:search"}, describe(evs))
+	evs := collect(t, r, nil, graph.Events(graph.EventCustom))
+	assert.Equal(t, []string{"chunk scoped/team/agent:writer", "custom scoped/team/agent:writer/tool:search"}, describe(evs))
 	assert.Equal(t, "team", evs[0].Node)
 	assert.Equal(t, graph.TaskInfo{Graph: "scoped", Node: "team", Path: "scoped/team", Step: 0}, info)
 	_, err = r.Invoke(t.Context(), nil, graph.Thread("th"))
@@ -253,7 +253,7 @@ func TestWantsFollowsTheStreamFilter(t *testing.T) {
 	var got []bool
 	g := graph.New("wants")
 	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		got = append(got, graph.Wants(ctx, graph.EventToken))
+		got = append(got, graph.Wants(ctx, chunkEvent))
 		return graph.Command{}, nil
 	})
 	g.AddEdge(graph.Start, "a")
@@ -265,5 +265,5 @@ func TestWantsFollowsTheStreamFilter(t *testing.T) {
 	collect(t, r, nil)
 	collect(t, r, nil, graph.Events(graph.EventNodeEnd))
 	assert.Equal(t, []bool{false, true, false}, got)
-	assert.False(t, graph.Wants(t.Context(), graph.EventToken))
+	assert.False(t, graph.Wants(t.Context(), chunkEvent))
 }

@@ -16,7 +16,7 @@ import (
 // interrupt inside it pauses the parent and a resume continues it.
 func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, error) {
 	cfg := sub.defaults
-	cfg.events, cfg.saver, cfg.thread, cfg.resume, cfg.checkpointID = 0, nil, "", nil, ""
+	cfg.events, cfg.saver, cfg.thread, cfg.resume, cfg.checkpointID = eventFilter{}, nil, "", nil, ""
 	path := sub.name
 	var yield func(Event) bool
 	var answers map[string]json.RawMessage

@@ -198,7 +198,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
 	keep := ru.p != nil && len(tasks) > 1
-	if len(todo) == 1 && ru.cfg.events == 0 {
+	if len(todo) == 1 && ru.cfg.events.kinds == 0 {
 		// Nobody reads events, so nothing from inside the node needs the
 		// loop to forward it: run the task on this goroutine.
 		results[todo[0]] = ru.execTask(tasks[todo[0]], keep)

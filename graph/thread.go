@@ -52,7 +52,7 @@ func (r *Runnable) threadRun(ctx context.Context, thread string, opts []Option) 
 	cfg := r.defaults
 	cfg.apply(opts)
 	cfg.thread = thread
-	cfg.events = 0
+	cfg.events = eventFilter{}
 	if cfg.saver == nil {
 		return nil, errors.New("graph: reading or updating a thread needs a saver: pass graph.WithSaver")
 	}

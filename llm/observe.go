@@ -23,8 +23,8 @@ type ModelInfo struct {
 // Observe wraps a model so that every call made inside a graph node goes
 // through the journal (graph.Do: after an interrupt or a crash the recorded
 // response is returned and the model is not called again), streams its
-// text as EventToken events when the run's stream wants them, and reports
-// an EventModelCall with its token usage. Outside a node it is the model
+// text as Token events when the run's stream wants them, and reports a
+// ModelCall event with its token usage. Outside a node it is the model
 // itself. Calls are labelled with AgentFrom(ctx).
 func Observe(m llms.Model, info ModelInfo) llms.Model {
 	if o, ok := m.(*observed); ok {
@@ -109,12 +109,12 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	rec, err := graph.Do(ctx, "model", func(ctx context.Context) (modelRecord, error) {
 		live = true
 		callOpts := opts
-		if callerStream != nil || graph.Wants(ctx, graph.EventToken) {
+		if callerStream != nil || graph.Wants(ctx, EventToken) {
 			callOpts = append(append([]llms.CallOption{}, opts...), llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
 				if len(chunk) == 0 || isToolCallChunk(chunk) {
 					return nil
 				}
-				graph.Publish(ctx, graph.Event{Kind: graph.EventToken, Data: string(chunk)})
+				graph.Emit(ctx, Token(chunk))
 				if callerStream != nil {
 					return callerStream(ctx, chunk)
 				}
@@ -131,8 +131,8 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		p, c := Usage(resp, msgs)
 		return modelRecord{Choices: record(resp), PromptTokens: p, CompletionTokens: c}, nil
 	})
-	if graph.Wants(ctx, graph.EventModelCall) {
-		call := graph.ModelCall{
+	if graph.Wants(ctx, EventModelCall) {
+		call := ModelCall{
 			Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
 			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
 			Duration: time.Since(start), Replayed: err == nil && !live,
@@ -143,7 +143,7 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		} else {
 			call.Response, _ = json.Marshal(rec.Choices)
 		}
-		graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: call})
+		graph.Emit(ctx, call)
 	}
 	if err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func isToolCallChunk(chunk []byte) bool {
 	return false
 }
 
-// Request is a model request as recorders keep it (graph.ModelCall's
+// Request is a model request as recorders keep it (ModelCall's
 // Request): the messages, in a JSON form that keeps tool calls whole, and
 // the names of the tools offered.
 type Request struct {
@@ -290,7 +290,7 @@ func EncodeRequest(msgs []llms.MessageContent, co llms.CallOptions) (json.RawMes
 }
 
 // DecodeResponse reads back a response as Observe records it
-// (graph.ModelCall's Response).
+// (ModelCall's Response).
 func DecodeResponse(raw json.RawMessage) (*llms.ContentResponse, error) {
 	var choices []recordedChoice
 	if err := json.Unmarshal(raw, &choices); err != nil {

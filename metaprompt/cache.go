@@ -34,11 +34,11 @@ var cacheAttrs = store.Attrs{
 }
 
 // ownerOf returns whose cache entries an expansion in ctx reads and
-// writes: the owner of the run ctx belongs to (graph.RuntimeOwner, as the
+// writes: the owner of the run ctx belongs to (store.RuntimeOwner, as the
 // HTTP server sets it), so that one compiled workflow serving many owners
 // never shares a prompt between them; Config.Owner outside such a run.
 func (e *Expander) ownerOf(ctx context.Context) string {
-	if o := graph.RuntimeString(ctx, graph.RuntimeOwner); o != "" {
+	if o := graph.RuntimeString(ctx, store.RuntimeOwner); o != "" {
 		return o
 	}
 	return e.owner

@@ -24,7 +24,7 @@ type Config struct {
 	// Tier is the model's tier, reported in model-call events.
 	Tier string
 	// Cache, when set, keeps every prompt written under
-	// team/metaprompts/<Key> for the owner of the run (graph.RuntimeOwner)
+	// team/metaprompts/<Key> for the owner of the run (store.RuntimeOwner)
 	// or Owner, and Expand returns a kept prompt instead of calling the
 	// model.
 	Cache store.Store

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/metaprompt"
 )
@@ -42,10 +43,10 @@ func TestExpandInsideANodeIsNotRedoneOnResume(t *testing.T) {
 	var paths []string
 	for ev, err := range r.Stream(t.Context(), graph.Input(agent.Set(b.Name)), graph.Thread("t")) {
 		require.NoError(t, err)
-		if ev.Kind == graph.EventModelCall {
+		if mc, ok := ev.Data.(llm.ModelCall); ok {
 			paths = append(paths, ev.Path)
-			assert.Equal(t, "metaprompt:market_researcher", ev.Data.(graph.ModelCall).Agent)
-			assert.Equal(t, "gpt-4o", ev.Data.(graph.ModelCall).Model)
+			assert.Equal(t, "metaprompt:market_researcher", mc.Agent)
+			assert.Equal(t, "gpt-4o", mc.Model)
 		}
 	}
 	assert.Equal(t, []string{"build/factory/metaprompt:market_researcher"}, paths)
@@ -56,7 +57,7 @@ func TestExpandInsideANodeIsNotRedoneOnResume(t *testing.T) {
 	replayed := 0
 	for ev, err := range r.Stream(t.Context(), nil, graph.Thread("t"), graph.Resume(true)) {
 		require.NoError(t, err)
-		if ev.Kind == graph.EventModelCall {
+		if _, ok := ev.Data.(llm.ModelCall); ok {
 			replayed++
 		}
 	}

@@ -94,12 +94,15 @@
 //	event: node_end
 //	data: {"id":7,"run_id":"…","kind":"node_end","path":"wf/a","node":"a","step":0,"attempt":1,"time":"…","duration_ms":1.2}
 //
-// The event names are graph.EventKind names (run_start, step_start,
-// node_start, node_end, update, values, custom, checkpoint, token,
-// model_call, tool_call, tool_result, agent_created, agent_start, agent_end,
-// snapshot, warning, interrupt, error, run_end); data is an Event. The last
-// event is always "end", whose data is the Run. ?kinds=a,b sends only those
-// kinds (and end).
+// The event names are the events' own (graph.Event.Name): the engine's
+// kinds (run_start, step_start, node_start, node_end, update, values,
+// custom, checkpoint, interrupt, error, run_end), the custom events of
+// coorflow's packages (token, model_call, tool_call, tool_result,
+// agent_created, agent_start, agent_end, snapshot, warning) and any other
+// custom event a workflow publishes; data is an Event. The last event is
+// always "end", whose data is the Run. ?kinds=a,b sends only those events
+// (and end): names of the first two groups, and those of
+// Config.EventNames.
 //
 // A client that disconnects, or does not take a write within
 // Config.WriteTimeout, does not stop the run. While a run goes on it keeps

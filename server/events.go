@@ -17,8 +17,8 @@ type Event struct {
 	// client sends back as Last-Event-ID to re-attach.
 	ID    int64  `json:"id"`
 	RunID string `json:"run_id"`
-	// Kind is the event kind's name (graph.EventKind.String): run_start,
-	// node_end, update, values, token, tool_call, interrupt, error, ...
+	// Kind is the event's name (graph.Event.Name): run_start, node_end,
+	// update, values, token, tool_call, interrupt, error, ...
 	Kind    string    `json:"kind"`
 	Path    string    `json:"path"`
 	Node    string    `json:"node,omitempty"`
@@ -32,8 +32,9 @@ type Event struct {
 	// State holds the channel values (values, run_end, interrupt).
 	State json.RawMessage `json:"state,omitempty"`
 	// Data is the kind's payload: the node names of a step, a token's
-	// text, a graph.ModelCall, graph.ToolCall, graph.ToolResult,
-	// graph.AgentEvent, the interrupts, a checkpoint id, the run's status.
+	// text, an llm.ModelCall, a tools.CallEvent or ResultEvent, an agent
+	// event (agentevent), the interrupts, a checkpoint id, the run's
+	// status, the value of a custom event.
 	Data any `json:"data,omitempty"`
 	// Error is the failure (error, node_end).
 	Error string `json:"error,omitempty"`
@@ -56,10 +57,11 @@ const (
 	EventTruncated = "truncated"
 )
 
-// encodeFrame renders ev as a server-sent event with id.
-func encodeFrame(id int64, runID string, ev graph.Event) []byte {
+// encodeFrame renders ev, named name (ev.Name()), as a server-sent event
+// with id.
+func encodeFrame(id int64, runID, name string, ev graph.Event) []byte {
 	out := Event{
-		ID: id, RunID: runID, Kind: ev.Kind.String(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
+		ID: id, RunID: runID, Kind: name, Path: ev.Path, Node: ev.Node, Step: ev.Step,
 		Attempt: ev.Attempt, Time: ev.Time, Data: ev.Data,
 	}
 	for _, w := range ev.Writes {
@@ -85,7 +87,7 @@ func encodeFrame(id int64, runID string, ev graph.Event) []byte {
 		out.DataError = fmt.Sprintf("the event's payload cannot be encoded as JSON: %v", err)
 		data, _ = json.Marshal(out)
 	}
-	return sseFrame(strconv.FormatInt(id, 10), ev.Kind.String(), data)
+	return sseFrame(strconv.FormatInt(id, 10), name, data)
 }
 
 // sseFrame renders one server-sent event. data is one line of JSON.
@@ -106,7 +108,7 @@ func sseFrame(id, event string, data []byte) []byte {
 // frame is one encoded event of a run.
 type frame struct {
 	id   int64
-	kind graph.EventKind
+	name string // the event's name
 	data []byte
 }
 
@@ -147,10 +149,10 @@ func (l *eventLog) nextID() int64 {
 
 // append adds a frame and drops the oldest ones beyond the limits; the
 // newest frame is always kept.
-func (l *eventLog) append(kind graph.EventKind, data []byte) {
+func (l *eventLog) append(name string, data []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.frames = append(l.frames, frame{id: l.next, kind: kind, data: data})
+	l.frames = append(l.frames, frame{id: l.next, name: name, data: data})
 	l.next++
 	l.bytes += len(data)
 	for held := len(l.frames) - l.head; held > 1 && (held > l.maxFrames || l.bytes > l.maxBytes); held-- {

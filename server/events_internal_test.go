@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/coorflow/coorflow/graph"
 )
 
 func TestEventLogKeepsTheNewestWithinItsLimits(t *testing.T) {
@@ -33,7 +31,7 @@ func TestEventLogKeepsTheNewestWithinItsLimits(t *testing.T) {
 			var l eventLog
 			l.init(tt.maxFrames, tt.maxBytes)
 			for _, n := range tt.sizes {
-				l.append(graph.EventCustom, []byte(strings.Repeat("x", n)))
+				l.append("custom", []byte(strings.Repeat("x", n)))
 			}
 			frames, dropped, closed, _ := l.since(tt.after, nil)
 			var ids []int64
@@ -58,7 +56,7 @@ func TestEventLogWakesWaitingReaders(t *testing.T) {
 		t.Fatal("woken with nothing new")
 	default:
 	}
-	l.append(graph.EventCustom, []byte("a"))
+	l.append("custom", []byte("a"))
 	<-wake
 	frames, _, _, wake := l.since(1, nil)
 	assert.Empty(t, frames)

@@ -22,7 +22,9 @@ import (
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/tools"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,12 +48,12 @@ func echoGraph(t testing.TB) *graph.Runnable {
 	t.Helper()
 	g := graph.New("echo", textKey, logKey, countKey)
 	g.AddNode("upper", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		graph.Publish(ctx, graph.Event{Kind: graph.EventToolCall, Data: graph.ToolCall{ID: "c1", Name: "shout", Args: json.RawMessage(`{"loud":true}`)}})
-		graph.Publish(ctx, graph.Event{Kind: graph.EventToolResult, Data: graph.ToolResult{ID: "c1", Name: "shout", Status: "ok", Output: "done"}})
+		graph.Emit(ctx, tools.CallEvent{ID: "c1", Name: "shout", Args: json.RawMessage(`{"loud":true}`)})
+		graph.Emit(ctx, tools.ResultEvent{ID: "c1", Name: "shout", Status: "ok", Output: "done"})
 		return graph.Update(textKey.Set(strings.ToUpper(textKey.Get(s))), graph.AppendTo(logKey, "upper")), nil
 	})
 	g.AddNode("tally", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: graph.ModelCall{Model: "m", Tier: "basic", PromptTokens: 3, CompletionTokens: 2}})
+		graph.Emit(ctx, llm.ModelCall{Model: "m", Tier: "basic", PromptTokens: 3, CompletionTokens: 2})
 		return graph.Update(countKey.Set(1), graph.AppendTo(logKey, "tally")), nil
 	})
 	g.AddEdge(graph.Start, "upper")

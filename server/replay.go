@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -31,7 +32,7 @@ func (s *Server) replayRecorded(r *http.Request, out sseWriter, ru *run, after, 
 	}
 	q := trace.EventQuery{After: after, Until: until, Limit: replayPage, Bodies: true}
 	for k := range kinds {
-		q.Kinds = append(q.Kinds, k.String())
+		q.Kinds = append(q.Kinds, k)
 	}
 	slices.Sort(q.Kinds)
 	for q.After < until {
@@ -67,8 +68,8 @@ func recordedFrame(ev trace.Event, run trace.RunInfo) []byte {
 	switch ev.Kind {
 	case graph.EventUpdate.String():
 		err = json.Unmarshal(ev.Payload, &out.Writes)
-	case graph.EventModelCall.String():
-		var mc graph.ModelCall
+	case llm.EventModelCall:
+		var mc llm.ModelCall
 		err = json.Unmarshal(ev.Payload, &mc)
 		mc.Request, mc.Response, mc.Hash = ev.Request, ev.Response, ev.Hash
 		out.Data = mc

@@ -53,7 +53,7 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 		var kinds kindFilter
 		if mode == modeStream {
 			var e *apiError
-			if kinds, e = parseKinds(r); e != nil {
+			if kinds, e = s.parseKinds(r); e != nil {
 				writeError(w, e)
 				return
 			}

@@ -336,7 +336,8 @@ func (s *Server) forget(ru *run) {
 // values are encoded as they were when it was emitted.
 func (ru *run) record(ev graph.Event) {
 	root := ev.Path == ru.wf.Name()
-	frame := encodeFrame(ru.events.nextID(), ru.id, ev)
+	name := ev.Name()
+	frame := encodeFrame(ru.events.nextID(), ru.id, name, ev)
 	ru.mu.Lock()
 	if root {
 		switch ev.Kind {
@@ -353,7 +354,7 @@ func (ru *run) record(ev graph.Event) {
 		ru.isStarted = true
 	}
 	ru.mu.Unlock()
-	ru.events.append(ev.Kind, frame)
+	ru.events.append(name, frame)
 	if markStarted {
 		close(ru.started)
 	}

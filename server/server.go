@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/telemetry"
 	runtrace "github.com/coorflow/coorflow/trace"
 )
@@ -38,7 +39,7 @@ const (
 // Keys of the runtime values (graph.RuntimeString) every run started by the
 // server carries: who asked, on which thread, in which run.
 const (
-	RuntimeOwner  = graph.RuntimeOwner
+	RuntimeOwner  = store.RuntimeOwner
 	RuntimeThread = graph.RuntimeThread
 	RuntimeRun    = graph.RuntimeRun
 )
@@ -95,6 +96,11 @@ type Config struct {
 	// RunOptions are given to every run, after the server's own (for
 	// example graph.StepLimit or graph.MaxConcurrency).
 	RunOptions []graph.Option
+	// EventNames names the custom events (graph.Event.Name) that the
+	// workflows publish besides those of coorflow's packages, so that
+	// clients can select them with ?kinds=. Every event is streamed
+	// whether or not it is named here.
+	EventNames []string
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 	// TracerProvider makes the spans of runs (default: the global
@@ -125,6 +131,8 @@ type Server struct {
 	tracer    trace.Tracer
 	log       *slog.Logger
 	workflows map[string]WorkflowInfo
+	// eventNames are the names ?kinds= accepts.
+	eventNames map[string]bool
 
 	mu       sync.Mutex
 	closing  bool
@@ -165,6 +173,7 @@ func New(cfg Config) (*Server, error) {
 		finished:  list.New(),
 		usage:     make(map[string]*usage),
 	}
+	s.eventNames = eventNames(cfg.EventNames)
 	s.saver = newMeteredSaver(cfg.Saver)
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {

@@ -3,40 +3,55 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
 )
 
-// kindFilter selects the event kinds a stream sends; nil sends all.
-type kindFilter map[graph.EventKind]bool
+// kindFilter selects the events a stream sends by name (graph.Event.Name);
+// nil sends all.
+type kindFilter map[string]bool
 
-var kindsByName = func() map[string]graph.EventKind {
-	m := make(map[string]graph.EventKind)
-	for k := graph.EventKind(1); k < 64; k++ {
-		if name := k.String(); name != "unknown" {
-			m[name] = k
-		}
+// coorflowEvents are the names of the custom events coorflow's own
+// packages publish.
+var coorflowEvents = []string{
+	llm.EventToken, llm.EventModelCall, tools.EventToolCall, tools.EventToolResult,
+	agentevent.EventCreated, agentevent.EventStart, agentevent.EventEnd, agentevent.EventSnapshot, agentevent.EventWarning,
+}
+
+// eventNames returns the event names ?kinds= accepts: the engine's kinds,
+// the custom events of coorflow's packages and those of Config.EventNames.
+func eventNames(extra []string) map[string]bool {
+	known := make(map[string]bool)
+	for k := graph.EventKind(1); k.String() != "unknown"; k++ {
+		known[k.String()] = true
 	}
-	return m
-}()
+	for _, name := range slices.Concat(coorflowEvents, extra) {
+		known[name] = true
+	}
+	return known
+}
 
 // parseKinds reads ?kinds=node_end,update.
-func parseKinds(r *http.Request) (kindFilter, *apiError) {
+func (s *Server) parseKinds(r *http.Request) (kindFilter, *apiError) {
 	v := r.URL.Query().Get("kinds")
 	if v == "" {
 		return nil, nil
 	}
 	f := make(kindFilter)
 	for name := range strings.SplitSeq(v, ",") {
-		k, ok := kindsByName[strings.TrimSpace(name)]
-		if !ok {
+		name = strings.TrimSpace(name)
+		if !s.eventNames[name] {
 			return nil, fieldErrorf(CodeInvalidQuery, "kinds", "query parameter \"kinds\": unknown event kind %q (known: %s)",
-				name, strings.Join(sortedKeys(kindsByName), ", "))
+				name, strings.Join(sortedKeys(s.eventNames), ", "))
 		}
-		f[k] = true
+		f[name] = true
 	}
 	return f, nil
 }
@@ -62,7 +77,7 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	kinds, e := parseKinds(r)
+	kinds, e := s.parseKinds(r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -139,7 +154,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 		}
 		for _, f := range frames {
 			after = f.id
-			if kinds != nil && !kinds[f.kind] {
+			if kinds != nil && !kinds[f.name] {
 				continue
 			}
 			if out.write(f.data) != nil {

@@ -181,13 +181,13 @@ func (s *Server) handleTraceEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		eq.Limit = n
 	}
-	kinds, e := parseKinds(r)
+	kinds, e := s.parseKinds(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	for k := range kinds {
-		eq.Kinds = append(eq.Kinds, k.String())
+		eq.Kinds = append(eq.Kinds, k)
 	}
 	slices.Sort(eq.Kinds)
 	if v := q.Get("bodies"); v != "" && v != "true" && v != "false" {

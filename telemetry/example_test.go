@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/telemetry"
 )
 
@@ -19,7 +20,7 @@ func ExampleTrace() {
 
 	g := graph.New("hello")
 	g.AddNode("answer", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: graph.ModelCall{Model: "gpt-x", PromptTokens: 10, CompletionTokens: 3}})
+		graph.Emit(ctx, llm.ModelCall{Model: "gpt-x", PromptTokens: 10, CompletionTokens: 3})
 		return graph.Command{}, nil
 	})
 	g.AddEdge(graph.Start, "answer")

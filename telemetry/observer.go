@@ -13,7 +13,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // TracerName is the instrumentation name of coorflow's spans.
@@ -128,16 +131,8 @@ func (o *Observer) Observe(ev graph.Event) {
 		o.nodeStart(ev)
 	case graph.EventNodeEnd:
 		o.nodeEnd(ev)
-	case graph.EventModelCall:
-		o.modelCall(ev)
-	case graph.EventToolCall:
-		o.toolCall(ev)
-	case graph.EventToolResult:
-		o.toolResult(ev)
-	case graph.EventAgentStart:
-		o.agentStart(ev)
-	case graph.EventAgentEnd:
-		o.agentEnd(ev)
+	case graph.EventCustom:
+		o.custom(ev)
 	case graph.EventInterrupt:
 		o.interrupt(ev)
 	case graph.EventCheckpoint:
@@ -146,7 +141,27 @@ func (o *Observer) Observe(ev graph.Event) {
 			r.span.AddEvent("checkpoint", trace.WithTimestamp(ev.Time),
 				trace.WithAttributes(attribute.String("coorflow.checkpoint", id), AttrStep.Int(ev.Step)))
 		}
-	case graph.EventAgentCreated, graph.EventWarning:
+	}
+}
+
+// custom records the custom events of coorflow's packages: model and tool
+// calls as spans, an agent's run as a span, an agent built and a warning
+// as span events.
+func (o *Observer) custom(ev graph.Event) {
+	switch d := ev.Data.(type) {
+	case llm.ModelCall:
+		o.modelCall(ev, d)
+	case tools.CallEvent:
+		o.toolCall(ev, d)
+	case tools.ResultEvent:
+		o.toolResult(ev, d)
+	case agentevent.Started:
+		o.agentStart(ev, d)
+	case agentevent.Ended:
+		o.agentEnd(ev, d)
+	case agentevent.Created:
+		o.spanEvent(ev, AttrGenAIAgentName.String(d.Agent), AttrTier.String(d.Tier))
+	case agentevent.Warning:
 		o.spanEvent(ev)
 	}
 }
@@ -350,11 +365,7 @@ func (o *Observer) nodeEnd(ev graph.Event) {
 	span.End(trace.WithTimestamp(ev.Time))
 }
 
-func (o *Observer) modelCall(ev graph.Event) {
-	mc, ok := ev.Data.(graph.ModelCall)
-	if !ok {
-		return
-	}
+func (o *Observer) modelCall(ev graph.Event, mc llm.ModelCall) {
 	attrs := []attribute.KeyValue{
 		AttrGenAIOperation.String("chat"), AttrGenAIModel.String(mc.Model),
 		AttrGenAIInputTokens.Int(mc.PromptTokens), AttrGenAIOutputTokens.Int(mc.CompletionTokens),
@@ -385,21 +396,13 @@ func toolAttrs(agent, id, name, path string) []attribute.KeyValue {
 	return attrs
 }
 
-func (o *Observer) toolCall(ev graph.Event) {
-	tc, ok := ev.Data.(graph.ToolCall)
-	if !ok {
-		return
-	}
+func (o *Observer) toolCall(ev graph.Event, tc tools.CallEvent) {
 	_, span := o.tracer.Start(o.parent(ev.Path), "execute_tool "+tc.Name,
 		trace.WithTimestamp(ev.Time), trace.WithAttributes(toolAttrs(tc.Agent, tc.ID, tc.Name, ev.Path)...))
 	o.tools[toolKey{ev.Path, tc.ID}] = span
 }
 
-func (o *Observer) toolResult(ev graph.Event) {
-	tr, ok := ev.Data.(graph.ToolResult)
-	if !ok {
-		return
-	}
+func (o *Observer) toolResult(ev graph.Event, tr tools.ResultEvent) {
 	k := toolKey{ev.Path, tr.ID}
 	span := o.tools[k]
 	if span == nil { // a result without its call: the span covers its duration
@@ -414,8 +417,7 @@ func (o *Observer) toolResult(ev graph.Event) {
 	span.End(trace.WithTimestamp(ev.Time))
 }
 
-func (o *Observer) agentStart(ev graph.Event) {
-	ae, _ := ev.Data.(graph.AgentEvent)
+func (o *Observer) agentStart(ev graph.Event, ae agentevent.Started) {
 	if old := o.agents[ev.Path]; old != nil {
 		old.End(trace.WithTimestamp(ev.Time))
 	}
@@ -428,13 +430,13 @@ func (o *Observer) agentStart(ev graph.Event) {
 	o.agents[ev.Path] = span
 }
 
-func (o *Observer) agentEnd(ev graph.Event) {
+func (o *Observer) agentEnd(ev graph.Event, ae agentevent.Ended) {
 	span := o.agents[ev.Path]
 	if span == nil {
 		return
 	}
 	delete(o.agents, ev.Path)
-	if ae, ok := ev.Data.(graph.AgentEvent); ok && ae.Err != "" {
+	if ae.Err != "" {
 		span.SetStatus(codes.Error, ae.Err)
 	}
 	span.End(trace.WithTimestamp(ev.Time))
@@ -455,12 +457,10 @@ func (o *Observer) interrupt(ev graph.Event) {
 		attribute.StringSlice("coorflow.interrupt.ids", ids), attribute.StringSlice("coorflow.interrupt.paths", paths)))
 }
 
-// spanEvent adds ev as an event of the innermost span at its path.
-func (o *Observer) spanEvent(ev graph.Event) {
+// spanEvent adds ev, named as it is, as an event of the innermost span at
+// its path.
+func (o *Observer) spanEvent(ev graph.Event, attrs ...attribute.KeyValue) {
 	span := trace.SpanFromContext(o.parent(ev.Path))
-	attrs := []attribute.KeyValue{AttrPath.String(ev.Path)}
-	if ae, ok := ev.Data.(graph.AgentEvent); ok {
-		attrs = append(attrs, AttrGenAIAgentName.String(ae.Agent), AttrTier.String(ae.Tier))
-	}
-	span.AddEvent(ev.Kind.String(), trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
+	attrs = append([]attribute.KeyValue{AttrPath.String(ev.Path)}, attrs...)
+	span.AddEvent(ev.Name(), trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
 }

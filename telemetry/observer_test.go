@@ -15,9 +15,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/telemetry"
+	"github.com/coorflow/coorflow/tools"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -73,20 +76,20 @@ func agentGraph(t *testing.T) *graph.Runnable {
 	t.Helper()
 	g := graph.New("wf", logKey)
 	g.AddNode("plan", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: graph.ModelCall{
+		graph.Emit(ctx, llm.ModelCall{
 			Tier: "reasoning", Model: "m1", PromptTokens: 12, CompletionTokens: 5, Duration: 10 * time.Millisecond,
-		}})
+		})
 		return graph.Update(graph.AppendTo(logKey, "plan")), nil
 	})
 	g.AddNode("work", func(ctx context.Context, s graph.State) (graph.Command, error) {
 		ctx = graph.WithScope(ctx, "agent:coder")
-		graph.Publish(ctx, graph.Event{Kind: graph.EventAgentStart, Data: graph.AgentEvent{Agent: "coder", Tier: "code"}})
-		graph.Publish(ctx, graph.Event{Kind: graph.EventToolCall, Data: graph.ToolCall{Agent: "coder", ID: "c1", Name: "search"}})
-		graph.Publish(ctx, graph.Event{Kind: graph.EventToolResult, Data: graph.ToolResult{Agent: "coder", ID: "c1", Name: "search", Status: "degraded"}})
-		graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: graph.ModelCall{
+		graph.Emit(ctx, agentevent.Started{Agent: "coder", Tier: "code"})
+		graph.Emit(ctx, tools.CallEvent{Agent: "coder", ID: "c1", Name: "search"})
+		graph.Emit(ctx, tools.ResultEvent{Agent: "coder", ID: "c1", Name: "search", Status: "degraded"})
+		graph.Emit(ctx, llm.ModelCall{
 			Agent: "coder", Tier: "code", Model: "m2", PromptTokens: 30, CompletionTokens: 7, Err: "rate limited",
-		}})
-		graph.Publish(ctx, graph.Event{Kind: graph.EventAgentEnd, Data: graph.AgentEvent{Agent: "coder"}})
+		})
+		graph.Emit(ctx, agentevent.Ended{Agent: "coder"})
 		return graph.Update(graph.AppendTo(logKey, "work")), nil
 	})
 	g.AddEdge(graph.Start, "plan")
@@ -267,7 +270,7 @@ func TestTraceEndsOpenSpansWhenTheConsumerStops(t *testing.T) {
 	tracer, rec := recorder(t)
 	r := agentGraph(t)
 	for ev := range telemetry.Trace(t.Context(), tracer, r.Stream(t.Context(), graph.Input())) {
-		if ev.Kind == graph.EventToolCall {
+		if _, ok := ev.Data.(tools.CallEvent); ok {
 			break
 		}
 	}
@@ -285,8 +288,8 @@ func TestObserveFeedsSpansFromEvents(t *testing.T) {
 		{Kind: graph.EventRunStart, Path: "g", Time: at},
 		{Kind: graph.EventStepStart, Path: "g", Step: 0, Data: []string{"a"}, Time: at},
 		{Kind: graph.EventNodeStart, Path: "g/a", Node: "a", Attempt: 1, Time: at},
-		{Kind: graph.EventToolResult, Path: "g/a", Node: "a", Time: at.Add(3 * time.Second),
-			Data: graph.ToolResult{ID: "t9", Name: "fetch", Status: "failed", Duration: time.Second}},
+		{Kind: graph.EventCustom, Path: "g/a", Node: "a", Time: at.Add(3 * time.Second),
+			Data: tools.ResultEvent{ID: "t9", Name: "fetch", Status: "failed", Duration: time.Second}},
 		{Kind: graph.EventNodeEnd, Path: "g/a", Node: "a", Attempt: 1, Time: at.Add(4 * time.Second)},
 		{Kind: graph.EventStepEnd, Path: "g", Time: at.Add(4 * time.Second)},
 		{Kind: graph.EventRunEnd, Path: "g", Data: graph.StatusDone, Time: at.Add(5 * time.Second)},
@@ -300,4 +303,34 @@ func TestObserveFeedsSpansFromEvents(t *testing.T) {
 	assert.Equal(t, codes.Error, tool.Status().Code)
 	assert.Equal(t, at, s["run g"].StartTime())
 	assert.Equal(t, at.Add(5*time.Second), s["run g"].EndTime())
+}
+
+func TestObserverAddsAgentsBuiltAndWarningsAsSpanEvents(t *testing.T) {
+	tracer, rec := recorder(t)
+	g := graph.New("wf")
+	g.AddNode("build", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, agentevent.Created{Agent: "analyst", Tier: "reasoning"})
+		graph.Emit(ctx, agentevent.Warning{Value: "tools dropped: teleport"})
+		graph.Emit(ctx, "a plain value: no span, no span event")
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "build")
+	g.AddEdge("build", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	require.NoError(t, drain(t, telemetry.Trace(t.Context(), tracer, r.Stream(t.Context(), graph.Input()))))
+
+	s := byName(t, rec.Ended())
+	assert.Len(t, s, 3, "run, step and node: the custom events start no span")
+	events := s["node build"].Events()
+	require.Len(t, events, 2)
+	assert.Equal(t, "agent_created", events[0].Name)
+	created := map[attribute.Key]attribute.Value{}
+	for _, kv := range events[0].Attributes {
+		created[kv.Key] = kv.Value
+	}
+	assert.Equal(t, "analyst", created[telemetry.AttrGenAIAgentName].AsString())
+	assert.Equal(t, "reasoning", created[telemetry.AttrTier].AsString())
+	assert.Equal(t, "wf/build", created[telemetry.AttrPath].AsString())
+	assert.Equal(t, "warning", events[1].Name)
 }

@@ -78,8 +78,8 @@ type callRecord struct {
 // Run runs call the way Registry.Run does. Inside a running graph node
 // it also
 //
-//   - publishes an EventToolCall (graph.ToolCall) before the call and an
-//     EventToolResult (graph.ToolResult) after it, at the caller's path,
+//   - publishes a tool_call event (CallEvent) before the call and a
+//     tool_result event (ResultEvent) after it, at the caller's path,
 //     labelled with llm.AgentFrom(ctx);
 //   - records the result in the node's journal (graph.Do, under
 //     "tool:<ID>"): when the node runs again — after an interrupt later in
@@ -105,7 +105,7 @@ func (c *Caller) Run(ctx context.Context, call Call, opts RunOptions) (Result, e
 		shown = nil
 	}
 	agent := llm.AgentFrom(ctx)
-	graph.Publish(ctx, graph.Event{Kind: graph.EventToolCall, Data: graph.ToolCall{Agent: agent, ID: call.ID, Name: call.Name, Args: shown}})
+	graph.Emit(ctx, CallEvent{Agent: agent, ID: call.ID, Name: call.Name, Args: shown})
 	var res Result
 	rec, err := graph.Do(ctx, "tool:"+call.ID, func(ctx context.Context) (callRecord, error) {
 		res = c.reg.Run(graph.WithScope(ctx, "tool:"+call.ID), call.Name, args, opts)
@@ -131,9 +131,7 @@ func (c *Caller) Run(ctx context.Context, call Call, opts RunOptions) (Result, e
 	if res.Status == 0 || err != nil { // replayed from the journal, or not recorded
 		res = rec.result(call.Name)
 	}
-	graph.Publish(ctx, graph.Event{Kind: graph.EventToolResult, Data: graph.ToolResult{
-		Agent: agent, ID: call.ID, Name: call.Name, Status: rec.Status, Output: rec.Text, Duration: rec.Duration,
-	}})
+	graph.Emit(ctx, ResultEvent{Agent: agent, ID: call.ID, Name: call.Name, Status: rec.Status, Output: rec.Text, Duration: rec.Duration})
 	return res, err
 }
 

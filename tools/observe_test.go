@@ -72,10 +72,10 @@ func toolEvents(t *testing.T, r *graph.Runnable, input []graph.Write, opts ...gr
 	for ev, err := range r.Stream(t.Context(), input, opts...) {
 		require.NoError(t, err)
 		switch d := ev.Data.(type) {
-		case graph.ToolCall:
-			out = append(out, toolEvent{Kind: ev.Kind.String(), Path: ev.Path, ID: d.ID, Name: d.Name, Output: string(d.Args)})
-		case graph.ToolResult:
-			out = append(out, toolEvent{Kind: ev.Kind.String(), Path: ev.Path, ID: d.ID, Name: d.Name, Status: d.Status, Output: d.Output})
+		case tools.CallEvent:
+			out = append(out, toolEvent{Kind: ev.Name(), Path: ev.Path, ID: d.ID, Name: d.Name, Output: string(d.Args)})
+		case tools.ResultEvent:
+			out = append(out, toolEvent{Kind: ev.Name(), Path: ev.Path, ID: d.ID, Name: d.Name, Status: d.Status, Output: d.Output})
 		}
 	}
 	return out

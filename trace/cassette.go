@@ -107,10 +107,10 @@ var _ llms.Model = (*Cassette)(nil)
 func NewCassette(rec *Recording) (*Cassette, error) {
 	c := &Cassette{rec: rec, byPath: map[string][]*cassetteCall{}, next: map[string]int{}}
 	for _, e := range rec.Events {
-		if e.Kind != graph.EventModelCall.String() {
+		if e.Kind != llm.EventModelCall {
 			continue
 		}
-		var mc graph.ModelCall
+		var mc llm.ModelCall
 		if err := json.Unmarshal(e.Payload, &mc); err != nil {
 			return nil, fmt.Errorf("trace: cassette of run %q: model call %d: %w", rec.Run.ID, e.Seq, err)
 		}

@@ -40,10 +40,10 @@ func TestRequestHashIsTheOneObserveRecords(t *testing.T) {
 	g.AddEdge("call", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
-	var recorded *graph.ModelCall
-	for ev, err := range r.Stream(t.Context(), graph.Input(), graph.Events(graph.EventModelCall)) {
+	var recorded *llm.ModelCall
+	for ev, err := range r.Stream(t.Context(), graph.Input(), graph.Events(graph.EventCustom), graph.CustomEvents(llm.EventModelCall)) {
 		require.NoError(t, err)
-		if mc, ok := ev.Data.(graph.ModelCall); ok {
+		if mc, ok := ev.Data.(llm.ModelCall); ok {
 			recorded = &mc
 		}
 	}

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // encodeEvent turns ev into a recorded event. It runs when the event is
 // emitted, so values that change later are encoded as they were.
 func encodeEvent(runID string, seq int64, ev graph.Event) Event {
 	out := Event{
-		RunID: runID, Seq: seq, Kind: ev.Kind.String(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
+		RunID: runID, Seq: seq, Kind: ev.Name(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
 		Attempt: ev.Attempt, Time: ev.Time, Duration: ev.Duration,
 	}
 	if ev.Err != nil {
@@ -28,21 +31,25 @@ func encodeEvent(runID string, seq int64, ev graph.Event) Event {
 	default:
 		data = ev.Data
 	}
-	if p, ok := data.(*graph.ModelCall); ok && p != nil {
+	if p, ok := data.(*llm.ModelCall); ok && p != nil {
 		data = *p
 	}
 	switch d := data.(type) {
 	case nil:
 		return out
-	case graph.ModelCall:
+	case llm.ModelCall:
 		out.Agent, out.Hash, out.Request, out.Response = d.Agent, d.Hash, d.Request, d.Response
 		d.Request, d.Response, d.Hash = nil, nil, ""
 		data = d
-	case graph.ToolCall:
+	case tools.CallEvent:
 		out.Agent = d.Agent
-	case graph.ToolResult:
+	case tools.ResultEvent:
 		out.Agent = d.Agent
-	case graph.AgentEvent:
+	case agentevent.Created:
+		out.Agent = d.Agent
+	case agentevent.Started:
+		out.Agent = d.Agent
+	case agentevent.Ended:
 		out.Agent = d.Agent
 	case error:
 		data = d.Error()
@@ -53,7 +60,7 @@ func encodeEvent(runID string, seq int64, ev graph.Event) Event {
 	}
 	out.Payload = raw
 	if out.Agent == "" && len(raw) > 0 && raw[0] == '{' {
-		// Payloads of packages graph does not know, such as window
+		// Payloads of packages trace does not know, such as window
 		// snapshots, may name their agent too.
 		var named struct {
 			Agent string `json:"agent"`

@@ -58,10 +58,11 @@ type RunInfo struct {
 type Event struct {
 	RunID string `json:"run_id"`
 	// Seq numbers the run's events from 1, in the order the run emitted
-	// them, counting those not recorded (RecorderConfig.Kinds): it is the
+	// them, counting those not recorded (RecorderConfig.Skip): it is the
 	// event id the server's streams use.
 	Seq int64 `json:"seq"`
-	// Kind is the graph.EventKind's name (node_end, model_call, ...).
+	// Kind is the event's name (graph.Event.Name): node_end, model_call,
+	// tool_result, ...
 	Kind    string    `json:"kind"`
 	Path    string    `json:"path"`
 	Node    string    `json:"node,omitempty"`
@@ -73,12 +74,12 @@ type Event struct {
 	// Agent is the agent the payload names, if any.
 	Agent string `json:"agent,omitempty"`
 	// Payload is the event's Data as JSON: the node names of a step, a
-	// task's writes, a graph.ModelCall (without request and response),
-	// graph.ToolCall, graph.ToolResult, graph.AgentEvent, a window
-	// snapshot, the interrupts, a run's status.
+	// task's writes, an llm.ModelCall (without request and response), a
+	// tools.CallEvent or ResultEvent, an agent event (agentevent), a
+	// window snapshot, the interrupts, a run's status.
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Error   string          `json:"error,omitempty"`
-	// Hash identifies a model call's request (graph.ModelCall.Hash);
+	// Hash identifies a model call's request (llm.ModelCall.Hash);
 	// Request and Response are the call's bodies.
 	Hash     string          `json:"hash,omitempty"`
 	Request  json.RawMessage `json:"request,omitempty"`

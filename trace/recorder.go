@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,9 +23,10 @@ const (
 
 // RecorderConfig configures a Recorder.
 type RecorderConfig struct {
-	// Kinds are the event kinds recorded (default: all). Events of other
-	// kinds still count in the sequence numbers.
-	Kinds graph.EventMask
+	// Skip names the events not recorded (graph.Event.Name: "values",
+	// "token", …); every other event is. Skipped events still count in
+	// the sequence numbers.
+	Skip []string
 	// Queue is how many events may wait to be written (default 4096); a
 	// run whose events come faster than the store takes them waits.
 	Queue int
@@ -63,9 +65,6 @@ type item struct {
 
 // NewRecorder returns a Recorder writing to store, and starts its writer.
 func NewRecorder(store Store, cfg RecorderConfig) *Recorder {
-	if cfg.Kinds == 0 {
-		cfg.Kinds = graph.AllEvents
-	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
@@ -323,7 +322,7 @@ func (rr *RunRecorder) Observe(ev graph.Event) {
 	}
 	seq := rr.seq
 	rr.mu.Unlock()
-	if !rr.r.cfg.Kinds.Has(ev.Kind) {
+	if slices.Contains(rr.r.cfg.Skip, ev.Name()) {
 		return
 	}
 	// Not under mu: a full queue must not hold up Finish.

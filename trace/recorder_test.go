@@ -13,6 +13,7 @@ import (
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/trace"
 	tracemem "github.com/coorflow/coorflow/trace/memory"
 )
@@ -77,7 +78,7 @@ func TestRecorderStoresEventsSnapshotsAndModelCalls(t *testing.T) {
 func TestRecorderKindsKeepTheSequence(t *testing.T) {
 	wf := calc{}.build(t, script())
 	store, err := record(t, wf, "run-1", "What is 2 + 3?",
-		trace.RecorderConfig{Kinds: graph.AllEvents &^ (1 << graph.EventToken) &^ (1 << graph.EventValues)})
+		trace.RecorderConfig{Skip: []string{llm.EventToken, graph.EventValues.String()}})
 	require.NoError(t, err)
 	all, err := store.Events(t.Context(), "run-1", trace.EventQuery{})
 	require.NoError(t, err)
@@ -262,4 +263,44 @@ func TestInputRoundTrip(t *testing.T) {
 	assert.ErrorIs(t, err, graph.ErrUnknownChannel)
 	_, err = trace.DecodeInput(r, nil)
 	assert.ErrorContains(t, err, "no recorded input")
+}
+
+// deployed is the payload of an event that a package above graph defines
+// and that neither graph nor trace knows.
+type deployed struct {
+	Agent   string `json:"agent"`
+	Service string `json:"service"`
+}
+
+func (deployed) EventName() string { return "deployed" }
+
+func TestRecorderKeepsANewEventUnderItsName(t *testing.T) {
+	g := graph.New("ship")
+	g.AddNode("release", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, deployed{Agent: "releaser", Service: "api"})
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "release")
+	g.AddEdge("release", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	s := tracemem.New()
+	rec := trace.NewRecorder(s, trace.RecorderConfig{Skip: []string{"values"}})
+	for _, err := range rec.Record(t.Context(), trace.RunInfo{ID: "r1", Graph: "ship"}, r.Stream(t.Context(), graph.Input())) {
+		require.NoError(t, err)
+	}
+	require.NoError(t, rec.Close(context.Background()))
+
+	evs := events(t, s, "r1", "deployed", false)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "ship/release", evs[0].Path)
+	assert.Equal(t, "releaser", evs[0].Agent, "the agent its payload names")
+	assert.JSONEq(t, `{"agent":"releaser","service":"api"}`, string(evs[0].Payload))
+
+	rec = trace.NewRecorder(s, trace.RecorderConfig{Skip: []string{"deployed"}})
+	for _, err := range rec.Record(t.Context(), trace.RunInfo{ID: "r2", Graph: "ship"}, r.Stream(t.Context(), graph.Input())) {
+		require.NoError(t, err)
+	}
+	require.NoError(t, rec.Close(context.Background()))
+	assert.Empty(t, events(t, s, "r2", "deployed", false), "skipped by name")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // ErrNotReplayable: the run did not start from an input (it resumed or
@@ -220,7 +221,7 @@ func replaySetup(r *graph.Runnable, run RunInfo, cfg replayConfig) ([]graph.Writ
 			return nil, nil, fmt.Errorf("trace: replay run %q: %w", run.ID, err)
 		}
 	}
-	opts := []graph.Option{graph.Events(graph.EventRunStart, graph.EventToolResult, graph.EventRunEnd, graph.EventError)}
+	opts := []graph.Option{graph.Events(graph.EventRunStart, graph.EventRunEnd, graph.EventError), graph.CustomEvents(tools.EventToolResult)}
 	if run.GraphThread != "" {
 		opts = append(opts, graph.Thread(run.GraphThread))
 	}
@@ -250,7 +251,7 @@ func (rep *Report) compare(cas *Cassette, got replayed, ignore map[string]bool) 
 				Call: x.call, Seq: x.seq, Want: x.hash})
 		}
 	}
-	rep.Divergences = append(rep.Divergences, compareTools(cas.rec.Events, got.tools)...)
+	rep.Divergences = append(rep.Divergences, compareTools(cas.rec.Events, got.results)...)
 	if rep.Status != run.Status {
 		rep.Divergences = append(rep.Divergences, Divergence{Kind: DivergedStatus, Want: run.Status, Got: rep.Status, Detail: rep.Error})
 	}
@@ -261,10 +262,10 @@ func (rep *Report) compare(cas *Cassette, got replayed, ignore map[string]bool) 
 
 // replayed is what a replay's events tell.
 type replayed struct {
-	root   string
-	status string
-	state  json.RawMessage
-	tools  map[string]graph.ToolResult // by path and call id
+	root    string
+	status  string
+	state   json.RawMessage
+	results map[string]tools.ResultEvent // tool results, by path and call id
 }
 
 func (g *replayed) observe(ev graph.Event) {
@@ -280,25 +281,25 @@ func (g *replayed) observe(ev graph.Event) {
 			}
 			g.state, _ = json.Marshal(ev.State)
 		}
-	case graph.EventToolResult:
-		if tr, ok := ev.Data.(graph.ToolResult); ok {
-			if g.tools == nil {
-				g.tools = map[string]graph.ToolResult{}
+	case graph.EventCustom:
+		if tr, ok := ev.Data.(tools.ResultEvent); ok {
+			if g.results == nil {
+				g.results = map[string]tools.ResultEvent{}
 			}
-			g.tools[ev.Path+"|"+tr.ID] = tr
+			g.results[ev.Path+"|"+tr.ID] = tr
 		}
 	}
 }
 
 // compareTools reports the recorded tool calls that the replay also made
 // (same path, same call id) and that answered otherwise.
-func compareTools(recorded []Event, got map[string]graph.ToolResult) []Divergence {
+func compareTools(recorded []Event, got map[string]tools.ResultEvent) []Divergence {
 	var out []Divergence
 	for _, e := range recorded {
-		if e.Kind != graph.EventToolResult.String() {
+		if e.Kind != tools.EventToolResult {
 			continue
 		}
-		var want graph.ToolResult
+		var want tools.ResultEvent
 		if json.Unmarshal(e.Payload, &want) != nil {
 			continue
 		}

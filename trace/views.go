@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // ErrAgentNotFound: a run has no agent of that id.
@@ -142,9 +145,9 @@ type ToolCallEntry struct {
 // viewKinds are the kinds of event the views are built from.
 var viewKinds = []string{
 	graph.EventRunStart.String(), graph.EventStepStart.String(), graph.EventNodeStart.String(), graph.EventNodeEnd.String(),
-	graph.EventAgentCreated.String(), graph.EventAgentStart.String(), graph.EventAgentEnd.String(),
-	graph.EventModelCall.String(), graph.EventSnapshot.String(), graph.EventToolCall.String(),
-	graph.EventToolResult.String(), graph.EventWarning.String(),
+	agentevent.EventCreated, agentevent.EventStart, agentevent.EventEnd,
+	llm.EventModelCall, agentevent.EventSnapshot, tools.EventToolCall,
+	tools.EventToolResult, agentevent.EventWarning,
 }
 
 // LoadTimeline reads run id from s and builds its Timeline.
@@ -178,7 +181,7 @@ func LoadAgent(ctx context.Context, s Store, id string, agentID int64) (AgentDet
 	if a == nil {
 		return AgentDetail{}, fmt.Errorf("%w: run %q has no agent %d", ErrAgentNotFound, id, agentID)
 	}
-	calls, err := s.Events(ctx, id, EventQuery{Kinds: []string{graph.EventModelCall.String()}, Path: a.sum.Path,
+	calls, err := s.Events(ctx, id, EventQuery{Kinds: []string{llm.EventModelCall}, Path: a.sum.Path,
 		After: a.first - 1, Until: a.last, Bodies: true})
 	if err != nil {
 		return AgentDetail{}, err
@@ -205,7 +208,7 @@ func BuildAgent(run RunInfo, events []Event, agentID int64) (AgentDetail, bool) 
 	}
 	bodies := map[int64]Event{}
 	for _, e := range a.events {
-		if e.Kind == graph.EventModelCall.String() && e.Response != nil {
+		if e.Kind == llm.EventModelCall && e.Response != nil {
 			bodies[e.Seq] = e
 		}
 	}
@@ -283,32 +286,32 @@ func (ix *indexed) add(e Event) {
 		if depth1 {
 			ix.nodeEnd(label, e)
 		}
-	case graph.EventAgentCreated.String():
-		var ae graph.AgentEvent
+	case agentevent.EventCreated:
+		var ae agentevent.Info
 		_ = json.Unmarshal(e.Payload, &ae)
 		n := ix.node(label, e)
 		n.Created = append(n.Created, ae.Agent)
-	case graph.EventAgentStart.String():
+	case agentevent.EventStart:
 		a := ix.open[e.Path]
 		if a == nil || a.started {
 			a = ix.newAgent(label, e)
 		}
 		a.started = true
 		a.attach(e)
-	case graph.EventAgentEnd.String():
+	case agentevent.EventEnd:
 		a := ix.open[e.Path]
 		if a == nil {
 			a = ix.newAgent(label, e)
 		}
 		a.attach(e)
 		delete(ix.open, e.Path)
-	case graph.EventModelCall.String(), graph.EventSnapshot.String(), graph.EventToolCall.String(), graph.EventToolResult.String():
+	case llm.EventModelCall, agentevent.EventSnapshot, tools.EventToolCall, tools.EventToolResult:
 		a := ix.owner(e.Path)
 		if a == nil {
 			a = ix.newAgent(label, e)
 		}
 		a.attach(e)
-	case graph.EventWarning.String():
+	case agentevent.EventWarning:
 		if a := ix.owner(e.Path); a != nil {
 			a.attach(e)
 		}
@@ -437,15 +440,15 @@ func (a *agentEntry) attach(e Event) {
 	a.events = append(a.events, e)
 	a.last = e.Seq
 	switch e.Kind {
-	case graph.EventAgentStart.String():
-		var ae graph.AgentEvent
+	case agentevent.EventStart:
+		var ae agentevent.Info
 		_ = json.Unmarshal(e.Payload, &ae)
 		if ae.Agent != "" {
 			a.sum.Name = ae.Agent
 		}
 		a.sum.Run = ae.Run
-	case graph.EventAgentEnd.String():
-		var ae graph.AgentEvent
+	case agentevent.EventEnd:
+		var ae agentevent.Info
 		_ = json.Unmarshal(e.Payload, &ae)
 		a.ended, a.sum.Status = true, ItemDone
 		a.sum.Summary = summarize(ae.Output)
@@ -454,15 +457,15 @@ func (a *agentEntry) attach(e Event) {
 		}
 		t := e.Time
 		a.sum.End = &t
-	case graph.EventModelCall.String():
-		var mc graph.ModelCall
+	case llm.EventModelCall:
+		var mc llm.ModelCall
 		_ = json.Unmarshal(e.Payload, &mc)
 		a.sum.ModelCalls++
 		a.sum.PromptTokens += mc.PromptTokens
 		a.sum.CompletionTokens += mc.CompletionTokens
-	case graph.EventSnapshot.String():
+	case agentevent.EventSnapshot:
 		a.sum.Snapshots++
-	case graph.EventToolCall.String():
+	case tools.EventToolCall:
 		a.sum.ToolCalls++
 	}
 }
@@ -512,30 +515,30 @@ type recordedResponse []struct {
 // request and response, by Seq.
 func (a *agentEntry) detail(bodies map[int64]Event) AgentDetail {
 	d := AgentDetail{AgentSummary: a.sum, Snapshots: []SnapshotEntry{}, ModelCalls: []ModelCallEntry{}, ToolCalls: []ToolCallEntry{}}
-	tools := map[string]int{} // tool call id -> index in d.ToolCalls
+	calls := map[string]int{} // tool call id -> index in d.ToolCalls
 	for _, e := range a.events {
 		switch e.Kind {
-		case graph.EventAgentStart.String():
-			var ae graph.AgentEvent
+		case agentevent.EventStart:
+			var ae agentevent.Info
 			_ = json.Unmarshal(e.Payload, &ae)
 			d.Role, d.Tier, d.Tools, d.Task = ae.Role, ae.Tier, ae.Tools, ae.Task
-		case graph.EventAgentEnd.String():
-			var ae graph.AgentEvent
+		case agentevent.EventEnd:
+			var ae agentevent.Info
 			_ = json.Unmarshal(e.Payload, &ae)
 			d.Output, d.Error = ae.Output, ae.Err
-		case graph.EventSnapshot.String():
+		case agentevent.EventSnapshot:
 			d.Snapshots = append(d.Snapshots, SnapshotEntry{Seq: e.Seq, Time: e.Time, Snapshot: e.Payload})
-		case graph.EventModelCall.String():
+		case llm.EventModelCall:
 			d.ModelCalls = append(d.ModelCalls, modelCallEntry(e, bodies[e.Seq]))
-		case graph.EventToolCall.String():
-			var tc graph.ToolCall
+		case tools.EventToolCall:
+			var tc tools.CallEvent
 			_ = json.Unmarshal(e.Payload, &tc)
-			tools[tc.ID] = len(d.ToolCalls)
+			calls[tc.ID] = len(d.ToolCalls)
 			d.ToolCalls = append(d.ToolCalls, ToolCallEntry{ID: tc.ID, Name: tc.Name, Args: tc.Args, Seq: e.Seq})
-		case graph.EventToolResult.String():
-			var tr graph.ToolResult
+		case tools.EventToolResult:
+			var tr tools.ResultEvent
 			_ = json.Unmarshal(e.Payload, &tr)
-			i, ok := tools[tr.ID]
+			i, ok := calls[tr.ID]
 			if !ok {
 				i = len(d.ToolCalls)
 				d.ToolCalls = append(d.ToolCalls, ToolCallEntry{ID: tr.ID, Name: tr.Name, Seq: e.Seq})
@@ -543,7 +546,7 @@ func (a *agentEntry) detail(bodies map[int64]Event) AgentDetail {
 			tc := &d.ToolCalls[i]
 			tc.Status, tc.Output, tc.ResultSeq = tr.Status, tr.Output, e.Seq
 			tc.DurationMS = float64(tr.Duration) / float64(time.Millisecond)
-		case graph.EventWarning.String():
+		case agentevent.EventWarning:
 			var s string
 			if json.Unmarshal(e.Payload, &s) != nil {
 				s = string(e.Payload)
@@ -562,7 +565,7 @@ func (a *agentEntry) detail(bodies map[int64]Event) AgentDetail {
 }
 
 func modelCallEntry(e, body Event) ModelCallEntry {
-	var mc graph.ModelCall
+	var mc llm.ModelCall
 	_ = json.Unmarshal(e.Payload, &mc)
 	m := ModelCallEntry{
 		Seq: e.Seq, Time: e.Time, Path: e.Path, Model: mc.Model, Tier: mc.Tier, PromptTokens: mc.PromptTokens,

@@ -8,7 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -100,13 +103,18 @@ func TestAgentDetailOfARecordedRun(t *testing.T) {
 }
 
 // synthetic builds recorded events of run "r" from (kind, path, step,
-// payload) tuples, numbered from 1.
+// payload) tuples, numbered from 1: a kind is a graph.EventKind or the
+// recorded name of a custom event.
 func synthetic(t *testing.T, specs ...any) []trace.Event {
 	t.Helper()
 	require.Zero(t, len(specs)%4)
 	var out []trace.Event
 	for i := 0; i < len(specs); i += 4 {
-		e := trace.Event{RunID: "r", Seq: int64(i/4 + 1), Kind: specs[i].(graph.EventKind).String(), Path: specs[i+1].(string),
+		kind, ok := specs[i].(string)
+		if !ok {
+			kind = specs[i].(graph.EventKind).String()
+		}
+		e := trace.Event{RunID: "r", Seq: int64(i/4 + 1), Kind: kind, Path: specs[i+1].(string),
 			Step: specs[i+2].(int), Time: time.Unix(int64(i), 0).UTC()}
 		if p := specs[i+3]; p != nil {
 			raw, err := json.Marshal(p)
@@ -129,24 +137,24 @@ func TestTimelineAttributesEventsToAgents(t *testing.T) {
 		graph.EventRunStart, "wf", 0, nil,
 		graph.EventNodeStart, "wf/plan", 0, nil,
 		// A model call without an agent start: an agent of its own.
-		graph.EventModelCall, "wf/plan", 0, graph.ModelCall{Agent: "planner", PromptTokens: 10, CompletionTokens: 5},
+		"model_call", "wf/plan", 0, llm.ModelCall{Agent: "planner", PromptTokens: 10, CompletionTokens: 5},
 		graph.EventNodeEnd, "wf/plan", 0, nil,
 		graph.EventNodeStart, "wf/team", 1, nil,
-		graph.EventAgentCreated, "wf/team", 1, graph.AgentEvent{Agent: "researcher"},
+		"agent_created", "wf/team", 1, agentevent.Info{Agent: "researcher"},
 		// A snapshot just before the agent's start belongs to it.
-		graph.EventSnapshot, "wf/team/step:s1/agent:researcher", 1, map[string]any{"agent": "researcher"},
-		graph.EventAgentStart, "wf/team/step:s1/agent:researcher", 1, graph.AgentEvent{Agent: "researcher", Run: "s1"},
+		"snapshot", "wf/team/step:s1/agent:researcher", 1, map[string]any{"agent": "researcher"},
+		"agent_start", "wf/team/step:s1/agent:researcher", 1, agentevent.Info{Agent: "researcher", Run: "s1"},
 		// A tool call below the agent's path is the agent's.
-		graph.EventToolCall, "wf/team/step:s1/agent:researcher/tool:c1", 1, graph.ToolCall{ID: "c1", Name: "search"},
-		graph.EventAgentStart, "wf/team/step:s2/agent:coder", 1, graph.AgentEvent{Agent: "coder", Run: "s2"},
-		graph.EventAgentEnd, "wf/team/step:s2/agent:coder", 1, graph.AgentEvent{Agent: "coder", Err: "tool broke\nstack"},
-		graph.EventAgentEnd, "wf/team/step:s1/agent:researcher", 1, graph.AgentEvent{Agent: "researcher", Output: "found it"},
+		"tool_call", "wf/team/step:s1/agent:researcher/tool:c1", 1, tools.CallEvent{ID: "c1", Name: "search"},
+		"agent_start", "wf/team/step:s2/agent:coder", 1, agentevent.Info{Agent: "coder", Run: "s2"},
+		"agent_end", "wf/team/step:s2/agent:coder", 1, agentevent.Info{Agent: "coder", Err: "tool broke\nstack"},
+		"agent_end", "wf/team/step:s1/agent:researcher", 1, agentevent.Info{Agent: "researcher", Output: "found it"},
 		// The same agent path in a later step is another run of it.
 		graph.EventNodeStart, "wf/team", 2, nil,
-		graph.EventAgentStart, "wf/team/step:s1/agent:researcher", 2, graph.AgentEvent{Agent: "researcher", Run: "s1#2"},
+		"agent_start", "wf/team/step:s1/agent:researcher", 2, agentevent.Info{Agent: "researcher", Run: "s1#2"},
 		// Inside a subgraph, agents belong to the top-level node.
 		graph.EventNodeStart, "wf/sub", 2, nil,
-		graph.EventAgentStart, "wf/sub/inner/agent:critic", 2, graph.AgentEvent{Agent: "critic"},
+		"agent_start", "wf/sub/inner/agent:critic", 2, agentevent.Info{Agent: "critic"},
 	)
 	tl := trace.BuildTimeline(run, evs)
 	type row struct {

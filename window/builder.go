@@ -46,8 +46,8 @@ type Request struct {
 type Result struct {
 	// Messages are what to send.
 	Messages []llms.MessageContent
-	// Snapshot says what went in, and was published as a
-	// graph.EventSnapshot.
+	// Snapshot says what went in, and was published as a snapshot
+	// event.
 	Snapshot Snapshot
 	// Compacted holds, by part name, the new messages of conversation
 	// parts that were changed for good — tool results offloaded, older
@@ -67,7 +67,7 @@ type Result struct {
 // thresholds of a part's policies measure the window of the parts of its
 // priority or higher: a lower-priority part is left out before a more
 // important one is compressed. The snapshot is published on ctx as a
-// graph.EventSnapshot.
+// snapshot event (graph.Emit).
 //
 // A failing Offloader or summarizer does not fail the call: the policy is
 // skipped (or the summary is an extract) and the snapshot says so. Errors

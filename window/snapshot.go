@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/store/board"
 )
@@ -25,7 +26,8 @@ const (
 
 // Snapshot is what one model call saw: each part with its tokens, what
 // was left out or cut and why, and the policies applied. It encodes to
-// JSON for the run viewer and is published as a graph.EventSnapshot.
+// JSON for the run viewer and is published as the payload of a snapshot
+// event (agentevent.EventSnapshot).
 type Snapshot struct {
 	// Agent is the caller's label (Request.Agent, or llm.AgentFrom).
 	Agent string    `json:"agent,omitempty"`
@@ -104,6 +106,9 @@ func (s Snapshot) PoliciesOf(p Policy) []Applied {
 	return out
 }
 
+// EventName names the event of a snapshot: "snapshot".
+func (Snapshot) EventName() string { return agentevent.EventSnapshot }
+
 // clone returns a copy that shares nothing mutable with s.
 func (s Snapshot) clone() Snapshot {
 	s.Parts = slices.Clone(s.Parts)
@@ -116,7 +121,7 @@ func (s Snapshot) clone() Snapshot {
 
 // publish sends a copy of s to the run's stream, if anyone listens.
 func publish(ctx context.Context, s Snapshot) {
-	if graph.Wants(ctx, graph.EventSnapshot) {
-		graph.Publish(ctx, graph.Event{Kind: graph.EventSnapshot, Data: s.clone()})
+	if graph.Wants(ctx, agentevent.EventSnapshot) {
+		graph.Emit(ctx, s.clone())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/window"
@@ -41,13 +42,13 @@ func TestSnapshotIsPublishedAsAnEvent(t *testing.T) {
 	require.NoError(t, err)
 
 	var events []graph.Event
-	for ev, err := range run.Stream(t.Context(), nil, graph.Events(graph.EventSnapshot)) {
+	for ev, err := range run.Stream(t.Context(), nil, graph.Events(graph.EventCustom), graph.CustomEvents(agentevent.EventSnapshot)) {
 		require.NoError(t, err)
 		events = append(events, ev)
 	}
 	require.Len(t, events, 1)
 	ev := events[0]
-	assert.Equal(t, graph.EventSnapshot, ev.Kind)
+	assert.Equal(t, agentevent.EventSnapshot, ev.Name())
 	assert.Equal(t, "research/researcher/agent:researcher-1", ev.Path)
 	assert.Equal(t, "researcher", ev.Node)
 	snap, ok := ev.Data.(window.Snapshot)

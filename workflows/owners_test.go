@@ -36,7 +36,7 @@ func TestOneCompiledWorkflowKeepsEachRunOwnersMetaPromptsApart(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, owner := range []string{"alice", "bob"} {
-		as := graph.WithRuntime(map[string]any{graph.RuntimeOwner: owner})
+		as := graph.WithRuntime(map[string]any{store.RuntimeOwner: owner})
 		for _, err := range r.Stream(t.Context(), graph.Input(nodes.Input.Set("Compare two engines please")), graph.Thread(owner), as) {
 			require.NoError(t, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
@@ -28,7 +29,7 @@ func warningsOfAWrite(t *testing.T, s store.Store) []graph.Event {
 	r, err := g.Compile()
 	require.NoError(t, err)
 	var events []graph.Event
-	for ev, err := range r.Stream(t.Context(), nil, graph.Events(graph.EventWarning)) {
+	for ev, err := range r.Stream(t.Context(), nil, graph.Events(graph.EventCustom), graph.CustomEvents(agentevent.EventWarning)) {
 		require.NoError(t, err)
 		events = append(events, ev)
 	}
@@ -48,8 +49,8 @@ func TestALargeAlwaysLoadedItemIsAWarningInTheRun(t *testing.T) {
 			events := warningsOfAWrite(t, s)
 			require.Len(t, events, 1)
 			assert.Equal(t, "warn/write", events[0].Path)
-			assert.Equal(t, board.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: board.TriggerAlways,
-				Size: board.DefaultWarnSize + 1, Limit: board.DefaultWarnSize}, events[0].Data)
+			assert.Equal(t, agentevent.Warning{Value: board.Warning{Owner: "acme", Path: "project/big", Revision: 1, Trigger: board.TriggerAlways,
+				Size: board.DefaultWarnSize + 1, Limit: board.DefaultWarnSize}}, events[0].Data)
 		})
 	}
 	_, err := given.Get(t.Context(), "acme", "project/big")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -43,16 +44,16 @@ func TestAToolNodeJournalsItsCallAndReportsIt(t *testing.T) {
 	in, err := f.Input(r, "topic", "graphs")
 	require.NoError(t, err)
 
-	var calls []graph.ToolCall
-	var results []graph.ToolResult
+	var calls []tools.CallEvent
+	var results []tools.ResultEvent
 	var paths []string
 	for ev, err := range r.Stream(t.Context(), in, graph.Thread("t")) {
 		require.NoError(t, err)
 		switch d := ev.Data.(type) {
-		case graph.ToolCall:
-			calls, paths = append(calls, d), append(paths, ev.Kind.String()+" "+ev.Path)
-		case graph.ToolResult:
-			results, paths = append(results, d), append(paths, ev.Kind.String()+" "+ev.Path)
+		case tools.CallEvent:
+			calls, paths = append(calls, d), append(paths, ev.Name()+" "+ev.Path)
+		case tools.ResultEvent:
+			results, paths = append(results, d), append(paths, ev.Name()+" "+ev.Path)
 		}
 	}
 	assert.Equal(t, []string{"tool_call review_loop/write", "tool_result review_loop/write"}, paths)

@@ -27,6 +27,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/server"
 )
@@ -89,9 +90,9 @@ func workflow(n int, model llms.Model, counts *nodeRuns) (*graph.Runnable, []str
 			if err != nil {
 				return graph.Command{}, err
 			}
-			graph.Publish(ctx, graph.Event{Kind: graph.EventModelCall, Data: graph.ModelCall{
+			graph.Emit(ctx, llm.ModelCall{
 				Model: "scripted", Tier: "basic", PromptTokens: 8, CompletionTokens: len(resp.Choices[0].Content), Duration: time.Since(start),
-			}})
+			})
 			return graph.Update(graph.AppendTo(logKey, name), countKey.Set(1)), nil
 		})
 		if i == 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/trace"
 	tsqlite "github.com/coorflow/coorflow/trace/sqlite"
 )
@@ -96,7 +96,7 @@ run it on new input: coorflow run `+out+" --input '…'\n", stdout)
 	traces, err := tsqlite.Open(t.Context(), c.db)
 	require.NoError(t, err)
 	defer traces.Close()
-	calls, err := traces.Events(t.Context(), prod, trace.EventQuery{Kinds: []string{graph.EventModelCall.String()}, Bodies: true})
+	calls, err := traces.Events(t.Context(), prod, trace.EventQuery{Kinds: []string{llm.EventModelCall}, Bodies: true})
 	require.NoError(t, err)
 	require.Len(t, calls, 4)
 	for _, call := range calls {

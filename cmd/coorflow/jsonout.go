@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
 )
 
@@ -41,21 +42,14 @@ func newJSONPrinter(r *runner) *jsonPrinter {
 	return &jsonPrinter{r: r, enc: json.NewEncoder(r.app.stdout)}
 }
 
-func (p *jsonPrinter) kinds() []graph.EventKind {
-	var out []graph.EventKind
-	for k := graph.EventRunStart; k.String() != "unknown"; k++ {
-		if k != graph.EventToken || p.r.flags.stream {
-			out = append(out, k)
-		}
-	}
-	return out
-}
+// shows: every event, the tokens only with --stream.
+func (p *jsonPrinter) shows(name string) bool { return name != llm.EventToken || p.r.flags.stream }
 
 func (p *jsonPrinter) begin() {}
 
 func (p *jsonPrinter) event(ev graph.Event) {
 	p.id++
-	out := server.Event{ID: p.id, RunID: p.r.runID, Kind: ev.Kind.String(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
+	out := server.Event{ID: p.id, RunID: p.r.runID, Kind: ev.Name(), Path: ev.Path, Node: ev.Node, Step: ev.Step,
 		Attempt: ev.Attempt, Time: ev.Time, Data: ev.Data}
 	for _, w := range ev.Writes {
 		out.Writes = append(out.Writes, server.Write{Channel: w.Channel(), Value: w.Value()})

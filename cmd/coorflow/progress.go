@@ -9,15 +9,19 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // printer shows a run as it goes.
 type printer interface {
-	// kinds are the events it wants.
-	kinds() []graph.EventKind
+	// shows reports whether it shows the events of that name
+	// (graph.Event.Name).
+	shows(name string) bool
 	begin()
 	event(ev graph.Event)
 	// question shows a question before its answer is read.
@@ -50,14 +54,15 @@ func newTextPrinter(r *runner) *textPrinter {
 	return &textPrinter{r: r, w: r.app.stdout, steps: map[string]string{}, built: map[string]bool{}}
 }
 
-func (p *textPrinter) kinds() []graph.EventKind {
-	k := []graph.EventKind{graph.EventRunStart, graph.EventNodeStart, graph.EventNodeEnd, graph.EventUpdate, graph.EventStepEnd,
-		graph.EventAgentCreated, graph.EventAgentStart, graph.EventAgentEnd, graph.EventToolResult, graph.EventWarning, graph.EventModelCall,
-		graph.EventInterrupt, graph.EventRunEnd, graph.EventError}
-	if p.r.flags.stream {
-		k = append(k, graph.EventToken)
-	}
-	return k
+// textShown are the events a textPrinter shows, tokens aside.
+var textShown = []string{
+	graph.EventRunStart.String(), graph.EventNodeStart.String(), graph.EventNodeEnd.String(), graph.EventUpdate.String(),
+	graph.EventStepEnd.String(), agentevent.EventCreated, agentevent.EventStart, agentevent.EventEnd, tools.EventToolResult,
+	agentevent.EventWarning, llm.EventModelCall, graph.EventInterrupt.String(), graph.EventRunEnd.String(), graph.EventError.String(),
+}
+
+func (p *textPrinter) shows(name string) bool {
+	return slices.Contains(textShown, name) || (name == llm.EventToken && p.r.flags.stream)
 }
 
 func (p *textPrinter) begin() {
@@ -107,38 +112,8 @@ func (p *textPrinter) event(ev graph.Event) {
 		p.updated(ev)
 	case graph.EventStepEnd:
 		p.flush()
-	case graph.EventAgentCreated:
-		a, _ := ev.Data.(graph.AgentEvent)
-		p.built[a.Agent] = true
-		p.line(ev.Path+"/agent", fmt.Sprintf("+ %s  built: tier %s, tools %s — %s", a.Agent, a.Tier, orNone(a.Tools), oneLine(a.Summary, 100)))
-	case graph.EventAgentStart:
-		a, _ := ev.Data.(graph.AgentEvent)
-		p.line(ev.Path, fmt.Sprintf("▶ %s%s", runLabel(a), p.stepTitle(a.Run)))
-	case graph.EventAgentEnd:
-		a, _ := ev.Data.(graph.AgentEvent)
-		if a.Err != "" {
-			p.line(ev.Path, fmt.Sprintf("✗ %s  %s", runLabel(a), oneLine(a.Err, 160)))
-			return
-		}
-		p.line(ev.Path, fmt.Sprintf("✓ %s  %s", runLabel(a), answerSummary(a.Output)))
-	case graph.EventModelCall:
-		// The factory's stages, which have no agent events of their own.
-		c, _ := ev.Data.(graph.ModelCall)
-		stage, name, ok := strings.Cut(c.Agent, ":")
-		if !ok || (stage != "builder" && stage != "metaprompt") {
-			return
-		}
-		what := map[string]string{"builder": "build %s: chose its tier, tools and brief", "metaprompt": "meta-prompt %s: wrote its system prompt"}[stage]
-		if c.Err != "" {
-			p.line(ev.Path, fmt.Sprintf("✗ "+what+": %s", name, oneLine(c.Err, 120)))
-			return
-		}
-		p.line(ev.Path, "· "+fmt.Sprintf(what, name))
-	case graph.EventToolResult:
-		t, _ := ev.Data.(graph.ToolResult)
-		p.line(ev.Path+"/tool", fmt.Sprintf("· %s %s %s", t.Name, t.Status, t.Duration.Round(time.Millisecond)))
-	case graph.EventWarning:
-		p.line(ev.Path, fmt.Sprintf("! %v", ev.Data))
+	case graph.EventCustom:
+		p.custom(ev)
 	case graph.EventInterrupt:
 		ins, _ := ev.Data.([]graph.InterruptInfo)
 		for _, in := range ins {
@@ -150,14 +125,46 @@ func (p *textPrinter) event(ev graph.Event) {
 				}
 			}
 		}
-	case graph.EventToken:
-		text, _ := ev.Data.(string)
+	}
+}
+
+// custom prints the events of agents, tools and models.
+func (p *textPrinter) custom(ev graph.Event) {
+	switch d := ev.Data.(type) {
+	case agentevent.Created:
+		p.built[d.Agent] = true
+		p.line(ev.Path+"/agent", fmt.Sprintf("+ %s  built: tier %s, tools %s — %s", d.Agent, d.Tier, orNone(d.Tools), oneLine(d.Summary, 100)))
+	case agentevent.Started:
+		p.line(ev.Path, fmt.Sprintf("▶ %s%s", runLabel(d.Agent, d.Run), p.stepTitle(d.Run)))
+	case agentevent.Ended:
+		if d.Err != "" {
+			p.line(ev.Path, fmt.Sprintf("✗ %s  %s", runLabel(d.Agent, d.Run), oneLine(d.Err, 160)))
+			return
+		}
+		p.line(ev.Path, fmt.Sprintf("✓ %s  %s", runLabel(d.Agent, d.Run), answerSummary(d.Output)))
+	case llm.ModelCall:
+		// The factory's stages, which have no agent events of their own.
+		stage, name, ok := strings.Cut(d.Agent, ":")
+		if !ok || (stage != "builder" && stage != "metaprompt") {
+			return
+		}
+		what := map[string]string{"builder": "build %s: chose its tier, tools and brief", "metaprompt": "meta-prompt %s: wrote its system prompt"}[stage]
+		if d.Err != "" {
+			p.line(ev.Path, fmt.Sprintf("✗ "+what+": %s", name, oneLine(d.Err, 120)))
+			return
+		}
+		p.line(ev.Path, "· "+fmt.Sprintf(what, name))
+	case tools.ResultEvent:
+		p.line(ev.Path+"/tool", fmt.Sprintf("· %s %s %s", d.Name, d.Status, d.Duration.Round(time.Millisecond)))
+	case agentevent.Warning:
+		p.line(ev.Path, fmt.Sprintf("! %v", d))
+	case llm.Token:
 		if ev.Path != p.tokenPath {
 			p.endTokens()
 			fmt.Fprintf(p.w, "        [%s] ", agentOf(ev.Path))
 			p.tokenPath = ev.Path
 		}
-		fmt.Fprint(p.w, text)
+		fmt.Fprint(p.w, string(d))
 	}
 }
 
@@ -443,11 +450,11 @@ func agentOf(path string) string {
 }
 
 // runLabel names one run of an agent: its step and name.
-func runLabel(a graph.AgentEvent) string {
-	if a.Run == "" {
-		return a.Agent
+func runLabel(agent, run string) string {
+	if run == "" {
+		return agent
 	}
-	return a.Run + " " + a.Agent
+	return run + " " + agent
 }
 
 // answerSummary shows a step's JSON answer as its confidence and summary.

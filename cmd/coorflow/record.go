@@ -8,30 +8,15 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/trace"
 )
 
-// recordedKinds are the events a run records: all but tokens (the model
+// notRecorded are the events a run does not record: tokens (the model
 // calls hold the whole answers) and the state after every step (the final
-// state is in the run's index entry).
-func recordedKinds() []graph.EventKind {
-	var out []graph.EventKind
-	for k := graph.EventRunStart; k.String() != "unknown"; k++ {
-		if k != graph.EventToken && k != graph.EventValues {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// recordedMask is recordedKinds as a mask.
-func recordedMask() graph.EventMask {
-	var m graph.EventMask
-	for _, k := range recordedKinds() {
-		m |= graph.EventMask(1) << k
-	}
-	return m
-}
+// state is in the run's index entry). It records every other event.
+var notRecorded = []string{llm.EventToken, graph.EventValues.String()}
 
 func newRunID() string {
 	b := make([]byte, 4)
@@ -47,7 +32,7 @@ func (a *app) newRecorder(ctx context.Context, d *db) *trace.Recorder {
 		a.notice("runs are not recorded: %v", err)
 		return nil
 	}
-	return trace.NewRecorder(traces, trace.RecorderConfig{Kinds: recordedMask(), Logger: slog.New(slog.NewTextHandler(a.stderr, nil))})
+	return trace.NewRecorder(traces, trace.RecorderConfig{Skip: notRecorded, Logger: slog.New(slog.NewTextHandler(a.stderr, nil))})
 }
 
 // closeRecorder writes what rec still holds, even after Ctrl-C.
@@ -71,7 +56,7 @@ func (r *runner) beginRecording(ctx context.Context, id, start string, input []g
 	}
 	info := trace.RunInfo{
 		ID: id, Thread: r.thread, GraphThread: r.thread, Workflow: r.wf.ref, Graph: r.r.Name(), Owner: r.flags.owner,
-		Start: start, Runtime: map[string]string{graph.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id},
+		Start: start, Runtime: map[string]string{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id},
 	}
 	if input != nil {
 		in, err := trace.EncodeInput(input)

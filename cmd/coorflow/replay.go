@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/coorflow/coorflow/agentevent"
 	cmemory "github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
@@ -185,9 +186,9 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 	built, used := map[string]bool{}, map[string]bool{}
 	for _, e := range rec.Events {
 		switch e.Kind {
-		case graph.EventAgentCreated.String():
+		case agentevent.EventCreated:
 			built[e.Agent] = true
-		case graph.EventAgentStart.String():
+		case agentevent.EventStart:
 			used[e.Agent] = true
 		}
 	}
@@ -213,10 +214,10 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 // by a file's scripted demo model.
 func ranOnDemo(rec *trace.Recording) bool {
 	for _, e := range rec.Events {
-		if e.Kind != graph.EventModelCall.String() {
+		if e.Kind != llm.EventModelCall {
 			continue
 		}
-		var mc graph.ModelCall
+		var mc llm.ModelCall
 		if json.Unmarshal(e.Payload, &mc) == nil {
 			return mc.Model == "demo"
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -314,17 +315,31 @@ func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Opt
 	}
 }
 
+// streamed are the options that make a run yield the events that p shows
+// or that are recorded: those are all but the state after every step and
+// the tokens, unless p shows them, so that the models are asked to stream
+// only when somebody reads.
+func streamed(p printer) []graph.Option {
+	var kinds []graph.EventKind
+	for k := graph.EventRunStart; k.String() != "unknown"; k++ {
+		if k != graph.EventValues || p.shows(k.String()) {
+			kinds = append(kinds, k)
+		}
+	}
+	opts := []graph.Option{graph.Events(kinds...)}
+	if !p.shows(llm.EventToken) {
+		opts = append(opts, graph.SkipCustomEvents(llm.EventToken))
+	}
+	return opts
+}
+
 // stream runs the graph once, to its end or to an interrupt, and records
 // it as a run (start says how it starts).
 func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
 	out := outcome{status: graph.StatusDone}
-	shown := map[graph.EventKind]bool{}
-	for _, k := range p.kinds() {
-		shown[k] = true
-	}
 	id := newRunID()
-	opts = append(opts, graph.Events(append(p.kinds(), recordedKinds()...)...),
-		graph.WithRuntime(map[string]any{graph.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	opts = append(opts, streamed(p)...)
+	opts = append(opts, graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
 	rr := r.beginRecording(ctx, id, start, input)
 	r.runID = rr.ID()
 	var runErr error
@@ -335,7 +350,7 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 			runErr = err
 			return out, err
 		}
-		if shown[ev.Kind] {
+		if p.shows(ev.Name()) {
 			p.event(ev)
 		}
 		switch ev.Kind {

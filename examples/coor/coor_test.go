@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
@@ -32,10 +33,10 @@ func TestTheCoorExampleRunsOfflineFromRequestToReport(t *testing.T) {
 	var final graph.State
 	for ev, err := range r.Stream(t.Context(), graph.Input(nodes.Input.Set("Compare SQLite and PostgreSQL")), graph.Thread("t1")) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventAgentCreated:
-			created = append(created, ev.Data.(graph.AgentEvent).Agent)
-		case graph.EventRunEnd:
+		if a, ok := ev.Data.(agentevent.Created); ok {
+			created = append(created, a.Agent)
+		}
+		if ev.Kind == graph.EventRunEnd {
 			final = ev.State
 		}
 	}

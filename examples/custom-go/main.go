@@ -122,12 +122,12 @@ func run(ctx context.Context, w io.Writer, input string, m *llm.Models, info llm
 		if err != nil {
 			return err
 		}
+		if res, ok := ev.Data.(tools.ResultEvent); ok {
+			fmt.Fprintf(w, "  tool %s → %s\n", res.Name, res.Output)
+		}
 		switch ev.Kind {
 		case graph.EventNodeEnd:
 			fmt.Fprintf(w, "✓ %s\n", ev.Node)
-		case graph.EventToolResult:
-			res := ev.Data.(graph.ToolResult)
-			fmt.Fprintf(w, "  tool %s → %s\n", res.Name, res.Output)
 		case graph.EventRunEnd:
 			st := stats.Get(ev.State)
 			fmt.Fprintf(w, "%d words in %d sentences\n", st.Words, st.Sentences)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
@@ -34,10 +35,10 @@ func TestTheResearchExampleRunsOfflineWithAReviewedPlan(t *testing.T) {
 	var final graph.State
 	for ev, err := range r.Stream(t.Context(), nil, graph.Thread("t1"), graph.Resume("accept")) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventAgentStart:
-			order = append(order, ev.Data.(graph.AgentEvent).Agent)
-		case graph.EventRunEnd:
+		if a, ok := ev.Data.(agentevent.Started); ok {
+			order = append(order, a.Agent)
+		}
+		if ev.Kind == graph.EventRunEnd {
 			final = ev.State
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/tools"
@@ -149,17 +150,17 @@ func (a *Agent) Run(ctx context.Context, task Task) (*Result, error) {
 		scope = "agent:" + a.cfg.Name
 	}
 	ctx = llm.WithAgent(graph.WithScope(ctx, scope), a.cfg.Name)
-	graph.Publish(ctx, graph.Event{Kind: graph.EventAgentStart, Data: graph.AgentEvent{
+	graph.Emit(ctx, agentevent.Started{
 		Agent: a.cfg.Name, Run: task.Run, Task: task.Input, Tools: a.toolNames(), Tier: a.cfg.Info.Tier,
-	}})
+	})
 	res, err := a.loop(ctx, task)
-	end := graph.AgentEvent{Agent: a.cfg.Name, Run: task.Run}
+	end := agentevent.Ended{Agent: a.cfg.Name, Run: task.Run}
 	if err != nil {
 		end.Err = err.Error()
 	} else {
 		end.Output = res.Output
 	}
-	graph.Publish(ctx, graph.Event{Kind: graph.EventAgentEnd, Data: end})
+	graph.Emit(ctx, end)
 	return res, err
 }
 

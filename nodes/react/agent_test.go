@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
@@ -209,9 +210,9 @@ func TestReActInsideANodeIsJournaledAcrossAnInterrupt(t *testing.T) {
 	var kinds []string
 	for ev, err := range r.Stream(t.Context(), graph.Input(question.Set("20+22?")), graph.Thread("t")) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventToken, graph.EventModelCall, graph.EventToolCall, graph.EventToolResult, graph.EventAgentStart, graph.EventAgentEnd:
-			kinds = append(kinds, ev.Kind.String()+" "+ev.Path)
+		switch ev.Data.(type) {
+		case llm.Token, llm.ModelCall, tools.CallEvent, tools.ResultEvent, agentevent.Started, agentevent.Ended:
+			kinds = append(kinds, ev.Name()+" "+ev.Path)
 		}
 	}
 	assert.Contains(t, kinds, "tool_call agentic/solve/agent:solver")
@@ -220,11 +221,11 @@ func TestReActInsideANodeIsJournaledAcrossAnInterrupt(t *testing.T) {
 	assert.Equal(t, "agent_start agentic/solve/agent:solver", kinds[0])
 	assert.Equal(t, "agent_end agentic/solve/agent:solver", kinds[len(kinds)-1])
 
-	var replayed []graph.ModelCall
+	var replayed []llm.ModelCall
 	for ev, err := range r.Stream(t.Context(), nil, graph.Thread("t"), graph.Resume(true)) {
 		require.NoError(t, err)
-		if ev.Kind == graph.EventModelCall {
-			replayed = append(replayed, ev.Data.(graph.ModelCall))
+		if mc, ok := ev.Data.(llm.ModelCall); ok {
+			replayed = append(replayed, mc)
 		}
 	}
 	snap, err := r.State(t.Context(), "t")

@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes/react"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // role and text summarise a message for comparison: "ai: add {...}" for
@@ -63,10 +65,11 @@ func TestGraphKeepsAConversationAcrossTurnsOfAThread(t *testing.T) {
 	var final graph.State
 	for ev, err := range chat.Stream(t.Context(), ask("What is 2 + 3?"), graph.Thread("chat")) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventAgentStart, graph.EventToolCall, graph.EventToolResult, graph.EventAgentEnd:
-			events = append(events, ev.Kind.String()+" "+ev.Path)
-		case graph.EventRunEnd:
+		switch ev.Data.(type) {
+		case agentevent.Started, tools.CallEvent, tools.ResultEvent, agentevent.Ended:
+			events = append(events, ev.Name()+" "+ev.Path)
+		}
+		if ev.Kind == graph.EventRunEnd {
 			final = ev.State
 		}
 	}

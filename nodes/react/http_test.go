@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/openaitest"
 	"github.com/coorflow/coorflow/nodes/react"
+	"github.com/coorflow/coorflow/tools"
 )
 
 // TestReActOverTheOpenAIWireProtocol drives langchaingo's real OpenAI
@@ -44,19 +45,20 @@ func TestReActOverTheOpenAIWireProtocol(t *testing.T) {
 	require.NoError(t, err)
 
 	var tokens string
-	var results []graph.ToolResult
-	var usage []graph.ModelCall
+	var results []tools.ResultEvent
+	var usage []llm.ModelCall
 	var final graph.State
 	for ev, err := range r.Stream(t.Context(), graph.Input(q.Set("40+2 and the capital of France?"))) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventToken:
-			tokens += ev.Data.(string)
-		case graph.EventToolResult:
-			results = append(results, ev.Data.(graph.ToolResult))
-		case graph.EventModelCall:
-			usage = append(usage, ev.Data.(graph.ModelCall))
-		case graph.EventRunEnd:
+		switch d := ev.Data.(type) {
+		case llm.Token:
+			tokens += string(d)
+		case tools.ResultEvent:
+			results = append(results, d)
+		case llm.ModelCall:
+			usage = append(usage, d)
+		}
+		if ev.Kind == graph.EventRunEnd {
 			final = ev.State
 		}
 	}

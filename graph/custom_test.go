@@ -1,0 +1,139 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// The payloads of two custom events, as a package above graph defines
+// them: graph knows neither.
+const (
+	chunkEvent    = "chunk"
+	deployedEvent = "deployed"
+)
+
+type chunk string
+
+func (chunk) EventName() string { return chunkEvent }
+
+type deployed struct {
+	Service string `json:"service"`
+}
+
+func (deployed) EventName() string { return deployedEvent }
+
+// emitter emits a chunk, a deployment and a plain value, and records what
+// Wants said of each name before.
+func emitter(t *testing.T, wants *[]string) *graph.Runnable {
+	t.Helper()
+	g := graph.New("ship")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		*wants = (*wants)[:0]
+		for _, name := range []string{chunkEvent, deployedEvent, "custom"} {
+			if graph.Wants(ctx, name) {
+				*wants = append(*wants, name)
+			}
+		}
+		graph.Emit(ctx, chunk("Hel"))
+		graph.Emit(ctx, deployed{Service: "api"})
+		graph.Emit(ctx, "plain")
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+func customs(evs []graph.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.Kind == graph.EventCustom {
+			out = append(out, ev.Name())
+		}
+	}
+	return out
+}
+
+func TestACustomEventIsNamedByItsPayload(t *testing.T) {
+	var wants []string
+	evs := collect(t, emitter(t, &wants), nil, graph.Events(graph.EventCustom))
+	require.Len(t, evs, 3)
+	assert.Equal(t, []string{"chunk ship/a", "deployed ship/a", "custom ship/a"}, describe(evs))
+	assert.Equal(t, chunk("Hel"), evs[0].Data, "consumers switch on the payload's type")
+	assert.Equal(t, deployed{Service: "api"}, evs[1].Data)
+	assert.Equal(t, "plain", evs[2].Data)
+	for _, ev := range evs {
+		assert.Equal(t, "a", ev.Node)
+		assert.False(t, ev.Time.IsZero())
+	}
+	assert.Equal(t, "node_end", graph.Event{Kind: graph.EventNodeEnd}.Name(), "an engine event is named by its kind")
+	assert.Equal(t, "custom", graph.Event{Kind: graph.EventCustom, Data: 42}.Name())
+}
+
+func TestCustomEventsAreSelectedByName(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    []graph.Option
+		want    []string // the custom events yielded
+		kinds   []string // the engine events yielded
+		invoked bool
+	}{
+		{name: "default: all", want: []string{chunkEvent, deployedEvent, "custom"},
+			kinds: []string{"run_start", "step_start", "node_start", "node_end", "values", "step_end", "run_end"}},
+		{name: "only those named", opts: []graph.Option{graph.CustomEvents(deployedEvent)}, want: []string{deployedEvent},
+			kinds: []string{"run_start", "step_start", "node_start", "node_end", "values", "step_end", "run_end"}},
+		{name: "all but those skipped", opts: []graph.Option{graph.Events(graph.EventNodeEnd, graph.EventCustom), graph.SkipCustomEvents(chunkEvent)},
+			want: []string{deployedEvent, "custom"}, kinds: []string{"node_end"}},
+		{name: "skips add up", opts: []graph.Option{graph.SkipCustomEvents(chunkEvent), graph.SkipCustomEvents("custom")},
+			want: []string{deployedEvent}, kinds: []string{"run_start", "step_start", "node_start", "node_end", "values", "step_end", "run_end"}},
+		{name: "named ones come with the kinds Events selects, in either order", opts: []graph.Option{graph.CustomEvents(chunkEvent), graph.Events(graph.EventNodeEnd)},
+			want: []string{chunkEvent}, kinds: []string{"node_end"}},
+		{name: "kinds without EventCustom: none", opts: []graph.Option{graph.Events(graph.EventNodeEnd)}, kinds: []string{"node_end"}},
+		{name: "a name both selected and skipped is skipped", opts: []graph.Option{graph.CustomEvents(chunkEvent, deployedEvent), graph.SkipCustomEvents(chunkEvent)},
+			want: []string{deployedEvent}, kinds: []string{"run_start", "step_start", "node_start", "node_end", "values", "step_end", "run_end"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var wants []string
+			evs := collect(t, emitter(t, &wants), nil, tt.opts...)
+			assert.Equal(t, tt.want, customs(evs))
+			assert.Equal(t, tt.want, wants, "Wants tells the producer the same")
+			var kinds []string
+			for _, ev := range evs {
+				if ev.Kind != graph.EventCustom {
+					kinds = append(kinds, ev.Name())
+				}
+			}
+			assert.Equal(t, tt.kinds, kinds)
+		})
+	}
+	var wants []string
+	_, err := emitter(t, &wants).Invoke(t.Context(), nil, graph.CustomEvents(chunkEvent))
+	require.NoError(t, err)
+	assert.Empty(t, wants, "Invoke yields no events: nobody wants any")
+}
+
+func TestASubgraphEmitsUnderTheParentsFilter(t *testing.T) {
+	var wants []string
+	outer := graph.New("outer")
+	outer.AddSubgraph("inner", emitter(t, &wants))
+	outer.AddEdge(graph.Start, "inner")
+	outer.AddEdge("inner", graph.End)
+	r, err := outer.Compile()
+	require.NoError(t, err)
+	evs := collect(t, r, nil, graph.CustomEvents(deployedEvent))
+	assert.Equal(t, []string{deployedEvent}, customs(evs))
+	assert.Equal(t, []string{deployedEvent}, wants)
+	for _, ev := range evs {
+		if ev.Kind == graph.EventCustom {
+			assert.Equal(t, "outer/inner/a", ev.Path)
+		}
+	}
+}
