@@ -103,11 +103,32 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case resp.Status >= 400:
 		writeError(w, resp.Status, resp.Error)
+	case req.Chat.Stream && resp.Events != nil:
+		streamEvents(w, resp.Events)
+	case !req.Chat.Stream && resp.Body != "":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, resp.Body)
+	case resp.Body != "" || resp.Events != nil:
+		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
+			Code: "openaitest_script_mismatch", Message: fmt.Sprintf(
+				"openaitest: response %d is scripted for a request with stream=%t", n, !req.Chat.Stream)})
 	case req.Chat.Stream:
 		s.stream(w, n, req.Chat, resp)
 	default:
 		writeJSON(w, http.StatusOK, completion(n, req.Chat, resp))
 	}
+}
+
+// streamEvents sends each of events as the data of a server-sent event,
+// then [DONE].
+func streamEvents(w http.ResponseWriter, events []string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 // record stores a request that gets no scripted response.
