@@ -27,6 +27,7 @@ func TestExtractJSON(t *testing.T) {
 		{"closing think only", "reasoning {not json}</think>{\"a\":6}", `{"a":6}`},
 		{"bracket in prose first", "Options [a] and {\"a\":7}", `{"a":7}`},
 		{"broken fence falls back to text", "```json\n{oops\n```\n{\"a\":8}", `{"a":8}`},
+		{"the first value, whatever its shape", "[1] {\"a\":9}", `[1]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
