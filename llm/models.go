@@ -169,7 +169,11 @@ func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Mod
 		if mc.BaseURL != "" {
 			opts = append(opts, anthropic.WithBaseURL(mc.BaseURL))
 		}
-		return anthropic.New(opts...)
+		m, err := anthropic.New(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &anthropicModel{inner: m}, nil
 	case ProviderOllama:
 		opts := []ollama.Option{ollama.WithModel(mc.Model), ollama.WithHTTPClient(newHTTPClient(mc.Provider))}
 		if mc.BaseURL != "" {

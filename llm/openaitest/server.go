@@ -239,7 +239,7 @@ func (s *Server) stream(w http.ResponseWriter, n int, req ChatRequest, r Respons
 	for i, tc := range r.ToolCalls {
 		send(map[string]any{"tool_calls": []map[string]any{{"index": i, "id": toolCallID(n, i, tc),
 			"type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil, nil)
-		for _, piece := range split(arguments(tc), 8) {
+		for _, piece := range scriptsrv.Split(arguments(tc), 8) {
 			send(map[string]any{"tool_calls": []map[string]any{{"index": i,
 				"function": map[string]any{"arguments": piece}}}}, nil, nil)
 		}
@@ -257,23 +257,3 @@ func (s *Server) stream(w http.ResponseWriter, n int, req ChatRequest, r Respons
 		flusher.Flush()
 	}
 }
-
-// split cuts s into pieces of at most n bytes, keeping UTF-8 sequences
-// whole.
-func split(s string, n int) []string {
-	var pieces []string
-	for len(s) > n {
-		cut := n
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		if cut == 0 {
-			cut = n
-		}
-		pieces = append(pieces, s[:cut])
-		s = s[cut:]
-	}
-	return append(pieces, s)
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -106,3 +106,21 @@ func Flush(w http.ResponseWriter) {
 		f.Flush()
 	}
 }
+
+// Split cuts s into pieces of at most n bytes, keeping UTF-8 sequences
+// whole: how a tool call's arguments arrive in a stream.
+func Split(s string, n int) []string {
+	var pieces []string
+	for len(s) > n {
+		cut := n
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		if cut == 0 {
+			cut = n
+		}
+		pieces = append(pieces, s[:cut])
+		s = s[cut:]
+	}
+	return append(pieces, s)
+}
