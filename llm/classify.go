@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/tmc/langchaingo/llms"
-	"google.golang.org/api/googleapi"
 )
 
 // classified is an error together with its class; both are in its chain.
@@ -44,8 +43,9 @@ var classes = []error{ErrContextOverflow, ErrRateLimited, ErrTransient, ErrPerma
 //   - *llms.Error from langchaingo: ErrCodeTokenLimit is context overflow,
 //     ErrCodeRateLimit rate limited, ErrCodeTimeout and
 //     ErrCodeProviderUnavailable transient, the other known codes permanent;
-//   - *googleapi.Error (the Gemini client's REST errors) and errors with
-//     an HTTPCode() int method (*apierror.APIError): that HTTP status;
+//   - errors with an HTTPCode() int method (the Google API client's
+//     *apierror.APIError over REST, which the Gemini client returns):
+//     that HTTP status;
 //   - context.DeadlineExceeded is transient, context.Canceled permanent
 //     (the caller asked to stop, retrying would not honour that);
 //   - net.Error timeouts, connection resets, refusals, broken pipes,
@@ -110,12 +110,6 @@ func classOfTyped(err error) error {
 	var lcErr *llms.Error
 	if errors.As(err, &lcErr) {
 		if c := classOfLangchain(lcErr.Code); c != nil {
-			return c
-		}
-	}
-	var gErr *googleapi.Error
-	if errors.As(err, &gErr) {
-		if c := classOfStatus(gErr.Code, "", gErr.Message); c != nil {
 			return c
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
-	"google.golang.org/api/googleapi"
 
 	"github.com/coorflow/coorflow/llm"
 )
@@ -103,12 +102,6 @@ func TestClassify(t *testing.T) {
 		// A JSON error alone may be the request's (tool arguments in the
 		// history): without the capture's word that a reply came, permanent.
 		{"bare syntax error", &json.SyntaxError{Offset: 1}, llm.ErrPermanent},
-		// Gemini over REST.
-		{"googleapi 429", &googleapi.Error{Code: 429, Message: "Resource has been exhausted"}, llm.ErrRateLimited},
-		{"googleapi 500", &googleapi.Error{Code: 500, Message: "Internal error"}, llm.ErrTransient},
-		{"googleapi 400 context", &googleapi.Error{Code: 400, Message: "The input token count (2000000) " +
-			"exceeds the maximum number of tokens allowed (1048576)."}, llm.ErrContextOverflow},
-		{"googleapi 403", &googleapi.Error{Code: 403, Message: "API key not valid"}, llm.ErrPermanent},
 		// Ollama's 400 when it does not truncate.
 		{"ollama context", api(400, "", "the input length exceeds the context length"), llm.ErrContextOverflow},
 		// Anthropic's error events in a stream, as langchaingo prints them.
