@@ -188,9 +188,10 @@ func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Mod
 		}
 		return &ollamaModel{inner: m, model: mc.Model, baseURL: mc.BaseURL}, nil
 	case ProviderGoogleAI:
-		// The Gemini client generates over REST; its errors are typed
-		// (*googleapi.Error), so Classify needs no capture. A custom HTTP
-		// client would drop the API key.
+		// The Gemini client generates over REST (only its cache client
+		// dials gRPC); its errors are typed (*apierror.APIError, with
+		// HTTPCode), so Classify needs no capture. A custom HTTP client
+		// would drop the API key. BaseURL is the REST endpoint.
 		opts := []googleai.Option{googleai.WithAPIKey(key), googleai.WithDefaultModel(mc.Model)}
 		if mc.BaseURL != "" {
 			opts = append(opts, func(o *googleai.Options) {
