@@ -29,20 +29,23 @@ type captureKey struct{}
 
 // capture holds the outcome of the last HTTP exchange of one model call.
 type capture struct {
-	mu   sync.Mutex
-	last error // *APIError, a transport error, or nil after a success
+	mu       sync.Mutex
+	last     error // *APIError, a transport error, or nil after a success
+	answered bool  // the last exchange got a response with a success status
 }
 
-func (c *capture) set(err error) {
+func (c *capture) set(err error, answered bool) {
 	c.mu.Lock()
-	c.last = err
+	c.last, c.answered = err, answered
 	c.mu.Unlock()
 }
 
-func (c *capture) get() error {
+// get reports whether the last exchange got a response with a success
+// status, and returns its error.
+func (c *capture) get() (answered bool, last error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.last
+	return c.answered, c.last
 }
 
 // captureTransport records failed exchanges in the capture of the
@@ -60,17 +63,17 @@ func (t *captureTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return resp, err
 	}
 	if err != nil {
-		c.set(err)
+		c.set(err, false)
 		return nil, err
 	}
 	if resp.StatusCode < http.StatusBadRequest {
-		c.set(nil)
+		c.set(nil, true)
 		return resp, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	c.set(parseAPIError(t.provider, resp.StatusCode, resp.Header, body))
+	c.set(parseAPIError(t.provider, resp.StatusCode, resp.Header, body), false)
 	return resp, nil
 }
 
@@ -142,12 +145,14 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 }
 
 // captureModel installs a capture for every call to its inner model and
-// joins what was captured to the error the client returns. It is where
+// joins what was captured to the error the client returns; a JSON decoding
+// error after a success status becomes ErrMalformedResponse. It is where
 // provider errors enter: it takes the configured API keys and anything
 // shaped like a credential out of them (RedactError), so that what is
 // retried, logged, recorded and returned holds no secret.
 type captureModel struct {
-	inner llms.Model
+	inner    llms.Model
+	provider Provider
 	// keys are the API keys of every configured tier.
 	keys []string
 }
@@ -166,7 +171,12 @@ func (m *captureModel) GenerateContent(ctx context.Context, msgs []llms.MessageC
 	if err == nil {
 		return resp, nil
 	}
-	return nil, RedactError(joinCaptured(err, c.get()), m.keys...)
+	answered, last := c.get()
+	err = joinCaptured(err, last)
+	if answered && isUndecodable(err) {
+		err = fmt.Errorf("%w from %s: %w", ErrMalformedResponse, m.provider, err)
+	}
+	return nil, RedactError(err, m.keys...)
 }
 
 // joinCaptured joins to the client's error what the transport captured of

@@ -32,13 +32,20 @@ var classes = []error{ErrContextOverflow, ErrRateLimited, ErrTransient, ErrPerma
 // err itself when err is already classified.
 //
 // The class comes from typed errors first, in this order:
+//   - ErrEmptyResponse and ErrMalformedResponse (reported by the models
+//     New builds) are transient, and so are langchaingo's errors for a
+//     reply without choices (openai, anthropic and ollama ErrEmptyResponse,
+//     googleai ErrNoContentInResponse, and the unexported "empty response"
+//     of its openaiclient, known by its text): the provider answered,
+//     badly, and a new attempt usually gets a proper reply;
 //   - *APIError (captured by the models New builds): its HTTP status and
 //     provider error code, see below;
 //   - *llms.Error from langchaingo: ErrCodeTokenLimit is context overflow,
 //     ErrCodeRateLimit rate limited, ErrCodeTimeout and
 //     ErrCodeProviderUnavailable transient, the other known codes permanent;
 //   - errors with an HTTPCode() int method (the Google API client's
-//     *apierror.APIError over REST): that HTTP status;
+//     *apierror.APIError over REST, which the Gemini client returns):
+//     that HTTP status;
 //   - context.DeadlineExceeded is transient, context.Canceled permanent
 //     (the caller asked to stop, retrying would not honour that);
 //   - net.Error timeouts, connection resets, refusals, broken pipes,
@@ -54,10 +61,11 @@ var classes = []error{ErrContextOverflow, ErrRateLimited, ErrTransient, ErrPerma
 // fixed strings documented in overflow.go and text.go: the status line that
 // langchaingo's OpenAI and Anthropic clients put in their otherwise untyped
 // errors, the messages of its openaiclient.sanitizeHTTPError, gRPC's status
-// line for the Google AI client (ResourceExhausted is rate limited;
-// Unavailable, DeadlineExceeded, Aborted and Internal transient), and the
-// providers' documented context-length codes and messages. Anything else is
-// permanent, so an unknown failure is never retried blindly.
+// line (ResourceExhausted is rate limited; Unavailable, DeadlineExceeded,
+// Aborted and Internal transient), the error event of an Anthropic stream
+// as langchaingo's client prints it, and the providers' documented
+// context-length codes and messages. Anything else is permanent, so an
+// unknown failure is never retried blindly.
 func Classify(err error) error {
 	if err == nil {
 		return nil
@@ -90,6 +98,9 @@ func classOf(err error) error {
 
 // classOfTyped decides from typed errors in err's chain, or returns nil.
 func classOfTyped(err error) error {
+	if errors.Is(err, ErrEmptyResponse) || errors.Is(err, ErrMalformedResponse) || isClientEmpty(err) {
+		return ErrTransient
+	}
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
 		if c := classOfStatus(apiErr.StatusCode, apiErr.Code, apiErr.Message); c != nil {

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/googleai"
+	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/coorflow/coorflow/llm"
 )
@@ -85,6 +89,29 @@ func TestClassify(t *testing.T) {
 		{"grpc context", errors.New("rpc error: code = InvalidArgument desc = The input token count (2000000) " +
 			"exceeds the maximum number of tokens allowed (1048576)."), llm.ErrContextOverflow},
 		{"grpc denied", errors.New("rpc error: code = PermissionDenied desc = no"), llm.ErrPermanent},
+		// Replies that are no answer.
+		{"empty response", &llm.EmptyResponseError{Provider: "openai", Model: "m"}, llm.ErrTransient},
+		{"malformed response", fmt.Errorf("%w from openai: %w", llm.ErrMalformedResponse,
+			&json.SyntaxError{Offset: 3}), llm.ErrTransient},
+		{"langchaingo openai no response", openai.ErrEmptyResponse, llm.ErrTransient},
+		{"langchaingo anthropic no response", fmt.Errorf("anthropic: %w", anthropic.ErrEmptyResponse),
+			llm.ErrTransient},
+		{"langchaingo openaiclient empty response", errors.New("empty response"), llm.ErrTransient},
+		{"text merely ending in empty response", errors.New("tool said: empty response"), llm.ErrPermanent},
+		{"googleai no candidates", googleai.ErrNoContentInResponse, llm.ErrTransient},
+		// A JSON error alone may be the request's (tool arguments in the
+		// history): without the capture's word that a reply came, permanent.
+		{"bare syntax error", &json.SyntaxError{Offset: 1}, llm.ErrPermanent},
+		// Ollama's 400 when it does not truncate.
+		{"ollama context", api(400, "", "the input length exceeds the context length"), llm.ErrContextOverflow},
+		// Anthropic's error events in a stream, as langchaingo prints them.
+		{"anthropic stream overloaded", errors.New("anthropic: failed to create message: received error event: " +
+			"map[error:map[message:Overloaded type:overloaded_error] type:error]"), llm.ErrTransient},
+		{"anthropic stream rate limit", errors.New("received error event: " +
+			"map[error:map[message:Number of requests has exceeded your rate limit type:rate_limit_error] type:error]"),
+			llm.ErrRateLimited},
+		{"anthropic stream invalid request", errors.New("received error event: " +
+			"map[error:map[message:bad type:invalid_request_error] type:error]"), llm.ErrPermanent},
 		// A 5xx message that mentions context length is still transient.
 		{"500 mentioning context", api(500, "", "maximum context length"), llm.ErrTransient},
 		// Unknown errors are permanent.

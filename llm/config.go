@@ -24,7 +24,10 @@ const (
 	ProviderOpenAI Provider = "openai"
 	// ProviderAnthropic is Anthropic's Messages API.
 	ProviderAnthropic Provider = "anthropic"
-	// ProviderOllama is Ollama's native API.
+	// ProviderOllama is Ollama's native API. Its langchaingo client sends
+	// no tools, so a call with tools fails with ErrToolsUnsupported; a
+	// model that uses tools is reached through ProviderOpenAI and Ollama's
+	// OpenAI-compatible API (BaseURL http://localhost:11434/v1).
 	ProviderOllama Provider = "ollama"
 	// ProviderGoogleAI is the Gemini API of Google AI Studio.
 	ProviderGoogleAI Provider = "googleai"
@@ -69,7 +72,9 @@ type ModelConfig struct {
 	// Model is the provider's model name, e.g. "gpt-4o"; required.
 	Model string `yaml:"model"`
 	// BaseURL overrides the provider's endpoint, e.g.
-	// "http://localhost:8000/v1" for vLLM. For Ollama it is the server URL.
+	// "http://localhost:8000/v1" for vLLM. For Ollama it is the server URL;
+	// for Google AI the root of the REST API (by default
+	// https://generativelanguage.googleapis.com).
 	BaseURL string `yaml:"base_url,omitempty"`
 	// APIKeyEnv names the environment variable holding the API key. It
 	// defaults to OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY by

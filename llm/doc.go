@@ -11,7 +11,13 @@
 //
 // Errors are sorted into four classes — ErrContextOverflow, ErrRateLimited,
 // ErrTransient, ErrPermanent — by Classify, from typed errors wherever the
-// provider gives them; WithRetry retries the two that can pass.
+// provider gives them; WithRetry retries the two that can pass. A reply
+// that is no answer (ErrEmptyResponse) or cannot be decoded
+// (ErrMalformedResponse) is transient.
+//
+// Each provider's wire protocol has a test server: openaitest (OpenAI and
+// the compatible DeepSeek, Qwen, vLLM), anthropictest, ollamatest and
+// geminitest.
 //
 // EstimateTokens and EstimateMessages estimate token counts offline.
 // WithAgent labels the model calls made on behalf of an agent; the scripted

@@ -25,6 +25,26 @@ var (
 	ErrPermanent = errors.New("llm: permanent error")
 )
 
+// Replies that cannot be used although the provider answered with success.
+// Classify files both under ErrTransient: a new attempt usually gets a
+// proper reply, so WithRetry retries them.
+var (
+	// ErrEmptyResponse means the model answered with nothing: no text and
+	// no tool call, or no choice at all. The models New builds return it,
+	// as an *EmptyResponseError, for every call: an answer is what a
+	// model call is for. A reply with tool calls and no text is not empty.
+	ErrEmptyResponse = errors.New("llm: empty response")
+	// ErrMalformedResponse means the provider answered a call with a
+	// success status but a body its client could not decode: invalid
+	// JSON, or JSON of the wrong shape. The models New builds report it.
+	ErrMalformedResponse = errors.New("llm: malformed response")
+)
+
+// ErrToolsUnsupported means a call offered tools, or carried tool calls,
+// to a provider whose langchaingo client cannot send them. Classify files
+// it under ErrPermanent.
+var ErrToolsUnsupported = errors.New("llm: tools not supported")
+
 // Configuration errors, wrapped by *ConfigError.
 var (
 	// ErrUnknownTier is returned for a tier name that is not one of Tiers.
@@ -123,4 +143,32 @@ func RetryAfter(err error) (time.Duration, bool) {
 		return apiErr.RetryAfter, true
 	}
 	return 0, false
+}
+
+// EmptyResponseError is the failure of a call whose model answered with
+// nothing. It matches ErrEmptyResponse, and Err when there is one.
+type EmptyResponseError struct {
+	Provider Provider // provider that answered
+	Model    string   // model that answered
+	// Err is the client's error for a reply without any choice, such as
+	// langchaingo's "no response"; nil when the reply had choices, all
+	// empty.
+	Err error
+}
+
+// Error returns "llm: provider model "name" returned nothing (...)".
+func (e *EmptyResponseError) Error() string {
+	what := "no text and no tool call"
+	if e.Err != nil {
+		what = "no choices: " + e.Err.Error()
+	}
+	return fmt.Sprintf("llm: %s model %q returned nothing (%s)", e.Provider, e.Model, what)
+}
+
+// Unwrap returns ErrEmptyResponse and the client's error, if any.
+func (e *EmptyResponseError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrEmptyResponse}
+	}
+	return []error{ErrEmptyResponse, e.Err}
 }

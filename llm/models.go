@@ -13,6 +13,7 @@ import (
 	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
+	"google.golang.org/api/option"
 )
 
 // defaultOpenAIBaseURL is passed explicitly so that langchaingo's client
@@ -37,7 +38,8 @@ type TierModel struct {
 
 // New builds the model of every configured tier, after Validate. Each model
 // is a langchaingo client wrapped so that its errors carry *APIError and
-// are classified, every attempt is bounded by the tier's Timeout, and
+// are classified, an answer with no text and no tool call is an
+// *EmptyResponseError, every attempt is bounded by the tier's Timeout, and
 // rate-limited and transient failures are retried up to MaxRetries times
 // (see WithRetry). Their errors hold none of the configured API keys, nor
 // anything shaped like a credential (see RedactError). A missing API key fails with an error naming the
@@ -67,7 +69,8 @@ func New(ctx context.Context, cfg Config) (*Models, error) {
 		if c, ok := base.(io.Closer); ok {
 			ms.closers = append(ms.closers, c)
 		}
-		var m llms.Model = &captureModel{inner: base, keys: keys}
+		var m llms.Model = &captureModel{inner: base, provider: mc.Provider, keys: keys}
+		m = &answerModel{inner: m, provider: mc.Provider, model: mc.Model}
 		m = WithTimeout(m, mc.Timeout)
 		policy := RetryPolicy{MaxRetries: mc.MaxRetries}
 		if cfg.OnRetry != nil {
@@ -166,7 +169,11 @@ func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Mod
 		if mc.BaseURL != "" {
 			opts = append(opts, anthropic.WithBaseURL(mc.BaseURL))
 		}
-		return anthropic.New(opts...)
+		m, err := anthropic.New(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &anthropicModel{inner: m}, nil
 	case ProviderOllama:
 		opts := []ollama.Option{ollama.WithModel(mc.Model), ollama.WithHTTPClient(newHTTPClient(mc.Provider))}
 		if mc.BaseURL != "" {
@@ -175,11 +182,23 @@ func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Mod
 			}
 			opts = append(opts, ollama.WithServerURL(mc.BaseURL))
 		}
-		return ollama.New(opts...)
+		m, err := ollama.New(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &ollamaModel{inner: m, model: mc.Model, baseURL: mc.BaseURL}, nil
 	case ProviderGoogleAI:
-		// The Gemini client speaks gRPC, whose typed status errors Classify
-		// reads directly; a custom HTTP client would also drop the API key.
-		return googleai.New(ctx, googleai.WithAPIKey(key), googleai.WithDefaultModel(mc.Model))
+		// The Gemini client generates over REST (only its cache client
+		// dials gRPC); its errors are typed (*apierror.APIError, with
+		// HTTPCode), so Classify needs no capture. A custom HTTP client
+		// would drop the API key. BaseURL is the REST endpoint.
+		opts := []googleai.Option{googleai.WithAPIKey(key), googleai.WithDefaultModel(mc.Model)}
+		if mc.BaseURL != "" {
+			opts = append(opts, func(o *googleai.Options) {
+				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(mc.BaseURL))
+			})
+		}
+		return googleai.New(ctx, opts...)
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownProvider, mc.Provider)
 }

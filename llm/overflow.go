@@ -20,7 +20,9 @@ var contextOverflowCodes = []string{"context_length_exceeded"}
 //     over-long prompt ("prompt is too long: N tokens > M maximum");
 //   - "exceeds the maximum number of tokens": Gemini's INVALID_ARGUMENT
 //     message ("The input token count (N) exceeds the maximum number of
-//     tokens allowed (M)").
+//     tokens allowed (M)");
+//   - "exceeds the context length": Ollama's 400 message when it does not
+//     truncate the input ("the input length exceeds the context length").
 //
 // They are consulted only for 4xx responses (or gRPC InvalidArgument), so a
 // message cannot turn a server error or a success into an overflow.
@@ -29,6 +31,7 @@ var contextOverflowPhrases = []string{
 	"maximum context length",
 	"prompt is too long",
 	"exceeds the maximum number of tokens",
+	"exceeds the context length",
 }
 
 // isContextOverflow reports whether a provider error code or message means

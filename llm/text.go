@@ -22,6 +22,22 @@ var langchainStatus = regexp.MustCompile(`API returned unexpected status code: (
 // require directly.
 var grpcStatus = regexp.MustCompile(`rpc error: code = (\w+) desc = (.*)`)
 
+// anthropicStreamError matches the error that langchaingo v0.1.14's
+// Anthropic client (anthropicclient.processStreamEvent) makes of an error
+// event in a stream, by printing the event as a Go map: "received error
+// event: map[error:map[message:Overloaded type:overloaded_error]
+// type:error]". The error type is Anthropic's: overloaded_error and
+// api_error are transient, rate_limit_error is rate limited.
+var anthropicStreamError = regexp.MustCompile(`received error event: map\[error:map\[.*type:([a-z_]+_error)\] type:error\]`)
+
+// anthropicErrorTypes are the classes of Anthropic's error types that can
+// pass; the others are permanent.
+var anthropicErrorTypes = map[string]error{
+	"overloaded_error": ErrTransient,
+	"api_error":        ErrTransient,
+	"rate_limit_error": ErrRateLimited,
+}
+
 // langchainTransportTexts are the fixed messages that langchaingo v0.1.14's
 // openaiclient.sanitizeHTTPError substitutes for transport errors, dropping
 // the typed original (context.DeadlineExceeded, net.Error).
@@ -45,6 +61,11 @@ func classOfText(msg string) error {
 	}
 	if m := grpcStatus.FindStringSubmatch(msg); m != nil {
 		if c := classOfGRPC(m[1], m[2]); c != nil {
+			return c
+		}
+	}
+	if m := anthropicStreamError.FindStringSubmatch(msg); m != nil {
+		if c, ok := anthropicErrorTypes[m[1]]; ok {
 			return c
 		}
 	}

@@ -6,7 +6,8 @@
 // A Server answers each request with the next scripted Response: text,
 // reasoning, several tool calls, usage, or an error in OpenAI's JSON format
 // with its status and headers (RateLimited, ContextLengthExceeded,
-// ServerError, Unauthorized), optionally after a delay. When the request
+// ServerError, Unauthorized), or a misbehaving reply (Empty, NoChoices,
+// InvalidJSON, MalformedStream), optionally after a delay. When the request
 // asks for a stream, the answer is sent as server-sent events the way
 // OpenAI sends them, tool calls as deltas included. The Server records
 // every request.

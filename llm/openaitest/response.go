@@ -34,6 +34,18 @@ type Response struct {
 	// Delay holds the response back; the wait ends early if the client
 	// goes away or the Server is closed.
 	Delay time.Duration
+	// Body, when set, is the body of a non-streamed reply, sent as it is
+	// with status 200 instead of the completion built from the fields
+	// above: a body no client can decode, or one of an unusual shape.
+	Body string
+	// Events, when set, are the data of the server-sent events of a
+	// streamed reply, sent as they are and followed by [DONE] instead of
+	// the chunks built from the fields above.
+	//
+	// A Response with Body but no Events answers a streamed request with
+	// an error, and one with Events but no Body a non-streamed request, so
+	// that a script that does not fit its client fails loudly.
+	Events []string
 }
 
 // ToolCall is a tool call in a Response.
@@ -109,5 +121,42 @@ func Unauthorized() Response {
 		Message: "Incorrect API key provided. You can find your API key at " +
 			"https://platform.openai.com/account/api-keys.",
 		Type: "invalid_request_error", Code: "invalid_api_key",
+	}}
+}
+
+// Empty returns a reply with no text and no tool call.
+func Empty() Response { return Response{} }
+
+// NoChoices returns a reply whose "choices" list is empty, streamed or
+// not.
+func NoChoices() Response {
+	const body = `{"id":"chatcmpl-empty","object":"chat.completion","created":1700000000,` +
+		`"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":0,"total_tokens":9}}`
+	const chunk = `{"id":"chatcmpl-empty","object":"chat.completion.chunk","created":1700000000,` +
+		`"model":"gpt-4o","choices":[]}`
+	return Response{Body: body, Events: []string{chunk}}
+}
+
+// InvalidJSON returns a reply whose body is complete but not valid JSON (a
+// comma before a closing brace), which a client cannot decode; streamed,
+// it is the one event of the stream, which langchaingo's client drops.
+func InvalidJSON() Response {
+	const body = `{"id":"chatcmpl-bad","object":"chat.completion","created":1700000000,"model":"gpt-4o",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop",}]}`
+	return Response{Body: body, Events: []string{body}}
+}
+
+// MalformedStream returns a streamed reply whose content chunks are
+// malformed JSON, between a well-formed role chunk and finish chunk:
+// langchaingo's client drops the malformed chunks without an error, so the
+// reply it returns is empty. A non-streamed request gets an error.
+func MalformedStream() Response {
+	const head = `{"id":"chatcmpl-m","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":`
+	return Response{Events: []string{
+		head + `[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		head + `[{"index":0,"delta":{"content":"The answer"},"finish_reason":null}]`,
+		head + `[{"index":0,"delta":{"content":" is 42."}},"finish_reason":null}]}`,
+		`{"choices":[{"delta":{"content":"`,
+		head + `[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
 	}}
 }

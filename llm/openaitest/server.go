@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/internal/scriptsrv"
 	"github.com/coorflow/coorflow/llm/scripted"
 )
 
@@ -18,81 +16,59 @@ import (
 // from a script of Responses, given out in order, one per request. It is
 // safe for concurrent use.
 type Server struct {
-	srv  *httptest.Server
-	done chan struct{}
-	once sync.Once
-
-	mu        sync.Mutex
-	responses []Response
-	served    int
-	requests  []Request
+	s *scriptsrv.Server[Request, Response]
 }
 
 // NewServer starts a Server that answers with responses in order. A
 // request beyond the script gets a 400 error with code
 // "openaitest_script_exhausted".
 func NewServer(responses ...Response) *Server {
-	s := &Server{done: make(chan struct{}), responses: responses}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s := &Server{}
+	s.s = scriptsrv.Start[Request](http.HandlerFunc(s.handle), responses)
 	return s
 }
 
 // URL returns the server's root URL.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.s.URL() }
 
 // BaseURL returns the URL to give an OpenAI client: URL()+"/v1".
-func (s *Server) BaseURL() string { return s.srv.URL + "/v1" }
+func (s *Server) BaseURL() string { return s.s.URL() + "/v1" }
 
 // Close cuts any delayed response short and shuts the server down.
-func (s *Server) Close() {
-	s.once.Do(func() { close(s.done) })
-	s.srv.Close()
-}
+func (s *Server) Close() { s.s.Close() }
 
 // Enqueue appends responses to the script.
-func (s *Server) Enqueue(responses ...Response) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.responses = append(s.responses, responses...)
-}
+func (s *Server) Enqueue(responses ...Response) { s.s.Enqueue(responses...) }
 
 // Requests returns the requests received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.s.Requests() }
 
 // Remaining returns how many scripted responses have not been served.
-func (s *Server) Remaining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.responses) - s.served
-}
+func (s *Server) Remaining() int { return s.s.Remaining() }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		s.record(req)
+		s.s.Record(req)
 		writeError(w, http.StatusNotFound, &ErrorBody{Type: "invalid_request_error",
 			Message: fmt.Sprintf("openaitest: no route %s %s", r.Method, r.URL.Path)})
 		return
 	}
 	if err := json.Unmarshal(body, &req.Chat); err != nil {
-		s.record(req)
+		s.s.Record(req)
 		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
 			Message: "openaitest: request body is not valid JSON: " + err.Error()})
 		return
 	}
-	n, resp, ok := s.next(req)
+	n, resp, ok := s.s.Next(req)
 	if !ok {
 		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
 			Code:    "openaitest_script_exhausted",
 			Message: fmt.Sprintf("openaitest: script exhausted: request %d, %d responses scripted", n, n-1)})
 		return
 	}
-	if !s.wait(r, resp.Delay) {
+	if !s.s.Wait(r, resp.Delay) {
 		return
 	}
 	for k, vs := range resp.Header {
@@ -103,6 +79,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case resp.Status >= 400:
 		writeError(w, resp.Status, resp.Error)
+	case req.Chat.Stream && resp.Events != nil:
+		streamEvents(w, resp.Events)
+	case !req.Chat.Stream && resp.Body != "":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, resp.Body)
+	case resp.Body != "" || resp.Events != nil:
+		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
+			Code: "openaitest_script_mismatch", Message: fmt.Sprintf(
+				"openaitest: response %d is scripted for a request with stream=%t", n, !req.Chat.Stream)})
 	case req.Chat.Stream:
 		s.stream(w, n, req.Chat, resp)
 	default:
@@ -110,40 +96,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// record stores a request that gets no scripted response.
-func (s *Server) record(req Request) {
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
-}
-
-// next records req and returns its number (from 1) and response.
-func (s *Server) next(req Request) (int, Response, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
-	if s.served >= len(s.responses) {
-		return s.served + 1, Response{}, false
+// streamEvents sends each of events as the data of a server-sent event,
+// then [DONE].
+func streamEvents(w http.ResponseWriter, events []string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	for _, e := range events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
 	}
-	s.served++
-	return s.served, s.responses[s.served-1], true
-}
-
-// wait holds a response back for d; it reports false when the client or
-// the server went away first.
-func (s *Server) wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-	case <-s.done:
-	}
-	return false
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -278,7 +239,7 @@ func (s *Server) stream(w http.ResponseWriter, n int, req ChatRequest, r Respons
 	for i, tc := range r.ToolCalls {
 		send(map[string]any{"tool_calls": []map[string]any{{"index": i, "id": toolCallID(n, i, tc),
 			"type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil, nil)
-		for _, piece := range split(arguments(tc), 8) {
+		for _, piece := range scriptsrv.Split(arguments(tc), 8) {
 			send(map[string]any{"tool_calls": []map[string]any{{"index": i,
 				"function": map[string]any{"arguments": piece}}}}, nil, nil)
 		}
@@ -296,23 +257,3 @@ func (s *Server) stream(w http.ResponseWriter, n int, req ChatRequest, r Respons
 		flusher.Flush()
 	}
 }
-
-// split cuts s into pieces of at most n bytes, keeping UTF-8 sequences
-// whole.
-func split(s string, n int) []string {
-	var pieces []string
-	for len(s) > n {
-		cut := n
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		if cut == 0 {
-			cut = n
-		}
-		pieces = append(pieces, s[:cut])
-		s = s[cut:]
-	}
-	return append(pieces, s)
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

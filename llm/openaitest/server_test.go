@@ -147,6 +147,7 @@ func TestErrorsThroughRealClient(t *testing.T) {
 			openaitest.Text("ok")}, "ok", nil, 2},
 		{"500 then success is retried", []openaitest.Response{openaitest.ServerError(), openaitest.Text("ok")},
 			"ok", nil, 2},
+		{"no choices is retried", []openaitest.Response{openaitest.NoChoices(), openaitest.Text("ok")}, "ok", nil, 2},
 		{"context length is overflow, not retried", []openaitest.Response{openaitest.ContextLengthExceeded(8192),
 			openaitest.Text("never")}, "", llm.ErrContextOverflow, 1},
 		{"401 is permanent, not retried", []openaitest.Response{openaitest.Unauthorized(), openaitest.Text("never")},

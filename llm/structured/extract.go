@@ -21,38 +21,65 @@ var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```")
 //   - otherwise the first '{' or '[' that starts a valid JSON value is
 //     taken, so prose before and after the JSON is ignored.
 //
+// It takes the first value that parses, whatever its shape: in "See [1].
+// {...}" that is [1]. Generate, which knows the schema, takes the first
+// that validates instead.
+//
 // When nothing parses, the error is the JSON syntax error at the first
 // candidate, which is what a model needs to fix its reply.
 func ExtractJSON(reply string) (json.RawMessage, error) {
-	text := llm.StripThink(reply)
-	var firstErr error
-	for _, m := range fence.FindAllStringSubmatch(text, -1) {
-		raw, err := firstValue(m[1])
-		if err == nil {
-			return raw, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
+	cands, err := candidates(reply)
+	if len(cands) == 0 {
+		return nil, err
 	}
-	raw, err := firstValue(text)
-	if err == nil {
-		return raw, nil
-	}
-	if firstErr == nil {
-		firstErr = err
-	}
-	return nil, firstErr
+	return cands[0], nil
 }
 
 // errNoJSON is the error for a reply without any '{' or '['.
 var errNoJSON = errors.New("no JSON object or array found in the reply")
 
-// maxCandidates bounds how many starting brackets firstValue tries.
+// maxCandidates bounds how many starting brackets are tried in one piece
+// of text.
 const maxCandidates = 32
 
-// firstValue returns the first JSON object or array in s that parses.
-func firstValue(s string) (json.RawMessage, error) {
+// candidates returns the JSON objects and arrays of a reply in the order
+// ExtractJSON prefers them: the values in code fences first, then those in
+// the text, left to right. A value inside another is not a candidate of
+// its own, and a value is listed once. When there is none, the error is
+// the syntax error at the first bracket tried, or errNoJSON.
+func candidates(reply string) ([]json.RawMessage, error) {
+	text := llm.StripThink(reply)
+	var out []json.RawMessage
+	var firstErr error
+	add := func(s string) {
+		vals, err := values(s)
+		if firstErr == nil {
+			firstErr = err
+		}
+		for _, v := range vals {
+			if !containsRaw(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, m := range fence.FindAllStringSubmatch(text, -1) {
+		add(m[1])
+	}
+	add(text)
+	if len(out) > 0 {
+		return out, nil
+	}
+	if firstErr == nil {
+		firstErr = errNoJSON
+	}
+	return nil, firstErr
+}
+
+// values returns the JSON objects and arrays in s that parse, skipping
+// over each one found, and the syntax error at the first bracket that
+// starts none.
+func values(s string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
 	var firstErr error
 	tried := 0
 	for i := 0; i < len(s) && tried < maxCandidates; i++ {
@@ -68,10 +95,17 @@ func firstValue(s string) (json.RawMessage, error) {
 			}
 			continue
 		}
-		return bytes.TrimSpace(raw), nil
+		out = append(out, bytes.TrimSpace(raw))
+		i += int(dec.InputOffset()) - 1
 	}
-	if firstErr == nil {
-		return nil, errNoJSON
+	return out, firstErr
+}
+
+func containsRaw(list []json.RawMessage, v json.RawMessage) bool {
+	for _, w := range list {
+		if bytes.Equal(w, v) {
+			return true
+		}
 	}
-	return nil, firstErr
+	return false
 }

@@ -1,6 +1,7 @@
 package structured_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,7 @@ func TestExtractJSON(t *testing.T) {
 		{"closing think only", "reasoning {not json}</think>{\"a\":6}", `{"a":6}`},
 		{"bracket in prose first", "Options [a] and {\"a\":7}", `{"a":7}`},
 		{"broken fence falls back to text", "```json\n{oops\n```\n{\"a\":8}", `{"a":8}`},
+		{"the first value, whatever its shape", "[1] {\"a\":9}", `[1]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,4 +56,21 @@ func TestExtractJSONErrors(t *testing.T) {
 			assert.ErrorContains(t, err, tt.message)
 		})
 	}
+}
+
+// FuzzExtractJSON: whatever a model writes, ExtractJSON returns valid JSON
+// that occurs in the reply, or an error.
+func FuzzExtractJSON(f *testing.F) {
+	for _, s := range []string{`[1] {"a":1}`, "See [2] and [3]. ```json {\"a\":1}```", `{"a": [1, 2`,
+		"<think>{</think>[", `[[[[{"a":"}"}]]]] {`, "```\n```", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, reply string) {
+		raw, err := structured.ExtractJSON(reply)
+		if err != nil {
+			return
+		}
+		assert.True(t, json.Valid(raw), "not JSON: %q", raw)
+		assert.Contains(t, reply, string(raw))
+	})
 }

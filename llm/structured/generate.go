@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/tmc/langchaingo/llms"
@@ -29,24 +31,51 @@ var (
 	ErrNoChoices = errors.New("structured: model returned no choices")
 )
 
-// Error is the failure of Generate after its last repair: the model's last
-// reply and what was wrong with it. It matches ErrInvalidOutput and Err.
+// Error is the failure of Generate after its last repair: what was
+// expected, the model's last reply and what was wrong with it. It matches
+// ErrInvalidOutput and Err.
 type Error struct {
 	// Attempts is the number of model calls made.
 	Attempts int
+	// Expected describes the schema in words (see Summarize).
+	Expected string
 	// Output is the model's last reply, as written.
 	Output string
 	// Problems says what was wrong with Output, as sent back to the model.
+	// When the reply held several JSON values and none was valid, they are
+	// the problems of the one closest to the schema: the first of the
+	// schema's type.
 	Problems []string
 	// Err is the cause: a JSON syntax error, a *jsonschema.ValidationError,
 	// or the error of decoding into the Go type.
 	Err error
 }
 
-// Error returns "structured: no valid output after N attempts: problems".
+// maxShownOutput bounds how much of the reply Error shows.
+const maxShownOutput = 200
+
+// Error returns "structured: no valid output after N attempts: expected
+// ...; received "...": problems", the reply quoted and cut to 200 bytes.
 func (e *Error) Error() string {
-	return fmt.Sprintf("structured: no valid output after %d attempts: %s", e.Attempts,
-		strings.Join(e.Problems, "; "))
+	attempts := fmt.Sprintf("%d attempts", e.Attempts)
+	if e.Attempts == 1 {
+		attempts = "1 attempt"
+	}
+	return fmt.Sprintf("structured: no valid output after %s: expected %s; received %s: %s",
+		attempts, e.Expected, quoteShort(e.Output, maxShownOutput), strings.Join(e.Problems, "; "))
+}
+
+// quoteShort quotes s, cut to at most n bytes on a rune boundary, saying
+// how long it was when cut.
+func quoteShort(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // Unwrap returns ErrInvalidOutput and the cause.
@@ -119,6 +148,7 @@ func Generate[T any](ctx context.Context, model llms.Model, messages []llms.Mess
 	if err != nil {
 		return zero, err
 	}
+	want := rootTypes(schema)
 	convo := withInstruction(messages, instruction(o, schema))
 	var last *Error
 	for attempt := 1; attempt <= 1+o.repairs; attempt++ {
@@ -130,11 +160,11 @@ func Generate[T any](ctx context.Context, model llms.Model, messages []llms.Mess
 			return zero, fmt.Errorf("%w (attempt %d)", ErrNoChoices, attempt)
 		}
 		reply := resp.Choices[0].Content
-		v, problems, cause := parse[T](reply, compiled)
+		v, problems, cause := parse[T](reply, compiled, want)
 		if problems == nil {
 			return v, nil
 		}
-		last = &Error{Attempts: attempt, Output: reply, Problems: problems, Err: cause}
+		last = &Error{Attempts: attempt, Expected: Summarize(schema), Output: reply, Problems: problems, Err: cause}
 		convo = append(convo,
 			llms.TextParts(llms.ChatMessageTypeAI, orPlaceholder(reply, "(empty reply)")),
 			llms.TextParts(llms.ChatMessageTypeHuman, repairPrompt(problems)))
@@ -191,14 +221,36 @@ func withInstruction(messages []llms.MessageContent, text string) []llms.Message
 	return append(convo, llms.TextParts(llms.ChatMessageTypeHuman, text))
 }
 
-// parse extracts, validates and decodes a reply. It returns the problems
-// found, nil when there are none, and their cause.
-func parse[T any](reply string, schema *jsonschema.Schema) (T, []string, error) {
-	var v T
-	raw, err := ExtractJSON(reply)
-	if err != nil {
-		return v, []string{"the reply is not valid JSON: " + err.Error()}, err
+// parse finds the JSON values of a reply (see candidates) and decodes the
+// first that validates against the schema and fits T. When none does, it
+// returns the problems of the first of the schema's root type (want; any
+// type when want is empty), or of the first value, and their cause.
+func parse[T any](reply string, schema *jsonschema.Schema, want []string) (T, []string, error) {
+	var zero T
+	cands, err := candidates(reply)
+	if len(cands) == 0 {
+		return zero, []string{"the reply is not valid JSON: " + err.Error()}, err
 	}
+	var problems []string
+	var cause error
+	chosen := false
+	for _, raw := range cands {
+		v, ps, err := check[T](raw, schema)
+		if ps == nil {
+			return v, nil, nil
+		}
+		if problems == nil || (!chosen && matchesType(raw, want)) {
+			problems, cause = ps, err
+			chosen = matchesType(raw, want)
+		}
+	}
+	return zero, problems, cause
+}
+
+// check validates one JSON value and decodes it into T. It returns the
+// problems found, nil when there are none, and their cause.
+func check[T any](raw json.RawMessage, schema *jsonschema.Schema) (T, []string, error) {
+	var v T
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var inst any

@@ -105,7 +105,10 @@ func TestGenerateRepairsExhausted(t *testing.T) {
 	}, se.Problems)
 	var ve *jsonschema.ValidationError
 	assert.ErrorAs(t, err, &ve)
-	assert.ErrorContains(t, err, "structured: no valid output after 3 attempts: at (root): missing properties")
+	assert.EqualError(t, err, "structured: no valid output after 3 attempts: expected a JSON object with "+
+		`"title" (string, required), "kind" ("research" or "processing", required), "priority" (integer); `+
+		"received \"Sorry, I think the kind is ```{\\\"kind\\\": \\\"x\\\"}```\": "+
+		`at (root): missing properties: 'title'; at /kind: value must be one of "research", "processing"`)
 	assert.Len(t, m.Calls(), 3)
 }
 

@@ -1,0 +1,60 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// ollamaModel guards langchaingo's native Ollama client (v0.1.14), which
+// drops the tools of a request without a word and cannot encode tool calls
+// or tool results: an agent would never call its tools. A call that
+// offers tools, or carries tool calls, fails at once with an error that
+// says what to use instead: Ollama's OpenAI-compatible API, through the
+// openai provider.
+type ollamaModel struct {
+	inner   llms.Model
+	model   string
+	baseURL string
+}
+
+// Call implements llms.Model.
+func (m *ollamaModel) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+// GenerateContent implements llms.Model.
+func (m *ollamaModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
+	opts ...llms.CallOption,
+) (*llms.ContentResponse, error) {
+	var co llms.CallOptions
+	for _, o := range opts {
+		o(&co)
+	}
+	if len(co.Tools) > 0 || len(co.Functions) > 0 || hasToolParts(msgs) {
+		base := strings.TrimSuffix(m.baseURL, "/")
+		if base == "" {
+			base = "http://localhost:11434"
+		}
+		return nil, fmt.Errorf("%w: ollama model %q: the native Ollama client sends no tools and reads no "+
+			"tool calls; for a model that uses tools, configure provider openai with base_url %s/v1 "+
+			"(Ollama's OpenAI-compatible API)", ErrToolsUnsupported, m.model, base)
+	}
+	return m.inner.GenerateContent(ctx, msgs, opts...)
+}
+
+// hasToolParts reports whether a conversation holds tool calls or tool
+// results.
+func hasToolParts(msgs []llms.MessageContent) bool {
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p.(type) {
+			case llms.ToolCall, llms.ToolCallResponse:
+				return true
+			}
+		}
+	}
+	return false
+}
