@@ -109,6 +109,10 @@ type Config struct {
 	// Propagator reads the caller's trace context from request headers
 	// (default: W3C traceparent and baggage).
 	Propagator propagation.TextMapPropagator
+	// MCPTools describes the workflows as the MCP tools of /mcp and
+	// ServeMCP, by workflow name; a workflow without an entry takes its
+	// input from channel "input" and returns channel "answer".
+	MCPTools map[string]MCPTool
 	// Recorder, when set, records every run — its events, the context
 	// snapshots of its model calls, the calls' requests and responses —
 	// and the server serves the run viewer at /viewer/ and its JSON under
@@ -139,6 +143,7 @@ type Server struct {
 	usage    map[string]*usage      // by owner
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
+	mcp      mcpState               // /mcp (mcp.go)
 }
 
 // threadRuns is what the server knows of the runs of one thread.
@@ -246,6 +251,7 @@ func (s *Server) addRoutes() {
 	s.handle("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
 	s.handle("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
 	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
+	s.mcpRoutes()
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
 	}
@@ -340,6 +346,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	drained := s.drained
 	s.mu.Unlock()
+	s.stopMCP()
 	for _, ru := range queued {
 		ru.cancel(errShutdown)
 		s.finishUnstarted(ru, errShutdown)

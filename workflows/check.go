@@ -17,7 +17,7 @@ const (
 )
 
 // builtinTools are the tools a file can declare without Go code.
-var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human"}
+var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", mcpKey}
 
 var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
@@ -124,12 +124,15 @@ func (f *File) checkTools(ps *problems) {
 		case f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name):
 		case f.opts.unregistered:
 		default:
-			known := builtinTools
+			known := slices.DeleteFunc(slices.Clone(builtinTools), func(s string) bool { return s == mcpKey }) // mcp names servers
 			if f.opts.tools != nil {
 				known = append(slices.Clone(known), f.opts.tools.Names()...)
 			}
 			ps.at(l.key, l.path, "unknown tool %q%s; tools written in Go must be registered by the program that runs the file", t.Name, suggest(t.Name, known, "the tools available are"))
 			continue
+		}
+		if t.Name == mcpKey {
+			f.checkMCP(ps)
 		}
 		if t.Name != "web_search" {
 			continue
@@ -148,11 +151,11 @@ func hasTool(names []string, name string) bool { return slices.Contains(names, n
 // toolRefs checks that the tools a node names are declared.
 func (f *File) toolRefs(ps *problems, n named[nodeSpec]) {
 	for i, t := range n.Spec.Tools {
-		if _, ok := f.tools[t]; ok {
+		if f.knowsTool(t) {
 			continue
 		}
 		l := f.doc.loc(fmt.Sprintf("%s/tools/%d", n.Ptr, i))
-		ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, sortedKeys(f.tools), "the file declares"))
+		ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, f.toolChoices(), "the file declares"))
 	}
 }
 

@@ -86,9 +86,12 @@ func (f *File) checkNode(ps *problems, n *fileNode) {
 	case "router":
 		n.routes = f.routes(ps, p+"/routes", s.Routes)
 	case "tool":
-		if _, ok := f.tools[s.Tool]; !ok {
+		if server, whole, _ := f.mcpRef(s.Tool); whole {
 			l := f.doc.loc(p + "/tool")
-			ps.at(l.val, l.path, "unknown tool %q%s", s.Tool, suggest(s.Tool, sortedKeys(f.tools), "declare it under tools; the file declares"))
+			ps.at(l.val, l.path, "a tool node calls one tool: name one of MCP server %s's tools as %s_<tool> (coorflow tools list shows them)", server, server)
+		} else if !f.knowsTool(s.Tool) {
+			l := f.doc.loc(p + "/tool")
+			ps.at(l.val, l.path, "unknown tool %q%s", s.Tool, suggest(s.Tool, f.toolChoices(), "declare it under tools; the file declares"))
 		}
 		for _, name := range sortedKeys(s.Args) {
 			ptr := p + "/args/" + escapePointer(name)

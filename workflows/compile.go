@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/tools/mcp"
 )
 
 // Env is what a workflow's graph runs with: the models, the store and
@@ -48,6 +49,12 @@ type Env struct {
 	// zero tools.SandboxConfig); one that runs its user's own file may
 	// turn it off.
 	Python *tools.PythonConfig
+
+	// MCP owns the sessions with the MCP servers of the file's tools.mcp
+	// section, which Compile starts to list their tools; the host closes
+	// it when it stops. Required for a file with MCP servers (unless
+	// Offline).
+	MCP *mcp.Hub
 	// Offline compiles the graph to be read or drawn, never run: go nodes
 	// without their function, unregistered tools and tools whose ${ENV}
 	// is unset get stand-ins that fail when called.
@@ -96,6 +103,9 @@ func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runna
 	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner), subs: subs}
 	var err error
 	if b.tools, err = f.buildTools(env); err != nil {
+		return nil, err
+	}
+	if err := f.addMCPTools(ctx, env, b.tools); err != nil {
 		return nil, err
 	}
 	keys := make([]graph.Channel, len(f.chans))

@@ -174,6 +174,9 @@ var toolDefaults = map[string]string{
 // with the defaults of built-in tools. A tool written in Go that f does
 // not declare is left out; loading the result names it.
 func (f *File) exportTools(root *yaml.Node, used []string) {
+	if f.usesMCP(used) {
+		used = append(slices.Clone(used), mcpKey) // the servers of the MCP tools
+	}
 	f.copySection(root, "tools", used)
 	var tools *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {

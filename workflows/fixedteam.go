@@ -47,9 +47,9 @@ func (f *File) checkTeam(ps *problems, n *fileNode) {
 			continue
 		}
 		for i, t := range a.Tools {
-			if _, ok := f.tools[t]; !ok {
+			if !f.knowsTool(t) {
 				l := f.doc.loc(fmt.Sprintf("%s/tools/%d", e.Ptr, i))
-				ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, sortedKeys(f.tools), "declare it under tools; the file declares"))
+				ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, f.toolChoices(), "declare it under tools; the file declares"))
 			}
 		}
 		tier := a.Tier

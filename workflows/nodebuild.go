@@ -177,6 +177,9 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 	}
 	if ft := n.team; ft != nil {
 		cfg.Agents = slices.Clone(ft.agents)
+		for i := range cfg.Agents {
+			cfg.Agents[i].Tools = b.expandTools(cfg.Agents[i].Tools)
+		}
 		if ft.plan != nil {
 			// A fixed plan declares no new agents: nothing to build.
 			cfg.Plan = b.f.fixedPlan(ft)
@@ -205,7 +208,7 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, _ := b.tools.Subset(a.Tools...)
+	reg, _ := b.tools.Subset(b.expandTools(a.Tools)...)
 	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
 	if err != nil {
 		return nil, err
@@ -282,7 +285,7 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, _ := b.tools.Subset(n.Spec.Tools...)
+	reg, _ := b.tools.Subset(b.expandTools(n.Spec.Tools)...)
 	out := n.output
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		sys, prompt, err := b.render(n, s)

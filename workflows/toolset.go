@@ -35,6 +35,8 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 	}
 	s := t.Spec
 	switch t.Name {
+	case mcpKey:
+		return nil, nil // its servers' tools: addMCPTools
 	case "python":
 		return pythonTool(env.Python, timeout, s.Interpreter), nil
 	case "http_fetch":

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/tools/mcp"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -32,6 +33,9 @@ type app struct {
 	unsetenv func(string) error
 	// interactive says a person can answer questions on stdin.
 	interactive bool
+	// hub owns the sessions with the MCP servers of the workflows the
+	// command compiles; main closes it when the command ends.
+	hub *mcp.Hub
 }
 
 // usageError is a wrong command line: exit code 2.
@@ -48,7 +52,7 @@ type interruptedError struct{}
 
 func (interruptedError) Error() string { return "the run is waiting for an answer" }
 
-var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "schema", "help"}
+var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "mcp", "tools", "schema", "help"}
 
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
@@ -56,6 +60,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	var err error
+	defer a.closeMCP()
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = a.run(ctx, rest)
@@ -75,6 +80,10 @@ func (a *app) main(ctx context.Context, args []string) int {
 		err = a.export(ctx, rest)
 	case "serve":
 		err = a.serve(ctx, rest)
+	case "mcp":
+		err = a.mcpServe(ctx, rest)
+	case "tools":
+		err = a.tools(ctx, rest)
 	case "schema":
 		_, err = a.stdout.Write(workflows.Schema())
 	case "help", "-h", "-help", "--help":
@@ -217,6 +226,11 @@ Usage:
                                        $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN, removed once read
       --prune-max-age 30d --prune-max-runs 10000 --prune-every 1h
                                        prune the recorded runs at start and then periodically (none: never)
+  coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--allow-code-exec] [--allow-env NAME]
+                                       serve the workflows as MCP tools over stdin and stdout
+                                       (for desktop MCP clients; serve offers them at /mcp too)
+  coorflow tools list FILE|DIR|NAME [--json]
+                                       the file's tools, its MCP servers' included, with their schemas
   coorflow schema                      print the JSON Schema of workflow files
 
 Models come from the file's models section, then OPENAI_API_KEY, OPENAI_BASE_URL,

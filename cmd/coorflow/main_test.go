@@ -468,6 +468,7 @@ func TestValidateAndGraph(t *testing.T) {
 func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	c := newCLI(t)
 	c.env["COORFLOW_TOKENS"] = "secret=alice"
+	goEnv(c) // examples/mcp starts its MCP server with go run
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -486,12 +487,13 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	addr := regexp.MustCompile(`http://[0-9.:]+`).FindString(first)
 	require.NotEmpty(t, addr, first)
 	var listed []string
-	for range 2 {
+	for range 3 {
 		require.True(t, lines.Scan())
 		listed = append(listed, lines.Text())
 	}
 	assert.Equal(t, []string{
 		"  coor         scripted demo model (../../examples/coor/demo.yaml)",
+		"  mcp          scripted demo model (../../examples/mcp/demo.yaml)",
 		"  research     scripted demo model (../../examples/research/demo.yaml)",
 	}, listed)
 	go func() {

@@ -176,7 +176,7 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 	}
 	// The run may have been served: its code came from a caller's model
 	// and runs again only in the sandbox.
-	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, Python: &tools.PythonConfig{}})
+	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, Python: &tools.PythonConfig{}, MCP: a.mcpHub()})
 }
 
 // seedReused copies into to the agents that the recorded run used but did

@@ -141,7 +141,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	r.rec = a.newRecorder(ctx, r.db)
 	defer a.closeRecorder(ctx, r.rec)
 	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
-		Python: localPython()}
+		Python: localPython(), MCP: a.mcpHub()}
 	if models.Models != nil {
 		env.Models = models.Models
 	}

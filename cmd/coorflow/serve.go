@@ -74,6 +74,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	defer stopPruning()
 	python, codeExec := codeExecution(ctx, *allowCodeExec)
 	served := map[string]*graph.Runnable{}
+	mcpTools := map[string]server.MCPTool{}
 	var names []string
 	for _, wf := range files {
 		name := wf.file.Name()
@@ -84,11 +85,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		served[name] = r
+		served[name], mcpTools[name] = r, mcpToolOf(wf.file)
 		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
 	srv, err := server.New(server.Config{
-		Workflows: served, Saver: base.saver, Tokens: tokens,
+		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec,
 	})
@@ -203,7 +204,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	if models.Demo && !demo {
 		a.notice("%s: no model provider is configured (%s): serving it on the scripted demo model %s", wf.arg, models.Reason, models.Script)
 	}
-	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python}
+	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python, MCP: a.mcpHub()}
 	if models.Models != nil {
 		env.Models = models.Models
 	}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// mcpServe serves workflows as MCP tools over stdin and stdout, for a
+// desktop client that starts coorflow as its MCP server. Nothing but the
+// protocol is written to stdout: notices and logs go to stderr.
+func (a *app) mcpServe(ctx context.Context, args []string) error {
+	fs := newFlags("mcp")
+	d := a.addDBFlags(fs)
+	var modelFlags multiFlag
+	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
+	demo := fs.Bool("demo", false, "run every workflow on its scripted demo model")
+	load := addLoadFlags(fs)
+	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	overrides, err := parseModels(modelFlags)
+	if err != nil {
+		return err
+	}
+	files, skipped, err := findWorkflows(pos, load.options()...)
+	if err != nil {
+		return err
+	}
+	for _, s := range skipped {
+		a.notice("mcp: left out %s", s)
+	}
+	python, codeExec := codeExecution(ctx, *allowCodeExec)
+	a.notice("mcp: code execution: %s", codeExec)
+	base, err := a.openDB(ctx, d.db, false)
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	rec := a.newRecorder(ctx, base)
+	defer a.closeRecorder(ctx, rec)
+	served := map[string]*graph.Runnable{}
+	tools := map[string]server.MCPTool{}
+	for _, wf := range files {
+		name := wf.file.Name()
+		if _, dup := served[name]; dup {
+			return usagef("mcp: two workflows are named %q; MCP tools are named by workflow", name)
+		}
+		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, python)
+		if err != nil {
+			return err
+		}
+		served[name], tools[name] = r, mcpToolOf(wf.file)
+	}
+	srv, err := server.New(server.Config{
+		Workflows: served, MCPTools: tools, Saver: base.saver,
+		// No HTTP here: the token is never shown, only the owner counts.
+		Tokens: map[string]string{randomToken(): d.owner},
+		Agents: registryAgents{store: base}, Recorder: rec,
+		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	t := &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}}
+	err = srv.ServeMCP(ctx, d.owner, t)
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(stop); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// mcpToolOf describes a workflow file as an MCP tool.
+func mcpToolOf(f *workflows.File) server.MCPTool {
+	return server.MCPTool{Description: f.Description(), Input: f.InputChannel(), InputSchema: f.InputSchema(), Output: f.OutputChannel()}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func randomToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("mcp-%s", hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,81 @@
+package mcptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Call is one tool call a client makes.
+type Call struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// ClientPlan is what RunClient's client does: connect over stdio (Stdio,
+// the command and its arguments, with Env as its environment) or
+// streamable HTTP (URL, with Token as bearer), list the tools, and make
+// the calls in order. With Elicit set, the client can answer questions
+// and answers each with it.
+type ClientPlan struct {
+	Stdio  []string          `json:"stdio,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+	URL    string            `json:"url,omitempty"`
+	Token  string            `json:"token,omitempty"`
+	Calls  []Call            `json:"calls"`
+	Elicit map[string]any    `json:"elicit,omitempty"`
+}
+
+// ClientReport is what the client saw, as the TypeScript SDK decoded it.
+type ClientReport struct {
+	Tools []struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		InputSchema map[string]any `json:"inputSchema"`
+	} `json:"tools"`
+	// Results are the calls' results; Progress the progress notifications
+	// of each call.
+	Results []struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent map[string]any `json:"structuredContent"`
+		IsError           bool           `json:"isError"`
+	} `json:"results"`
+	Progress     [][]map[string]any `json:"progress"`
+	Elicitations []map[string]any   `json:"elicitations"`
+	// Error is what the client threw, if anything; Stderr what a stdio
+	// server wrote to its stderr.
+	Error  string `json:"error"`
+	Stderr string `json:"stderr"`
+}
+
+// RunClient runs the official TypeScript SDK as a client (client.mjs) with
+// plan and returns its report; it skips t when node or the SDK is absent.
+func RunClient(t testing.TB, plan ClientPlan) ClientReport {
+	t.Helper()
+	node := Node(t)
+	modules := NodeModules(t)
+	raw, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.CommandContext(t.Context(), node, filepath.Join(filepath.Dir(file), "client.mjs"), modules)
+	cmd.Env = append(os.Environ(), "MCPTEST_PLAN="+string(raw))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcptest: the TypeScript client failed: %v\n%s%s", err, stderr.String(), stdout.String())
+	}
+	var rep ClientReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("mcptest: the TypeScript client's report: %v\n%s", err, stdout.String())
+	}
+	return rep
+}

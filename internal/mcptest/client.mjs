@@ -1,0 +1,57 @@
+// The official TypeScript MCP SDK as a client of coorflow, for the Go
+// tests (internal/mcptest.RunClient). It connects over stdio (starting the
+// command it is given, as a desktop client does) or streamable HTTP,
+// lists the tools, makes the calls of its plan, and prints one JSON
+// object: what it saw.
+//
+//   MCPTEST_PLAN='{"stdio": ["coorflow", "mcp"], "calls": [...]}' node client.mjs NODE_MODULES
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+
+const modules = process.argv[2];
+const sdk = (p) => import(pathToFileURL(join(modules, "@modelcontextprotocol/sdk/dist/esm", p)).href);
+const { Client } = await sdk("client/index.js");
+const { StdioClientTransport } = await sdk("client/stdio.js");
+const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
+const { ElicitRequestSchema } = await sdk("types.js");
+
+const plan = JSON.parse(process.env.MCPTEST_PLAN);
+const report = { tools: [], results: [], progress: [], elicitations: [], stderr: "" };
+
+const capabilities = plan.elicit ? { elicitation: {} } : {};
+const client = new Client({ name: "mcptest-ts-client", version: "1.0.0" }, { capabilities });
+if (plan.elicit) {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    report.elicitations.push(req.params);
+    return plan.elicit;
+  });
+}
+
+let transport;
+if (plan.stdio) {
+  transport = new StdioClientTransport({ command: plan.stdio[0], args: plan.stdio.slice(1), env: plan.env, stderr: "pipe" });
+  transport.stderr?.on("data", (d) => { report.stderr += d.toString(); });
+} else {
+  transport = new StreamableHTTPClientTransport(new URL(plan.url), {
+    requestInit: { headers: { Authorization: `Bearer ${plan.token}` } },
+  });
+}
+
+try {
+  await client.connect(transport);
+  report.tools = (await client.listTools()).tools;
+  for (const call of plan.calls ?? []) {
+    const progress = [];
+    const res = await client.callTool({ name: call.name, arguments: call.arguments }, undefined, {
+      timeout: 300000,
+      onprogress: (p) => progress.push(p),
+    });
+    report.results.push(res);
+    report.progress.push(progress);
+  }
+} catch (e) {
+  report.error = String(e?.stack ?? e);
+} finally {
+  await client.close();
+}
+process.stdout.write(JSON.stringify(report) + "\n");

@@ -1,0 +1,305 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/tools/mcp"
+)
+
+// mcpKey is the entry of the tools section that names MCP servers.
+const mcpKey = "mcp"
+
+// mcpServerSpec is a server of the tools.mcp section.
+type mcpServerSpec struct {
+	Command        string            `yaml:"command"`
+	Args           []string          `yaml:"args"`
+	Dir            string            `yaml:"dir"`
+	Env            map[string]string `yaml:"env"`
+	InheritEnv     []string          `yaml:"inherit_env"`
+	URL            string            `yaml:"url"`
+	Headers        map[string]string `yaml:"headers"`
+	BearerEnv      string            `yaml:"bearer_env"`
+	Tools          []string          `yaml:"tools"`
+	Timeout        string            `yaml:"timeout"`
+	ConnectTimeout string            `yaml:"connect_timeout"`
+	MaxResultBytes int               `yaml:"max_result_bytes"`
+	Optional       bool              `yaml:"optional"`
+}
+
+// mcpServers returns the servers of the tools.mcp section, in file order.
+func (f *File) mcpServers() []named[mcpServerSpec] {
+	n := f.doc.node("/tools/" + mcpKey)
+	if n == nil {
+		return nil
+	}
+	var out []named[mcpServerSpec]
+	for _, e := range mapping(n, "/tools/"+mcpKey) {
+		var s mcpServerSpec
+		if err := e.node.Decode(&s); err != nil {
+			continue // the schema reported it
+		}
+		out = append(out, named[mcpServerSpec]{Name: e.Name, Spec: s, Key: e.Key, Ptr: e.Ptr})
+	}
+	return out
+}
+
+// server is the mcp.Server a spec describes. The bearer token is read
+// from the environment variable the file names; a stdio server runs in the
+// file's directory unless dir says otherwise (relative to the file).
+func (f *File) server(s named[mcpServerSpec], getenv func(string) string) mcp.Server {
+	srv := mcp.Server{
+		Name: s.Name, Command: s.Spec.Command, Args: s.Spec.Args, Env: s.Spec.Env, InheritEnv: s.Spec.InheritEnv,
+		URL: s.Spec.URL, Headers: s.Spec.Headers, Tools: s.Spec.Tools, MaxResultBytes: s.Spec.MaxResultBytes,
+	}
+	if srv.Command != "" {
+		srv.Dir = f.dir
+		if s.Spec.Dir != "" {
+			srv.Dir = s.Spec.Dir
+			if !filepath.IsAbs(srv.Dir) {
+				srv.Dir = filepath.Join(f.dir, srv.Dir)
+			}
+		}
+	}
+	if s.Spec.BearerEnv != "" && getenv != nil {
+		srv.Bearer = getenv(s.Spec.BearerEnv)
+	}
+	srv.Timeout, _ = time.ParseDuration(s.Spec.Timeout)
+	srv.ConnectTimeout, _ = time.ParseDuration(s.Spec.ConnectTimeout)
+	return srv
+}
+
+// checkMCP checks the servers of the tools.mcp section.
+func (f *File) checkMCP(ps *problems) {
+	for _, s := range f.mcpServers() {
+		l := f.doc.loc(s.Ptr)
+		srv := f.server(s, nil)
+		srv.Bearer = s.Spec.BearerEnv // its presence, for the check
+		if err := srv.Check(); err != nil {
+			msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("%s %q: ", mcp.ErrInvalidServer, s.Name))
+			ps.at(l.key, l.path, "MCP server %q: %s", s.Name, msg)
+			continue
+		}
+		if s.Spec.BearerEnv != "" && !envName.MatchString(s.Spec.BearerEnv) {
+			bl := f.doc.loc(s.Ptr + "/bearer_env")
+			ps.at(bl.val, bl.path, "bearer_env names the environment variable that holds the token; %q is not a variable name", s.Spec.BearerEnv)
+		}
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// mcpRef reports whether name refers to MCP tools: a server's name (all
+// its tools) or "<server>_<tool>" (one of them).
+func (f *File) mcpRef(name string) (server string, whole, ok bool) {
+	for _, s := range f.mcpServers() {
+		if name == s.Name {
+			return s.Name, true, true
+		}
+		if strings.HasPrefix(name, s.Name+"_") {
+			return s.Name, false, true
+		}
+	}
+	return "", false, false
+}
+
+// knowsTool reports whether a node may name tool: a tool the file
+// declares, a server of its tools.mcp section, or a tool of one.
+func (f *File) knowsTool(name string) bool {
+	if _, ok := f.tools[name]; ok && name != mcpKey {
+		return true
+	}
+	_, _, ok := f.mcpRef(name)
+	return ok
+}
+
+// toolChoices are the names a node may use, for suggestions.
+func (f *File) toolChoices() []string {
+	out := slices.DeleteFunc(sortedKeys(f.tools), func(s string) bool { return s == mcpKey })
+	for _, s := range f.mcpServers() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// addMCPTools connects to the file's MCP servers, lists their tools and
+// registers them in reg, so that nodes, the builder of dynamic agents and
+// tool nodes see them with their schemas. The sessions belong to env.MCP,
+// which the host closes. Offline, the tools nodes name get stand-ins.
+func (f *File) addMCPTools(ctx context.Context, env Env, reg *tools.Registry) error {
+	servers := f.mcpServers()
+	if len(servers) == 0 {
+		return nil
+	}
+	if env.Offline {
+		for _, name := range f.mcpToolRefs() {
+			if _, err := reg.Get(name); err != nil {
+				_ = reg.Register(standInTool(name))
+			}
+		}
+		return nil
+	}
+	if env.MCP == nil {
+		return fmt.Errorf("workflows: %s: tools.mcp: the program that compiles the file must give it Env.MCP (an *mcp.Hub it closes when done), which owns the servers' sessions", f.path)
+	}
+	var cfg mcp.Config
+	cfg.Getenv = env.Getenv
+	for _, s := range servers {
+		srv := f.server(s, env.Getenv)
+		if s.Spec.BearerEnv != "" && srv.Bearer == "" {
+			err := unsetError(f.path+": tools.mcp."+s.Name+".bearer_env", []string{s.Spec.BearerEnv})
+			if s.Spec.Optional {
+				env.Warn(fmt.Sprintf("MCP server %s is left out: %s", s.Name, strings.TrimPrefix(err.Error(), "workflows: ")))
+				continue
+			}
+			return err
+		}
+		cfg.Servers = append(cfg.Servers, srv)
+	}
+	ts, err := env.MCP.Toolset(cfg)
+	if err != nil {
+		return fmt.Errorf("workflows: %s: tools.mcp: %w", f.path, err)
+	}
+	for _, s := range servers {
+		if !slices.Contains(ts.Servers(), s.Name) {
+			continue
+		}
+		got, err := ts.ServerTools(ctx, s.Name)
+		if err != nil && s.Spec.Optional {
+			env.Warn(fmt.Sprintf("MCP server %s is left out: %v", s.Name, err))
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("workflows: %s: tools.mcp.%s: %w", f.path, s.Name, err)
+		}
+		for _, t := range got {
+			if err := reg.Register(t); err != nil {
+				return fmt.Errorf("workflows: %s: tools.mcp.%s: tool %q: %w", f.path, s.Name, t.Remote(), err)
+			}
+		}
+	}
+	return f.checkMCPRefs(reg)
+}
+
+// mcpToolRefs are the names of single MCP tools the file's nodes and
+// agents use.
+func (f *File) mcpToolRefs() []string {
+	var out []string
+	for _, name := range f.toolRefNames() {
+		if _, whole, ok := f.mcpRef(name); ok && !whole && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// toolRefNames are the tool names the file's nodes and agents use.
+func (f *File) toolRefNames() []string {
+	var out []string
+	for _, n := range f.nodes {
+		out = append(out, n.Spec.Tools...)
+		if n.Spec.Tool != "" {
+			out = append(out, n.Spec.Tool)
+		}
+		if n.team != nil {
+			for _, a := range n.team.agents {
+				out = append(out, a.Tools...)
+			}
+		}
+	}
+	return out
+}
+
+// checkMCPRefs reports the MCP tools the file names that its servers do
+// not offer.
+func (f *File) checkMCPRefs(reg *tools.Registry) error {
+	var errs []error
+	for _, name := range f.mcpToolRefs() {
+		if _, err := reg.Get(name); err == nil {
+			continue
+		}
+		server, _, _ := f.mcpRef(name)
+		var offered []string
+		for _, n := range reg.Names() {
+			if strings.HasPrefix(n, server+"_") {
+				offered = append(offered, n)
+			}
+		}
+		errs = append(errs, fmt.Errorf("workflows: %s: tool %q: MCP server %s offers no such tool%s", f.path, name, server,
+			suggest(name, offered, "it offers")))
+	}
+	return errors.Join(errs...)
+}
+
+// usesMCP reports whether names holds MCP tools or servers.
+func (f *File) usesMCP(names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool {
+		_, _, ok := f.mcpRef(n)
+		return ok
+	})
+}
+
+// expandTools replaces the MCP servers in names with their tools, as reg
+// holds them.
+func (b *build) expandTools(names []string) []string {
+	var out []string
+	for _, name := range names {
+		server, whole, ok := b.f.mcpRef(name)
+		if !ok || !whole {
+			out = append(out, name)
+			continue
+		}
+		for _, n := range b.tools.Names() {
+			if t, err := b.tools.Get(n); err == nil {
+				if mt, isMCP := t.(*mcp.Tool); isMCP && mt.Server() == server {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Tools returns the tools the file declares, its MCP servers' included,
+// sorted by name, to be shown (`coorflow tools list`): the MCP servers are
+// reached through env.MCP (unless env.Offline) to list their tools, while
+// the other tools are made as for an offline compilation, so that tools a
+// Go program registers and unset ${ENV} show as stand-ins.
+func (f *File) Tools(ctx context.Context, env Env) ([]tools.Tool, error) {
+	env.defaults()
+	offline := env
+	offline.Offline = true
+	reg, err := f.buildTools(offline)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.addMCPTools(ctx, env, reg); err != nil {
+		return nil, err
+	}
+	return reg.List(), nil
+}
+
+// InputSchema returns the JSON Schema of the value of the file's input
+// channel: as the file declares it, or the type of a built-in channel (an
+// empty schema, any value, when it has none). The MCP tool that serves the
+// file takes its input with it.
+func (f *File) InputSchema() json.RawMessage {
+	c, ok := f.byName[f.InputChannel()]
+	switch {
+	case !ok:
+		return json.RawMessage(`{}`)
+	case len(c.schemaJSON) > 0:
+		return c.schemaJSON
+	case c.shape != nil && c.shape.kind != "any":
+		return json.RawMessage(fmt.Sprintf(`{"type":%q}`, c.shape.kind))
+	}
+	return json.RawMessage(`{}`)
+}
