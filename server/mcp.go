@@ -238,7 +238,12 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 			c.s.forget(ru)
 			return toolError(e.Message), nil
 		}
-		v := ru.view()
+		// The server keeps no values of an ended run in memory: they
+		// are read back from the saver.
+		v, err := c.s.runView(ctx, ru)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case v.Status == StatusDone:
 			return c.doneResult(v), nil
@@ -388,7 +393,7 @@ func (c *mcpCall) wait(ctx context.Context, ru *run) error {
 		buf = frames
 		for _, f := range frames {
 			after = f.id
-			if f.kind == graph.EventNodeEnd {
+			if f.name == graph.EventNodeEnd.String() {
 				c.progress(ctx, f)
 			}
 		}
