@@ -228,10 +228,16 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 	for round := 0; ; round++ {
 		ru := c.s.newMCPRun(ctx, c.owner, th, c.wf)
 		start(ru)
+		// The call reads the run's events for progress: attached, they
+		// are kept until it has read them, even after the run ends.
+		ru.events.attach()
 		if _, e := c.s.submit(ru); e != nil {
+			ru.events.detach()
 			return toolError(e.Message), nil
 		}
-		if err := c.wait(ctx, ru); err != nil {
+		err := c.wait(ctx, ru)
+		ru.events.detach()
+		if err != nil {
 			return nil, err
 		}
 		if e := ru.earlyError(); e != nil {
