@@ -228,17 +228,28 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 	for round := 0; ; round++ {
 		ru := c.s.newMCPRun(ctx, c.owner, th, c.wf)
 		start(ru)
+		// The call reads the run's events for progress: attached, they
+		// are kept until it has read them, even after the run ends.
+		ru.events.attach()
 		if _, e := c.s.submit(ru); e != nil {
+			ru.events.detach()
 			return toolError(e.Message), nil
 		}
-		if err := c.wait(ctx, ru); err != nil {
+		err := c.wait(ctx, ru)
+		ru.events.detach()
+		if err != nil {
 			return nil, err
 		}
 		if e := ru.earlyError(); e != nil {
 			c.s.forget(ru)
 			return toolError(e.Message), nil
 		}
-		v := ru.view()
+		// The server keeps no values of an ended run in memory: they
+		// are read back from the saver.
+		v, err := c.s.runView(ctx, ru)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case v.Status == StatusDone:
 			return c.doneResult(v), nil
@@ -388,7 +399,7 @@ func (c *mcpCall) wait(ctx context.Context, ru *run) error {
 		buf = frames
 		for _, f := range frames {
 			after = f.id
-			if f.kind == graph.EventNodeEnd {
+			if f.name == graph.EventNodeEnd.String() {
 				c.progress(ctx, f)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +26,7 @@ func (a ownerAgents) ListAgents(_ context.Context, owner string) ([]server.Agent
 func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 	b := newBlocker(t)
 	agents := ownerAgents{"alice": {{Name: "alice-agent"}}, "bob": {{Name: "bob-agent"}}}
-	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), b.r), Recorder: recorder(t), Agents: agents})
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), b.r), Recorder: recorder(t), Agents: agents, MCPTools: mcpTools})
 
 	// Alice: a finished run on a1, a run in progress on live. Bob: a run on b1.
 	e.thread(alice, "echo", "a1")
@@ -76,6 +77,15 @@ func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 	ra := done.ID
 
 	checks := map[string]func(t *testing.T){
+		"/mcp": func(t *testing.T) {
+			cs := e.mcpClient(bob, "", nil)
+			// Resuming alice's thread: bob has no thread a1.
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"thread_id": "a1", "resume": "go on"}})
+			require.NoError(t, err)
+			require.True(t, res.IsError)
+			assert.Equal(t, `unknown thread "a1"`, callText(t, res), "bob cannot reach alice's thread")
+			assert.Equal(t, aliceRuns, runsOf(alice, "a1"), "no run was started on alice's thread")
+		},
 		"GET /healthz": func(t *testing.T) { assert.JSONEq(t, `{"status": "ok"}`, body("GET", "/healthz", "")) },
 		"GET /viewer/": func(t *testing.T) {
 			page := body("GET", "/viewer/", "")

@@ -117,13 +117,14 @@ func TestCoorflowMCPServesWorkflowsOverStdioToTheTypeScriptSDK(t *testing.T) {
 func TestServeOffersWorkflowsAtMCPToTheTypeScriptSDK(t *testing.T) {
 	mcptest.NodeModules(t)
 	c := newCLI(t)
+	c.env["COORFLOW_TOKENS"] = "secret=alice"
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
 	c.ctx, c.stdout = ctx, pw
 	done := make(chan int, 1)
 	go func() {
-		code, _, _ := c.run("serve", "../../examples/coor", "../../examples/research", "--addr", "127.0.0.1:0", "--token", "secret=alice")
+		code, _, _ := c.run("serve", "../../examples/coor", "../../examples/research", "--addr", "127.0.0.1:0")
 		_ = pw.Close()
 		done <- code
 	}()

@@ -12,9 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/tools/mcp"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -34,20 +37,20 @@ func TestTheMCPExampleRunsOfflineWithTheServersTools(t *testing.T) {
 	require.NoError(t, err)
 
 	var calls []string
-	results := map[string]graph.ToolResult{}
-	var created []graph.AgentEvent
+	results := map[string]tools.ResultEvent{}
+	var created []agentevent.Created
 	var final graph.State
 	for ev, err := range r.Stream(t.Context(), graph.Input(nodes.Input.Set("How does an MCP server report progress?")), graph.Thread("t1")) {
 		require.NoError(t, err)
-		switch ev.Kind {
-		case graph.EventAgentCreated:
-			created = append(created, ev.Data.(graph.AgentEvent))
-		case graph.EventToolCall:
-			calls = append(calls, ev.Data.(graph.ToolCall).Name)
-		case graph.EventToolResult:
-			res := ev.Data.(graph.ToolResult)
-			results[res.ID] = res
-		case graph.EventRunEnd:
+		switch d := ev.Data.(type) {
+		case agentevent.Created:
+			created = append(created, d)
+		case tools.CallEvent:
+			calls = append(calls, d.Name)
+		case tools.ResultEvent:
+			results[d.ID] = d
+		}
+		if ev.Kind == graph.EventRunEnd {
 			final = ev.State
 		}
 	}
@@ -73,9 +76,9 @@ func TestTheMCPExampleRunsOfflineWithTheServersTools(t *testing.T) {
 	assert.True(t, strings.HasPrefix(seen[2], "# Elicitation\nDuring a request a server may ask the user"), seen[2])
 	assert.Empty(t, script.Remaining(), "every scripted answer was used")
 
-	plan := nodes.PlanKey.Get(final)
-	require.Len(t, plan.Steps, 1)
-	assert.Equal(t, nodes.StepDone, plan.Steps[0].Result.Status)
+	pl := nodes.PlanKey.Get(final)
+	require.Len(t, pl.Steps, 1)
+	assert.Equal(t, plan.StepDone, pl.Steps[0].Result.Status)
 	assert.True(t, strings.HasPrefix(nodes.Answer.Get(final), "# Progress and questions in the Model Context Protocol"))
 }
 
