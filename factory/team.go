@@ -116,7 +116,7 @@ func Team(cfg TeamConfig) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, err
 		}
-		return graph.Update(nodes.PlanKey.Set(t.plan), nodes.Findings.Set(found)), nil
+		return graph.Update(nodes.PlanKey.Set(t.plan), nodes.AddFindings(s, found)), nil
 	}, nil
 }
 

@@ -36,12 +36,17 @@ var handoffTool = llms.Tool{Type: "function", Function: &llms.FunctionDefinition
 	},
 }}
 
-// Coordinator returns the node that receives the user's message. Small
-// talk and off-topic requests it answers itself: it writes Answer and the
-// reply to Messages and ends the run, and the exchange never reaches the
-// planner (discard context). A task it hands off through the
-// handoff_to_planner tool call: it writes Request and Locale — the task as
-// the model stated it, not the raw conversation — and goes to Next.
+// Coordinator returns the node that receives the user's message. Each of
+// its runs begins a turn of the conversation (CurrentTurn): the channels
+// of one turn are set back to empty, while the conversation (Messages,
+// Turns) and the findings of earlier turns stay. Its model sees the
+// conversation so far (the last messages, cut to a bound) and the new
+// message. Small talk and off-topic requests it answers itself: it writes
+// Answer and the reply to Messages, ends the turn and the run, and the
+// exchange never reaches the planner (discard context). A task it hands
+// off through the handoff_to_planner tool call: it writes Request and
+// Locale — the task as the model stated it, self-contained, not the raw
+// conversation — and goes to Next.
 func Coordinator(cfg CoordinatorConfig) (graph.NodeFunc, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: the coordinator needs a model", ErrNoModel)
@@ -52,10 +57,15 @@ func Coordinator(cfg CoordinatorConfig) (graph.NodeFunc, error) {
 	model := llm.Observe(cfg.Model, cfg.Info)
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		input := Input.Get(s)
-		msgs := []llms.MessageContent{
-			llms.TextParts(llms.ChatMessageTypeSystem, prompt("coordinator", nil)),
-			llms.TextParts(llms.ChatMessageTypeHuman, input),
+		msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, prompt("coordinator", nil))}
+		for _, m := range conversation(s) {
+			role := llms.ChatMessageTypeHuman
+			if m.Role == "assistant" {
+				role = llms.ChatMessageTypeAI
+			}
+			msgs = append(msgs, llms.TextParts(role, m.Content))
 		}
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, input))
 		resp, err := model.GenerateContent(llm.WithAgent(ctx, "coordinator"), msgs, llms.WithTools([]llms.Tool{handoffTool}))
 		if err != nil {
 			return graph.Command{}, fmt.Errorf("nodes: coordinator: %w", err)
@@ -77,10 +87,16 @@ func Coordinator(cfg CoordinatorConfig) (graph.NodeFunc, error) {
 			if args.Locale == "" {
 				args.Locale = "en-US"
 			}
-			return graph.Goto(cfg.Next, user, Request.Set(args.Task), Locale.Set(args.Locale)), nil
+			t, ws := beginTurn(ctx, s, input, Request)
+			ws = append(ws, CurrentTurn.Set(t), user, Request.Set(args.Task), Locale.Set(args.Locale))
+			return graph.Goto(cfg.Next, ws...), nil
 		}
 		reply := llm.StripThink(choice.Content)
-		return graph.Goto(graph.End, user, Answer.Set(reply),
-			Messages.Set([]ChatMessage{{Role: "assistant", Content: reply}})), nil
+		// The turn ends here, with the reply.
+		t, ws := beginTurn(ctx, s, input, Answer)
+		t.Answer = oneLine(reply)
+		ws = append(ws, CurrentTurn.Set(t), graph.AppendTo(Turns, t), user, Answer.Set(reply),
+			Messages.Set([]ChatMessage{{Role: "assistant", Content: reply}}))
+		return graph.Goto(graph.End, ws...), nil
 	}, nil
 }

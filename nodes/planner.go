@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
@@ -47,8 +48,10 @@ type PlannerConfig struct {
 	// AllowNewAgents lets plans declare new agents (the coor workflow).
 	AllowNewAgents bool
 	// MaxSteps caps the steps of a plan (default 3); MaxIterations the
-	// plans made in one run (default 1); Repairs the times the model is
-	// asked to fix an invalid plan (default 2).
+	// planner's rounds in one turn (default 1): plans made from the
+	// request and the results so far, while the revisions a reviewer asks
+	// for do not count; Repairs the times the model is asked to fix an
+	// invalid plan (default 2).
 	MaxSteps      int
 	MaxIterations int
 	Repairs       int
@@ -74,9 +77,13 @@ func (c *PlannerConfig) defaults() {
 }
 
 // Planner returns the planner node. It reads Request, Locale, Background,
-// Feedback and the Findings so far; it writes PlanKey and Iterations and
-// goes to the reviewer, or to the reporter when enough is known or when
-// MaxIterations plans have been made.
+// Feedback, the current turn's Findings and, as summaries with references,
+// the earlier turns of the conversation; it writes PlanKey, Iterations and
+// CurrentTurn and goes to the reviewer, or to the reporter when enough is
+// known. A reviewer's feedback always gets a new plan, made with the
+// feedback. When the plan of the turn's last allowed round has run, it
+// goes to the reporter and says so: a warning event, and a note on the
+// turn.
 func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: the planner needs a model", ErrNoModel)
@@ -87,8 +94,13 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 	cfg.defaults()
 	model := llm.Observe(cfg.Model, cfg.Info)
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
-		if Iterations.Get(s) >= cfg.MaxIterations && PlanKey.Get(s) != nil {
-			return graph.Goto(cfg.Reporter), nil
+		turn := CurrentTurn.Get(s)
+		rounds := Iterations.Get(s)
+		revising := Feedback.Get(s) != "" && PlanKey.Get(s) != nil
+		if !revising && PlanKey.Get(s) != nil && rounds >= cfg.MaxIterations {
+			turn.Note = roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
+			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + turn.Note})
+			return graph.Goto(cfg.Reporter, CurrentTurn.Set(turn)), nil
 		}
 		cards, err := cfg.Agents.Cards(ctx)
 		if err != nil {
@@ -120,12 +132,46 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		if p.Locale == "" {
 			p.Locale = locale
 		}
-		writes := []graph.Write{PlanKey.Set(p), Iterations.Set(1), Feedback.Set("")}
+		writes := []graph.Write{PlanKey.Set(p), Feedback.Set("")}
+		if !revising {
+			rounds++
+			writes = append(writes, Iterations.Set(1))
+		}
+		turn.Plan, turn.Rounds = p.Title, rounds
+		writes = append(writes, CurrentTurn.Set(turn))
 		if p.HasEnoughContext {
 			return graph.Goto(cfg.Reporter, writes...), nil
 		}
 		return graph.Goto(cfg.Review, writes...), nil
 	}, nil
+}
+
+// unfinished returns the ids of the steps of p that did not complete.
+func unfinished(p *plan.Plan) []string {
+	var ids []string
+	if p == nil {
+		return nil
+	}
+	for _, st := range p.Steps {
+		if st.Result == nil || st.Result.Status != plan.StepDone {
+			ids = append(ids, st.ID)
+		}
+	}
+	return ids
+}
+
+// roundLimitNote says that the planner stopped at its round limit, and
+// which steps of the last plan did not complete.
+func roundLimitNote(limit int, p *plan.Plan) string {
+	rounds := "1 round"
+	if limit != 1 {
+		rounds = fmt.Sprintf("%d rounds", limit)
+	}
+	note := fmt.Sprintf("planning stopped at its limit of %s per turn (max_iterations: %d); the answer uses what the steps found", rounds, limit)
+	if open := unfinished(p); len(open) > 0 {
+		note += fmt.Sprintf(", and steps %s did not complete", strings.Join(open, ", "))
+	}
+	return note
 }
 
 func plannerInput(s graph.State, locale string) string {
@@ -134,7 +180,10 @@ func plannerInput(s graph.State, locale string) string {
 	if bg := Background.Get(s); bg != "" {
 		fmt.Fprintf(&b, "\n# Background investigation\n%s\n", bg)
 	}
-	if r := plan.ResultsView(Findings.Get(s)); r != "" {
+	if r := earlierTurns(s); r != "" {
+		fmt.Fprintf(&b, "\n# Earlier turns of this conversation\nWhat was asked and found before, as summaries: build on it, and do not plan again what is known.\n\n%s", r)
+	}
+	if r := plan.ResultsView(turnFindings(s)); r != "" {
 		fmt.Fprintf(&b, "\n# Results of the steps run so far\n%s", r)
 	}
 	if fb := Feedback.Get(s); fb != "" {

@@ -22,10 +22,12 @@ type ReporterConfig struct {
 	Read func(ctx context.Context, ref string) (string, error)
 }
 
-// Reporter returns the node that writes the final report from the
-// findings (never from agents' transcripts), with citations listed last
-// and <think> blocks removed. It writes Answer and appends the report to
-// Messages.
+// Reporter returns the node that writes the final report from the current
+// turn's findings (never from agents' transcripts) and the earlier turns of
+// the conversation in summary, with citations listed last and <think>
+// blocks removed. When the planner stopped at its round limit with steps
+// unfinished, the report ends with a note that says so. It writes Answer,
+// appends the report to Messages and ends the turn (CurrentTurn, Turns).
 func Reporter(cfg ReporterConfig) (graph.NodeFunc, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: the reporter needs a model", ErrNoModel)
@@ -49,7 +51,11 @@ func Reporter(cfg ReporterConfig) (graph.NodeFunc, error) {
 			return graph.Command{}, fmt.Errorf("nodes: reporter: %w", err)
 		}
 		report := withReferences(llm.StripThink(resp.Choices[0].Content), sources)
-		return graph.Update(Answer.Set(report), Messages.Set([]ChatMessage{{Role: "assistant", Content: report}})), nil
+		if note := CurrentTurn.Get(s).Note; note != "" && len(unfinished(PlanKey.Get(s))) > 0 {
+			report += "\n\n_Note: " + note + "._"
+		}
+		ws := append(endTurn(s, report), Answer.Set(report), Messages.Set([]ChatMessage{{Role: "assistant", Content: report}}))
+		return graph.Update(ws...), nil
 	}, nil
 }
 
@@ -59,8 +65,11 @@ func reportInput(ctx context.Context, cfg ReporterConfig, s graph.State) (string
 	if p := PlanKey.Get(s); p != nil {
 		fmt.Fprintf(&b, "\n# Plan\n%s\n", p.Title)
 	}
+	if r := earlierTurns(s); r != "" {
+		fmt.Fprintf(&b, "\n# Earlier in this conversation\n%s", r)
+	}
 	var sources []string
-	for _, f := range Findings.Get(s) {
+	for _, f := range turnFindings(s) {
 		fmt.Fprintf(&b, "\n## Step %s: %s (%s, confidence %.2f)\n", f.StepID, f.Title, f.Status, f.Confidence)
 		text := f.Output
 		if f.Ref != "" && cfg.Read != nil {

@@ -74,7 +74,7 @@ func Worker(cfg WorkerConfig) (graph.NodeFunc, error) {
 		np.Step(id).Result = &res
 		found := []plan.Finding{np.Step(id).Finding()}
 		found = append(found, np.SkipDependents()...)
-		return graph.Update(PlanKey.Set(np), Findings.Set(found)), nil
+		return graph.Update(PlanKey.Set(np), AddFindings(s, found)), nil
 	}, nil
 }
 

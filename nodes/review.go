@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/coorflow/coorflow/graph"
@@ -20,8 +21,9 @@ type ReviewRequest struct {
 
 // ReviewAnswer is how a reviewer answers: accept the plan, ask for changes
 // in words (the planner makes a new plan), or send an edited plan (checked
-// like a generated one). A plain string is read as accept when it is
-// "accept", "accepted", "yes", "ok" or "approve", and as feedback otherwise.
+// like a generated one). A plain string is read as accept when it is one
+// of AcceptWords (trimmed, in any case, a final "." or "!" ignored), and
+// as feedback otherwise.
 type ReviewAnswer struct {
 	Accept   bool       `json:"accept,omitempty"`
 	Feedback string     `json:"feedback,omitempty"`
@@ -101,16 +103,27 @@ func checkEdited(ctx context.Context, cfg ReviewConfig, p *plan.Plan) ([]string,
 	return validate(p, func(n string) bool { return known[n] }, cfg.MaxSteps, cfg.AllowNewAgents), nil
 }
 
+// AcceptWords are the plain answers that accept a plan.
+var AcceptWords = []string{"accept", "accepted", "approve", "approved", "y", "yes", "ok", "okay", "lgtm"}
+
+// IsAcceptance reports whether a plain answer accepts the plan: one of
+// AcceptWords, trimmed, in any case, a final "." or "!" ignored. It is
+// where acceptance is decided.
+func IsAcceptance(answer string) bool {
+	w := strings.ToLower(strings.TrimRight(strings.TrimSpace(answer), ".!"))
+	return slices.Contains(AcceptWords, strings.TrimSpace(w))
+}
+
 // readReview interprets a resume value.
 func readReview(raw any) (ReviewAnswer, error) {
 	if s, ok := raw.(string); ok {
-		switch strings.ToLower(strings.TrimSpace(s)) {
-		case "accept", "accepted", "yes", "ok", "approve", "approved":
+		switch {
+		case IsAcceptance(s):
 			return ReviewAnswer{Accept: true}, nil
-		case "":
+		case strings.TrimSpace(s) == "":
 			return ReviewAnswer{}, fmt.Errorf("nodes: review: an empty answer; send \"accept\", feedback, or an edited plan")
 		}
-		return ReviewAnswer{Feedback: s}, nil
+		return ReviewAnswer{Feedback: strings.TrimSpace(s)}, nil
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {

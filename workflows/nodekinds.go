@@ -32,18 +32,18 @@ var nodeKinds = map[string]nodeKind{
 	"subgraph": {},
 	"go":       {},
 	"coordinator": {model: true, tier: "basic",
-		channels: []graph.Channel{nodes.Input, nodes.Messages, nodes.Request, nodes.Locale, nodes.Answer}},
+		channels: []graph.Channel{nodes.Input, nodes.Messages, nodes.Request, nodes.Locale, nodes.Answer, nodes.CurrentTurn, nodes.Turns}},
 	"planner": {model: true, tier: "reasoning",
-		channels: []graph.Channel{nodes.Request, nodes.Locale, nodes.Background, nodes.PlanKey, nodes.Iterations, nodes.Feedback, nodes.Findings}},
+		channels: []graph.Channel{nodes.Request, nodes.Locale, nodes.Background, nodes.PlanKey, nodes.Iterations, nodes.Feedback, nodes.Findings, nodes.CurrentTurn, nodes.Turns}},
 	"human_review": {channels: []graph.Channel{nodes.PlanKey, nodes.Feedback}},
 	"team": {model: true, tier: "reasoning",
-		channels: []graph.Channel{nodes.PlanKey, nodes.Findings}},
+		channels: []graph.Channel{nodes.PlanKey, nodes.Findings, nodes.CurrentTurn}},
 	"reporter": {model: true, tier: "basic",
-		channels: []graph.Channel{nodes.Request, nodes.Locale, nodes.PlanKey, nodes.Findings, nodes.Messages, nodes.Answer}},
+		channels: []graph.Channel{nodes.Request, nodes.Locale, nodes.PlanKey, nodes.Findings, nodes.Messages, nodes.Answer, nodes.CurrentTurn, nodes.Turns}},
 	"background_investigator": {channels: []graph.Channel{nodes.Request, nodes.Background}},
 	"research_team":           {channels: []graph.Channel{nodes.PlanKey, nodes.CurrentStep}},
 	"worker": {model: true,
-		channels: []graph.Channel{nodes.PlanKey, nodes.CurrentStep, nodes.Findings}},
+		channels: []graph.Channel{nodes.PlanKey, nodes.CurrentStep, nodes.Findings, nodes.CurrentTurn}},
 }
 
 // prebuiltChannels returns the channels of package nodes that keep

@@ -199,16 +199,13 @@ func (p *textPrinter) ended(e graph.Event, detail string) {
 // detail says in a few words what a node wrote.
 func (p *textPrinter) detail(ws []graph.Write) string {
 	var parts []string
-	newPlan := false
-	for _, w := range ws {
-		if w.Channel() == nodes.Iterations.Name() {
-			newPlan = true
-		}
-	}
 	for _, w := range ws {
 		switch v := w.Value().(type) {
 		case *plan.Plan:
-			if newPlan {
+			if v == nil {
+				continue // a turn begins: the last turn's plan is cleared
+			}
+			if !ran(v) {
 				parts = append(parts, p.planned(v))
 			} else {
 				parts = append(parts, results(v))
@@ -225,6 +222,17 @@ func (p *textPrinter) detail(ws []graph.Write) string {
 	// A plan's lines come last.
 	slices.SortStableFunc(parts, func(a, b string) int { return strings.Count(a, "\n") - strings.Count(b, "\n") })
 	return strings.Join(parts, "; ")
+}
+
+// ran reports whether a step of pl has a result: a plan without one is a
+// new plan.
+func ran(pl *plan.Plan) bool {
+	for _, s := range pl.Steps {
+		if s.Result != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // planned describes a new plan and remembers its step titles.
@@ -302,6 +310,9 @@ func results(pl *plan.Plan) string {
 }
 
 func describeWrite(channel string, v any) string {
+	if v == "" {
+		return "" // a channel of the last turn cleared
+	}
 	switch channel {
 	case nodes.Request.Name():
 		return fmt.Sprintf("handed off: %q", oneLine(fmt.Sprint(v), 90))
@@ -317,7 +328,13 @@ func describeWrite(channel string, v any) string {
 			return fmt.Sprintf("feedback: %q", oneLine(s, 90))
 		}
 		return ""
-	case nodes.Input.Name(), nodes.Messages.Name(), nodes.Locale.Name(), nodes.Iterations.Name(), nodes.Findings.Name():
+	case nodes.Input.Name(), nodes.Messages.Name(), nodes.Locale.Name(), nodes.Iterations.Name(), nodes.Findings.Name(), nodes.Turns.Name():
+		return ""
+	case nodes.CurrentTurn.Name():
+		if t, ok := v.(nodes.Turn); ok && t.Answer == "" && t.Plan == "" && t.Note == "" {
+			return fmt.Sprintf("turn %d", t.N)
+		}
+		return ""
 		return ""
 	}
 	b, err := json.Marshal(v)

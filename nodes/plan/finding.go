@@ -17,6 +17,9 @@ type Finding struct {
 	Confidence float64  `json:"confidence"`
 	Sources    []string `json:"sources,omitempty"`
 	Error      string   `json:"error,omitempty"`
+	// Turn is the turn of the conversation whose plan the step belongs
+	// to (0 when the workflow counts no turns).
+	Turn int `json:"turn,omitempty"`
 }
 
 // Finding returns the finding of a step that has a result.
@@ -27,7 +30,8 @@ func (s Step) Finding() Finding {
 }
 
 // ResultsView renders findings the way the planner sees them: status and
-// a one-line summary per step — results, not process.
+// a one-line summary per step, with the reference of the full result when
+// a board holds it — results, not process.
 func ResultsView(fs []Finding) string {
 	if len(fs) == 0 {
 		return ""
@@ -38,7 +42,11 @@ func ResultsView(fs []Finding) string {
 		if f.Status != StepDone {
 			line = f.Error
 		}
-		fmt.Fprintf(&b, "- [%s] %s %s (agent %s, confidence %.2f): %s\n", f.Status, f.StepID, f.Title, f.Agent, f.Confidence, oneLine(line))
+		fmt.Fprintf(&b, "- [%s] %s %s (agent %s, confidence %.2f): %s", f.Status, f.StepID, f.Title, f.Agent, f.Confidence, oneLine(line))
+		if f.Ref != "" {
+			fmt.Fprintf(&b, " (ref: %s)", f.Ref)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
