@@ -94,7 +94,7 @@ func Coordinator(cfg CoordinatorConfig) (graph.NodeFunc, error) {
 		reply := llm.StripThink(choice.Content)
 		// The turn ends here, with the reply.
 		t, ws := beginTurn(ctx, s, input, Answer)
-		t.Answer = oneLine(reply)
+		t.Answer = answerLine(reply)
 		ws = append(ws, CurrentTurn.Set(t), graph.AppendTo(Turns, t), user, Answer.Set(reply),
 			Messages.Set([]ChatMessage{{Role: "assistant", Content: reply}}))
 		return graph.Goto(graph.End, ws...), nil

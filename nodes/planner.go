@@ -98,8 +98,12 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		rounds := Iterations.Get(s)
 		revising := Feedback.Get(s) != "" && PlanKey.Get(s) != nil
 		if !revising && PlanKey.Get(s) != nil && rounds >= cfg.MaxIterations {
-			turn.Note = roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
-			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + turn.Note})
+			note := roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
+			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + note})
+			if len(unfinished(PlanKey.Get(s))) == 0 {
+				return graph.Goto(cfg.Reporter), nil
+			}
+			turn.Note = note // the answer says it too
 			return graph.Goto(cfg.Reporter, CurrentTurn.Set(turn)), nil
 		}
 		cards, err := cfg.Agents.Cards(ctx)

@@ -51,7 +51,7 @@ func Reporter(cfg ReporterConfig) (graph.NodeFunc, error) {
 			return graph.Command{}, fmt.Errorf("nodes: reporter: %w", err)
 		}
 		report := withReferences(llm.StripThink(resp.Choices[0].Content), sources)
-		if note := CurrentTurn.Get(s).Note; note != "" && len(unfinished(PlanKey.Get(s))) > 0 {
+		if note := CurrentTurn.Get(s).Note; note != "" {
 			report += "\n\n_Note: " + note + "._"
 		}
 		ws := append(endTurn(s, report), Answer.Set(report), Messages.Set([]ChatMessage{{Role: "assistant", Content: report}}))

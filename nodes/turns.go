@@ -117,7 +117,7 @@ func endTurn(s graph.State, answer string) []graph.Write {
 	if p := PlanKey.Get(s); p != nil {
 		t.Plan = p.Title
 	}
-	t.Answer = oneLine(answer)
+	t.Answer = answerLine(answer)
 	return []graph.Write{CurrentTurn.Set(t), graph.AppendTo(Turns, t)}
 }
 
@@ -183,4 +183,13 @@ func conversation(s graph.State) []ChatMessage {
 		}
 	}
 	return out
+}
+
+// answerLine is an answer on one line, without markdown heading marks.
+func answerLine(answer string) string {
+	lines := strings.Split(answer, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, "# ")
+	}
+	return oneLine(strings.Join(lines, " "))
 }

@@ -146,7 +146,33 @@ type threadView struct {
 	Next       []string              `json:"next,omitempty"`
 	Interrupts []graph.InterruptInfo `json:"interrupts,omitempty"`
 	Updated    time.Time             `json:"updated"`
-	Values     map[string]any        `json:"values"`
+	// Turns are the turns of the conversation, the last one possibly
+	// under way.
+	Turns  []turnRow      `json:"turns,omitempty"`
+	Values map[string]any `json:"values"`
+}
+
+// turnRow is a turn as threads show lists it.
+type turnRow struct {
+	N      int    `json:"n"`
+	Status string `json:"status"`
+	Run    string `json:"run,omitempty"`
+	Input  string `json:"input"`
+	Answer string `json:"answer,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// turnRows lists the thread's turns: the finished ones, then the one under
+// way, whose status is the thread's.
+func turnRows(s graph.State, status string) []turnRow {
+	var rows []turnRow
+	for _, t := range nodes.Turns.Get(s) {
+		rows = append(rows, turnRow{N: t.N, Status: "done", Run: t.Run, Input: t.Input, Answer: t.Answer, Note: t.Note})
+	}
+	if cur := nodes.CurrentTurn.Get(s); cur.N > 0 && (len(rows) == 0 || rows[len(rows)-1].N != cur.N) {
+		rows = append(rows, turnRow{N: cur.N, Status: status, Run: cur.Run, Input: cur.Input, Note: cur.Note})
+	}
+	return rows
 }
 
 func (t *threadCmd) show(ctx context.Context, id string) error {
@@ -160,6 +186,7 @@ func (t *threadCmd) show(ctx context.Context, id string) error {
 	}
 	v := threadView{ID: id, Workflow: wf.ref, Status: status(snap), Checkpoint: snap.Checkpoint, Step: snap.Step,
 		Next: snap.Next, Interrupts: snap.Interrupts, Updated: snap.Created, Values: snap.State.Values()}
+	v.Turns = turnRows(snap.State, v.Status)
 	if t.json {
 		return writeJSON(t.app, v)
 	}
@@ -170,6 +197,18 @@ func (t *threadCmd) show(ctx context.Context, id string) error {
 		fmt.Fprintf(w, "next        %s\n", strings.Join(snap.Next, ", "))
 	}
 	vals := snap.State
+	if len(v.Turns) > 0 {
+		fmt.Fprintf(w, "turns       %d\n", len(v.Turns))
+		for _, t := range v.Turns {
+			fmt.Fprintf(w, "  %-3d %-6s %-11s %s\n", t.N, oneLine(t.Status, 40), orDash(t.Run), oneLine(t.Input, 100))
+			if t.Answer != "" {
+				fmt.Fprintf(w, "      answer: %s\n", oneLine(t.Answer, 110))
+			}
+			if t.Note != "" {
+				fmt.Fprintf(w, "      note:   %s\n", oneLine(t.Note, 110))
+			}
+		}
+	}
 	for _, ch := range []string{"input", "request"} {
 		if s, _ := vals.Value(ch); s != nil && s != "" {
 			fmt.Fprintf(w, "%-11s %s\n", ch, oneLine(fmt.Sprint(s), 120))
