@@ -98,11 +98,11 @@ func TestAThreadIsAConversationOfTurns(t *testing.T) {
 	assert.Contains(t, p3, "## Turn 2")
 	assert.Contains(t, p3, "10,000 steps spend about 10 s on durable checkpoint commits (1 ms each).")
 	for _, transcript := range []string{
-		"synchronous=NORMAL skips that fsync: ~20 µs",  // turn 1's full result
-		"at the risk of losing the last commits",       // turn 1's report
-		"laptop NVMe fsync takes 0.5 to 2 ms",          // turn 1's reasoning
-		"against hours of model calls",                 // turn 2's full result
-		"# Results of the steps run so far",            // no results of its own yet
+		"synchronous=NORMAL skips that fsync: ~20 µs", // turn 1's full result
+		"at the risk of losing the last commits",      // turn 1's report
+		"laptop NVMe fsync takes 0.5 to 2 ms",         // turn 1's reasoning
+		"against hours of model calls",                // turn 2's full result
+		"# Results of the steps run so far",           // no results of its own yet
 	} {
 		assert.NotContains(t, p3, transcript)
 	}
