@@ -5,6 +5,7 @@ package conversation_test
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/clitest"
+	"github.com/coorflow/coorflow/llm/openaitest"
+	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -138,4 +141,74 @@ func TestTheConversationExampleFromTheCommandLine(t *testing.T) {
 		assert.Regexp(t, `\n  `+string(rune('1'+i))+`   done   r-[0-9a-f]{8}  `+regexp.QuoteMeta(msg)+`\n`, out)
 	}
 	assert.Contains(t, out, "answer: Checkpoint time of 10,000 steps At the **~1 ms per durable commit**")
+}
+
+// TestAConversationOverTheOpenAIProtocol plays two turns of the demo's
+// conversation through langchaingo's OpenAI client against a server that
+// speaks the chat-completions protocol: the second turn's requests carry
+// the conversation and the first turn's finding as a summary.
+func TestAConversationOverTheOpenAIProtocol(t *testing.T) {
+	demo, err := scripted.LoadFile("demo.yaml")
+	require.NoError(t, err)
+	reply := func(agent, contains string) openaitest.Response {
+		t.Helper()
+		var r scripted.Reply
+		if contains == "" {
+			r = demo.Agents[agent][0]
+		} else {
+			i := slices.IndexFunc(demo.Rules, func(r scripted.Rule) bool { return r.Agent == agent && r.PromptContains == contains })
+			require.GreaterOrEqual(t, i, 0, "%s %q", agent, contains)
+			r = demo.Rules[i].Reply
+		}
+		out := openaitest.Response{Text: r.Text}
+		for _, tc := range r.ToolCalls {
+			out.ToolCalls = append(out.ToolCalls, openaitest.ToolCall{Name: tc.Name, Arguments: tc.Arguments})
+		}
+		return out
+	}
+	const fact = "(agent storage_analyst, confidence 0.90): A durable SQLite commit"
+	srv := openaitest.NewServer(
+		// Turn 1, one call after the other: one agent to build, one step.
+		reply("coordinator", ""), reply("planner", ""), reply("builder:storage_analyst", ""),
+		reply("metaprompt:storage_analyst", ""), reply("storage_analyst", ""), reply("reporter", ""),
+		// Turn 2 reuses the agent.
+		reply("coordinator", "10,000 agent steps"), reply("planner", fact),
+		reply("storage_analyst", "Total checkpoint time of 10,000 steps"), reply("reporter", fact),
+	)
+	defer srv.Close()
+
+	f, err := workflows.Load("workflow.yaml")
+	require.NoError(t, err)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.BaseURL()}
+	getenv := func(k string) string { return env[k] }
+	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: getenv})
+	require.NoError(t, err)
+	require.False(t, ms.Demo)
+	r, err := f.Compile(t.Context(), workflows.Env{Models: ms.Models, Getenv: getenv, Graph: []graph.Option{graph.WithSaver(memory.New())}})
+	require.NoError(t, err)
+	var final graph.State
+	for _, msg := range messages[:2] {
+		res, err := r.Invoke(t.Context(), graph.Input(nodes.Input.Set(msg)), graph.Thread("chat"))
+		require.NoError(t, err)
+		final = res.State
+	}
+	assert.Zero(t, srv.Remaining(), "every scripted response was asked for")
+	reqs := srv.Requests()
+	require.Len(t, reqs, 10)
+
+	coordinator := reqs[6].Chat.Messages
+	require.Len(t, coordinator, 4, "system, turn 1's question and answer, the new message")
+	assert.Equal(t, []string{"user", "assistant", "user"}, []string{coordinator[1].Role, coordinator[2].Role, coordinator[3].Role})
+	assert.Equal(t, messages[0], coordinator[1].Text())
+	assert.Equal(t, messages[1], coordinator[3].Text())
+
+	var planner strings.Builder
+	for _, m := range reqs[7].Chat.Messages {
+		planner.WriteString(m.Text())
+	}
+	assert.Contains(t, planner.String(), "## Turn 1\nUser: "+messages[0])
+	assert.Contains(t, planner.String(), fact)
+	assert.NotContains(t, planner.String(), "synchronous=NORMAL skips that fsync: ~20 µs", "a summary, not turn 1's full result")
+	assert.Contains(t, nodes.Answer.Get(final), "At the **~1 ms per durable commit** found in the first answer")
+	assert.Len(t, nodes.Turns.Get(final), 2)
 }
