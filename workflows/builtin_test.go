@@ -27,8 +27,8 @@ func TestTheGoConstructorsCompileTheBuiltinFiles(t *testing.T) {
 		"coor":     workflows.Coor,
 	}
 	channels := map[string][]string{
-		"research": {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "current_step", "findings", "answer"},
-		"coor":     {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "findings", "answer"},
+		"research": {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "current_step", "findings", "answer", "turn", "turns"},
+		"coor":     {"input", "messages", "request", "locale", "background", "plan", "plan_iterations", "feedback", "findings", "answer", "turn", "turns"},
 	}
 	require.ElementsMatch(t, []string{"research", "coor"}, workflows.Builtins())
 	for _, name := range workflows.Builtins() {

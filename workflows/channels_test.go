@@ -38,7 +38,7 @@ func TestAFileGetsTheChannelsOfTheNodeTypesItUses(t *testing.T) {
 		{"llm nodes only", `{type: llm, prompt: "hi", output: draft}`, `draft: {type: string}`,
 			[]string{"draft interface {}"}},
 		{"a reporter", `{type: reporter}`, `notes: {type: string}`,
-			[]string{"messages []nodes.ChatMessage", "request string", "locale string", "plan *plan.Plan", "findings []plan.Finding", "answer string", "notes interface {}"}},
+			[]string{"messages []nodes.ChatMessage", "request string", "locale string", "plan *plan.Plan", "findings []plan.Finding", "answer string", "turn nodes.Turn", "turns []nodes.Turn", "notes interface {}"}},
 		{"a declared prebuilt channel", `{type: llm, prompt: "hi", output: request}`, `request: {type: string}`,
 			[]string{"request string"}},
 	}

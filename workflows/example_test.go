@@ -111,7 +111,7 @@ func ExampleLoad() {
 	answer, _ := res.State.Value(f.OutputChannel())
 	fmt.Println(answer)
 	// Output:
-	// channels: input, messages, request, locale, answer
+	// channels: input, messages, request, locale, answer, turn, turns
 	// write was asked: Write a two-line brief on: SQLite for agents
 	// SQLite keeps an agent's state in one file.
 	// It suits one writer.

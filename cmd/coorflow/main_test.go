@@ -487,11 +487,12 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	addr := regexp.MustCompile(`http://[0-9.:]+`).FindString(first)
 	require.NotEmpty(t, addr, first)
 	var listed []string
-	for range 3 {
+	for range 4 {
 		require.True(t, lines.Scan())
 		listed = append(listed, lines.Text())
 	}
 	assert.Equal(t, []string{
+		"  conversation scripted demo model (../../examples/conversation/demo.yaml)",
 		"  coor         scripted demo model (../../examples/coor/demo.yaml)",
 		"  mcp          scripted demo model (../../examples/mcp/demo.yaml)",
 		"  research     scripted demo model (../../examples/research/demo.yaml)",

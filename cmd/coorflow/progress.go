@@ -331,7 +331,8 @@ func describeWrite(channel string, v any) string {
 	case nodes.Input.Name(), nodes.Messages.Name(), nodes.Locale.Name(), nodes.Iterations.Name(), nodes.Findings.Name(), nodes.Turns.Name():
 		return ""
 	case nodes.CurrentTurn.Name():
-		if t, ok := v.(nodes.Turn); ok && t.Answer == "" && t.Plan == "" && t.Note == "" {
+		// A turn after the first begins: say which.
+		if t, ok := v.(nodes.Turn); ok && t.N > 1 && t.Answer == "" && t.Plan == "" && t.Note == "" {
 			return fmt.Sprintf("turn %d", t.N)
 		}
 		return ""

@@ -126,7 +126,7 @@ func TestTheConversationExampleFromTheCommandLine(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		outs = append(outs, out)
 	}
-	assert.Contains(t, outs[0], "✓ coordinator  turn 1;")
+	assert.Contains(t, outs[0], "✓ coordinator  handed off:")
 	assert.Contains(t, outs[0], "+ storage_analyst  built")
 	assert.Contains(t, outs[1], "✓ coordinator  turn 2;")
 	assert.NotContains(t, outs[1], "built", "turn 2 reuses the agent of turn 1")
