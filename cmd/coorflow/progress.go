@@ -324,10 +324,7 @@ func describeWrite(channel string, v any) string {
 	case nodes.Background.Name():
 		return fmt.Sprintf("background: %d characters", utf8.RuneCountInString(fmt.Sprint(v)))
 	case nodes.Feedback.Name():
-		if s := fmt.Sprint(v); s != "" {
-			return fmt.Sprintf("feedback: %q", oneLine(s, 90))
-		}
-		return ""
+		return fmt.Sprintf("feedback: %q", oneLine(fmt.Sprint(v), 90))
 	case nodes.Input.Name(), nodes.Messages.Name(), nodes.Locale.Name(), nodes.Iterations.Name(), nodes.Findings.Name(), nodes.Turns.Name():
 		return ""
 	case nodes.CurrentTurn.Name():
@@ -335,7 +332,6 @@ func describeWrite(channel string, v any) string {
 		if t, ok := v.(nodes.Turn); ok && t.N > 1 && t.Answer == "" && t.Plan == "" && t.Note == "" {
 			return fmt.Sprintf("turn %d", t.N)
 		}
-		return ""
 		return ""
 	}
 	b, err := json.Marshal(v)

@@ -199,6 +199,13 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 			return nil, nil, err
 		}
 		opts = append(opts, opt)
+	case setInput && exists && len(snap.Interrupts) > 0:
+		// A new input begins a turn only once the last one has finished.
+		return nil, nil, usagef("thread %s is %s, so --input cannot start a new turn yet: answer with %s (or start another thread)",
+			r.thread, status(snap), r.resumeCommand(snap.Interrupts))
+	case setInput && exists && len(snap.Next) > 0:
+		return nil, nil, usagef("thread %s is %s, so --input cannot start a new turn yet: finish it with coorflow run %s --thread %s (or start another thread)",
+			r.thread, status(snap), shellQuote(r.wf.arg), r.thread)
 	case setInput:
 		text, err := readArg(f.input)
 		if err != nil {

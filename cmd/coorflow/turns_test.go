@@ -21,6 +21,15 @@ func TestANewInputOnAFinishedThreadStartsATurn(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Regexp(t, `turns       1\n  1   waiting for an answer r-[0-9a-f]{8}  How fast is SQLite\?\n`, out)
 
+	// A new input while the turn waits for its review is refused, and the
+	// thread keeps its question.
+	code, _, stderr = c.run("run", research, "--thread", "conv", "--input", "And on a Raspberry Pi?")
+	require.Equal(t, exitUsage, code)
+	assert.Equal(t, "coorflow: thread conv is waiting for an answer, so --input cannot start a new turn yet: answer with coorflow run ../../examples/research --thread conv --resume '<answer>' (or start another thread)\n", stderr)
+	code, out, _ = c.run("threads", "show", "conv")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "status      waiting for an answer\n")
+
 	code, _, stderr = c.run("run", research, "--thread", "conv", "--resume", "Y")
 	require.Equal(t, exitOK, code, stderr)
 	code, out, stderr = c.run("run", research, "--thread", "conv", "--input", "And on a Raspberry Pi?")
