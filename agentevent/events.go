@@ -32,6 +32,8 @@ type Info struct {
 	Output  string   `json:"output,omitempty"`
 	Summary string   `json:"summary,omitempty"`
 	Tools   []string `json:"tools,omitempty"`
+	// Skills are the names of the skills an agent built was given.
+	Skills []string `json:"skills,omitempty"`
 	// Confidence is the agent's own estimate, 0 to 1, when it gives one.
 	Confidence float64 `json:"confidence,omitempty"`
 	Err        string  `json:"error,omitempty"`

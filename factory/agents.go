@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/nodes/react"
+	"github.com/coorflow/coorflow/skills"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/window"
@@ -106,10 +107,14 @@ func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
 	t.mu.Lock()
 	t.agents[sp.Name] = a
 	t.mu.Unlock()
-	graph.Emit(ctx, agentevent.Created{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Summary: a.Description})
+	graph.Emit(ctx, agentevent.Created{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Skills: a.Skills, Summary: a.Description})
 	if len(built.Dropped) > 0 {
 		graph.Emit(ctx, agentevent.Warning{Value: fmt.Sprintf(
 			"agent %q asked for tools that do not exist and were dropped: %s", a.Name, strings.Join(built.Dropped, ", "))})
+	}
+	if len(built.DroppedSkills) > 0 {
+		graph.Emit(ctx, agentevent.Warning{Value: fmt.Sprintf(
+			"agent %q asked for skills that do not exist and were dropped: %s", a.Name, strings.Join(built.DroppedSkills, ", "))})
 	}
 	return nil
 }
@@ -138,6 +143,9 @@ func (t *teamRun) agent(a Agent, viewer store.Viewer) (*react.Agent, error) {
 		Name: a.Name, Model: model, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: t.cfg.MaxTurns,
 		Info: llm.ModelInfo{Tier: string(tier), Model: profile.Model},
 	}
+	if err := giveSkills(&cfg, t.cfg.Skills, a); err != nil {
+		return nil, err
+	}
 	if t.board != nil && !t.cfg.NoWindow {
 		if err := t.window(&cfg, a, viewer, profile); err != nil {
 			return nil, err
@@ -164,5 +172,16 @@ func (t *teamRun) window(cfg *react.Config, a Agent, viewer store.Viewer, profil
 	if err := cfg.Tools.Register(window.ReadContextTool(bs)); err != nil {
 		return fmt.Errorf("factory: agent %q: %w", a.Name, err)
 	}
+	return nil
+}
+
+// giveSkills gives the agent a's skills, those of the team's it names.
+func giveSkills(cfg *react.Config, all *skills.Set, a Agent) error {
+	sub, _ := all.Subset(a.Skills...)
+	prompt, err := sub.Equip(cfg.SystemPrompt, cfg.Tools)
+	if err != nil {
+		return fmt.Errorf("factory: agent %q: %w", a.Name, err)
+	}
+	cfg.SystemPrompt = prompt
 	return nil
 }

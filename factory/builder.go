@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/skills"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -32,6 +33,9 @@ type Builder struct {
 	Info  llm.ModelInfo
 	// Tools are the tools that exist; an agent can only get these.
 	Tools *tools.Registry
+	// Skills are the skills an agent may be given (skills.Set.Catalog
+	// shows them to the builder's model); nil for none.
+	Skills *skills.Set
 	// WritePrompt writes the system prompt; required.
 	WritePrompt PromptWriter
 }
@@ -42,14 +46,17 @@ type buildDraft struct {
 	Description string   `json:"description" jsonschema:"required,description=One sentence: what the agent does"`
 	Tier        string   `json:"tier" jsonschema:"required,enum=basic|reasoning|vision|code"`
 	Tools       []string `json:"tools" jsonschema:"required,description=Names of tools from the list; may be empty"`
+	Skills      []string `json:"skills,omitempty" jsonschema:"description=Names of skills from the list of skills; may be empty"`
 	Brief       string   `json:"brief" jsonschema:"required,description=Three to six sentences: task, method, deliverable"`
 }
 
 // Built is the outcome of Build.
 type Built struct {
 	Agent Agent
-	// Dropped are tool names the model chose that do not exist.
-	Dropped []string
+	// Dropped are tool names the model chose that do not exist;
+	// DroppedSkills the skill names.
+	Dropped       []string
+	DroppedSkills []string
 }
 
 // Build builds the agent spec describes. The whole build goes through the
@@ -75,15 +82,16 @@ func (b *Builder) Build(ctx context.Context, spec plan.AgentSpec, locale string)
 				dropped = append(dropped, t)
 			}
 		}
+		skillSet, droppedSkills := b.Skills.Subset(d.Skills...)
 		s := spec
 		a := Agent{Name: spec.Name, Role: spec.Role, Description: d.Description, Thought: d.Thought,
-			Tier: d.Tier, Tools: keep, Brief: d.Brief, Spec: &s}
+			Tier: d.Tier, Tools: keep, Skills: skillSet.Names(), Brief: d.Brief, Spec: &s}
 		prompt, err := b.WritePrompt(ctx, a, locale)
 		if err != nil {
 			return Built{}, fmt.Errorf("factory: write the prompt of agent %q: %w", spec.Name, err)
 		}
 		a.Prompt = prompt
-		return Built{Agent: a, Dropped: dropped}, nil
+		return Built{Agent: a, Dropped: dropped, DroppedSkills: droppedSkills}, nil
 	})
 }
 
@@ -99,6 +107,11 @@ func (b *Builder) messages(spec plan.AgentSpec, locale string) []llms.MessageCon
 	}
 	sys, _ := promptFiles.ReadFile("prompts/builder.md")
 	text := strings.ReplaceAll(string(sys), "{{tools}}", list.String())
+	if b.Skills.Len() > 0 {
+		text += "\n# Available skills\nAn agent given a skill sees its name and description and opens it when its task calls for it. " +
+			"Choose `skills` only from this list, by exact name; none is fine.\n"
+		text += b.Skills.List()
+	}
 	user := fmt.Sprintf("# The agent the plan needs\nName: %s\nRole: %s\nCapabilities: %s\nContribution: %s\nLocale: %s\n",
 		spec.Name, spec.Role, spec.Capabilities, spec.Contribution, locale)
 	return []llms.MessageContent{

@@ -29,6 +29,9 @@ type Agent struct {
 	Tier string `json:"tier"`
 	// Tools are names of registered tools.
 	Tools []string `json:"tools,omitempty"`
+	// Skills are names of the team's skills (TeamConfig.Skills): the
+	// agent's prompt lists them, and it opens one with open_skill.
+	Skills []string `json:"skills,omitempty"`
 	// Brief is the short task description the prompt was written from.
 	Brief string `json:"brief,omitempty"`
 	// Prompt is the system prompt; PromptPinned says a person wrote or

@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/skills"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
 	"github.com/coorflow/coorflow/tools"
@@ -33,6 +34,10 @@ type TeamConfig struct {
 	Models   Models
 	// Tools are the tools agents may be given.
 	Tools *tools.Registry
+	// Skills are the skills agents may be given (Agent.Skills names
+	// them). An agent with skills has their catalogue in its prompt and
+	// the open_skill and read_skill_file tools.
+	Skills *skills.Set
 	// Store holds the mission board: full outputs, handoffs, progress.
 	// Without it, outputs stay inline in the plan.
 	Store store.Store

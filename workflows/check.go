@@ -30,6 +30,7 @@ func (f *File) check(ps *problems) {
 	f.checkIO(ps)
 	f.checkDemo(ps)
 	f.checkTools(ps)
+	f.checkSkills(ps)
 	f.checkNodes(ps)
 	f.checkModels(ps)
 	f.checkEdges(ps)

@@ -53,6 +53,7 @@ func (f *File) checkNode(ps *problems, n *fileNode) {
 		n.prompt = f.template(ps, p+"/prompt", s.Prompt)
 		n.output = f.channelRef(ps, p+"/output", s.Output)
 		f.toolRefs(ps, n.named)
+		f.skillRefs(ps, p, s.Skills)
 	case "coordinator":
 		f.nodeRef(ps, p+"/next", s.Next, false)
 	case "planner":
@@ -83,6 +84,7 @@ func (f *File) checkNode(ps *problems, n *fileNode) {
 			ps.at(l.val, l.path, "agent %q is not built in (researcher, coder): give its system prompt in system", s.Agent)
 		}
 		f.toolRefs(ps, n.named)
+		f.skillRefs(ps, p, s.Skills)
 	case "router":
 		n.routes = f.routes(ps, p+"/routes", s.Routes)
 	case "tool":

@@ -52,12 +52,13 @@ func (f *File) checkTeam(ps *problems, n *fileNode) {
 				ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, f.toolChoices(), "declare it under tools; the file declares"))
 			}
 		}
+		f.skillRefs(ps, e.Ptr, a.Skills)
 		tier := a.Tier
 		if tier == "" {
 			tier = "basic"
 		}
 		ft.agents = append(ft.agents, factory.Agent{Name: e.Name, Role: a.Role, Description: a.Description,
-			Tier: tier, Tools: a.Tools, Prompt: a.System, PromptPinned: true})
+			Tier: tier, Tools: a.Tools, Skills: a.Skills, Prompt: a.System, PromptPinned: true})
 		given[e.Name] = true
 	}
 	if ft.plan != nil {

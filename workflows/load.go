@@ -10,6 +10,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/skills"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -29,6 +30,7 @@ type File struct {
 	byNode map[string]*fileNode
 	edges  []*fileEdge
 	tools  map[string]named[toolSpec]
+	skills *skills.Set
 	// size counts the nodes of the file and of its subgraphs, each
 	// subgraph once per inclusion: what Compile builds.
 	size int
@@ -260,7 +262,7 @@ func (f *File) allNodes() []*fileNode {
 func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 	l := f.doc.loc(n.Ptr + "/file")
 	name := n.Spec.File
-	real, ok := f.reach(ps, l, name)
+	real, ok := f.reach(ps, l, "subgraph file", name)
 	if !ok {
 		return nil
 	}
@@ -308,21 +310,22 @@ func (f *File) join(name string) string {
 	return filepath.Join(f.dir, name)
 }
 
-// reach resolves the subgraph file name, located at l, and checks that
-// it is inside the workflow's directory tree or another allowed root.
-func (f *File) reach(ps *problems, l located, name string) (string, bool) {
+// reach resolves the file or folder name (a "subgraph file", a "skill
+// folder"), located at l, and checks that it is inside the workflow's
+// directory tree or another allowed root.
+func (f *File) reach(ps *problems, l located, what, name string) (string, bool) {
 	real, err := filepath.EvalSymlinks(f.join(name))
 	if err != nil {
-		ps.at(l.val, l.path, "subgraph file %s cannot be read: %v", name, unwrapPath(err))
+		ps.at(l.val, l.path, "%s %s cannot be read: %v", what, name, unwrapPath(err))
 		return "", false
 	}
 	real = resolved(real)
 	if f.opts.session.allowed(real) {
 		return real, true
 	}
-	ps.at(l.val, l.path, "subgraph file %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
+	ps.at(l.val, l.path, "%s %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
 		"move the file there, or let the program that loads the workflow allow its directory (coorflow --include-root DIR, workflows.WithIncludeRoot)",
-		name, f.opts.session.roots[0], real)
+		what, name, f.opts.session.roots[0], real)
 	return "", false
 }
 

@@ -173,7 +173,7 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
 		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
 		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
-		Window: b.f.Context(),
+		Window: b.f.Context(), Skills: b.f.skills,
 	}
 	if ft := n.team; ft != nil {
 		cfg.Agents = slices.Clone(ft.agents)
@@ -190,7 +190,7 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Builder = &factory.Builder{Model: m, Info: info, Tools: b.tools, WritePrompt: factory.ExpandWith(exp, b.tools)}
+	cfg.Builder = &factory.Builder{Model: m, Info: info, Tools: b.tools, Skills: b.f.skills, WritePrompt: factory.ExpandWith(exp, b.tools)}
 	return factory.Team(cfg)
 }
 
@@ -209,7 +209,11 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 		return nil, err
 	}
 	reg, _ := b.tools.Subset(b.expandTools(a.Tools)...)
-	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
+	prompt, err := b.f.skillsOf(s.Skills).Equip(a.Prompt, reg)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
 	if err != nil {
 		return nil, err
 	}
@@ -286,12 +290,17 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 		return nil, err
 	}
 	reg, _ := b.tools.Subset(b.expandTools(n.Spec.Tools)...)
+	equipped := b.f.skillsOf(n.Spec.Skills)
+	if _, err := equipped.Equip("", reg); err != nil {
+		return nil, err
+	}
 	out := n.output
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		sys, prompt, err := b.render(n, s)
 		if err != nil {
 			return graph.Command{}, err
 		}
+		sys = equipped.Prompt(sys)
 		agent, err := react.New(react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
 		if err != nil {
 			return graph.Command{}, err

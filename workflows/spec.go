@@ -22,6 +22,7 @@ type fileSpec struct {
 	Edges       []edgeSpec           `yaml:"edges"`
 	State       yaml.Node            `yaml:"state"`
 	Tools       yaml.Node            `yaml:"tools"`
+	Skills      []string             `yaml:"skills"`
 	Nodes       yaml.Node            `yaml:"nodes"`
 	channels    []named[channelSpec] `yaml:"-"`
 	tools       []named[toolSpec]    `yaml:"-"`
@@ -130,6 +131,7 @@ type nodeSpec struct {
 	Prompt       string            `yaml:"prompt"`
 	Output       string            `yaml:"output"`
 	Tools        []string          `yaml:"tools"`
+	Skills       []string          `yaml:"skills"`
 	MaxTurns     int               `yaml:"max_turns"`
 	Next         string            `yaml:"next"`
 	Review       string            `yaml:"review"`
@@ -175,6 +177,7 @@ type agentSpec struct {
 	Description string   `yaml:"description"`
 	Tier        string   `yaml:"tier"`
 	Tools       []string `yaml:"tools"`
+	Skills      []string `yaml:"skills"`
 	System      string   `yaml:"system"`
 }
 

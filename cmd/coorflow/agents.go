@@ -98,6 +98,9 @@ func (a *app) showAgent(ag factory.Agent) {
 		fmt.Fprintf(w, "role         %s\n", ag.Role)
 	}
 	fmt.Fprintf(w, "description  %s\ntier         %s\ntools        %s\n", ag.Description, ag.Tier, dash(ag.Tools))
+	if len(ag.Skills) > 0 {
+		fmt.Fprintf(w, "skills       %s\n", dash(ag.Skills))
+	}
 	if ag.Spec != nil {
 		fmt.Fprintf(w, "capabilities %s\ncontribution %s\n", ag.Spec.Capabilities, ag.Spec.Contribution)
 	}

@@ -133,7 +133,11 @@ func (p *textPrinter) custom(ev graph.Event) {
 	switch d := ev.Data.(type) {
 	case agentevent.Created:
 		p.built[d.Agent] = true
-		p.line(ev.Path+"/agent", fmt.Sprintf("+ %s  built: tier %s, tools %s — %s", d.Agent, d.Tier, orNone(d.Tools), oneLine(d.Summary, 100)))
+		skills := ""
+		if len(d.Skills) > 0 {
+			skills = ", skills " + strings.Join(d.Skills, ", ")
+		}
+		p.line(ev.Path+"/agent", fmt.Sprintf("+ %s  built: tier %s, tools %s%s — %s", d.Agent, d.Tier, orNone(d.Tools), skills, oneLine(d.Summary, 100)))
 	case agentevent.Started:
 		p.line(ev.Path, fmt.Sprintf("▶ %s%s", runLabel(d.Agent, d.Run), p.stepTitle(d.Run)))
 	case agentevent.Ended:
