@@ -49,6 +49,16 @@ func (m *Memories) Tools() []tools.Tool {
 	return []tools.Tool{remember, recall}
 }
 
+// Tool returns the tool called name (RememberTool or RecallTool), or nil.
+func (m *Memories) Tool(name string) tools.Tool {
+	for _, t := range m.Tools() {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
 // Render lists memories for a prompt, one per line, with the day each
 // was learned.
 func Render(found []Memory) string {
