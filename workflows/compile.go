@@ -11,11 +11,11 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/factory"
-	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/metaprompt"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/tools/mcp"
@@ -91,7 +91,7 @@ type build struct {
 	tools *tools.Registry
 	reg   *factory.Registry
 	mem   *memories.Memories // nil unless the file uses memory
-	r     *graph.Runnable // set once compiled, for decoding writes
+	r     *graph.Runnable    // set once compiled, for decoding writes
 	// subs are the subgraphs compiled so far, shared by every build of
 	// one Compile: a file included many times is compiled once.
 	subs map[*File]*graph.Runnable

@@ -13,8 +13,8 @@ import (
 
 	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/store"
-	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/store/memories"
+	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/store/postgres"
 	"github.com/coorflow/coorflow/store/sqlite"
 	"github.com/coorflow/coorflow/tools"
