@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/skills"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/board"
+	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/window"
 )
@@ -38,6 +39,9 @@ type TeamConfig struct {
 	// them). An agent with skills has their catalogue in its prompt and
 	// the open_skill and read_skill_file tools.
 	Skills *skills.Set
+	// Memories, when set, remembers the summary of each step the team
+	// completes, for the owner of the run: later threads recall it.
+	Memories *memories.Memories
 	// Store holds the mission board: full outputs, handoffs, progress.
 	// Without it, outputs stay inline in the plan.
 	Store store.Store
@@ -121,6 +125,9 @@ func Team(cfg TeamConfig) (graph.NodeFunc, error) {
 		if err != nil {
 			return graph.Command{}, err
 		}
+		if err := t.remember(ctx); err != nil {
+			return graph.Command{}, err
+		}
 		return graph.Update(nodes.PlanKey.Set(t.plan), nodes.AddFindings(s, found)), nil
 	}, nil
 }
@@ -201,5 +208,27 @@ func (t *teamRun) open(ctx context.Context) error {
 		return fmt.Errorf("factory: open the mission board of %q: %w", run, err)
 	}
 	t.board = b
+	return nil
+}
+
+// remember keeps the summary of each step done as a memory of the run's
+// owner, once per step (journaled).
+func (t *teamRun) remember(ctx context.Context) error {
+	m := t.cfg.Memories
+	if m == nil {
+		return nil
+	}
+	for _, st := range t.plan.Steps {
+		if st.Result == nil || st.Result.Status != plan.StepDone || st.Result.Summary == "" {
+			continue
+		}
+		text := fmt.Sprintf("%s — %s: %s", t.plan.Title, st.Title, st.Result.Summary)
+		if _, err := graph.Do(ctx, "remember "+st.ID, func(ctx context.Context) (string, error) {
+			mem, err := m.Remember(ctx, m.OwnerOf(ctx), text, st.AgentName)
+			return mem.ID, err
+		}); err != nil {
+			return fmt.Errorf("factory: remember step %s: %w", st.ID, err)
+		}
+	}
 	return nil
 }

@@ -59,6 +59,9 @@ type PlannerConfig struct {
 	// writes the report once enough is known or the iterations are used.
 	Review   string
 	Reporter string
+	// Recall, when set, returns what earlier threads learned that bears on
+	// the request (store/memories); the planner's prompt shows it.
+	Recall func(ctx context.Context, request string) (string, error)
 }
 
 func (c *PlannerConfig) defaults() {
@@ -124,9 +127,19 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		if !cfg.AllowNewAgents {
 			sys += "\nThis team has no factory: new_agents_needed must stay empty.\n"
 		}
+		input := plannerInput(s, locale)
+		if cfg.Recall != nil {
+			recalled, err := graph.Do(ctx, "recall", func(ctx context.Context) (string, error) { return cfg.Recall(ctx, Request.Get(s)) })
+			if err != nil {
+				return graph.Command{}, fmt.Errorf("nodes: planner: recall: %w", err)
+			}
+			if recalled != "" {
+				input += "\n# What earlier conversations with this user learned (may be out of date)\n" + recalled
+			}
+		}
 		msgs := []llms.MessageContent{
 			llms.TextParts(llms.ChatMessageTypeSystem, sys),
-			llms.TextParts(llms.ChatMessageTypeHuman, plannerInput(s, locale)),
+			llms.TextParts(llms.ChatMessageTypeHuman, input),
 		}
 		ctx = llm.WithAgent(ctx, "planner")
 		p, err := generatePlan(ctx, model, msgs, func(n string) bool { return known[n] }, cfg)

@@ -27,7 +27,10 @@ type core struct {
 // MaxOwnerLen is the longest owner id accepted, in bytes.
 const MaxOwnerLen = 256
 
-func checkOwner(owner string) error {
+// CheckOwner returns an error (ErrInvalid) for an owner id the store does
+// not accept: empty, longer than MaxOwnerLen, not UTF-8, or with control
+// characters.
+func CheckOwner(owner string) error {
 	switch {
 	case owner == "":
 		return fmt.Errorf("%w: empty owner id", ErrInvalid)
@@ -60,7 +63,7 @@ func (s *core) now() time.Time {
 
 // check validates owner and path for op.
 func (s *core) check(op, owner, path string) error {
-	if err := checkOwner(owner); err != nil {
+	if err := CheckOwner(owner); err != nil {
 		return &PathError{Op: op, Owner: owner, Path: path, Err: err, Detail: trimPrefix(err)}
 	}
 	if err := CheckPath(path); err != nil {
@@ -301,7 +304,7 @@ func runeCut(data string, limit int) int {
 }
 
 func (s *core) List(ctx context.Context, owner, prefix string, opts ListOptions) (Page, error) {
-	if err := checkOwner(owner); err != nil {
+	if err := CheckOwner(owner); err != nil {
 		return Page{}, &PathError{Op: "list", Owner: owner, Path: prefix, Err: err, Detail: trimPrefix(err)}
 	}
 	if err := CheckPrefix(prefix); err != nil {
@@ -328,7 +331,7 @@ func (s *core) List(ctx context.Context, owner, prefix string, opts ListOptions)
 }
 
 func (s *core) Search(ctx context.Context, owner, query string, opts SearchOptions) ([]Hit, error) {
-	if err := checkOwner(owner); err != nil {
+	if err := CheckOwner(owner); err != nil {
 		return nil, &PathError{Op: "search", Owner: owner, Path: opts.Prefix, Err: err, Detail: trimPrefix(err)}
 	}
 	if err := CheckPrefix(opts.Prefix); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/factory"
+	"github.com/coorflow/coorflow/store/memories"
 )
 
 // The reserved names that edges use for the entry and the exit.
@@ -17,7 +18,7 @@ const (
 )
 
 // builtinTools are the tools a file can declare without Go code.
-var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", mcpKey}
+var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", memories.RememberTool, memories.RecallTool, mcpKey}
 
 var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/metaprompt"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/tools/mcp"
@@ -38,6 +39,9 @@ type Env struct {
 	// Warn is told of what does not stop the graph from compiling, such
 	// as an optional tool left out; nil discards it.
 	Warn func(msg string)
+	// Embedder, optional, lets memory across threads (settings.memory,
+	// the recall tool) find memories by similarity as well as by words.
+	Embedder memories.Embedder
 	// Graph are options for graph.Compile (a saver...), after those the
 	// file's settings give.
 	Graph []graph.Option
@@ -86,7 +90,8 @@ type build struct {
 	env   Env
 	tools *tools.Registry
 	reg   *factory.Registry
-	r     *graph.Runnable // set once compiled, for decoding writes
+	mem   *memories.Memories // nil unless the file uses memory
+	r     *graph.Runnable    // set once compiled, for decoding writes
 	// subs are the subgraphs compiled so far, shared by every build of
 	// one Compile: a file included many times is compiled once.
 	subs map[*File]*graph.Runnable
@@ -102,7 +107,10 @@ func (f *File) Compile(ctx context.Context, env Env) (*graph.Runnable, error) {
 func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runnable) (*graph.Runnable, error) {
 	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner), subs: subs}
 	var err error
-	if b.tools, err = f.buildTools(env); err != nil {
+	if b.mem, err = f.memories(env); err != nil {
+		return nil, err
+	}
+	if b.tools, err = f.buildTools(env, b.mem); err != nil {
 		return nil, err
 	}
 	if err := f.addMCPTools(ctx, env, b.tools); err != nil {

@@ -277,7 +277,11 @@ func (f *File) Tools(ctx context.Context, env Env) ([]tools.Tool, error) {
 	env.defaults()
 	offline := env
 	offline.Offline = true
-	reg, err := f.buildTools(offline)
+	mem, err := f.memories(offline)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := f.buildTools(offline, mem)
 	if err != nil {
 		return nil, err
 	}

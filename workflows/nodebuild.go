@@ -75,6 +75,7 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 		return nodes.Planner(nodes.PlannerConfig{
 			Model: m, Info: info, Agents: b.agents(s.NewAgents), AllowNewAgents: s.NewAgents,
 			MaxSteps: set.MaxSteps, MaxIterations: set.MaxIterations, Review: s.Review, Reporter: s.Reporter,
+			Recall: b.recall(),
 		})
 	case "human_review":
 		auto := set.AutoAccept
@@ -173,7 +174,7 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
 		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
 		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
-		Window: b.f.Context(), Skills: b.f.skills,
+		Window: b.f.Context(), Skills: b.f.skills, Memories: b.teamMemories(),
 	}
 	if ft := n.team; ft != nil {
 		cfg.Agents = slices.Clone(ft.agents)

@@ -83,6 +83,7 @@ type settingsSpec struct {
 	FailFast            bool         `yaml:"fail_fast"`
 	AutoAccept          bool         `yaml:"auto_accept"`
 	Context             *contextSpec `yaml:"context"`
+	Memory              *memorySpec  `yaml:"memory"`
 }
 
 type contextSpec struct {
@@ -117,6 +118,12 @@ type retrySpec struct {
 type routeSpec struct {
 	When string `yaml:"when"`
 	To   string `yaml:"to"`
+}
+
+// memorySpec turns memory across threads on.
+type memorySpec struct {
+	Enabled bool `yaml:"enabled"`
+	Recall  int  `yaml:"recall"`
 }
 
 // nodeSpec holds the fields of every node type; the schema allows each

@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/tools"
 )
 
 // buildTools makes the tools the file declares.
-func (f *File) buildTools(env Env) (*tools.Registry, error) {
+func (f *File) buildTools(env Env, mem *memories.Memories) (*tools.Registry, error) {
 	reg := &tools.Registry{}
 	for _, t := range f.spec.tools {
-		tool, err := f.buildTool(t, env)
+		tool, err := f.buildTool(t, env, mem)
 		if err != nil {
 			return nil, err
 		}
@@ -28,7 +29,7 @@ func (f *File) buildTools(env Env) (*tools.Registry, error) {
 	return reg, nil
 }
 
-func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
+func (f *File) buildTool(t named[toolSpec], env Env, mem *memories.Memories) (tools.Tool, error) {
 	timeout, _ := time.ParseDuration(t.Spec.Timeout)
 	if f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name) {
 		return f.registeredTool(t.Name, timeout)
@@ -43,6 +44,8 @@ func (f *File) buildTool(t named[toolSpec], env Env) (tools.Tool, error) {
 		return tools.HTTPFetch(tools.HTTPFetchConfig{Timeout: timeout, AllowHosts: s.AllowHosts, DenyHosts: s.DenyHosts, AllowPrivate: s.AllowPrivate}), nil
 	case "ask_human":
 		return nodes.AskHumanTool(), nil
+	case memories.RememberTool, memories.RecallTool:
+		return mem.Tool(t.Name), nil
 	case "web_search":
 		base, m1 := expandEnv(s.BaseURL, env.Getenv)
 		key, m2 := expandEnv(s.APIKey, env.Getenv)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/coorflow/coorflow/store"
 	"io"
 	"os"
 	"strings"
@@ -102,6 +103,8 @@ func parseTokens(entries []string, where func(i int) string) (map[string]string,
 			return nil, usagef("serve: %s: want TOKEN or TOKEN=OWNER", where(i))
 		case strings.ContainsFunc(tok, isSpace):
 			return nil, usagef("serve: %s: a token cannot hold spaces", where(i))
+		case store.CheckOwner(owner) != nil:
+			return nil, usagef("serve: %s: owner %q is not a valid owner id (at most %d bytes of text without control characters)", where(i), owner, store.MaxOwnerLen)
 		}
 		if prev, dup := out[tok]; dup && prev != owner {
 			return nil, usagef("serve: %s: the same token is given to owners %s and %s", where(i), prev, owner)

@@ -51,6 +51,29 @@ var migrations = [][]string{
 		`ALTER TABLE {schema}.store_items DROP COLUMN priority, DROP COLUMN trust, DROP COLUMN sensitivity,
 			DROP COLUMN load_trigger`,
 	},
+	// Version 3: full-text search through trigram indexes (pg_trgm), which
+	// serve the ILIKE substring matches of Match. The extension is created
+	// when the server has it and the user may; without it, search reads
+	// the owner's items as before.
+	{
+		`DO $$
+		DECLARE ext_schema text;
+		BEGIN
+			IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')
+				AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+				BEGIN
+					CREATE EXTENSION IF NOT EXISTS pg_trgm;
+				EXCEPTION WHEN insufficient_privilege THEN
+					RAISE NOTICE 'coorflow: pg_trgm is not installed and this user may not install it: store search reads every item';
+				END;
+			END IF;
+			SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				WHERE e.extname = 'pg_trgm';
+			IF ext_schema IS NOT NULL THEN
+				EXECUTE format('CREATE INDEX IF NOT EXISTS store_items_trgm ON {schema}.store_items USING gin (content %1$I.gin_trgm_ops, path %1$I.gin_trgm_ops)', ext_schema);
+			END IF;
+		END $$`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table

@@ -76,8 +76,27 @@ func TestRefusesASchemaNewerThanItKnows(t *testing.T) {
 	err = postgres.New(pool, postgres.WithSchema(schema)).Migrate(t.Context())
 	require.ErrorIs(t, err, postgres.ErrSchemaTooNew)
 	assert.EqualError(t, err, `postgres: open schema "`+schema+`": postgres: store schema is newer than this version supports: schema `+
-		schema+` is at version 99, this package knows up to 2`)
+		schema+` is at version 99, this package knows up to 3`)
 	it, err := s.Get(t.Context(), "alice", "project/a")
 	require.NoError(t, err)
 	assert.Equal(t, "kept", it.Content)
+}
+
+func TestSearchHasATrigramIndexWhenTheServerHasPgTrgm(t *testing.T) {
+	schema, pool := freshSchema(t)
+	var available bool
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm')`).Scan(&available))
+	if !available {
+		t.Skip("this PostgreSQL server has no pg_trgm: search reads every item")
+	}
+	s := open(t, pool, schema)
+	_, err := s.Add(t.Context(), "alice", "notes/fsync", "fsync on macOS does not flush the disk cache", store.Attrs{})
+	require.NoError(t, err)
+	var index string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'store_items_trgm'`, schema).Scan(&index))
+	assert.Contains(t, index, "gin_trgm_ops")
+	hits, err := s.Search(t.Context(), "alice", "MACOS", store.SearchOptions{})
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	assert.Equal(t, "notes/fsync", hits[0].Path)
 }

@@ -90,7 +90,7 @@ func TestRefusesASchemaNewerThanItKnows(t *testing.T) {
 
 	_, err = sqlite.Open(t.Context(), path)
 	require.ErrorIs(t, err, sqlite.ErrSchemaTooNew)
-	assert.EqualError(t, err, "sqlite: open store in "+path+": sqlite: store schema is newer than this version supports: the database is at version 99, this package knows up to 2")
+	assert.EqualError(t, err, "sqlite: open store in "+path+": sqlite: store schema is newer than this version supports: the database is at version 99, this package knows up to 3")
 
 	execAll(t, path, `DELETE FROM store_schema WHERE version = 99`)
 	s = open(t, path, store.Config{})
@@ -100,3 +100,28 @@ func TestRefusesASchemaNewerThanItKnows(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestTheFullTextIndexFollowsEditsAndDeletes(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "fts.db"), store.Config{})
+	m, err := s.Add(t.Context(), "alice", "project/readme", "hello world", store.Attrs{})
+	require.NoError(t, err)
+	_, err = s.Add(t.Context(), "bob", "project/readme", "goodbye fsync", store.Attrs{})
+	require.NoError(t, err)
+	m, err = s.Edit(t.Context(), "alice", "project/readme", store.Replace(m.Revision, "goodbye fsync"))
+	require.NoError(t, err)
+	search := func(q string) []string {
+		hits, err := s.Search(t.Context(), "alice", q, store.SearchOptions{})
+		require.NoError(t, err)
+		var paths []string
+		for _, h := range hits {
+			paths = append(paths, h.Path)
+		}
+		return paths
+	}
+	assert.Empty(t, search("hello"), "the old content is no longer indexed")
+	for _, q := range []string{"FSYNC", "bye fs", "ye", "readme"} { // "ye" is too short for trigrams
+		assert.Equal(t, []string{"project/readme"}, search(q), q)
+	}
+	require.NoError(t, s.Delete(t.Context(), "alice", "project/readme", m.Revision))
+	assert.Empty(t, search("fsync"), "a deleted item is gone from the index, and bob's is not alice's")
+}

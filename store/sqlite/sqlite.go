@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	dbmigrate "github.com/coorflow/coorflow/internal/migrate"
 	"github.com/coorflow/coorflow/internal/sqlitedb"
@@ -235,14 +236,22 @@ func (b *backend) Match(ctx context.Context, owner, prefix string, terms []strin
 	if err := b.share.Init(ctx); err != nil {
 		return nil, err
 	}
-	conds := make([]string, len(terms))
-	args := []any{owner, globPrefix(prefix)}
-	for i, t := range terms {
-		conds[i] = "instr(folded, ?) > 0"
-		args = append(args, t)
+	var rows *sql.Rows
+	var err error
+	if q, ok := ftsQuery(terms); ok {
+		rows, err = b.db.QueryContext(ctx, `SELECT `+metaCols+`, content FROM store_items
+			WHERE id IN (SELECT rowid FROM store_fts WHERE store_fts MATCH ?) AND owner = ? AND path GLOB ? ORDER BY path`,
+			q, owner, globPrefix(prefix))
+	} else {
+		conds := make([]string, len(terms))
+		args := []any{owner, globPrefix(prefix)}
+		for i, t := range terms {
+			conds[i] = "instr(folded, ?) > 0"
+			args = append(args, t)
+		}
+		rows, err = b.db.QueryContext(ctx, `SELECT `+metaCols+`, content FROM store_items
+			WHERE owner = ? AND path GLOB ? AND (`+strings.Join(conds, " OR ")+`) ORDER BY path`, args...)
 	}
-	rows, err := b.db.QueryContext(ctx, `SELECT `+metaCols+`, content FROM store_items
-		WHERE owner = ? AND path GLOB ? AND (`+strings.Join(conds, " OR ")+`) ORDER BY path`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: search: %w", err)
 	}
@@ -261,6 +270,25 @@ func (b *backend) Match(ctx context.Context, owner, prefix string, terms []strin
 		return nil, fmt.Errorf("sqlite: search: %w", err)
 	}
 	return out, nil
+}
+
+// ftsQuery is the FTS5 query that finds the items containing any of
+// terms: each term a quoted phrase, which the trigram tokenizer matches
+// as a substring. A term shorter than three characters has no trigram,
+// so the index cannot find it: then ok is false and Match reads the
+// items instead.
+func ftsQuery(terms []string) (q string, ok bool) {
+	if len(terms) == 0 {
+		return "", false
+	}
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		if utf8.RuneCountInString(t) < 3 {
+			return "", false
+		}
+		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	}
+	return strings.Join(parts, " OR "), true
 }
 
 // Update runs fn in a BEGIN IMMEDIATE transaction on the writer
