@@ -156,7 +156,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	if models.Demo && !f.demo {
-		a.notice("no model provider is configured (%s): running offline on the scripted demo model %s", models.Reason, models.Script)
+		a.notice("no model provider is configured (%s): running offline on the %s", models.Reason, models.Describe())
 	}
 	return r.loop(ctx, input, opts)
 }

@@ -202,7 +202,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 		return nil, "", err
 	}
 	if models.Demo && !demo {
-		a.notice("%s: no model provider is configured (%s): serving it on the scripted demo model %s", wf.arg, models.Reason, models.Script)
+		a.notice("%s: no model provider is configured (%s): serving it on the %s", wf.arg, models.Reason, models.Describe())
 	}
 	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python, MCP: a.mcpHub()}
 	if models.Models != nil {
