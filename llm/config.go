@@ -246,7 +246,7 @@ func (c *Config) ApplyEnv(getenv func(string) string, overrides ...Override) err
 	}
 	for _, o := range overrides {
 		if !o.Tier.Valid() {
-			return &ConfigError{Msg: fmt.Sprintf("%s %s=%s: unknown tier %q (known tiers: %v)", o.origin(), o.Tier, o.Model, o.Tier, allTiers),
+			return &ConfigError{Msg: fmt.Sprintf("%s=%s: unknown tier %q (known tiers: %v)", o.origin(), o.Model, o.Tier, allTiers),
 				Err: ErrUnknownTier}
 		}
 		if err := c.choose(o.Tier, o.Model, o.origin()); err != nil {
@@ -272,13 +272,13 @@ type Override struct {
 	// Model is "provider:model", e.g. "openai:gpt-4o".
 	Model string
 	// Origin names where it came from in the resolution table and in
-	// errors ("--model" when empty).
+	// errors ("--model TIER" when empty).
 	Origin string
 }
 
 func (o Override) origin() string {
 	if o.Origin == "" {
-		return "--model"
+		return "--model " + string(o.Tier)
 	}
 	return o.Origin
 }
