@@ -15,8 +15,8 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
-	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/store"
+	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
