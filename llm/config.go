@@ -25,9 +25,8 @@ const (
 	// ProviderAnthropic is Anthropic's Messages API.
 	ProviderAnthropic Provider = "anthropic"
 	// ProviderOllama is Ollama's native API. Its langchaingo client sends
-	// no tools, so a call with tools fails with ErrToolsUnsupported; a
-	// model that uses tools is reached through ProviderOpenAI and Ollama's
-	// OpenAI-compatible API (BaseURL http://localhost:11434/v1).
+	// no tools, so a call with tools goes to the same server's
+	// OpenAI-compatible API (BaseURL + "/v1") instead.
 	ProviderOllama Provider = "ollama"
 	// ProviderGoogleAI is the Gemini API of Google AI Studio.
 	ProviderGoogleAI Provider = "googleai"
@@ -58,6 +57,9 @@ const (
 	EnvModel = "COORFLOW_MODEL"
 	// EnvOpenAIBaseURL gives the base URL of OpenAI tiers that set none.
 	EnvOpenAIBaseURL = "OPENAI_BASE_URL"
+	// EnvOllamaHost gives the server of Ollama tiers that set none, as
+	// Ollama's own CLI reads it: "host:port" or a URL.
+	EnvOllamaHost = "OLLAMA_HOST"
 )
 
 // Defaults for zero fields of a ModelConfig.
@@ -214,7 +216,8 @@ func lineIndex(root *yaml.Node) map[string]int {
 // the tier's base_url and api_key_env when its provider is the tier's
 // (the endpoint goes with the provider) and drops them otherwise. Then
 // OPENAI_BASE_URL becomes the base_url of every OpenAI tier that has none
-// (a base_url written for one tier, such as DeepSeek's, wins). API keys
+// (a base_url written for one tier, such as DeepSeek's, wins), and
+// OLLAMA_HOST that of every Ollama tier that has none. API keys
 // are read at New through getenv, which ApplyEnv stores in Getenv;
 // OPENAI_API_KEY is the default key variable of OpenAI tiers. Origins
 // (see Resolved) record which of these chose each tier.
@@ -253,16 +256,28 @@ func (c *Config) ApplyEnv(getenv func(string) string, overrides ...Override) err
 			return err
 		}
 	}
-	if base := strings.TrimSpace(getenv(EnvOpenAIBaseURL)); base != "" {
-		for t, mc := range c.Models {
-			if mc.Provider == ProviderOpenAI && mc.BaseURL == "" {
-				mc.BaseURL = base
-				c.Models[t] = mc
-				c.setEndpointOrigin(t, EnvOpenAIBaseURL)
-			}
+	c.applyBaseURL(ProviderOpenAI, EnvOpenAIBaseURL, strings.TrimSpace(getenv(EnvOpenAIBaseURL)))
+	host := strings.TrimSpace(getenv(EnvOllamaHost))
+	if host != "" && !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	c.applyBaseURL(ProviderOllama, EnvOllamaHost, host)
+	return nil
+}
+
+// applyBaseURL makes base the base URL of the tiers of provider p that
+// set none; name is the variable it came from.
+func (c *Config) applyBaseURL(p Provider, name, base string) {
+	if base == "" {
+		return
+	}
+	for t, mc := range c.Models {
+		if mc.Provider == p && mc.BaseURL == "" {
+			mc.BaseURL = base
+			c.Models[t] = mc
+			c.setEndpointOrigin(t, name)
 		}
 	}
-	return nil
 }
 
 // Override is a model chosen for one tier over the file and the

@@ -28,8 +28,8 @@ type Resolved struct {
 	// "COORFLOW_MODEL_REASONING", "--model", or "basic" for a tier that
 	// follows the basic tier.
 	Origin string
-	// EndpointOrigin is "OPENAI_BASE_URL" when that variable gave the
-	// endpoint, "" otherwise.
+	// EndpointOrigin is "OPENAI_BASE_URL" or "OLLAMA_HOST" when that
+	// variable gave the endpoint, "" otherwise.
 	EndpointOrigin string
 }
 
