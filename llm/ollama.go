@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
@@ -46,7 +47,37 @@ func (m *ollamaModel) GenerateContent(ctx context.Context, msgs []llms.MessageCo
 			"tool calls; for a model that uses tools, configure provider openai with base_url %s/v1 "+
 			"(Ollama's OpenAI-compatible API)", ErrToolsUnsupported, m.model, base)
 	}
-	return m.inner.GenerateContent(ctx, msgs, opts...)
+	return m.inner.GenerateContent(ctx, joinTextParts(msgs), opts...)
+}
+
+// joinTextParts makes each message of several text parts one text part,
+// the parts as paragraphs: the native client takes a single text part
+// per message ("expecting a single Text content"), and structured output
+// adds its instruction to the last message as a part of its own.
+func joinTextParts(msgs []llms.MessageContent) []llms.MessageContent {
+	out := msgs
+	for i, m := range msgs {
+		if len(m.Parts) < 2 {
+			continue
+		}
+		texts := make([]string, 0, len(m.Parts))
+		for _, p := range m.Parts {
+			t, ok := p.(llms.TextContent)
+			if !ok {
+				texts = nil
+				break
+			}
+			texts = append(texts, t.Text)
+		}
+		if texts == nil {
+			continue
+		}
+		if &out[0] == &msgs[0] {
+			out = slices.Clone(msgs)
+		}
+		out[i] = llms.TextParts(m.Role, strings.Join(texts, "\n\n"))
+	}
+	return out
 }
 
 // hasToolParts reports whether a conversation holds tool calls or tool

@@ -514,14 +514,16 @@ func lastToolResult(msgs []llms.MessageContent) string {
 	return ""
 }
 
+// messageText joins the text parts of a message as paragraphs (an
+// instruction added as a part of its own starts a paragraph).
 func messageText(m llms.MessageContent) string {
-	var b strings.Builder
+	var texts []string
 	for _, p := range m.Parts {
 		if t, ok := p.(llms.TextContent); ok {
-			b.WriteString(t.Text)
+			texts = append(texts, t.Text)
 		}
 	}
-	return b.String()
+	return strings.Join(texts, "\n\n")
 }
 
 // topicOf turns a request into a one-line topic of at most 120

@@ -273,3 +273,20 @@ func TestStreamFalse(t *testing.T) {
 	assert.True(t, body.Done)
 	assert.Equal(t, "stop", body.DoneReason)
 }
+
+// TestAMessageOfSeveralTextPartsIsSentAsOne: the native client takes one
+// text part per message; structured output adds its instruction as a
+// second part, which the ollama provider joins to the first as a
+// paragraph.
+func TestAMessageOfSeveralTextPartsIsSentAsOne(t *testing.T) {
+	srv := newServer(t, ollamatest.Text(`{"answer": 42}`))
+	m := newModel(t, srv, "", nil)
+	msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeHuman,
+		Parts: []llms.ContentPart{llms.TextPart("What is the answer?"), llms.TextPart("Reply in JSON.")}}}
+	resp, err := m.GenerateContent(t.Context(), msgs)
+	require.NoError(t, err)
+	assert.Equal(t, `{"answer": 42}`, resp.Choices[0].Content)
+	require.Len(t, srv.Requests(), 1)
+	assert.Equal(t, "What is the answer?\n\nReply in JSON.", srv.Requests()[0].Chat.Messages[0].Content)
+	assert.Len(t, msgs[0].Parts, 2, "the caller's messages are left as they were")
+}
