@@ -57,6 +57,9 @@ const (
 	EnvModel = "COORFLOW_MODEL"
 	// EnvOpenAIBaseURL gives the base URL of OpenAI tiers that set none.
 	EnvOpenAIBaseURL = "OPENAI_BASE_URL"
+	// EnvAnthropicBaseURL gives the base URL of Anthropic tiers that set
+	// none, as Anthropic's SDKs read it.
+	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
 	// EnvOllamaHost gives the server of Ollama tiers that set none, as
 	// Ollama's own CLI reads it: "host:port" or a URL.
 	EnvOllamaHost = "OLLAMA_HOST"
@@ -216,8 +219,9 @@ func lineIndex(root *yaml.Node) map[string]int {
 // the tier's base_url and api_key_env when its provider is the tier's
 // (the endpoint goes with the provider) and drops them otherwise. Then
 // OPENAI_BASE_URL becomes the base_url of every OpenAI tier that has none
-// (a base_url written for one tier, such as DeepSeek's, wins), and
-// OLLAMA_HOST that of every Ollama tier that has none. API keys
+// (a base_url written for one tier, such as DeepSeek's, wins);
+// ANTHROPIC_BASE_URL and OLLAMA_HOST do the same for Anthropic and Ollama
+// tiers. API keys
 // are read at New through getenv, which ApplyEnv stores in Getenv;
 // OPENAI_API_KEY is the default key variable of OpenAI tiers. Origins
 // (see Resolved) record which of these chose each tier.
@@ -257,6 +261,7 @@ func (c *Config) ApplyEnv(getenv func(string) string, overrides ...Override) err
 		}
 	}
 	c.applyBaseURL(ProviderOpenAI, EnvOpenAIBaseURL, strings.TrimSpace(getenv(EnvOpenAIBaseURL)))
+	c.applyBaseURL(ProviderAnthropic, EnvAnthropicBaseURL, strings.TrimSpace(getenv(EnvAnthropicBaseURL)))
 	host := strings.TrimSpace(getenv(EnvOllamaHost))
 	if host != "" && !strings.Contains(host, "://") {
 		host = "http://" + host

@@ -10,7 +10,7 @@ import (
 // Default endpoints, shown in the resolution table of a tier that sets no
 // base URL.
 const (
-	defaultAnthropicEndpoint = "https://api.anthropic.com"
+	defaultAnthropicEndpoint = "https://api.anthropic.com/v1"
 	defaultOllamaEndpoint    = "http://localhost:11434"
 	defaultGoogleAIEndpoint  = "https://generativelanguage.googleapis.com"
 )
@@ -28,8 +28,8 @@ type Resolved struct {
 	// "COORFLOW_MODEL_REASONING", "--model", or "basic" for a tier that
 	// follows the basic tier.
 	Origin string
-	// EndpointOrigin is "OPENAI_BASE_URL" or "OLLAMA_HOST" when that
-	// variable gave the endpoint, "" otherwise.
+	// EndpointOrigin is the variable that gave the endpoint
+	// (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_HOST), "" otherwise.
 	EndpointOrigin string
 }
 

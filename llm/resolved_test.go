@@ -18,7 +18,7 @@ func TestTheCommandLineWinsOverTheEnvironmentWhichWinsOverTheFile(t *testing.T) 
 		llm.Override{Tier: llm.TierReasoning, Model: "anthropic:claude-sonnet-4"}))
 	assert.Equal(t, []llm.Resolved{
 		{Tier: "basic", Provider: "ollama", Model: "llama3", Endpoint: "http://localhost:11434", Origin: "COORFLOW_MODEL"},
-		{Tier: "reasoning", Provider: "anthropic", Model: "claude-sonnet-4", Endpoint: "https://api.anthropic.com", Origin: "--model reasoning"},
+		{Tier: "reasoning", Provider: "anthropic", Model: "claude-sonnet-4", Endpoint: "https://api.anthropic.com/v1", Origin: "--model reasoning"},
 		{Tier: "vision", Provider: "ollama", Model: "llama3", Endpoint: "http://localhost:11434", Origin: "basic"},
 		{Tier: "code", Provider: "ollama", Model: "qwen2.5-coder", Endpoint: "http://localhost:11434", Origin: "COORFLOW_MODEL_CODE"},
 	}, cfg.Resolved())

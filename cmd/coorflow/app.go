@@ -238,8 +238,8 @@ Usage:
 
 Models, strongest first: --model TIER=provider:model; COORFLOW_MODEL_<TIER> (e.g.
 COORFLOW_MODEL_REASONING); COORFLOW_MODEL (every tier the file set, and basic); the
-file's models section. Unset tiers follow basic. OPENAI_BASE_URL and OLLAMA_HOST give
-the endpoint of OpenAI and Ollama tiers that set none; keys come from OPENAI_API_KEY,
+file's models section. Unset tiers follow basic. OPENAI_BASE_URL, ANTHROPIC_BASE_URL
+and OLLAMA_HOST give the endpoint of the tiers of that provider that set none; keys come from OPENAI_API_KEY,
 ANTHROPIC_API_KEY, GOOGLE_API_KEY or the tier's api_key_env. --show-models prints the
 result. With no provider configured, a file runs on its demo script, or (the built-ins,
 and files of built-in node types only) on the reactive demo model.
