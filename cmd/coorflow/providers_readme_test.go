@@ -132,4 +132,3 @@ func TestTheREADMEConfiguresEveryProviderItNames(t *testing.T) {
 	assert.Contains(t, providers["Gemini"], "GOOGLE_API_KEY")
 	assert.True(t, strings.HasPrefix(providers["Gemini"]["COORFLOW_MODEL"], "googleai:"))
 }
-
