@@ -159,7 +159,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	if models.Demo && !f.demo {
-		a.notice("no model provider is configured (%s): running offline on the %s", models.Reason, models.Describe())
+		a.notice("no model provider is configured (%s): running offline on %s", models.Reason, demoName(models))
 	}
 	return r.loop(ctx, input, opts)
 }

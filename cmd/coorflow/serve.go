@@ -204,7 +204,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	}
 	a.showModels(wf.arg, models, show)
 	if models.Demo && !demo {
-		a.notice("%s: no model provider is configured (%s): serving it on the %s", wf.arg, models.Reason, models.Describe())
+		a.notice("%s: no model provider is configured (%s): serving it on %s", wf.arg, models.Reason, demoName(models))
 	}
 	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python, MCP: a.mcpHub()}
 	if models.Models != nil {

@@ -35,3 +35,11 @@ func (a *app) showModels(what string, ms *workflows.Models, asked bool) {
 			prefix, strings.TrimRight(llm.FormatResolved(rs), "\n"))
 	}
 }
+
+// demoName names the demo model that serves a file, for notices.
+func demoName(ms *workflows.Models) string {
+	if ms.Script != "" {
+		return "the scripted demo model " + ms.Script
+	}
+	return "the reactive demo model, which plays each role from your request"
+}
