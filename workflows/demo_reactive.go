@@ -536,12 +536,16 @@ func topicOf(request string) string {
 	return oneLineCut(t, 120)
 }
 
-// stopWords are left out of agent names.
+// stopWords are left out of agent names: small words and the verbs
+// requests start with.
 var stopWords = map[string]bool{"a": true, "an": true, "and": true, "the": true, "of": true, "for": true, "to": true,
 	"in": true, "on": true, "or": true, "vs": true, "versus": true, "with": true, "is": true, "are": true, "what": true,
 	"how": true, "which": true, "why": true, "should": true, "i": true, "we": true, "my": true, "our": true, "me": true,
 	"compare": true, "explain": true, "find": true, "tell": true, "about": true, "between": true, "do": true, "does": true,
-	"can": true, "please": true, "it": true, "be": true, "as": true, "at": true, "by": true, "from": true, "use": true}
+	"can": true, "please": true, "it": true, "be": true, "as": true, "at": true, "by": true, "from": true, "use": true,
+	"plan": true, "make": true, "write": true, "give": true, "list": true, "estimate": true, "help": true, "create": true,
+	"describe": true, "show": true, "get": true, "need": true, "want": true, "summarize": true, "analyse": true,
+	"analyze": true, "evaluate": true, "assess": true, "recommend": true, "choose": true, "pick": true}
 
 // slugOf makes the stem of agent names from a topic: its first two
 // significant ASCII words, or a hash of the topic when it has none.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -53,4 +55,34 @@ func TestShowModelsSaysWhenTheDemoServesEveryTier(t *testing.T) {
 	code, _, stderr := c.run("run", "coor", "--input", "x", "--show-models", "--demo")
 	require.Equal(t, exitInterrupted, code, stderr)
 	assert.Equal(t, "coorflow: models: every tier: reactive demo model (built-in; answers from each request, offline)\n", stderr)
+}
+
+func TestABareServeServesTheBuiltInsOfflineOnTheReactiveDemo(t *testing.T) {
+	c := newCLI(t)
+	s := c.serve("--token-file", tokenFile(t, "tok\n", 0o600))
+	post := func(path, body string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", s.addr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("/v1/threads", `{"workflow": "coor", "thread_id": "web-1"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = post("/v1/threads/web-1/runs/wait", `{"input": {"input": "Plan a week of vegetarian dinners"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `"status":"interrupted"`, "the plan waits for its review")
+	assert.Contains(t, body, "week_vegetarian_researcher")
+	code, body = post("/v1/threads/web-1/runs/wait", `{"resume": "accept"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `"status":"done"`)
+	assert.Contains(t, body, `**Your request:** Plan a week of vegetarian dinners`)
+	exit, stderr := s.stop()
+	assert.Equal(t, exitOK, exit)
+	for _, wf := range []string{"coor", "research"} {
+		assert.Contains(t, stderr, "coorflow: "+wf+": no model provider is configured (OPENAI_API_KEY is not set): serving it on the reactive demo model, which plays each role from your request\n")
+	}
 }
