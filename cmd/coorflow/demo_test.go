@@ -86,3 +86,14 @@ func TestABareServeServesTheBuiltInsOfflineOnTheReactiveDemo(t *testing.T) {
 		assert.Contains(t, stderr, "coorflow: "+wf+": no model provider is configured (OPENAI_API_KEY is not set): serving it on the reactive demo model, which plays each role from your request\n")
 	}
 }
+
+func TestABareMCPServesTheBuiltInsOfflineOnTheReactiveDemo(t *testing.T) {
+	c := newCLI(t)
+	code, stdout, stderr := c.run("mcp", "--show-models") // stdin ends at once: the client went away
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, stdout, "nothing but the protocol on stdout")
+	for _, wf := range []string{"coor", "research"} {
+		assert.Contains(t, stderr, "coorflow: "+wf+": models: every tier: reactive demo model (built-in; answers from each request, offline)\n")
+		assert.Contains(t, stderr, "coorflow: "+wf+": no model provider is configured (OPENAI_API_KEY is not set): serving it on the reactive demo model, which plays each role from your request\n")
+	}
+}
