@@ -25,7 +25,7 @@ type Resolved struct {
 	// when the tier sets none).
 	Endpoint string
 	// Origin names what chose the model: "file", "COORFLOW_MODEL",
-	// "COORFLOW_MODEL_REASONING", "--model", or "basic" for a tier that
+	// "COORFLOW_MODEL_REASONING", "--model reasoning", or "basic" for a tier that
 	// follows the basic tier.
 	Origin string
 	// EndpointOrigin is the variable that gave the endpoint

@@ -17,8 +17,10 @@ import (
 
 // ModelOptions says where a file's models come from besides the file.
 type ModelOptions struct {
-	// Getenv reads OPENAI_API_KEY, OPENAI_BASE_URL, COORFLOW_MODEL, the
-	// keys the tiers name and the ${ENV} of base URLs (os.Getenv when nil).
+	// Getenv reads the variables of llm.Config.ApplyEnv (COORFLOW_MODEL,
+	// COORFLOW_MODEL_<TIER>, OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+	// OLLAMA_HOST), the keys the tiers name and the ${ENV} of base URLs
+	// (os.Getenv when nil).
 	Getenv func(string) string
 	// Overrides set tiers to "provider:model" (the CLI's --model), over
 	// the file and the environment (see llm.Config.ApplyEnv for the
