@@ -164,3 +164,28 @@ func TestAFileWithItsOwnDemoScriptKeepsIt(t *testing.T) {
 	assert.True(t, ms.Demo, "--demo runs a built-in on the reactive demo even with a key")
 	assert.Nil(t, ms.Resolved(), "a demo has no provider table")
 }
+
+func TestAReviewsFeedbackGetsARevisedPlanFromTheReactiveDemo(t *testing.T) {
+	src, err := workflows.BuiltinSource("coor")
+	require.NoError(t, err)
+	src = []byte(strings.Replace(string(src), "max_iterations: 1", "max_iterations: 2", 1))
+	f, err := workflows.Parse("coor.yaml", src)
+	require.NoError(t, err)
+	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(nil)})
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{Models: ms.Models, Getenv: env(nil), Store: smem.New(store.Config{}), Owner: "demo",
+		Graph: []graph.Option{graph.WithSaver(memory.New())}})
+	require.NoError(t, err)
+	res, err := r.Invoke(t.Context(), graph.Input(nodes.Input.Set("Compare SQLite and PostgreSQL")), graph.Thread("t"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	assert.Equal(t, "Compare SQLite and PostgreSQL", res.Interrupts[0].Payload.(nodes.ReviewRequest).Plan.Title)
+
+	res, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("also look at fsync cost on macOS"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status, "the revised plan waits for review")
+	revised := res.Interrupts[0].Payload.(nodes.ReviewRequest).Plan
+	assert.Equal(t, "Compare SQLite and PostgreSQL (revised after review)", revised.Title)
+	assert.Contains(t, revised.Thought, `The reviewer asked: "also look at fsync cost on macOS"`)
+	assert.Equal(t, "Facts: Compare SQLite and PostgreSQL, as the review asked: also look at fsync cost on macOS", revised.Steps[0].Title)
+}
