@@ -25,9 +25,8 @@ const (
 	// ProviderAnthropic is Anthropic's Messages API.
 	ProviderAnthropic Provider = "anthropic"
 	// ProviderOllama is Ollama's native API. Its langchaingo client sends
-	// no tools, so a call with tools fails with ErrToolsUnsupported; a
-	// model that uses tools is reached through ProviderOpenAI and Ollama's
-	// OpenAI-compatible API (BaseURL http://localhost:11434/v1).
+	// no tools, so a call with tools goes to the same server's
+	// OpenAI-compatible API (BaseURL + "/v1") instead.
 	ProviderOllama Provider = "ollama"
 	// ProviderGoogleAI is the Gemini API of Google AI Studio.
 	ProviderGoogleAI Provider = "googleai"
@@ -51,11 +50,19 @@ var defaultKeyEnv = map[Provider]string{
 
 // Environment variables read by ApplyEnv.
 const (
-	// EnvModel selects the basic tier's model as "provider:model", e.g.
-	// "openai:gpt-4o" or "ollama:llama3.1:8b" (split at the first colon).
+	// EnvModel selects the model of the basic tier and of every tier the
+	// file set, as "provider:model", e.g. "openai:gpt-4o" or
+	// "ollama:llama3.1:8b" (split at the first colon); EnvModelTier names
+	// the variable of one tier. See ApplyEnv for the precedence.
 	EnvModel = "COORFLOW_MODEL"
 	// EnvOpenAIBaseURL gives the base URL of OpenAI tiers that set none.
 	EnvOpenAIBaseURL = "OPENAI_BASE_URL"
+	// EnvAnthropicBaseURL gives the base URL of Anthropic tiers that set
+	// none, as Anthropic's SDKs read it.
+	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
+	// EnvOllamaHost gives the server of Ollama tiers that set none, as
+	// Ollama's own CLI reads it: "host:port" or a URL.
+	EnvOllamaHost = "OLLAMA_HOST"
 )
 
 // Defaults for zero fields of a ModelConfig.
@@ -120,6 +127,9 @@ type Config struct {
 
 	file  string         // where the config was loaded from
 	lines map[string]int // "tier" and "tier.field" → line in file
+	// origins and endpoints say which setting chose a tier's model and
+	// its base URL, when not the file (see ApplyEnv).
+	origins, endpoints map[Tier]string
 }
 
 // LoadConfig reads a YAML configuration. It reports syntax errors, unknown
@@ -193,49 +203,155 @@ func lineIndex(root *yaml.Node) map[string]int {
 	return lines
 }
 
-// ApplyEnv applies the environment, read through getenv, over the file:
-//   - COORFLOW_MODEL ("provider:model") replaces the basic tier's provider
-//     and model; when the provider changes, the tier's base_url and
-//     api_key_env are cleared, as they belonged to the old provider. Tiers
-//     without their own entry follow basic, so with an empty file it
-//     selects the model of every tier; tiers configured in the file keep
-//     their own model.
-//   - OPENAI_BASE_URL becomes the base_url of every OpenAI tier that has
-//     none (a base_url written for one tier, such as DeepSeek's, wins).
-//   - API keys are read at New through getenv, which ApplyEnv stores in
-//     Getenv; OPENAI_API_KEY is the default key variable of OpenAI tiers.
-func (c *Config) ApplyEnv(getenv func(string) string) error {
+// ApplyEnv applies the environment, read through getenv, and then the
+// overrides (the command line's --model) over the file. The precedence, from
+// strongest to weakest, is:
+//
+//  1. an override (--model TIER=provider:model) for its tier;
+//  2. COORFLOW_MODEL_<TIER> (COORFLOW_MODEL_REASONING=…) for its tier;
+//  3. COORFLOW_MODEL for the basic tier and every tier the file set: the
+//     models a file names are examples, and a model chosen for this run
+//     replaces all of them, so that COORFLOW_MODEL=ollama:llama3 alone
+//     runs every tier on llama3;
+//  4. the file.
+//
+// Tiers that nothing sets follow basic. A model chosen over the file keeps
+// the tier's base_url and api_key_env when its provider is the tier's
+// (the endpoint goes with the provider) and drops them otherwise. Then
+// OPENAI_BASE_URL becomes the base_url of every OpenAI tier that has none
+// (a base_url written for one tier, such as DeepSeek's, wins);
+// ANTHROPIC_BASE_URL and OLLAMA_HOST do the same for Anthropic and Ollama
+// tiers. API keys
+// are read at New through getenv, which ApplyEnv stores in Getenv;
+// OPENAI_API_KEY is the default key variable of OpenAI tiers. Origins
+// (see Resolved) record which of these chose each tier.
+func (c *Config) ApplyEnv(getenv func(string) string, overrides ...Override) error {
 	c.Getenv = getenv
-	if v := strings.TrimSpace(getenv(EnvModel)); v != "" {
-		provider, model, ok := strings.Cut(v, ":")
-		if !ok || provider == "" || model == "" {
-			return &ConfigError{Msg: fmt.Sprintf("%s=%q: want provider:model, e.g. openai:gpt-4o", EnvModel, v),
-				Err: ErrInvalidConfig}
-		}
-		p := Provider(provider)
-		if !p.Valid() {
-			return &ConfigError{Msg: fmt.Sprintf("%s=%q: unknown provider %q (known providers: %v)",
-				EnvModel, v, provider, allProviders), Err: ErrUnknownProvider}
-		}
-		if c.Models == nil {
-			c.Models = map[Tier]ModelConfig{}
-		}
-		mc := c.Models[TierBasic]
-		if mc.Provider != p {
-			mc.BaseURL, mc.APIKeyEnv = "", ""
-		}
-		mc.Provider, mc.Model = p, model
-		c.Models[TierBasic] = mc
+	if c.Models == nil {
+		c.Models = map[Tier]ModelConfig{}
 	}
-	if base := strings.TrimSpace(getenv(EnvOpenAIBaseURL)); base != "" {
-		for t, mc := range c.Models {
-			if mc.Provider == ProviderOpenAI && mc.BaseURL == "" {
-				mc.BaseURL = base
-				c.Models[t] = mc
+	if v := strings.TrimSpace(getenv(EnvModel)); v != "" {
+		tiers := []Tier{TierBasic}
+		for t := range c.Models {
+			if t != TierBasic {
+				tiers = append(tiers, t)
+			}
+		}
+		for _, t := range tiers {
+			if err := c.choose(t, v, EnvModel); err != nil {
+				return err
 			}
 		}
 	}
+	for _, t := range allTiers {
+		name := EnvModelTier(t)
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			if err := c.choose(t, v, name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range overrides {
+		if !o.Tier.Valid() {
+			return &ConfigError{Msg: fmt.Sprintf("%s=%s: unknown tier %q (known tiers: %v)", o.origin(), o.Model, o.Tier, allTiers),
+				Err: ErrUnknownTier}
+		}
+		if err := c.choose(o.Tier, o.Model, o.origin()); err != nil {
+			return err
+		}
+	}
+	c.applyBaseURL(ProviderOpenAI, EnvOpenAIBaseURL, strings.TrimSpace(getenv(EnvOpenAIBaseURL)))
+	c.applyBaseURL(ProviderAnthropic, EnvAnthropicBaseURL, strings.TrimSpace(getenv(EnvAnthropicBaseURL)))
+	host := strings.TrimSpace(getenv(EnvOllamaHost))
+	if host != "" && !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	c.applyBaseURL(ProviderOllama, EnvOllamaHost, host)
 	return nil
+}
+
+// applyBaseURL makes base the base URL of the tiers of provider p that
+// set none; name is the variable it came from.
+func (c *Config) applyBaseURL(p Provider, name, base string) {
+	if base == "" {
+		return
+	}
+	for t, mc := range c.Models {
+		if mc.Provider == p && mc.BaseURL == "" {
+			mc.BaseURL = base
+			c.Models[t] = mc
+			c.setEndpointOrigin(t, name)
+		}
+	}
+}
+
+// Override is a model chosen for one tier over the file and the
+// environment, such as the command line's --model.
+type Override struct {
+	Tier Tier
+	// Model is "provider:model", e.g. "openai:gpt-4o".
+	Model string
+	// Origin names where it came from in the resolution table and in
+	// errors ("--model TIER" when empty).
+	Origin string
+}
+
+func (o Override) origin() string {
+	if o.Origin == "" {
+		return "--model " + string(o.Tier)
+	}
+	return o.Origin
+}
+
+// EnvModelTier is the variable that selects the model of tier t alone:
+// COORFLOW_MODEL_BASIC, COORFLOW_MODEL_REASONING, COORFLOW_MODEL_VISION,
+// COORFLOW_MODEL_CODE.
+func EnvModelTier(t Tier) string { return EnvModel + "_" + strings.ToUpper(string(t)) }
+
+// ParseModel splits "provider:model" at the first colon ("ollama:
+// llama3.1:8b" is provider ollama, model llama3.1:8b) and checks the
+// provider; origin names the setting in the error.
+func ParseModel(spec, origin string) (Provider, string, error) {
+	provider, model, ok := strings.Cut(strings.TrimSpace(spec), ":")
+	if !ok || provider == "" || model == "" {
+		return "", "", &ConfigError{Msg: fmt.Sprintf("%s=%q: want provider:model, e.g. openai:gpt-4o", origin, spec),
+			Err: ErrInvalidConfig}
+	}
+	p := Provider(provider)
+	if !p.Valid() {
+		return "", "", &ConfigError{Msg: fmt.Sprintf("%s=%q: unknown provider %q (known providers: %v)",
+			origin, spec, provider, allProviders), Err: ErrUnknownProvider}
+	}
+	return p, model, nil
+}
+
+// choose sets tier t to spec, as origin chose it.
+func (c *Config) choose(t Tier, spec, origin string) error {
+	p, model, err := ParseModel(spec, origin)
+	if err != nil {
+		return err
+	}
+	mc, had := c.Models[t]
+	if mc.Provider != p {
+		mc.BaseURL, mc.APIKeyEnv = "", ""
+	}
+	if had && mc.Model != model {
+		mc.MaxInputTokens = 0 // the file's window was the file's model's
+	}
+	mc.Provider, mc.Model = p, model
+	c.Models[t] = mc
+	if c.origins == nil {
+		c.origins = map[Tier]string{}
+	}
+	c.origins[t] = origin
+	return nil
+}
+
+func (c *Config) setEndpointOrigin(t Tier, origin string) {
+	if c.endpoints == nil {
+		c.endpoints = map[Tier]string{}
+	}
+	c.endpoints[t] = origin
 }
 
 // Validate checks that every tier is known and names a known provider and a

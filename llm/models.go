@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -186,7 +187,12 @@ func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Mod
 		if err != nil {
 			return nil, err
 		}
-		return &ollamaModel{inner: m, model: mc.Model, baseURL: mc.BaseURL}, nil
+		compat, err := openai.New(openai.WithModel(mc.Model), openai.WithBaseURL(strings.TrimSuffix(Endpoint(mc), "/")+"/v1"),
+			openai.WithToken(keyNotNeeded), openai.WithOrganization(""), openai.WithHTTPClient(newHTTPClient(mc.Provider)))
+		if err != nil {
+			return nil, err
+		}
+		return &ollamaModel{inner: m, tools: compat, model: mc.Model, baseURL: mc.BaseURL}, nil
 	case ProviderGoogleAI:
 		// The Gemini client generates over REST (only its cache client
 		// dials gRPC); its errors are typed (*apierror.APIError, with

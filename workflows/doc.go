@@ -83,8 +83,10 @@
 // every problem is reported at once with its file:line:column and key path
 // (*FileError). Compile builds the graph with an Env (models, store,
 // saver); Resolve finds the models: the file's, overridden by the
-// environment and flags, or the scripted demo model of the file's
-// demo.script when no provider is configured.
+// environment and flags (llm.Config.ApplyEnv gives the precedence), or,
+// when no provider is configured, a demo model: the scripted one of the
+// file's demo.script, or else the ReactiveDemo, which plays the built-in
+// node types from each request (the built-ins run on it).
 //
 // research.yaml and coor.yaml (Builtin) are the one definition of the
 // built-in workflows: Research and Coor compile them with an Env.

@@ -9,44 +9,53 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 )
 
 // ModelOptions says where a file's models come from besides the file.
 type ModelOptions struct {
-	// Getenv reads OPENAI_API_KEY, OPENAI_BASE_URL, COORFLOW_MODEL, the
-	// keys the tiers name and the ${ENV} of base URLs (os.Getenv when nil).
+	// Getenv reads the variables of llm.Config.ApplyEnv (COORFLOW_MODEL,
+	// COORFLOW_MODEL_<TIER>, OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+	// OLLAMA_HOST), the keys the tiers name and the ${ENV} of base URLs
+	// (os.Getenv when nil).
 	Getenv func(string) string
 	// Overrides set tiers to "provider:model" (the CLI's --model), over
-	// the file and the environment.
+	// the file and the environment (see llm.Config.ApplyEnv for the
+	// whole precedence).
 	Overrides map[llm.Tier]string
-	// Demo uses the file's demo script even when a provider is configured.
+	// Demo uses the file's demo model even when a provider is configured.
 	Demo bool
 }
 
 // Models are the models a file runs with.
 type Models struct {
 	*llm.Models
-	// Demo is true when the file's scripted demo model serves every tier;
-	// Reason then says why (no provider configured).
+	// Demo is true when a demo model serves every tier: the file's
+	// scripted one, or the reactive demo for a file without a script.
+	// Reason then says why (no provider configured, or asked for).
 	Demo   bool
 	Reason string
-	// Script is the demo script's path.
+	// Script is the demo script's path, "" for the reactive demo.
 	Script string
 	// Config is the configuration the providers were built from.
 	Config llm.Config
 }
 
-// ErrNoDemo: a demo was asked for, and the file has no demo script.
-var ErrNoDemo = errors.New("workflows: the file has no demo script")
+// ErrNoDemo: a demo was asked for, and the file has neither a demo script
+// nor only nodes the reactive demo can play.
+var ErrNoDemo = errors.New("workflows: the file has no demo model")
 
 // Resolve returns the models of the file: its models section, overridden
-// by the environment (llm.Config.ApplyEnv) and then by opts.Overrides.
+// by the environment and then by opts.Overrides (llm.Config.ApplyEnv).
 // When that leaves no usable provider — no basic tier, or a missing API
-// key — and the file has a demo script, and neither COORFLOW_MODEL nor an
-// override asked for a model, the scripted demo model serves every tier
-// and Models.Demo says so. A file whose nodes call no model gets nil
+// key — and neither COORFLOW_MODEL(_<TIER>) nor an override asked for a
+// model, a demo model serves every tier and Models.Demo says so: the
+// file's demo script when it has one (the script wins: it was written for
+// the file), or else the reactive demo (see ReactiveDemo), which the
+// built-in workflows run on. A file whose nodes call no model gets nil
 // Models.
 func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) {
 	if opts.Getenv == nil {
@@ -57,8 +66,8 @@ func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) 
 		return nil, err
 	}
 	if opts.Demo {
-		if f.DemoScript() == "" {
-			return nil, fmt.Errorf("%w: %s has no demo.script", ErrNoDemo, f.path)
+		if !f.HasDemo() {
+			return nil, fmt.Errorf("%w: %s has no demo.script, and llm or react nodes that only a real model can answer", ErrNoDemo, f.path)
 		}
 		return f.demo("asked for", cfg)
 	}
@@ -69,21 +78,45 @@ func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) 
 	if err == nil {
 		return &Models{Models: ms, Config: cfg}, nil
 	}
-	explicit := len(opts.Overrides) > 0 || strings.TrimSpace(opts.Getenv(llm.EnvModel)) != ""
-	if f.DemoScript() != "" && !explicit && (errors.Is(err, llm.ErrMissingAPIKey) || errors.Is(err, llm.ErrMissingModel)) {
+	if f.HasDemo() && !explicitModel(opts) && (errors.Is(err, llm.ErrMissingAPIKey) || errors.Is(err, llm.ErrMissingModel)) {
 		return f.demo(demoReason(err), cfg)
 	}
 	return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 }
 
-func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
-	script, err := scripted.LoadFile(f.DemoScript())
-	if err != nil {
-		return nil, fmt.Errorf("workflows: %s: demo script: %w", f.path, err)
+// HasDemo reports whether the file can run on a demo model: it has a demo
+// script, or the reactive demo can play all its nodes.
+func (f *File) HasDemo() bool { return f.DemoScript() != "" || f.ReactiveDemo() != nil }
+
+// explicitModel reports whether the environment or the command line asked
+// for a model, in which case a missing key is an error, not the demo.
+func explicitModel(opts ModelOptions) bool {
+	if len(opts.Overrides) > 0 || strings.TrimSpace(opts.Getenv(llm.EnvModel)) != "" {
+		return true
 	}
-	ms, err := llm.NewStatic(map[llm.Tier]llm.TierModel{
-		llm.TierBasic: {Model: NewDemoModel(script), Profile: llm.Profile{Model: "demo"}},
-	})
+	for _, t := range llm.Tiers() {
+		if strings.TrimSpace(opts.Getenv(llm.EnvModelTier(t))) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
+	// Both demos call themselves "demo" in the recording, which is how
+	// replay knows a run was a demo.
+	profile := llm.Profile{Model: "demo"}
+	var model llms.Model
+	if f.DemoScript() != "" {
+		script, err := scripted.LoadFile(f.DemoScript())
+		if err != nil {
+			return nil, fmt.Errorf("workflows: %s: demo script: %w", f.path, err)
+		}
+		model = NewDemoModel(script)
+	} else {
+		model = f.ReactiveDemo()
+	}
+	ms, err := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: model, Profile: profile}})
 	if err != nil {
 		return nil, err
 	}
@@ -108,33 +141,40 @@ func (f *File) modelConfig(opts ModelOptions) (llm.Config, error) {
 		mc.Timeout, _ = time.ParseDuration(m.Timeout)
 		cfg.Models[tier] = mc
 	}
-	if err := cfg.ApplyEnv(opts.Getenv); err != nil {
-		return cfg, err
+	var overrides []llm.Override
+	for _, tier := range llm.Tiers() { // in tier order, for stable errors
+		if spec, ok := opts.Overrides[tier]; ok {
+			overrides = append(overrides, llm.Override{Tier: tier, Model: spec})
+		}
 	}
 	for tier, spec := range opts.Overrides {
-		provider, model, ok := strings.Cut(spec, ":")
-		p := llm.Provider(provider)
-		if !ok || model == "" || !p.Valid() {
-			return cfg, fmt.Errorf("workflows: model %s=%s: want TIER=provider:model with a provider among %v", tier, spec, llm.Providers())
-		}
 		if !tier.Valid() {
-			return cfg, fmt.Errorf("workflows: model %s=%s: %w %q (known tiers: %v)", tier, spec, llm.ErrUnknownTier, tier, llm.Tiers())
+			overrides = append(overrides, llm.Override{Tier: tier, Model: spec})
 		}
-		mc := cfg.Models[tier]
-		if mc.Provider != p {
-			mc.BaseURL, mc.APIKeyEnv = "", ""
-		}
-		mc.Provider, mc.Model = p, model
-		cfg.Models[tier] = mc
+	}
+	if err := cfg.ApplyEnv(opts.Getenv, overrides...); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
+}
+
+// Resolved is how each tier resolved (llm.Config.Resolved), nil for a
+// demo, which serves every tier.
+func (m *Models) Resolved() []llm.Resolved {
+	if m.Demo {
+		return nil
+	}
+	return m.Config.Resolved()
 }
 
 // Describe names the models in one line: "basic openai:gpt-4o-mini,
 // reasoning openai:o4-mini", or the demo script.
 func (m *Models) Describe() string {
-	if m.Demo {
+	switch {
+	case m.Demo && m.Script != "":
 		return "scripted demo model (" + m.Script + ")"
+	case m.Demo:
+		return "reactive demo model (built-in; answers from each request, offline)"
 	}
 	var parts []string
 	for _, t := range llm.Tiers() {

@@ -37,7 +37,7 @@ func TestModelsComeFromTheFileTheEnvironmentAndOverridesOrTheDemoScript(t *testi
 		{name: "an override of a tier", vars: map[string]string{"OPENAI_API_KEY": "sk"}, overrides: map[llm.Tier]string{llm.TierReasoning: "ollama:qwen3"},
 			describe: "basic openai:gpt-4o-mini, reasoning ollama:qwen3"},
 		{name: "a bad override", overrides: map[llm.Tier]string{llm.TierBasic: "gpt-4o"},
-			err: "workflows: model basic=gpt-4o: want TIER=provider:model with a provider among [openai anthropic ollama googleai]"},
+			err: `llm: --model basic="gpt-4o": want provider:model, e.g. openai:gpt-4o`},
 		{name: "the demo asked for", vars: map[string]string{"OPENAI_API_KEY": "sk"}, demo: true,
 			describe: "scripted demo model (testdata/run/demo.yaml)", reason: "asked for"},
 	}
@@ -79,7 +79,7 @@ func TestAFileWithoutDemoOrModelsNeedsAModel(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(nil), Demo: true})
 	require.ErrorIs(t, err, workflows.ErrNoDemo)
-	assert.EqualError(t, err, "workflows: the file has no demo script: testdata/run/summarize.yaml has no demo.script")
+	assert.EqualError(t, err, "workflows: the file has no demo model: testdata/run/summarize.yaml has no demo.script, and llm or react nodes that only a real model can answer")
 
 	_, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(nil)})
 	assert.EqualError(t, err, "workflows: testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key)")

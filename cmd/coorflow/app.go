@@ -194,7 +194,10 @@ Usage:
       --answer ID=VALUE                answer one of several questions (repeatable)
       --db PATH|postgres://...         where threads and agents are kept (default .coorflow/coorflow.db, or $COORFLOW_DB)
       --model TIER=provider:model      use this model for a tier (repeatable), e.g. basic=openai:gpt-4o
-      --demo                           use the file's scripted demo model even when a provider is configured
+      --demo                           use the file's demo model even when a provider is configured: its demo
+                                       script, or the reactive demo (the built-ins), which answers from each request
+      --show-models                    print each tier's provider, model and endpoint first (printed anyway when
+                                       the environment or --model leaves tiers on different providers or endpoints)
       --owner NAME                     whose agents and boards (default "default")
       --stream                         print the models' tokens as they come
       --json                           print events and the result as JSON lines
@@ -221,21 +224,25 @@ Usage:
   coorflow export RUN [-o FILE] [--name NAME] [--workflow FILE] [--db] [--owner]
                                        write a finished run of a dynamic workflow (coor) as a workflow file
                                        with its plan and agents fixed: no coordinator, planner or builder
-  coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token-file FILE] [--owner] [--model] [--demo]
+  coorflow serve [FILE|DIR|NAME...] [--addr :8080] [--db] [--token-file FILE] [--owner] [--model] [--demo] [--show-models]
                                        tokens from FILE (chmod 600; lines TOKEN or TOKEN=OWNER), else
                                        $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN, removed once read
       --prune-max-age 30d --prune-max-runs 10000 --prune-every 1h
                                        prune the recorded runs at start and then periodically (none: never)
-  coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--allow-code-exec] [--allow-env NAME]
+  coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)
   coorflow tools list FILE|DIR|NAME [--json]
                                        the file's tools, its MCP servers' included, with their schemas
   coorflow schema                      print the JSON Schema of workflow files
 
-Models come from the file's models section, then OPENAI_API_KEY, OPENAI_BASE_URL,
-COORFLOW_MODEL (provider:model for every tier the file leaves to basic), then --model.
-With no provider configured, a file with a demo script runs on its scripted model.
+Models, strongest first: --model TIER=provider:model; COORFLOW_MODEL_<TIER> (e.g.
+COORFLOW_MODEL_REASONING); COORFLOW_MODEL (every tier the file set, and basic); the
+file's models section. Unset tiers follow basic. OPENAI_BASE_URL, ANTHROPIC_BASE_URL
+and OLLAMA_HOST give the endpoint of the tiers of that provider that set none; keys come from OPENAI_API_KEY,
+ANTHROPIC_API_KEY, GOOGLE_API_KEY or the tier's api_key_env. --show-models prints the
+result. With no provider configured, a file runs on its demo script, or (the built-ins,
+and files of built-in node types only) on the reactive demo model.
 
 Exit codes: 0 done; 1 the work failed (a replay that diverged too); 2 the command
 line or a file is wrong (a run that cannot be replayed or exported too); 3 the run

@@ -33,7 +33,7 @@ type runResult struct {
 	// Resume is the command that answers the questions.
 	Resume string `json:"resume,omitempty"`
 	Error  string `json:"error,omitempty"`
-	// Demo is true when the scripted demo model answered.
+	// Demo is true when a demo model answered (a script or the reactive demo).
 	Demo bool   `json:"demo,omitempty"`
 	DB   string `json:"db"`
 }

@@ -24,7 +24,8 @@ func (a *app) mcpServe(ctx context.Context, args []string) error {
 	d := a.addDBFlags(fs)
 	var modelFlags multiFlag
 	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
-	demo := fs.Bool("demo", false, "run every workflow on its scripted demo model")
+	demo := fs.Bool("demo", false, "run every workflow on its demo model (its script, or the reactive demo)")
+	showModels := fs.Bool("show-models", false, "print each workflow's tiers on stderr: provider, model and endpoint")
 	load := addLoadFlags(fs)
 	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	pos, err := a.parse(fs, args)
@@ -58,7 +59,7 @@ func (a *app) mcpServe(ctx context.Context, args []string) error {
 		if _, dup := served[name]; dup {
 			return usagef("mcp: two workflows are named %q; MCP tools are named by workflow", name)
 		}
-		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, python)
+		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, *showModels, python)
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ type runFlags struct {
 	input, thread, resume string
 	answers, models       multiFlag
 	demo, stream, json    bool
+	showModels            bool
 	verbose               bool
 	// resuming: --resume or --answer was given.
 	resuming bool
@@ -42,7 +43,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.StringVar(&f.resume, "resume", "", "the answer to the question the thread waits on, or @FILE")
 	fs.Var(&f.answers, "answer", "ID=VALUE: the answer to one of several questions (repeatable)")
 	fs.Var(&f.models, "model", "TIER=provider:model (repeatable)")
-	fs.BoolVar(&f.demo, "demo", false, "use the file's scripted demo model")
+	fs.BoolVar(&f.demo, "demo", false, "use the file's demo model (its script, or the reactive demo)")
+	fs.BoolVar(&f.showModels, "show-models", false, "print each tier's provider, model and endpoint before the run")
 	fs.BoolVar(&f.stream, "stream", false, "print the models' tokens as they come")
 	fs.BoolVar(&f.json, "json", false, "print events and the result as JSON lines")
 	fs.BoolVar(&f.verbose, "v", false, "print notices")
@@ -134,6 +136,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	r.demo = models.Demo
+	a.showModels("", models, f.showModels)
 	if r.db, err = a.openDB(ctx, f.db, false); err != nil {
 		return err
 	}
@@ -156,7 +159,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	if models.Demo && !f.demo {
-		a.notice("no model provider is configured (%s): running offline on the scripted demo model %s", models.Reason, models.Script)
+		a.notice("no model provider is configured (%s): running offline on %s", models.Reason, demoName(models))
 	}
 	return r.loop(ctx, input, opts)
 }

@@ -29,7 +29,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	tokenFile := fs.String("token-file", "", "a file (chmod 600) of bearer tokens clients send: lines TOKEN or TOKEN=OWNER")
 	fs.Var(&tokenFlags, "token", "refused: a token on the command line is visible to every user (use --token-file)")
 	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
-	demo := fs.Bool("demo", false, "run every workflow on its scripted demo model")
+	demo := fs.Bool("demo", false, "run every workflow on its demo model (its script, or the reactive demo)")
+	showModels := fs.Bool("show-models", false, "print each workflow's tiers: provider, model and endpoint")
 	keep := addRetentionFlags(fs, "prune-")
 	pruneEvery := ageFlag{defaultPruneEvery}
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
@@ -81,7 +82,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		if _, dup := served[name]; dup {
 			return usagef("serve: two workflows are named %q; the API names workflows by name", name)
 		}
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, python)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, *showModels, python)
 		if err != nil {
 			return err
 		}
@@ -195,14 +196,15 @@ func fileExists(p string) bool {
 }
 
 // compileForServe resolves the models of a workflow and compiles it over
-// the database.
-func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, owner string, overrides map[llm.Tier]string, demo bool, python *tools.PythonConfig) (*graph.Runnable, string, error) {
+// the database; show prints its models' table (see showModels).
+func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, owner string, overrides map[llm.Tier]string, demo, show bool, python *tools.PythonConfig) (*graph.Runnable, string, error) {
 	models, err := wf.file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: demo})
 	if err != nil {
 		return nil, "", err
 	}
+	a.showModels(wf.arg, models, show)
 	if models.Demo && !demo {
-		a.notice("%s: no model provider is configured (%s): serving it on the scripted demo model %s", wf.arg, models.Reason, models.Script)
+		a.notice("%s: no model provider is configured (%s): serving it on %s", wf.arg, models.Reason, demoName(models))
 	}
 	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python, MCP: a.mcpHub()}
 	if models.Models != nil {

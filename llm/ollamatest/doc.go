@@ -17,6 +17,8 @@
 //	model, err := ollama.New(ollama.WithServerURL(srv.URL()), ollama.WithModel("llama3.1"))
 //
 // langchaingo's client (v0.1.14) neither sends tools nor reads tool calls;
-// package llm refuses tools on the ollama provider for that reason, and a
-// test here pins the client's behaviour.
+// package llm sends the ollama provider's calls with tools to the server's
+// OpenAI-compatible API (/v1) for that reason, and a test here pins the
+// client's behaviour. Both serves the two APIs on one address, as Ollama
+// does.
 package ollamatest

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/ollamatest"
+	"github.com/coorflow/coorflow/llm/openaitest"
 )
 
 const model = "llama3.1:8b"
@@ -116,32 +117,58 @@ func TestStreamingTokens(t *testing.T) {
 	assert.True(t, *srv.Requests()[0].Chat.Stream)
 }
 
-// TestToolsRefused: the ollama provider refuses tools, offered or in the
-// conversation, before any request, and says what to use instead.
-func TestToolsRefused(t *testing.T) {
-	srv := newServer(t, ollamatest.Text("never"))
-	m := newModel(t, srv, "", nil)
-	_, err := m.GenerateContent(t.Context(), human("Weather in Paris?"), weatherTools)
-	require.ErrorIs(t, err, llm.ErrToolsUnsupported)
-	assert.ErrorIs(t, err, llm.ErrPermanent)
-	assert.ErrorContains(t, err, `llm: tools not supported: ollama model "llama3.1:8b": the native Ollama client `+
-		`sends no tools and reads no tool calls; for a model that uses tools, configure provider openai with `+
-		`base_url `+srv.URL()+`/v1 (Ollama's OpenAI-compatible API)`)
+// TestToolsGoToTheOpenAICompatibleAPI: a call of the ollama provider
+// that offers tools, or carries tool calls, goes to the same server's
+// OpenAI-compatible API (/v1), which takes them; a call without tools
+// stays on the native API.
+func TestToolsGoToTheOpenAICompatibleAPI(t *testing.T) {
+	native := newServer(t, ollamatest.Text("Plain answer."))
+	compat := openaitest.NewServer(
+		openaitest.ToolCalls(openaitest.ToolCall{ID: "c1", Name: "get_weather", Arguments: `{"city":"Paris"}`}),
+		openaitest.Text("Sunny in Paris."))
+	t.Cleanup(compat.Close)
+	both, err := ollamatest.Both(native, compat.URL())
+	require.NoError(t, err)
+	t.Cleanup(both.Close)
+	cfg, err := llm.LoadConfig(strings.NewReader("models:\n  basic:\n    provider: ollama\n    model: " + model + "\n"))
+	require.NoError(t, err)
+	require.NoError(t, cfg.ApplyEnv(func(k string) string { return map[string]string{"OLLAMA_HOST": both.URL}[k] }))
+	models, err := llm.New(t.Context(), cfg)
+	require.NoError(t, err)
+	m, err := models.Model(llm.TierBasic)
+	require.NoError(t, err)
+
+	resp, err := m.GenerateContent(t.Context(), human("Weather in Paris?"), weatherTools)
+	require.NoError(t, err)
+	require.Len(t, resp.Choices[0].ToolCalls, 1)
+	assert.Equal(t, "get_weather", resp.Choices[0].ToolCalls[0].FunctionCall.Name)
 
 	history := append(human("Weather in Paris?"),
 		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: "c1",
 			Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}},
 		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{
 			ToolCallID: "c1", Name: "get_weather", Content: "sunny"}}})
-	_, err = m.GenerateContent(t.Context(), history)
-	assert.ErrorIs(t, err, llm.ErrToolsUnsupported)
-	assert.Empty(t, srv.Requests(), "nothing was sent")
+	resp, err = m.GenerateContent(t.Context(), history)
+	require.NoError(t, err)
+	assert.Equal(t, "Sunny in Paris.", resp.Choices[0].Content)
+
+	resp, err = m.GenerateContent(t.Context(), human("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, "Plain answer.", resp.Choices[0].Content)
+
+	reqs := compat.Requests()
+	require.Len(t, reqs, 2, "both calls with tools went to /v1")
+	assert.Equal(t, model, reqs[0].Chat.Model)
+	require.Len(t, reqs[0].Chat.Tools, 1)
+	assert.Equal(t, "get_weather", reqs[0].Chat.Tools[0].Function.Name)
+	require.Len(t, native.Requests(), 1, "the call without tools went to the native API")
+	assert.Equal(t, model, native.Requests()[0].Chat.Model)
 }
 
 // TestClientDropsTools pins why: langchaingo's Ollama client (v0.1.14),
 // used directly, sends no tools, and drops the tool calls of a reply.
 // When a version of the client does both, this test fails, and the
-// refusal in package llm can go.
+// detour through /v1 in package llm can go.
 func TestClientDropsTools(t *testing.T) {
 	srv := newServer(t, ollamatest.ToolCalls(ollamatest.ToolCall{Name: "get_weather",
 		Arguments: `{"city":"Paris"}`}))
@@ -245,4 +272,21 @@ func TestStreamFalse(t *testing.T) {
 	assert.JSONEq(t, `{"city":"Paris"}`, string(body.Message.ToolCalls[0].Function.Arguments))
 	assert.True(t, body.Done)
 	assert.Equal(t, "stop", body.DoneReason)
+}
+
+// TestAMessageOfSeveralTextPartsIsSentAsOne: the native client takes one
+// text part per message; structured output adds its instruction as a
+// second part, which the ollama provider joins to the first as a
+// paragraph.
+func TestAMessageOfSeveralTextPartsIsSentAsOne(t *testing.T) {
+	srv := newServer(t, ollamatest.Text(`{"answer": 42}`))
+	m := newModel(t, srv, "", nil)
+	msgs := []llms.MessageContent{{Role: llms.ChatMessageTypeHuman,
+		Parts: []llms.ContentPart{llms.TextPart("What is the answer?"), llms.TextPart("Reply in JSON.")}}}
+	resp, err := m.GenerateContent(t.Context(), msgs)
+	require.NoError(t, err)
+	assert.Equal(t, `{"answer": 42}`, resp.Choices[0].Content)
+	require.Len(t, srv.Requests(), 1)
+	assert.Equal(t, "What is the answer?\n\nReply in JSON.", srv.Requests()[0].Chat.Messages[0].Content)
+	assert.Len(t, msgs[0].Parts, 2, "the caller's messages are left as they were")
 }
