@@ -59,8 +59,10 @@ type Result struct {
 
 // Assemble builds the messages of one model call from req's parts, in
 // this order of policies: tool results above the offload threshold are
-// offloaded, agent outputs above the output threshold compacted; when the
-// window reaches the steps threshold the completed steps are tiered; when
+// offloaded, agent outputs above the output threshold compacted; when
+// clearing is enabled and the window reaches its threshold, tool results
+// older than the last turns are replaced by stubs; when the window
+// reaches the steps threshold the completed steps are tiered; when
 // it reaches the history threshold the older history is summarized and
 // archived; last, if the window exceeds the budget, parts are left out
 // lowest priority first, and required parts are cut instead. The
@@ -82,7 +84,7 @@ func (b *Builder) Assemble(ctx context.Context, req Request) (Result, error) {
 	}
 	a := b.newAssembly(ctx, req)
 	for _, stage := range []func(context.Context) error{
-		a.offload, a.compactOutputs, a.compressSteps, a.summarizeHistory, a.pack,
+		a.offload, a.compactOutputs, a.clearToolResults, a.compressSteps, a.summarizeHistory, a.pack,
 	} {
 		if err := stage(ctx); err != nil {
 			return Result{}, err

@@ -19,6 +19,11 @@
 //     lines; an agent output above 32 KiB becomes a summary of at most
 //     4 KiB and a reference. The read_context tool (ReadContextTool) reads
 //     the full text back page by page.
+//   - Clearing of old tool results (Config.Clear, off by default): at
+//     50% of the limit every tool result older than the last 3
+//     tool-calling turns is offloaded and replaced by a one-line stub
+//     with its reference, all at once so the prompt prefix stays stable
+//     until the next clearing.
 //   - Summarization of the history at 85% of the limit: older messages are
 //     archived and replaced by a summary, the newest 10% (by tokens) kept
 //     verbatim; with no known limit, at 170,000 tokens, keeping the last 6
