@@ -168,5 +168,6 @@ func TestPrefixReuse(t *testing.T) {
 	m.Observe("a", cur)
 	s, tt := window.PrefixReuse(prev, cur)
 	assert.InDelta(t, float64(s)/float64(tt), m.Share(), 1e-9)
+	assert.InDelta(t, 1, m.Kept(), 1e-9, "the second call of a repeats all of the first")
 	assert.Equal(t, 3, m.Calls)
 }

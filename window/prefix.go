@@ -37,8 +37,11 @@ func sameMessage(a, b llms.MessageContent) bool {
 type PrefixMeter struct {
 	last map[string][]llms.MessageContent
 	// Shared and Total add up PrefixReuse over every call but each
-	// agent's first.
-	Shared, Total int
+	// agent's first; Previous adds up the tokens of the previous prompts
+	// they are compared with (without reply priming), so Shared/Previous
+	// is the share of a prompt the next call repeats: 1 when the history
+	// is append-only.
+	Shared, Total, Previous int
 	// Calls counts the calls measured, first calls included.
 	Calls int
 }
@@ -53,8 +56,17 @@ func (m *PrefixMeter) Observe(agent string, msgs []llms.MessageContent) {
 		s, t := PrefixReuse(prev, msgs)
 		m.Shared += s
 		m.Total += t
+		m.Previous += llm.EstimateMessages(prev) - llm.TokensPerReply
 	}
 	m.last[agent] = msgs
+}
+
+// Kept returns Shared/Previous, 0 before two calls of one agent.
+func (m *PrefixMeter) Kept() float64 {
+	if m.Previous <= 0 {
+		return 0
+	}
+	return float64(m.Shared) / float64(m.Previous)
 }
 
 // Share returns Shared/Total, 0 before two calls of one agent.

@@ -68,6 +68,7 @@ type outcome struct {
 	cached        int // of which the server reported cached
 	maxPrompt     int
 	reuse         float64 // prefix reuse, token-weighted
+	kept          float64 // share of each previous prompt repeated
 	reads         int     // read_context calls
 	found         int
 	viaReadCtx    int
@@ -142,7 +143,7 @@ func run(ctx context.Context, t testing.TB, m mechanisms) outcome {
 	require.NoError(t, err)
 
 	o := outcome{mech: m, calls: res.Usage.Calls, prompt: res.Usage.PromptTokens, cached: mt.cached, maxPrompt: mt.max,
-		reuse: mt.prefix.Share(), reads: model.reads, answers: map[int]string{}, output: res.Output}
+		reuse: mt.prefix.Share(), kept: mt.prefix.Kept(), reads: model.reads, answers: map[int]string{}, output: res.Output}
 	for _, q := range model.questions {
 		o.answers[q.site] = q.answer
 		for _, f := range facts {
