@@ -157,7 +157,7 @@ func TestPrefixReuse(t *testing.T) {
 	assert.Equal(t, 100+1+50+1+2*3, shared, "system and task with their message overhead")
 	assert.Greater(t, total, shared+300)
 
-	changed := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, words(100) + " now"), task}
+	changed := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, words(100)+" now"), task}
 	shared, _ = window.PrefixReuse(prev, changed)
 	assert.Zero(t, shared, "a changed first message ends the prefix, though the task matches")
 

@@ -62,18 +62,18 @@ func (m mechanisms) config(bs *window.BoardStore) window.Config {
 
 // outcome is what one run measured.
 type outcome struct {
-	mech          mechanisms
-	calls         int
-	prompt        int // prompt tokens reported over the wire, all calls
-	cached        int // of which the server reported cached
-	maxPrompt     int
-	reuse         float64 // prefix reuse, token-weighted
-	kept          float64 // share of each previous prompt repeated
-	reads         int     // read_context calls
-	found         int
-	viaReadCtx    int
-	answers       map[int]string
-	output        string
+	mech       mechanisms
+	calls      int
+	prompt     int // prompt tokens reported over the wire, all calls
+	cached     int // of which the server reported cached
+	maxPrompt  int
+	reuse      float64 // prefix reuse, token-weighted
+	kept       float64 // share of each previous prompt repeated
+	reads      int     // read_context calls
+	found      int
+	viaReadCtx int
+	answers    map[int]string
+	output     string
 }
 
 // meter observes what the agent sends and what the provider reports.
