@@ -17,11 +17,15 @@ type Builder struct {
 
 	mu        sync.Mutex
 	summaries map[string]string // by kind, text hash and bound
+	// tiered holds the steps parts (by agent and part name) that have been
+	// tiered: they stay tiered, so that a window that shrinks again (after
+	// a clearing or a summary) does not change the prompt's beginning.
+	tiered map[string]bool
 }
 
 // New returns a Builder with cfg, its zero settings at their defaults.
 func New(cfg Config) *Builder {
-	return &Builder{cfg: cfg.withDefaults(), summaries: make(map[string]string)}
+	return &Builder{cfg: cfg.withDefaults(), summaries: make(map[string]string), tiered: make(map[string]bool)}
 }
 
 // Config returns the Builder's configuration, defaults filled in.
