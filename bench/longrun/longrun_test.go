@@ -62,18 +62,19 @@ func (m mechanisms) config(bs *window.BoardStore) window.Config {
 
 // outcome is what one run measured.
 type outcome struct {
-	mech       mechanisms
-	calls      int
-	prompt     int // prompt tokens reported over the wire, all calls
-	cached     int // of which the server reported cached
-	maxPrompt  int
-	reuse      float64 // prefix reuse, token-weighted
-	kept       float64 // share of each previous prompt repeated
-	reads      int     // read_context calls
-	found      int
-	viaReadCtx int
-	answers    map[int]string
-	output     string
+	mech        mechanisms
+	calls       int
+	prompt      int // prompt tokens reported over the wire, all calls
+	cached      int // of which the server reported cached
+	maxPrompt   int
+	reuse       float64 // prefix reuse, token-weighted
+	kept        float64 // share of each previous prompt repeated
+	toolChanges int     // requests whose tool list changed
+	reads       int     // read_context calls
+	found       int
+	viaReadCtx  int
+	answers     map[int]string
+	output      string
 }
 
 // meter observes what the agent sends and what the provider reports.
@@ -143,7 +144,7 @@ func run(ctx context.Context, t testing.TB, m mechanisms) outcome {
 	require.NoError(t, err)
 
 	o := outcome{mech: m, calls: res.Usage.Calls, prompt: res.Usage.PromptTokens, cached: mt.cached, maxPrompt: mt.max,
-		reuse: mt.prefix.Share(), kept: mt.prefix.Kept(), reads: model.reads, answers: map[int]string{}, output: res.Output}
+		reuse: mt.prefix.Share(), kept: mt.prefix.Kept(), toolChanges: model.toolChanges, reads: model.reads, answers: map[int]string{}, output: res.Output}
 	for _, q := range model.questions {
 		o.answers[q.site] = q.answer
 		for _, f := range facts {

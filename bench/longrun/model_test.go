@@ -39,6 +39,11 @@ type researcher struct {
 	questions []*question
 	reading   *question // the question the last read_context call was for
 	reads     int
+	// tools is the tool list of the last request as sent; toolChanges
+	// counts the requests whose list differed from the one before, which
+	// would break a provider's prompt cache from its very beginning.
+	tools       string
+	toolChanges int
 }
 
 var (
@@ -49,6 +54,11 @@ var (
 func (r *researcher) respond(req openaitest.ChatRequest) openaitest.Response {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if tools, _ := json.Marshal(req.Tools); r.tools != "" && string(tools) != r.tools {
+		r.toolChanges++
+	} else {
+		r.tools = string(tools)
+	}
 	if r.turn < researchTurns {
 		r.turn++
 		tool, args := request(r.turn)

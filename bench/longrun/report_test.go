@@ -59,6 +59,7 @@ func TestLongRun(t *testing.T) {
 	assert.GreaterOrEqual(t, saved(base, all), 0.84, "at least 84% fewer prompt tokens than keeping everything")
 	assert.Equal(t, len(facts), all.found, "every answer found:\n%s", all.output)
 	assert.GreaterOrEqual(t, all.reuse, 0.80, "at least 80% of each prompt is the previous one's beginning")
+	assert.Zero(t, all.toolChanges, "the tools, at the head of every prompt, are sent the same each time")
 }
 
 func saved(base, o outcome) float64 { return 1 - float64(o.prompt)/float64(base.prompt) }

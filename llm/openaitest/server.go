@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -239,9 +240,8 @@ func (s *Server) cached(req ChatRequest) int {
 }
 
 func sameMessage(a, b Message) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
+	return a.Role == b.Role && a.Name == b.Name && a.ToolCallID == b.ToolCallID &&
+		bytes.Equal(a.Content, b.Content) && reflect.DeepEqual(a.ToolCalls, b.ToolCalls)
 }
 
 // completion builds a non-streamed chat.completion object.
