@@ -10,9 +10,11 @@ import (
 
 // cacheBreakpoints sets Anthropic's prompt-cache breakpoints on every
 // Messages API request: cache_control on the last tool, on the system
-// prompt, and on the last block of the last message, so that the stable
-// prefix (tools, system) and the conversation so far are cached and the
-// next call, which repeats them, reads them from the cache. langchaingo
+// prompt, on the last block of the first message (where a window's pinned
+// parts end) and on the last block of the last message, so that the
+// stable prefix and the conversation so far are cached and the next call,
+// which repeats them, reads them from the cache; after a compaction has
+// changed the history, the stable prefix still hits. langchaingo
 // v0.1.14 cannot send these itself: it sends the system prompt as a plain
 // string and tools and tool results without cache_control (only a user
 // message's text or image, wrapped in llms.CachedContent, can carry one),
@@ -75,11 +77,23 @@ func withBreakpoints(body []byte) ([]byte, bool) {
 		req["system"], _ = json.Marshal(sys)
 		used++
 	}
-	if n := len(msgs); n > 0 && used < maxBreakpoints && !strings.Contains(string(req["messages"]), `"cache_control"`) {
-		if c, ok := markLast(msgs[n-1].Content); ok {
-			msgs[n-1].Content = c
-			req["messages"], _ = json.Marshal(msgs)
+	if n := len(msgs); n > 0 && !strings.Contains(string(req["messages"]), `"cache_control"`) {
+		// The end of the first message, where the pinned parts (the task,
+		// handoffs) end, then the end of the conversation so far.
+		at := []int{0, n - 1}
+		if n == 1 {
+			at = at[:1]
 		}
+		for _, i := range at {
+			if used >= maxBreakpoints {
+				break
+			}
+			if c, ok := markLast(msgs[i].Content); ok {
+				msgs[i].Content = c
+				used++
+			}
+		}
+		req["messages"], _ = json.Marshal(msgs)
 	}
 	out, err := json.Marshal(req)
 	return out, err == nil

@@ -346,8 +346,8 @@ func TestCacheBreakpointsArriveAndCacheReadsAreRead(t *testing.T) {
 	eph := `{"type":"ephemeral"}`
 	assert.Equal(t, map[string]string{"tools[1]": eph, "system[0]": eph, "messages[0].content[0]": eph},
 		reqs[0].Messages.CacheBreakpoints(), "the stable prefix and the conversation so far end at breakpoints")
-	assert.Equal(t, map[string]string{"tools[1]": eph, "system[0]": eph, "messages[2].content[0]": eph},
-		reqs[1].Messages.CacheBreakpoints(), "the last breakpoint moves to the newest tool result")
+	assert.Equal(t, map[string]string{"tools[1]": eph, "system[0]": eph, "messages[0].content[0]": eph, "messages[2].content[0]": eph},
+		reqs[1].Messages.CacheBreakpoints(), "the stable prefix ends at the first message; the last breakpoint moves to the newest tool result")
 	assert.Equal(t, "Be brief.", reqs[1].Messages.SystemText())
 	assert.Equal(t, "tool_result", reqs[1].Messages.Messages[2].Blocks()[0].Type)
 	assert.Equal(t, []string{"get_weather", "get_time"}, reqs[1].Messages.ToolNames())
