@@ -22,23 +22,12 @@ func (a *assembly) clearToolResults(ctx context.Context) error {
 	if !p.Enabled {
 		return nil
 	}
-	at := trigger(p.Threshold, a.limit, p.FallbackTokens)
-	for _, w := range a.works {
-		if w.Kind != KindHistory || !w.isMsgs {
-			continue
-		}
-		total := a.measureFor(w)
-		if total < at && !a.req.Force {
-			continue
-		}
-		if err := a.clearPart(ctx, w, total, at); err != nil {
-			return err
-		}
-	}
-	return nil
+	return a.eachHistoryOver(p.Threshold, p.FallbackTokens, func(w *work, why string) error {
+		return a.clearPart(ctx, w, why)
+	})
 }
 
-func (a *assembly) clearPart(ctx context.Context, w *work, total, at int) error {
+func (a *assembly) clearPart(ctx context.Context, w *work, why string) error {
 	p := a.b.cfg.Clear
 	end := clearableEnd(w.msgs, p.KeepTurns)
 	cleared, freed := 0, 0
@@ -74,10 +63,6 @@ func (a *assembly) clearPart(ctx context.Context, w *work, total, at int) error 
 		return nil
 	}
 	w.compacted = true
-	why := "at " + a.share(total, at)
-	if a.req.Force {
-		why = "after a context overflow"
-	}
 	a.apply(w, PolicyClearToolResults, before, "", fmt.Sprintf("cleared %d tool results older than the last %d turns %s, freeing %s tokens",
 		cleared, p.KeepTurns, why, thousands(freed)))
 	for _, r := range refs {
