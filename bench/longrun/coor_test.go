@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,11 +68,10 @@ func runCoor(t testing.TB) *scripted.Model {
 				"summary": "compared", "confidence": 0.8})}},
 		},
 	})
-	n := 0
+	var n atomic.Int32
 	search := tools.Func("web_search", "Searches the web.", json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
 		func(context.Context, json.RawMessage) (string, error) {
-			n++
-			return document(fmt.Sprintf("coor-search-%d", n), 0)[:12_000], nil
+			return document(fmt.Sprintf("coor-search-%d", n.Add(1)), 0)[:12_000], nil
 		})
 	reg, err := tools.NewRegistry(search)
 	require.NoError(t, err)

@@ -1,3 +1,11 @@
+//go:build !race
+
+// The long run is left out of -race builds: the race detector makes its
+// keep-everything baseline, 44 million prompt tokens through JSON and
+// token estimates, take over ten minutes. What it drives — window,
+// nodes/react, llm/openaitest — has -race tests of its own, and
+// TestCoorPrefixReuse runs under -race.
+
 package longrun_test
 
 import (
@@ -34,20 +42,15 @@ func TestLongRun(t *testing.T) {
 			100*saved(base, o), o.maxPrompt, 100*o.reuse, 100*o.kept, 100*float64(o.cached)/float64(o.prompt), o.reads, o.found, len(facts), o.viaReadCtx)
 	}
 	row(base)
+	b.WriteString("-- each mechanism alone\n")
 	done := map[mechanisms]outcome{}
-	added := cumulative
-	if raceDetector {
-		added = cumulative[len(cumulative)-1:]
-	} else {
-		b.WriteString("-- each mechanism alone\n")
-		for _, m := range alone {
-			done[m] = run(t.Context(), t, m)
-			row(done[m])
-		}
+	for _, m := range alone {
+		done[m] = run(t.Context(), t, m)
+		row(done[m])
 	}
 	b.WriteString("-- added up\n")
 	var all outcome
-	for _, m := range added {
+	for _, m := range cumulative {
 		var ok bool
 		if all, ok = done[m]; !ok {
 			all = run(t.Context(), t, m)
