@@ -77,9 +77,14 @@ func (t *captureTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-// newHTTPClient returns an HTTP client whose transport captures errors.
+// newHTTPClient returns an HTTP client whose transport captures errors
+// and, for Anthropic, sets the prompt-cache breakpoints.
 func newHTTPClient(p Provider) *http.Client {
-	return &http.Client{Transport: &captureTransport{base: http.DefaultTransport, provider: p}}
+	base := http.DefaultTransport
+	if p == ProviderAnthropic {
+		base = &cacheBreakpoints{base: base}
+	}
+	return &http.Client{Transport: &captureTransport{base: base, provider: p}}
 }
 
 // parseAPIError reads an error body in the formats of OpenAI

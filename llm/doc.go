@@ -15,6 +15,12 @@
 // that is no answer (ErrEmptyResponse) or cannot be decoded
 // (ErrMalformedResponse) is transient.
 //
+// Prompt caching: Anthropic clients set cache breakpoints on every request
+// (the tools, the system prompt, the end of the first message and of the
+// last), which langchaingo cannot send itself; CachedInputTokens reads the
+// prompt tokens a provider served from its cache (OpenAI's cached_tokens,
+// Anthropic's cache_read_input_tokens).
+//
 // Each provider's wire protocol has a test server: openaitest (OpenAI and
 // the compatible DeepSeek, Qwen, vLLM), anthropictest, ollamatest and
 // geminitest.

@@ -158,6 +158,17 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	return resp, nil
 }
 
+// CachedInputTokens returns the prompt tokens a provider reports it served
+// from its prompt cache: OpenAI's usage.prompt_tokens_details.cached_tokens
+// (langchaingo's PromptCachedTokens) or Anthropic's cache_read_input_tokens
+// (CacheReadInputTokens); 0 when it reports none.
+func CachedInputTokens(resp *llms.ContentResponse) int {
+	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
+		return 0
+	}
+	return firstInt(resp.Choices[0].GenerationInfo, "PromptCachedTokens", "CacheReadInputTokens", "cached_tokens", "cache_read_input_tokens")
+}
+
 // Usage returns the prompt and completion tokens of a response to msgs: the
 // counts the provider reported in the generation info (OpenAI's and
 // Anthropic's keys), estimated where it reported none.

@@ -356,9 +356,11 @@ func (a *assembly) compressSteps(context.Context) error {
 			continue
 		}
 		total := a.measureFor(w)
-		if total < at && !a.req.Force {
+		sticky := a.b.wasTiered(a.agent, w.Name)
+		if total < at && !a.req.Force && !sticky {
 			continue
 		}
+		a.b.markTiered(a.agent, w.Name)
 		before := w.tokens()
 		ts := tiersFor(len(w.steps), p, true)
 		w.text = renderSteps(w.steps, ts)
@@ -367,13 +369,34 @@ func (a *assembly) compressSteps(context.Context) error {
 			n[t]++
 		}
 		why := "at " + a.share(total, at)
-		if a.req.Force {
+		switch {
+		case a.req.Force:
 			why = "after a context overflow"
+		case total < at:
+			why = "as on an earlier call (" + a.share(total, at) + "), so that the prompt's beginning stays the same"
 		}
 		a.apply(w, PolicyCompressSteps, before, "", fmt.Sprintf("tiered %d steps %s: %d in full, %d as summaries, %d as metadata",
 			len(w.steps), why, n[tierFull], n[tierSummary], n[tierMeta]))
 	}
 	return nil
+}
+
+// maxTiered bounds the steps parts a Builder remembers as tiered.
+const maxTiered = 4096
+
+func (b *Builder) wasTiered(agent, part string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tiered[agent+"\x00"+part]
+}
+
+func (b *Builder) markTiered(agent, part string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.tiered) >= maxTiered {
+		clear(b.tiered)
+	}
+	b.tiered[agent+"\x00"+part] = true
 }
 
 // result finishes the reports and the snapshot.

@@ -17,11 +17,15 @@ type Builder struct {
 
 	mu        sync.Mutex
 	summaries map[string]string // by kind, text hash and bound
+	// tiered holds the steps parts (by agent and part name) that have been
+	// tiered: they stay tiered, so that a window that shrinks again (after
+	// a clearing or a summary) does not change the prompt's beginning.
+	tiered map[string]bool
 }
 
 // New returns a Builder with cfg, its zero settings at their defaults.
 func New(cfg Config) *Builder {
-	return &Builder{cfg: cfg.withDefaults(), summaries: make(map[string]string)}
+	return &Builder{cfg: cfg.withDefaults(), summaries: make(map[string]string), tiered: make(map[string]bool)}
 }
 
 // Config returns the Builder's configuration, defaults filled in.
@@ -59,8 +63,10 @@ type Result struct {
 
 // Assemble builds the messages of one model call from req's parts, in
 // this order of policies: tool results above the offload threshold are
-// offloaded, agent outputs above the output threshold compacted; when the
-// window reaches the steps threshold the completed steps are tiered; when
+// offloaded, agent outputs above the output threshold compacted; when
+// clearing is enabled and the window reaches its threshold, tool results
+// older than the last turns are replaced by stubs; when the window
+// reaches the steps threshold the completed steps are tiered; when
 // it reaches the history threshold the older history is summarized and
 // archived; last, if the window exceeds the budget, parts are left out
 // lowest priority first, and required parts are cut instead. The
@@ -82,7 +88,7 @@ func (b *Builder) Assemble(ctx context.Context, req Request) (Result, error) {
 	}
 	a := b.newAssembly(ctx, req)
 	for _, stage := range []func(context.Context) error{
-		a.offload, a.compactOutputs, a.compressSteps, a.summarizeHistory, a.pack,
+		a.offload, a.compactOutputs, a.clearToolResults, a.compressSteps, a.summarizeHistory, a.pack,
 	} {
 		if err := stage(ctx); err != nil {
 			return Result{}, err

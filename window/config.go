@@ -39,6 +39,11 @@ const (
 	DefaultOutputBytes        = 32 << 10
 	DefaultOutputSummaryBytes = 4 << 10
 
+	DefaultClearThreshold      = 0.50
+	DefaultClearFallbackTokens = 100_000
+	DefaultClearKeepTurns      = 3
+	DefaultClearMinTokens      = 200
+
 	DefaultHistoryThreshold      = 0.85
 	DefaultHistoryKeep           = 0.10
 	DefaultHistoryFallbackTokens = 170_000
@@ -87,6 +92,31 @@ type OffloadPolicy struct {
 	SummaryBytes int
 }
 
+// ClearPolicy configures the clearing of old tool results (context
+// editing): once the window reaches the threshold, every tool result
+// older than the last KeepTurns tool-calling turns is moved to the
+// Offloader and replaced in the history by a one-line stub with its
+// reference, which read_context reads back. It runs before the history
+// is summarized, since it loses nothing the agent cannot read again.
+type ClearPolicy struct {
+	// Enabled turns clearing on; it is off by default.
+	Enabled bool
+	// Threshold is the fraction of the limit the window must reach for
+	// clearing to run (default 0.50).
+	Threshold float64
+	// FallbackTokens replaces Threshold when the limit is unknown
+	// (default 100,000).
+	FallbackTokens int
+	// KeepTurns is how many of the latest tool-calling turns keep their
+	// results (default 3).
+	KeepTurns int
+	// MinTokens: smaller results are kept, their stub would save little
+	// (default 200).
+	MinTokens int
+	// Exclude names tools whose results are never cleared.
+	Exclude []string
+}
+
 // HistoryPolicy configures the summarization of the conversation.
 type HistoryPolicy struct {
 	// Disabled never summarizes the history; it is then only cut when
@@ -125,6 +155,7 @@ type Config struct {
 
 	Steps   StepsPolicy
 	Offload OffloadPolicy
+	Clear   ClearPolicy
 	History HistoryPolicy
 
 	// Now is the clock of snapshots; nil means time.Now.
@@ -151,6 +182,10 @@ func (c Config) withDefaults() Config {
 	def(&c.Offload.PreviewLines, DefaultPreviewLines)
 	def(&c.Offload.OutputBytes, DefaultOutputBytes)
 	def(&c.Offload.SummaryBytes, DefaultOutputSummaryBytes)
+	deff(&c.Clear.Threshold, DefaultClearThreshold)
+	def(&c.Clear.FallbackTokens, DefaultClearFallbackTokens)
+	def(&c.Clear.KeepTurns, DefaultClearKeepTurns)
+	def(&c.Clear.MinTokens, DefaultClearMinTokens)
 	deff(&c.History.Threshold, DefaultHistoryThreshold)
 	deff(&c.History.Keep, DefaultHistoryKeep)
 	def(&c.History.FallbackTokens, DefaultHistoryFallbackTokens)

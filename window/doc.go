@@ -13,18 +13,30 @@
 //   - Tiered compression of completed steps, once the window reaches 60%
 //     of the limit: the last 3 in full, the 7 before as summaries with
 //     their confidence, older ones as one line of metadata with a
-//     reference.
+//     reference. Once an agent's steps are tiered they stay tiered, so
+//     the prompt's beginning does not change when the window shrinks.
 //   - Offload: a tool result above 20,000 tokens goes to the Offloader and
 //     is replaced by its reference and a preview of its first and last 5
 //     lines; an agent output above 32 KiB becomes a summary of at most
 //     4 KiB and a reference. The read_context tool (ReadContextTool) reads
 //     the full text back page by page.
+//   - Clearing of old tool results (Config.Clear, off by default): at
+//     50% of the limit every tool result older than the last 3
+//     tool-calling turns is offloaded and replaced by a one-line stub
+//     with its reference, all at once so the prompt prefix stays stable
+//     until the next clearing.
 //   - Summarization of the history at 85% of the limit: older messages are
 //     archived and replaced by a summary, the newest 10% (by tokens) kept
 //     verbatim; with no known limit, at 170,000 tokens, keeping the last 6
 //     messages. A tool call and its results are never separated.
 //     CallWithOverflowRetry summarizes and retries once when a provider
 //     still reports a context overflow.
+//   - A stable prefix for prompt caches: the parts come first in the
+//     order given (system, tools, pinned parts), the history after them
+//     only grows between compactions, and nothing in a prompt changes
+//     from call to call (no clock, no budget figures); PrefixReuse and
+//     PrefixMeter measure how much of each prompt repeats the previous
+//     one.
 //   - Results, not process: RenderResults renders the planner's view of
 //     the steps, one line each.
 //

@@ -56,7 +56,16 @@ func (a *assembly) summarizeHistory(ctx context.Context) error {
 	if p.Disabled {
 		return nil
 	}
-	at := trigger(p.Threshold, a.limit, p.FallbackTokens)
+	return a.eachHistoryOver(p.Threshold, p.FallbackTokens, func(w *work, why string) error {
+		return a.summarizePart(ctx, w, why)
+	})
+}
+
+// eachHistoryOver calls f with each history part whose window has
+// reached the threshold fraction of the limit (fallback tokens when the
+// limit is unknown), or all of them when the call is forced, and why.
+func (a *assembly) eachHistoryOver(threshold float64, fallback int, f func(w *work, why string) error) error {
+	at := trigger(threshold, a.limit, fallback)
 	for _, w := range a.works {
 		if w.Kind != KindHistory || !w.isMsgs {
 			continue
@@ -69,7 +78,7 @@ func (a *assembly) summarizeHistory(ctx context.Context) error {
 		if a.req.Force {
 			why = "after a context overflow"
 		}
-		if err := a.summarizePart(ctx, w, why); err != nil {
+		if err := f(w, why); err != nil {
 			return err
 		}
 	}

@@ -15,13 +15,14 @@ type Policy string
 
 // The policies a snapshot reports.
 const (
-	PolicyCompressSteps    Policy = "compress_steps"    // completed steps tiered
-	PolicyOffload          Policy = "offload"           // a tool result moved to the store
-	PolicyCompactOutput    Policy = "compact_output"    // an agent output replaced by a summary
-	PolicySummarizeHistory Policy = "summarize_history" // older history replaced by a summary
-	PolicyTruncate         Policy = "truncate"          // a required part cut to fit
-	PolicyOmit             Policy = "omit"              // a part left out to fit
-	PolicySkipped          Policy = "skipped"           // a policy that should have run could not
+	PolicyCompressSteps    Policy = "compress_steps"     // completed steps tiered
+	PolicyOffload          Policy = "offload"            // a tool result moved to the store
+	PolicyCompactOutput    Policy = "compact_output"     // an agent output replaced by a summary
+	PolicyClearToolResults Policy = "clear_tool_results" // old tool results replaced by stubs
+	PolicySummarizeHistory Policy = "summarize_history"  // older history replaced by a summary
+	PolicyTruncate         Policy = "truncate"           // a required part cut to fit
+	PolicyOmit             Policy = "omit"               // a part left out to fit
+	PolicySkipped          Policy = "skipped"            // a policy that should have run could not
 )
 
 // Snapshot is what one model call saw: each part with its tokens, what

@@ -162,3 +162,31 @@ func TestRenderResultsGolden(t *testing.T) {
 	assert.NotContains(t, got, "Full result of", "results, not process")
 	assert.Equal(t, 5, strings.Count(got, "\n"), "one line per step")
 }
+
+func TestTieredStepsStayTieredWhenTheWindowShrinks(t *testing.T) {
+	b, _ := newBuilder(t, nil, func(c *window.Config) { c.Steps.FallbackTokens = 3_000 })
+	req := func(history int) window.Request {
+		return window.Request{Agent: "researcher-1", Parts: []window.Part{
+			{Name: "steps", Kind: window.KindSteps, Steps: plan(12)},
+			{Name: "history", Kind: window.KindHistory, Messages: toolTurns(1, history), Required: true},
+		}}
+	}
+	small, err := b.Assemble(t.Context(), req(100))
+	require.NoError(t, err)
+	require.Empty(t, small.Snapshot.PoliciesOf(window.PolicyCompressSteps), "under the threshold on the first call")
+
+	big, err := b.Assemble(t.Context(), req(3_000))
+	require.NoError(t, err)
+	require.Len(t, big.Snapshot.PoliciesOf(window.PolicyCompressSteps), 1)
+
+	again, err := b.Assemble(t.Context(), req(100)) // the history was cleared or summarized
+	require.NoError(t, err)
+	applied := again.Snapshot.PoliciesOf(window.PolicyCompressSteps)
+	require.Len(t, applied, 1, "once tiered, the steps stay tiered")
+	assert.Contains(t, applied[0].Detail, "as on an earlier call")
+	assert.Equal(t, text(big.Messages[0]), text(again.Messages[0]), "the prompt begins as it did")
+
+	other, err := b.Assemble(t.Context(), window.Request{Agent: "researcher-2", Parts: req(100).Parts})
+	require.NoError(t, err)
+	assert.Empty(t, other.Snapshot.PoliciesOf(window.PolicyCompressSteps), "another agent's window is its own")
+}

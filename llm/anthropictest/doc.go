@@ -13,7 +13,9 @@
 // thinking_delta, input_json_delta), content_block_stop, message_delta,
 // message_stop — or cut by an error event (OverloadedMidStream). The
 // Server records every request, with its content blocks (tool_use,
-// tool_result) decoded.
+// tool_result) decoded and where it set prompt-cache breakpoints
+// (MessagesRequest.CacheBreakpoints); a scripted Usage can report cache
+// reads and writes (cache_read_input_tokens, cache_creation_input_tokens).
 //
 //	srv := anthropictest.NewServer(anthropictest.Text("hello"))
 //	defer srv.Close()

@@ -2,6 +2,7 @@ package anthropictest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -68,6 +69,8 @@ type Block struct {
 	Input     json.RawMessage `json:"input"`       // of a tool_use block
 	ToolUseID string          `json:"tool_use_id"` // of a tool_result block: the call it answers
 	Content   json.RawMessage `json:"content"`     // of a tool_result block: a string or blocks
+	// CacheControl is the block's prompt-cache breakpoint, as sent.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 // ResultText returns the text of a tool_result block.
@@ -78,6 +81,36 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// CacheControl is the tool's prompt-cache breakpoint, as sent.
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+// CacheBreakpoints lists where the request set prompt-cache breakpoints
+// (cache_control), in prompt order: "tools[i]", "system[i]" and
+// "messages[i].content[j]", each with the cache_control as sent.
+func (r MessagesRequest) CacheBreakpoints() map[string]string {
+	out := map[string]string{}
+	for i, t := range r.Tools {
+		if len(t.CacheControl) > 0 {
+			out[fmt.Sprintf("tools[%d]", i)] = string(t.CacheControl)
+		}
+	}
+	var sys []Block
+	if json.Unmarshal(r.System, &sys) == nil {
+		for i, b := range sys {
+			if len(b.CacheControl) > 0 {
+				out[fmt.Sprintf("system[%d]", i)] = string(b.CacheControl)
+			}
+		}
+	}
+	for i, m := range r.Messages {
+		for j, b := range m.Blocks() {
+			if len(b.CacheControl) > 0 {
+				out[fmt.Sprintf("messages[%d].content[%d]", i, j)] = string(b.CacheControl)
+			}
+		}
+	}
+	return out
 }
 
 // text reads content that is a string or a list of blocks.

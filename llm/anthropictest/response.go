@@ -55,6 +55,17 @@ type ToolUse struct {
 type Usage struct {
 	InputTokens  int // input_tokens
 	OutputTokens int // output_tokens
+	// CacheReadInputTokens and CacheCreationInputTokens are the prompt
+	// tokens read from and written to the prompt cache
+	// (cache_read_input_tokens, cache_creation_input_tokens).
+	CacheReadInputTokens     int
+	CacheCreationInputTokens int
+}
+
+// json returns the usage as the API sends it, output tokens as given.
+func (u Usage) json(output int) map[string]any {
+	return map[string]any{"input_tokens": u.InputTokens, "output_tokens": output,
+		"cache_read_input_tokens": u.CacheReadInputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens}
 }
 
 // ErrorBody is an error in Anthropic's format:

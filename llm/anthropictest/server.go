@@ -173,7 +173,7 @@ func message(n int, req MessagesRequest, r Response) map[string]any {
 	return map[string]any{
 		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
 		"content": blocks(n, r), "stop_reason": stopReason(r), "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens},
+		"usage": u.json(u.OutputTokens),
 	}
 }
 
@@ -197,7 +197,7 @@ func stream(w http.ResponseWriter, n int, req MessagesRequest, r Response) {
 	send("message_start", map[string]any{"message": map[string]any{
 		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": u.InputTokens, "output_tokens": 1},
+		"usage": u.json(1),
 	}})
 	send("ping", map[string]any{})
 	index := 0

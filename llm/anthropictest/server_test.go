@@ -316,3 +316,53 @@ func TestRequestRecording(t *testing.T) {
 	assert.Len(t, srv.Requests(), 1)
 	assert.Zero(t, srv.Remaining())
 }
+
+func TestCacheBreakpointsArriveAndCacheReadsAreRead(t *testing.T) {
+	srv := newServer(t,
+		anthropictest.Response{ToolUses: []anthropictest.ToolUse{{ID: "toolu_1", Name: "get_weather", Input: `{"city":"Paris"}`}},
+			Usage: &anthropictest.Usage{InputTokens: 40, OutputTokens: 9, CacheCreationInputTokens: 1500}},
+		anthropictest.Response{Text: "Sunny.", Usage: &anthropictest.Usage{InputTokens: 50, OutputTokens: 2,
+			CacheReadInputTokens: 1500, CacheCreationInputTokens: 30}},
+	)
+	m := newModel(t, srv, "", nil)
+	msgs := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
+		llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?"),
+	}
+	resp, err := m.GenerateContent(t.Context(), msgs, weatherTools)
+	require.NoError(t, err)
+	assert.Zero(t, llm.CachedInputTokens(resp), "a cache write is not a read")
+	call := resp.Choices[0].ToolCalls[0]
+	msgs = append(msgs, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
+		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: call.ID, Name: "get_weather", Content: "sunny, 24°C"}}})
+	resp, err = m.GenerateContent(t.Context(), msgs, weatherTools)
+	require.NoError(t, err)
+	assert.Equal(t, "Sunny.", resp.Choices[0].Content)
+	assert.Equal(t, 1500, llm.CachedInputTokens(resp))
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	eph := `{"type":"ephemeral"}`
+	assert.Equal(t, map[string]string{"tools[1]": eph, "system[0]": eph, "messages[0].content[0]": eph},
+		reqs[0].Messages.CacheBreakpoints(), "the stable prefix and the conversation so far end at breakpoints")
+	assert.Equal(t, map[string]string{"tools[1]": eph, "system[0]": eph, "messages[0].content[0]": eph, "messages[2].content[0]": eph},
+		reqs[1].Messages.CacheBreakpoints(), "the stable prefix ends at the first message; the last breakpoint moves to the newest tool result")
+	assert.Equal(t, "Be brief.", reqs[1].Messages.SystemText())
+	assert.Equal(t, "tool_result", reqs[1].Messages.Messages[2].Blocks()[0].Type)
+	assert.Equal(t, []string{"get_weather", "get_time"}, reqs[1].Messages.ToolNames())
+}
+
+func TestCallerBreakpointsAreKept(t *testing.T) {
+	srv := newServer(t, anthropictest.Text("ok"))
+	m := newModel(t, srv, "", nil)
+	_, err := m.GenerateContent(t.Context(), []llms.MessageContent{
+		{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{
+			llms.WithCacheControl(llms.TextPart("A long document."), &llms.CacheControl{Type: "ephemeral"}),
+			llms.TextPart("What does it say?"),
+		}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"messages[0].content[0]": `{"type":"ephemeral"}`},
+		srv.Requests()[0].Messages.CacheBreakpoints(), "no breakpoint is added after the caller's")
+}

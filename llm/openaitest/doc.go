@@ -12,6 +12,13 @@
 // OpenAI sends them, tool calls as deltas included. The Server records
 // every request.
 //
+// NewFunc starts a Server whose replies come from a function of each
+// request instead: a scripted model that decides its tool calls and
+// answers from what it is sent, for long runs. Estimated usage reports
+// cached prompt tokens (usage.prompt_tokens_details.cached_tokens) as
+// OpenAI's prompt cache would: the beginning a prompt shares with the
+// previous request, from 1,024 tokens, in steps of 128.
+//
 //	srv := openaitest.NewServer(openaitest.Text("hello"))
 //	defer srv.Close()
 //	model, err := openai.New(openai.WithBaseURL(srv.BaseURL()),

@@ -141,3 +141,61 @@ func TestNewStreamsThroughWrappers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "one two three", got.String())
 }
+
+func TestCachedPromptTokensAreReportedAndRead(t *testing.T) {
+	srv := newServer(t, openaitest.Text("one"), openaitest.Text("two"), openaitest.Text("three"),
+		openaitest.Response{Text: "four", Usage: &openaitest.Usage{PromptTokens: 3000, CachedTokens: 2048}})
+	models := newModels(t, srv, "", nil)
+	m, err := models.Model(llm.TierBasic)
+	require.NoError(t, err)
+	system := llms.TextParts(llms.ChatMessageTypeSystem, strings.Repeat("Stable instructions. ", 400)) // ~2,000 tokens
+	first := []llms.MessageContent{system, llms.TextParts(llms.ChatMessageTypeHuman, "question one")}
+
+	resp, err := m.GenerateContent(t.Context(), first)
+	require.NoError(t, err)
+	assert.Zero(t, llm.CachedInputTokens(resp), "nothing is cached on the first call")
+
+	second := append(first, llms.TextParts(llms.ChatMessageTypeAI, "one"), llms.TextParts(llms.ChatMessageTypeHuman, "question two"))
+	resp, err = m.GenerateContent(t.Context(), second)
+	require.NoError(t, err)
+	cached := llm.CachedInputTokens(resp)
+	prompt, _ := llm.Usage(resp, second)
+	assert.Positive(t, cached, "the shared beginning is served from the cache")
+	assert.Zero(t, cached%openaitest.CacheStepTokens, "in steps of 128 tokens")
+	assert.Greater(t, cached, prompt*9/10)
+	assert.Less(t, cached, prompt)
+
+	changed := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, "Other instructions."), second[1]}
+	resp, err = m.GenerateContent(t.Context(), changed)
+	require.NoError(t, err)
+	assert.Zero(t, llm.CachedInputTokens(resp), "a changed first message misses the cache")
+
+	resp, err = m.GenerateContent(t.Context(), first)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, llm.CachedInputTokens(resp), "a scripted count is sent as it is")
+}
+
+func TestNewFuncAnswersFromTheRequest(t *testing.T) {
+	srv := openaitest.NewFunc(func(req openaitest.ChatRequest) openaitest.Response {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			return openaitest.Text("the tool said " + last.Text())
+		}
+		return openaitest.ToolCalls(openaitest.ToolCall{ID: "c1", Name: "lookup", Arguments: `{"q":"` + last.Text() + `"}`})
+	})
+	t.Cleanup(srv.Close)
+	models := newModels(t, srv, "", nil)
+	m, err := models.Model(llm.TierBasic)
+	require.NoError(t, err)
+	msgs := human("cats")
+	resp, err := m.GenerateContent(t.Context(), msgs)
+	require.NoError(t, err)
+	require.Len(t, resp.Choices[0].ToolCalls, 1)
+	assert.JSONEq(t, `{"q":"cats"}`, resp.Choices[0].ToolCalls[0].FunctionCall.Arguments)
+	msgs = append(msgs, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{resp.Choices[0].ToolCalls[0]}},
+		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "c1", Name: "lookup", Content: "meow"}}})
+	resp, err = m.GenerateContent(t.Context(), msgs)
+	require.NoError(t, err)
+	assert.Equal(t, "the tool said meow", resp.Choices[0].Content)
+	assert.Empty(t, srv.Requests(), "a func server keeps no requests")
+}

@@ -61,6 +61,10 @@ type Usage struct {
 	PromptTokens     int // prompt_tokens
 	CompletionTokens int // completion_tokens; total_tokens is the sum
 	ReasoningTokens  int // completion_tokens_details.reasoning_tokens
+	// CachedTokens is prompt_tokens_details.cached_tokens; estimated, it
+	// is the beginning the prompt shares with the previous request (see
+	// CacheMinTokens).
+	CachedTokens int
 }
 
 // ErrorBody is an error in OpenAI's format:

@@ -1,11 +1,14 @@
 package openaitest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/internal/scriptsrv"
@@ -17,6 +20,12 @@ import (
 // safe for concurrent use.
 type Server struct {
 	s *scriptsrv.Server[Request, Response]
+	// respond, when set, answers every request instead of the script.
+	respond func(ChatRequest) Response
+
+	mu    sync.Mutex
+	last  []Message // the previous prompt's messages, for the cache
+	calls int       // requests answered by respond
 }
 
 // NewServer starts a Server that answers with responses in order. A
@@ -25,6 +34,16 @@ type Server struct {
 func NewServer(responses ...Response) *Server {
 	s := &Server{}
 	s.s = scriptsrv.Start[Request](http.HandlerFunc(s.handle), responses)
+	return s
+}
+
+// NewFunc starts a Server whose replies come from respond, called with
+// each chat request in turn: a scripted model that decides its tool calls
+// and answers from what it is sent. Its requests are not recorded
+// (Requests is empty), so that long runs do not keep every prompt.
+func NewFunc(respond func(ChatRequest) Response) *Server {
+	s := &Server{respond: respond}
+	s.s = scriptsrv.Start[Request, Response](http.HandlerFunc(s.handle), nil)
 	return s
 }
 
@@ -61,7 +80,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			Message: "openaitest: request body is not valid JSON: " + err.Error()})
 		return
 	}
-	n, resp, ok := s.s.Next(req)
+	n, resp, ok := s.next(req)
 	if !ok {
 		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
 			Code:    "openaitest_script_exhausted",
@@ -92,8 +111,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case req.Chat.Stream:
 		s.stream(w, n, req.Chat, resp)
 	default:
-		writeJSON(w, http.StatusOK, completion(n, req.Chat, resp))
+		writeJSON(w, http.StatusOK, s.completion(n, req.Chat, resp))
 	}
+}
+
+// next returns the number and the reply of req, from the script or from
+// the respond function.
+func (s *Server) next(req Request) (int, Response, bool) {
+	if s.respond == nil {
+		return s.s.Next(req)
+	}
+	s.mu.Lock()
+	s.calls++
+	n := s.calls
+	s.mu.Unlock()
+	return n, s.respond(req.Chat), true
 }
 
 // streamEvents sends each of events as the data of a server-sent event,
@@ -153,11 +185,12 @@ func finishReason(r Response) string {
 }
 
 // usage returns the usage of a response, estimated if not scripted.
-func usage(req ChatRequest, r Response) map[string]any {
+func (s *Server) usage(req ChatRequest, r Response) map[string]any {
 	u := Usage{}
 	if r.Usage != nil {
 		u = *r.Usage
 	} else {
+		u.CachedTokens = s.cached(req)
 		u.PromptTokens = llm.TokensPerReply
 		for _, m := range req.Messages {
 			u.PromptTokens += llm.TokensPerMessage + llm.EstimateTokens(m.Text())
@@ -173,11 +206,46 @@ func usage(req ChatRequest, r Response) map[string]any {
 		"completion_tokens":         u.CompletionTokens,
 		"total_tokens":              u.PromptTokens + u.CompletionTokens,
 		"completion_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedTokens},
 	}
 }
 
+// Prompt caching as OpenAI does it: a prompt of at least CacheMinTokens
+// that begins as the previous one did is served from the cache for that
+// beginning, in steps of CacheStepTokens.
+const (
+	CacheMinTokens  = 1024
+	CacheStepTokens = 128
+)
+
+// cached returns the tokens of req's leading messages identical to the
+// previous request's, rounded down to CacheStepTokens, 0 under
+// CacheMinTokens, and remembers req's messages for the next request.
+func (s *Server) cached(req ChatRequest) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.last
+	s.last = req.Messages
+	tokens := 0
+	for i, m := range req.Messages {
+		if i >= len(prev) || !sameMessage(prev[i], m) {
+			break
+		}
+		tokens += llm.TokensPerMessage + llm.EstimateTokens(m.Text())
+	}
+	if tokens < CacheMinTokens {
+		return 0
+	}
+	return tokens / CacheStepTokens * CacheStepTokens
+}
+
+func sameMessage(a, b Message) bool {
+	return a.Role == b.Role && a.Name == b.Name && a.ToolCallID == b.ToolCallID &&
+		bytes.Equal(a.Content, b.Content) && reflect.DeepEqual(a.ToolCalls, b.ToolCalls)
+}
+
 // completion builds a non-streamed chat.completion object.
-func completion(n int, req ChatRequest, r Response) map[string]any {
+func (s *Server) completion(n int, req ChatRequest, r Response) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": r.Text}
 	if r.Text == "" && len(r.ToolCalls) > 0 {
 		msg["content"] = nil
@@ -197,7 +265,7 @@ func completion(n int, req ChatRequest, r Response) map[string]any {
 		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1700000000 + n,
 		"model": req.Model, "system_fingerprint": "fp_openaitest",
 		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": finishReason(r)}},
-		"usage":   usage(req, r),
+		"usage":   s.usage(req, r),
 	}
 }
 
@@ -248,7 +316,7 @@ func (s *Server) stream(w http.ResponseWriter, n int, req ChatRequest, r Respons
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		b, _ := json.Marshal(map[string]any{
 			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1700000000 + n,
-			"model": req.Model, "choices": []any{}, "usage": usage(req, r),
+			"model": req.Model, "choices": []any{}, "usage": s.usage(req, r),
 		})
 		fmt.Fprintf(w, "data: %s\n\n", b)
 	}
