@@ -29,7 +29,8 @@ const (
 	// model that uses tools is reached through ProviderOpenAI and Ollama's
 	// OpenAI-compatible API (BaseURL http://localhost:11434/v1).
 	ProviderOllama Provider = "ollama"
-	// ProviderGoogleAI is the Gemini API of Google AI Studio.
+	// ProviderGoogleAI is the Gemini API of Google AI Studio, reached
+	// through its OpenAI-compatible endpoint (BaseURL/v1beta/openai).
 	ProviderGoogleAI Provider = "googleai"
 )
 
