@@ -153,14 +153,32 @@ func (s *Saver) blobs(ctx context.Context, thread, ns string, channels []string)
 	if len(channels) == 0 {
 		return nil, nil
 	}
+	return s.queryBlobs(ctx, s.r.blobs, thread, ns, channels)
+}
+
+// BlobsAt implements graph.BlobReader.
+func (s *Saver) BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]graph.Blob, error) {
+	var out []graph.Blob
+	var err error
+	if len(versions) > 0 {
+		out, err = s.queryBlobs(ctx, s.r.blobsAt, thread, ns, versions)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: blobs of thread %q namespace %q at their versions: %w", thread, ns, err)
+	}
+	return out, nil
+}
+
+// queryBlobs runs stmt, a query of blobs, with thread, ns and arg as JSON.
+func (s *Saver) queryBlobs(ctx context.Context, stmt *sql.Stmt, thread, ns string, arg any) ([]graph.Blob, error) {
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}
-	names, err := json.Marshal(channels)
+	js, err := json.Marshal(arg)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.blobs.QueryContext(ctx, thread, ns, string(names))
+	rows, err := stmt.QueryContext(ctx, thread, ns, string(js))
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,10 @@ type Saver struct {
 // errClosed is returned by the methods of a closed Saver.
 var errClosed = errors.New("sqlite: saver is closed")
 
-var _ graph.Saver = (*Saver)(nil)
+var (
+	_ graph.Saver      = (*Saver)(nil)
+	_ graph.BlobReader = (*Saver)(nil)
+)
 
 // Option configures Open.
 type Option func(*options)
