@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/coorflow/coorflow/checkpoint/savertest"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
 )
@@ -81,6 +82,7 @@ func BenchmarkSaverChain100(b *testing.B) {
 				m := &meter{Saver: bk.open(b)}
 				r := chain100(b, graph.WithSaver(m), graph.WithDurability(mode))
 				b.ReportAllocs()
+				cpu0, cpuOK := savertest.CPUTime()
 				i := 0
 				for b.Loop() {
 					i++
@@ -90,6 +92,11 @@ func BenchmarkSaverChain100(b *testing.B) {
 				}
 				steps := float64(b.N * 100)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/steps, "ns/step")
+				// The process's CPU time per step, which unlike ns/step
+				// does not grow when other processes share the cores.
+				if cpu1, ok := savertest.CPUTime(); ok && cpuOK {
+					b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/steps, "cpu-ns/step")
+				}
 				b.ReportMetric(float64(m.bytes.Load())/steps, "B-saved/step")
 			})
 		}

@@ -88,6 +88,14 @@ func (s *Saver) put(ctx context.Context, cp graph.CheckpointRecord, blobs []grap
 // putGroup stores the requests of group, holding the writer, and closes
 // each one's done. Requests whose context ended are not stored.
 func (s *Saver) putGroup(group []*putRequest) {
+	if len(group) == 1 { // alone: the common case of one run
+		r := group[0]
+		if r.err = r.ctx.Err(); r.err == nil {
+			r.err = s.putAlone(r)
+		}
+		close(r.done)
+		return
+	}
 	live := make([]*putRequest, 0, len(group))
 	for _, r := range group {
 		if r.err = r.ctx.Err(); r.err == nil {
