@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -119,12 +121,16 @@ type valueCache struct {
 	shared bool
 }
 
+// loadBlobs reads the blobs of versions (channel -> version), or every
+// version of the channels whose version is "".
 func (ru *run) loadBlobs(ctx context.Context, s Saver, thread, ns string, versions map[string]string, shared bool) (*valueCache, error) {
-	names := make([]string, 0, len(versions))
-	for n := range versions {
-		names = append(names, n)
+	var bs []Blob
+	var err error
+	if slices.Contains(slices.Collect(maps.Values(versions)), "") {
+		bs, err = s.Blobs(ctx, thread, ns, slices.Collect(maps.Keys(versions)))
+	} else {
+		bs, err = ReadBlobsAt(ctx, s, thread, ns, versions)
 	}
-	bs, err := s.Blobs(ctx, thread, ns, names)
 	if err != nil {
 		return nil, fmt.Errorf("graph: thread %q: read channel values: %w", thread, err)
 	}

@@ -121,6 +121,35 @@ type Saver interface {
 	DeleteThread(ctx context.Context, thread string) error
 }
 
+// A BlobReader is a Saver that can read the blobs of given channel
+// versions. When its Saver is one, the engine reads a checkpoint's state
+// with BlobsAt, which reads what that state needs, rather than with Blobs,
+// which reads every version of its channels: loading a thread then costs
+// what its state holds, not what its history does. Savers that are not
+// BlobReaders keep working as they are (see ReadBlobsAt).
+type BlobReader interface {
+	// BlobsAt returns, for each channel of versions (channel -> version)
+	// of (thread, ns), the blob stored under that version and the blobs
+	// its Base leads to, down to one with an empty Base, in any order,
+	// each once. A version that is not stored is left out.
+	BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]Blob, error)
+}
+
+// ReadBlobsAt returns what s.BlobsAt returns when s is a BlobReader, and
+// otherwise every stored blob of the channels of versions (Blobs): a
+// superset that rebuilds the same values. Saver wrappers use it to pass
+// BlobsAt through.
+func ReadBlobsAt(ctx context.Context, s Saver, thread, ns string, versions map[string]string) ([]Blob, error) {
+	if br, ok := s.(BlobReader); ok {
+		return br.BlobsAt(ctx, thread, ns, versions)
+	}
+	names := make([]string, 0, len(versions))
+	for n := range versions {
+		names = append(names, n)
+	}
+	return s.Blobs(ctx, thread, ns, names)
+}
+
 // CheckpointRef names a checkpoint. An empty ID means the newest one.
 type CheckpointRef struct {
 	Thread string

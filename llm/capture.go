@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,11 +90,18 @@ func newHTTPClient(p Provider) *http.Client {
 
 // parseAPIError reads an error body in the formats of OpenAI
 // ({"error":{"message","type","code"}}), Anthropic
-// ({"type":"error","error":{"type","message"}}) and Ollama ({"error":"..."}).
+// ({"type":"error","error":{"type","message"}}), Ollama ({"error":"..."})
+// and Google ({"error":{"code","message","status"}}, which Gemini's
+// OpenAI-compatible endpoint sends as the one element of a list; its
+// status is the Type).
 func parseAPIError(p Provider, status int, h http.Header, body []byte) *APIError {
 	e := &APIError{Provider: p, StatusCode: status, RetryAfter: retryAfter(h, time.Now())}
 	var env struct {
 		Error json.RawMessage `json:"error"`
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(body, &list) == nil && len(list) == 1 {
+		body = list[0]
 	}
 	if json.Unmarshal(body, &env) != nil || len(env.Error) == 0 {
 		e.Message = strings.TrimSpace(string(body))
@@ -107,10 +115,11 @@ func parseAPIError(p Provider, status int, h http.Header, body []byte) *APIError
 	var obj struct {
 		Message string          `json:"message"`
 		Type    string          `json:"type"`
+		Status  string          `json:"status"`
 		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(env.Error, &obj) == nil {
-		e.Message, e.Type, e.Code = obj.Message, obj.Type, rawCode(obj.Code)
+		e.Message, e.Type, e.Code = obj.Message, cmp.Or(obj.Type, obj.Status), rawCode(obj.Code)
 	}
 	return e
 }

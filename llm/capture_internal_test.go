@@ -21,6 +21,9 @@ func TestParseAPIError(t *testing.T) {
 		{"numeric code", `{"error":{"message":"m","code":400}}`, nil, APIError{Code: "400", Message: "m"}},
 		{"anthropic", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, nil,
 			APIError{Type: "overloaded_error", Message: "Overloaded"}},
+		{"gemini openai-compatible, in a list", `[{"error":{"code":429,"message":"Resource has been exhausted",` +
+			`"status":"RESOURCE_EXHAUSTED"}}]`, nil,
+			APIError{Code: "429", Type: "RESOURCE_EXHAUSTED", Message: "Resource has been exhausted"}},
 		{"ollama", `{"error":"model \"x\" not found"}`, nil, APIError{Message: `model "x" not found`}},
 		{"not json", "upstream connect error", nil, APIError{Message: "upstream connect error"}},
 		{"retry-after seconds", `{}`, http.Header{"Retry-After": {"3"}},

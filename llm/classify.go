@@ -35,8 +35,8 @@ var classes = []error{ErrContextOverflow, ErrRateLimited, ErrTransient, ErrPerma
 //   - ErrEmptyResponse and ErrMalformedResponse (reported by the models
 //     New builds) are transient, and so are langchaingo's errors for a
 //     reply without choices (openai, anthropic and ollama ErrEmptyResponse,
-//     googleai ErrNoContentInResponse, and the unexported "empty response"
-//     of its openaiclient, known by its text): the provider answered,
+//     and the unexported "empty response" of its openaiclient, known by
+//     its text): the provider answered,
 //     badly, and a new attempt usually gets a proper reply;
 //   - *APIError (captured by the models New builds): its HTTP status and
 //     provider error code, see below;

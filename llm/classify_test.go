@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/coorflow/coorflow/llm"
@@ -98,7 +97,6 @@ func TestClassify(t *testing.T) {
 			llm.ErrTransient},
 		{"langchaingo openaiclient empty response", errors.New("empty response"), llm.ErrTransient},
 		{"text merely ending in empty response", errors.New("tool said: empty response"), llm.ErrPermanent},
-		{"googleai no candidates", googleai.ErrNoContentInResponse, llm.ErrTransient},
 		// A JSON error alone may be the request's (tool arguments in the
 		// history): without the capture's word that a reply came, permanent.
 		{"bare syntax error", &json.SyntaxError{Offset: 1}, llm.ErrPermanent},

@@ -28,7 +28,8 @@ const (
 	// no tools, so a call with tools goes to the same server's
 	// OpenAI-compatible API (BaseURL + "/v1") instead.
 	ProviderOllama Provider = "ollama"
-	// ProviderGoogleAI is the Gemini API of Google AI Studio.
+	// ProviderGoogleAI is the Gemini API of Google AI Studio, reached
+	// through its OpenAI-compatible endpoint (BaseURL/v1beta/openai).
 	ProviderGoogleAI Provider = "googleai"
 )
 
@@ -81,7 +82,8 @@ type ModelConfig struct {
 	// BaseURL overrides the provider's endpoint, e.g.
 	// "http://localhost:8000/v1" for vLLM. For Ollama it is the server URL;
 	// for Google AI the root of the REST API (by default
-	// https://generativelanguage.googleapis.com).
+	// https://generativelanguage.googleapis.com), under which
+	// /v1beta/openai is used, or that OpenAI-compatible endpoint itself.
 	BaseURL string `yaml:"base_url,omitempty"`
 	// APIKeyEnv names the environment variable holding the API key. It
 	// defaults to OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY by

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,15 +12,21 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
-	"google.golang.org/api/option"
 )
 
 // defaultOpenAIBaseURL is passed explicitly so that langchaingo's client
 // never reads OPENAI_BASE_URL from the process behind Config.Getenv's back.
 const defaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// defaultGoogleAIBaseURL is the root of the Gemini API of Google AI
+// Studio; googleAIOpenAIPath is where under it the API speaks OpenAI's
+// chat-completions protocol.
+const (
+	defaultGoogleAIBaseURL = "https://generativelanguage.googleapis.com"
+	googleAIOpenAIPath     = "/v1beta/openai"
+)
 
 // keyNotNeeded is the token given to OpenAI-compatible local servers that
 // take no key; langchaingo's client refuses an empty one.
@@ -138,8 +145,8 @@ func (m *Models) lookup(t Tier) (TierModel, error) {
 	return m.tiers[TierBasic], nil
 }
 
-// Close releases the clients that hold connections (Google AI's gRPC
-// connection). Models must not be used after Close.
+// Close releases the clients that hold connections. Models must not be
+// used after Close.
 func (m *Models) Close() error {
 	var errs []error
 	for _, c := range m.closers {
@@ -194,17 +201,24 @@ func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Mod
 		}
 		return &ollamaModel{inner: m, tools: compat, model: mc.Model, baseURL: mc.BaseURL}, nil
 	case ProviderGoogleAI:
-		// The Gemini client generates over REST (only its cache client
-		// dials gRPC); its errors are typed (*apierror.APIError, with
-		// HTTPCode), so Classify needs no capture. A custom HTTP client
-		// would drop the API key. BaseURL is the REST endpoint.
-		opts := []googleai.Option{googleai.WithAPIKey(key), googleai.WithDefaultModel(mc.Model)}
-		if mc.BaseURL != "" {
-			opts = append(opts, func(o *googleai.Options) {
-				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(mc.BaseURL))
-			})
-		}
-		return googleai.New(ctx, opts...)
+		// Gemini through its OpenAI-compatible endpoint, with langchaingo's
+		// OpenAI client: the native client would bring in the Google Cloud
+		// and gRPC modules, half of the binary. Its errors are Google's
+		// ({"error": {"code", "message", "status"}}, in a list), captured
+		// as for OpenAI.
+		return openai.New(openai.WithModel(mc.Model), openai.WithBaseURL(googleAIEndpoint(mc.BaseURL)),
+			openai.WithToken(key), openai.WithOrganization(""), openai.WithHTTPClient(newHTTPClient(mc.Provider)))
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownProvider, mc.Provider)
+}
+
+// googleAIEndpoint returns the OpenAI-compatible endpoint of the Gemini API
+// whose root is base (the default root when empty). A base that already
+// names the endpoint (ending in /openai) is used as it is.
+func googleAIEndpoint(base string) string {
+	base = strings.TrimRight(cmp.Or(base, defaultGoogleAIBaseURL), "/")
+	if strings.HasSuffix(base, "/openai") {
+		return base
+	}
+	return base + googleAIOpenAIPath
 }

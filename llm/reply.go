@@ -7,19 +7,15 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
 )
 
 // clientEmptyErrors are the errors langchaingo's clients return for a
 // reply without any choice: OpenAI's {"choices": []}, Anthropic's empty
-// content list or a stream that ended before message_stop, Gemini's reply
-// without candidates.
-var clientEmptyErrors = []error{
-	openai.ErrEmptyResponse, anthropic.ErrEmptyResponse, ollama.ErrEmptyResponse,
-	googleai.ErrNoContentInResponse,
-}
+// content list or a stream that ended before message_stop. (Gemini is
+// reached through the OpenAI client.)
+var clientEmptyErrors = []error{openai.ErrEmptyResponse, anthropic.ErrEmptyResponse, ollama.ErrEmptyResponse}
 
 // clientEmptyText is the text of the ErrEmptyResponse of langchaingo's
 // internal openaiclient and anthropicclient packages, which cannot be

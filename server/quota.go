@@ -115,6 +115,11 @@ func (m *meteredSaver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRec
 	return nil
 }
 
+// BlobsAt passes graph.BlobReader through (see graph.ReadBlobsAt).
+func (m *meteredSaver) BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]graph.Blob, error) {
+	return graph.ReadBlobsAt(ctx, m.Saver, thread, ns, versions)
+}
+
 // PutTaskRecords stores recs and counts their bytes.
 func (m *meteredSaver) PutTaskRecords(ctx context.Context, ref graph.CheckpointRef, recs []graph.TaskRecord) error {
 	if err := m.Saver.PutTaskRecords(ctx, ref, recs); err != nil {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type options struct {
 	runs, nodes int
 	saver, mode string
 	timeout     time.Duration
+	cpuprofile  string
 }
 
 func main() {
@@ -53,6 +55,7 @@ func main() {
 	flag.StringVar(&o.saver, "saver", "memory", "memory or sqlite (a file in a temporary directory)")
 	flag.StringVar(&o.mode, "mode", "wait", "wait (POST .../runs/wait) or stream (POST .../runs/stream, read to the end)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole benchmark")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the load phase to this file")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "serverload:", err)
@@ -141,9 +144,16 @@ func run(o options) error {
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.runs, MaxIdleConns: o.runs}}
 
+	stopProfile, err := startProfile(o.cpuprofile)
+	if err != nil {
+		return err
+	}
 	peak := startPeakSampler()
 	lat, wall, results, err := load(ctx, client, base, o)
 	heapPeak := peak()
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}
@@ -169,6 +179,25 @@ func run(o options) error {
 	fmt.Printf("check: %d runs done, each thread holds exactly %d log entries and count %d, each node ran once per thread, %d model calls\n",
 		o.runs, o.nodes, o.nodes, o.runs*o.nodes)
 	return nil
+}
+
+// startProfile starts a CPU profile into path, if set; the function it
+// returns stops it and closes the file.
+func startProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func openSaver(ctx context.Context, kind string) (graph.Saver, func(), error) {

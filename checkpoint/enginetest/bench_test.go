@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/coorflow/coorflow/checkpoint/savertest"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
 )
@@ -81,6 +82,7 @@ func BenchmarkSaverChain100(b *testing.B) {
 				m := &meter{Saver: bk.open(b)}
 				r := chain100(b, graph.WithSaver(m), graph.WithDurability(mode))
 				b.ReportAllocs()
+				cpu0, cpuOK := savertest.CPUTime()
 				i := 0
 				for b.Loop() {
 					i++
@@ -90,6 +92,11 @@ func BenchmarkSaverChain100(b *testing.B) {
 				}
 				steps := float64(b.N * 100)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/steps, "ns/step")
+				// The process's CPU time per step, which unlike ns/step
+				// does not grow when other processes share the cores.
+				if cpu1, ok := savertest.CPUTime(); ok && cpuOK {
+					b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/steps, "cpu-ns/step")
+				}
 				b.ReportMetric(float64(m.bytes.Load())/steps, "B-saved/step")
 			})
 		}
@@ -132,5 +139,50 @@ func BenchmarkStorage200Turns(b *testing.B) {
 		}
 		b.ReportMetric(float64(m.bytes.Load()), "B-saved")
 		b.ReportMetric(float64(file), "B-sqlite-file")
+	}
+}
+
+// BenchmarkStateRead reads the state of a thread that ran a loop of 10 or
+// of 1,000 steps, each overwriting a text and a number: a state of the
+// same size, so reading it should cost about the same whatever the
+// thread's history (graph.BlobReader). (A channel whose reducer stores
+// deltas, such as Append or Sum, holds its history in its value.)
+func BenchmarkStateRead(b *testing.B) {
+	text := graph.NewKey[string]("text")
+	n := graph.NewKey[int]("n")
+	for _, bk := range backends(b) {
+		for _, steps := range []int{10, 1000} {
+			b.Run(fmt.Sprintf("%s/%d-steps", bk.name, steps), func(b *testing.B) {
+				g := graph.New("loop", text, n)
+				g.AddNode("step", func(ctx context.Context, s graph.State) (graph.Command, error) {
+					return graph.Update(text.Set(fmt.Sprintf("step %d of the loop wrote this", n.Get(s))), n.Set(n.Get(s)+1)), nil
+				})
+				g.AddEdge(graph.Start, "step")
+				g.AddConditionalEdges("step", func(ctx context.Context, s graph.State) (string, error) {
+					if n.Get(s) >= steps {
+						return graph.End, nil
+					}
+					return "step", nil
+				}, graph.Paths("step", graph.End))
+				r, err := g.Compile(graph.WithSaver(bk.open(b)), graph.StepLimit(steps+1), graph.WithDurability(graph.DurabilityAsync))
+				if err != nil {
+					b.Fatal(err)
+				}
+				thread := fmt.Sprintf("read-%d-%s", steps, randomHex(4))
+				if _, err := r.Invoke(b.Context(), graph.Input(), graph.Thread(thread)); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					snap, err := r.State(b.Context(), thread)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := n.Get(snap.State); got != steps {
+						b.Fatalf("n is %d, want %d", got, steps)
+					}
+				}
+			})
+		}
 	}
 }

@@ -44,7 +44,10 @@ type checkpoint struct {
 
 type taskKey struct{ task, kind, key string }
 
-var _ graph.Saver = (*Saver)(nil)
+var (
+	_ graph.Saver      = (*Saver)(nil)
+	_ graph.BlobReader = (*Saver)(nil)
+)
 
 // New returns an empty Saver.
 func New() *Saver {
@@ -214,6 +217,33 @@ func (s *Saver) Blobs(ctx context.Context, thread, ns string, channels []string)
 		for _, b := range sp.blobs[ch] {
 			b.Data = bytes.Clone(b.Data)
 			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// BlobsAt implements graph.BlobReader.
+func (s *Saver) BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]graph.Blob, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: blobs: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sp := s.space(thread, ns)
+	if sp == nil {
+		return nil, nil
+	}
+	var out []graph.Blob
+	for ch, v := range versions {
+		seen := map[string]bool{}
+		for b, ok := sp.blobs[ch][v]; ok && !seen[v]; b, ok = sp.blobs[ch][v] {
+			seen[v] = true
+			b.Data = bytes.Clone(b.Data)
+			out = append(out, b)
+			if b.Base == "" {
+				break
+			}
+			v = b.Base
 		}
 	}
 	return out, nil

@@ -22,7 +22,10 @@ type Saver struct {
 // errClosed is returned by the methods of a closed Saver.
 var errClosed = errors.New("postgres: saver is closed")
 
-var _ graph.Saver = (*Saver)(nil)
+var (
+	_ graph.Saver      = (*Saver)(nil)
+	_ graph.BlobReader = (*Saver)(nil)
+)
 
 // Option configures Open and New.
 type Option func(*options)
@@ -101,6 +104,7 @@ type queries struct {
 	getSeq        string
 	list          string
 	blobs         string
+	blobsAt       string
 	tasks         string
 	threads       string
 }
@@ -170,6 +174,21 @@ func newQueries(quoted string) queries {
 			WHERE thread_id = $1 AND ns = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4`),
 		blobs: r.Replace(`SELECT channel, version, base, data FROM {schema}.checkpoint_blobs
 			WHERE thread_id = $1 AND ns = $2 AND channel = ANY($3)`),
+		// $3 maps channels to versions. Each blob, the first of a chain
+		// too, is a lookup of the primary key: LIMIT keeps the planner
+		// from turning the lateral lookups into a scan of the thread's
+		// blobs. UNION (not ALL) ends a cycle of a corrupt chain.
+		blobsAt: r.Replace(`WITH RECURSIVE chain (channel, version, base, data) AS (
+				SELECT b.channel, b.version, b.base, b.data FROM jsonb_each_text($3::jsonb) w,
+				LATERAL (SELECT * FROM {schema}.checkpoint_blobs b WHERE b.thread_id = $1 AND b.ns = $2
+					AND b.channel = w.key AND b.version = w.value LIMIT 1) b
+				UNION
+				SELECT b.channel, b.version, b.base, b.data FROM chain c,
+				LATERAL (SELECT * FROM {schema}.checkpoint_blobs b WHERE b.thread_id = $1 AND b.ns = $2
+					AND b.channel = c.channel AND b.version = c.base LIMIT 1) b
+				WHERE c.base <> ''
+			)
+			SELECT channel, version, base, data FROM chain`),
 		// One row with NULL task columns when the checkpoint has no records,
 		// none when the checkpoint does not exist.
 		tasks: r.Replace(`SELECT t.task_id, t.kind, t.key, t.data

@@ -172,7 +172,27 @@ func (s *Saver) blobs(ctx context.Context, thread, ns string, channels []string)
 	if err := s.checkReady(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q.blobs, thread, ns, channels)
+	return s.queryBlobs(ctx, s.q.blobs, thread, ns, channels)
+}
+
+// BlobsAt implements graph.BlobReader.
+func (s *Saver) BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]graph.Blob, error) {
+	var out []graph.Blob
+	var err error
+	if len(versions) > 0 {
+		if err = s.checkReady(ctx); err == nil {
+			out, err = s.queryBlobs(ctx, s.q.blobsAt, thread, ns, versions)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: blobs of thread %q namespace %q at their versions: %w", thread, ns, err)
+	}
+	return out, nil
+}
+
+// queryBlobs runs query, a query of blobs, with thread, ns and arg.
+func (s *Saver) queryBlobs(ctx context.Context, query, thread, ns string, arg any) ([]graph.Blob, error) {
+	rows, err := s.pool.Query(ctx, query, thread, ns, arg)
 	if err != nil {
 		return nil, err
 	}

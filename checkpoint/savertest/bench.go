@@ -100,7 +100,7 @@ func start(b *testing.B, written BytesWritten) *meter {
 	if written != nil {
 		m.bytesBefore = written(b)
 	}
-	m.cpuBefore, m.cpuAvailable = cpuTime()
+	m.cpuBefore, m.cpuAvailable = CPUTime()
 	b.ReportAllocs()
 	return m
 }
@@ -114,7 +114,7 @@ func (m *meter) report(b *testing.B, n int) {
 		return
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/put")
-	if cpu, ok := cpuTime(); ok && m.cpuAvailable {
+	if cpu, ok := CPUTime(); ok && m.cpuAvailable {
 		b.ReportMetric(float64((cpu-m.cpuBefore).Nanoseconds())/float64(n), "cpu-ns/put")
 	}
 	if m.written != nil {

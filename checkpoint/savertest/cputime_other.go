@@ -4,5 +4,5 @@ package savertest
 
 import "time"
 
-// cpuTime reports that CPU time cannot be read here.
-func cpuTime() (time.Duration, bool) { return 0, false }
+// CPUTime reports that CPU time cannot be read here.
+func CPUTime() (time.Duration, bool) { return 0, false }

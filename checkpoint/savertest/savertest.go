@@ -27,6 +27,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Saver) {
 		checkpointRules,
 		listRules,
 		blobRules,
+		blobsAtRules,
 		taskRules,
 		threadRules,
 		deleteRules,

@@ -21,37 +21,37 @@ import (
 // PutCheckpoint implements graph.Saver. It fails, storing nothing, when a
 // checkpoint with the same id already exists in the thread and namespace,
 // or when the namespace's newest checkpoint is not the one cp expects.
+//
+// Checkpoints that wait for the writer together are stored in one
+// transaction (see putGroup); each call returns once its own is committed.
 func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
-	expected := cmp.Or(cp.Head, cp.ParentID)
-	insert := func(ctx context.Context, w *writeStatements) error {
-		res, err := w.insertCheckpoint.ExecContext(ctx,
-			cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), expected, cp.Thread, cp.NS)
-		if isUniqueViolation(err) {
-			return errors.New("already exists")
-		}
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return conflict(ctx, w, cp, expected)
-		}
-		for _, b := range blobs {
-			if _, err := w.insertBlob.ExecContext(ctx, cp.Thread, cp.NS, b.Channel, b.Version, b.Base, notNil(b.Data)); err != nil {
-				return fmt.Errorf("blob %s@%s: %w", b.Channel, b.Version, err)
-			}
-		}
-		return nil
+	if err := s.put(ctx, cp, blobs); err != nil {
+		return fmt.Errorf("sqlite: put checkpoint %q of thread %q: %w", cp.ID, cp.Thread, err)
 	}
-	var err error
-	if len(blobs) == 0 {
-		err = s.withWriter(ctx, insert) // one statement: atomic as it is
-	} else {
-		err = s.writeTx(ctx, insert)
+	return nil
+}
+
+// insertCheckpoint stores cp and its blobs with the writer's statements,
+// in the caller's transaction when there are blobs.
+func insertCheckpoint(ctx context.Context, w *writeStatements, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+	expected := cmp.Or(cp.Head, cp.ParentID)
+	res, err := w.insertCheckpoint.ExecContext(ctx,
+		cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), expected, cp.Thread, cp.NS)
+	if isUniqueViolation(err) {
+		return errors.New("already exists")
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: put checkpoint %q of thread %q: %w", cp.ID, cp.Thread, err)
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return conflict(ctx, w, cp, expected)
+	}
+	for _, b := range blobs {
+		if _, err := w.insertBlob.ExecContext(ctx, cp.Thread, cp.NS, b.Channel, b.Version, b.Base, notNil(b.Data)); err != nil {
+			return fmt.Errorf("blob %s@%s: %w", b.Channel, b.Version, err)
+		}
 	}
 	return nil
 }
@@ -153,14 +153,32 @@ func (s *Saver) blobs(ctx context.Context, thread, ns string, channels []string)
 	if len(channels) == 0 {
 		return nil, nil
 	}
+	return s.queryBlobs(ctx, s.r.blobs, thread, ns, channels)
+}
+
+// BlobsAt implements graph.BlobReader.
+func (s *Saver) BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]graph.Blob, error) {
+	var out []graph.Blob
+	var err error
+	if len(versions) > 0 {
+		out, err = s.queryBlobs(ctx, s.r.blobsAt, thread, ns, versions)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: blobs of thread %q namespace %q at their versions: %w", thread, ns, err)
+	}
+	return out, nil
+}
+
+// queryBlobs runs stmt, a query of blobs, with thread, ns and arg as JSON.
+func (s *Saver) queryBlobs(ctx context.Context, stmt *sql.Stmt, thread, ns string, arg any) ([]graph.Blob, error) {
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}
-	names, err := json.Marshal(channels)
+	js, err := json.Marshal(arg)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.blobs.QueryContext(ctx, thread, ns, string(names))
+	rows, err := stmt.QueryContext(ctx, thread, ns, string(js))
 	if err != nil {
 		return nil, err
 	}

@@ -23,12 +23,16 @@ type Saver struct {
 	db    *sql.DB
 	w     writeStatements // prepared on the writer connection
 	r     readStatements
+	puts  putQueue
 }
 
 // errClosed is returned by the methods of a closed Saver.
 var errClosed = errors.New("sqlite: saver is closed")
 
-var _ graph.Saver = (*Saver)(nil)
+var (
+	_ graph.Saver      = (*Saver)(nil)
+	_ graph.BlobReader = (*Saver)(nil)
+)
 
 // Option configures Open.
 type Option func(*options)
@@ -144,22 +148,29 @@ func (s *Saver) withWriter(ctx context.Context, fn func(ctx context.Context, w *
 // error, nothing fn did is kept. ctx is checked again before the commit.
 func (s *Saver) writeTx(ctx context.Context, fn func(ctx context.Context, w *writeStatements) error) error {
 	return s.withWriter(ctx, func(wctx context.Context, w *writeStatements) error {
-		if _, err := w.begin.ExecContext(wctx); err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		err := fn(wctx, w)
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err == nil {
-			if _, err = w.commit.ExecContext(wctx); err != nil {
-				err = fmt.Errorf("commit: %w", err)
-			}
-		}
-		if err != nil {
-			// SQLite may have rolled back already, and then this fails.
-			_, _ = w.rollback.ExecContext(wctx)
-		}
-		return err
+		return inTx(ctx, wctx, w, fn)
 	})
+}
+
+// inTx runs fn in a transaction on the writer connection, which the caller
+// holds; fn's statements run under wctx. After an error, nothing fn did is
+// kept. ctx is checked again before the commit.
+func inTx(ctx, wctx context.Context, w *writeStatements, fn func(ctx context.Context, w *writeStatements) error) error {
+	if _, err := w.begin.ExecContext(wctx); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	err := fn(wctx, w)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		if _, err = w.commit.ExecContext(wctx); err != nil {
+			err = fmt.Errorf("commit: %w", err)
+		}
+	}
+	if err != nil {
+		// SQLite may have rolled back already, and then this fails.
+		_, _ = w.rollback.ExecContext(wctx)
+	}
+	return err
 }

@@ -30,6 +30,7 @@ type readStatements struct {
 	getSeq        *sql.Stmt
 	list          *sql.Stmt
 	blobs         *sql.Stmt
+	blobsAt       *sql.Stmt
 	tasks         *sql.Stmt
 	threads       *sql.Stmt
 }
@@ -97,6 +98,20 @@ func (st *readStatements) all() []statement {
 		// The channels are passed as one JSON array.
 		{&st.blobs, `SELECT channel, version, base, data FROM checkpoint_blobs
 			WHERE thread_id = ? AND ns = ? AND channel IN (SELECT value FROM json_each(?))`},
+		// The versions are passed as one JSON object, channel -> version;
+		// each blob, the first of a chain too, is a lookup of the primary
+		// key (CROSS JOIN keeps SQLite from scanning the thread's blobs
+		// and matching them against the object instead). UNION (not ALL)
+		// ends a cycle of a corrupt chain.
+		{&st.blobsAt, `WITH RECURSIVE chain (channel, version, base, data) AS (
+				SELECT b.channel, b.version, b.base, b.data FROM json_each(?3) w
+				CROSS JOIN checkpoint_blobs b ON b.thread_id = ?1 AND b.ns = ?2 AND b.channel = w.key AND b.version = w.value
+				UNION
+				SELECT b.channel, b.version, b.base, b.data FROM chain c
+				CROSS JOIN checkpoint_blobs b ON b.thread_id = ?1 AND b.ns = ?2 AND b.channel = c.channel AND b.version = c.base
+				WHERE c.base <> ''
+			)
+			SELECT channel, version, base, data FROM chain`},
 		// One row with NULL task columns when the checkpoint has no records,
 		// none when the checkpoint does not exist.
 		{&st.tasks, `SELECT t.task_id, t.kind, t.key, t.data

@@ -89,20 +89,30 @@ func (s *Share) Init(ctx context.Context) error {
 // and Unlock the caller is the only one writing to the database through
 // this handle.
 func (s *Share) Lock(ctx context.Context) (*sql.Conn, error) {
+	conn, _, err := s.LockOr(ctx, nil)
+	return conn, err
+}
+
+// LockOr is Lock that stops waiting when done is closed first, and then
+// reports false without the writer: for a caller whose write another
+// writer may do for it (group commit). A nil done is never closed.
+func (s *Share) LockOr(ctx context.Context, done <-chan struct{}) (*sql.Conn, bool, error) {
 	if err := s.Init(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	w := s.w
 	select {
 	case w.lock <- struct{}{}:
+	case <-done:
+		return nil, false, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	if !s.ready.Load() {
 		<-w.lock
-		return nil, s.b.Closed // closed while this writer waited
+		return nil, false, s.b.Closed // closed while this writer waited
 	}
-	return w.conn, nil
+	return w.conn, true, nil
 }
 
 // Unlock gives back the writer a successful Lock took.

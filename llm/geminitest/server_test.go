@@ -92,17 +92,36 @@ func TestTextAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, resp.Choices, 1)
 	assert.Equal(t, "Paris is the capital of France.", resp.Choices[0].Content)
-	assert.Equal(t, "FinishReasonStop", resp.Choices[0].StopReason)
+	assert.Equal(t, "stop", resp.Choices[0].StopReason)
 
 	req := srv.Requests()[0]
-	assert.Equal(t, "/v1beta/models/gemini-2.0-flash:streamGenerateContent", req.Path)
-	assert.Equal(t, model, req.Model)
-	assert.Equal(t, key, req.APIKey())
-	require.NotNil(t, req.Generate.SystemInstruction)
-	assert.Equal(t, "Be brief.", req.Generate.SystemInstruction.Text())
-	require.Len(t, req.Generate.Contents, 1)
-	assert.Equal(t, "user", req.Generate.Contents[0].Role)
-	assert.Equal(t, "Capital of France?", req.Generate.Contents[0].Text())
+	assert.Equal(t, "/v1beta/openai/chat/completions", req.Path)
+	assert.Equal(t, model, req.Chat.Model)
+	assert.Equal(t, key, geminitest.APIKey(req))
+	require.Len(t, req.Chat.Messages, 2)
+	assert.Equal(t, "system", req.Chat.Messages[0].Role)
+	assert.Equal(t, "Be brief.", req.Chat.Messages[0].Text())
+	assert.Equal(t, "user", req.Chat.Messages[1].Role)
+	assert.Equal(t, "Capital of France?", req.Chat.Messages[1].Text())
+}
+
+// TestBaseURLNamingTheEndpoint: a base_url that already names the
+// OpenAI-compatible endpoint, as Google documents it, reaches the same
+// path.
+func TestBaseURLNamingTheEndpoint(t *testing.T) {
+	srv := newServer(t, geminitest.Text("ok"))
+	cfg, err := llm.LoadConfig(strings.NewReader("models:\n  basic:\n    provider: googleai\n" +
+		"    model: " + model + "\n    base_url: " + srv.URL() + geminitest.Prefix + "/\n"))
+	require.NoError(t, err)
+	require.NoError(t, cfg.ApplyEnv(func(k string) string { return map[string]string{"GOOGLE_API_KEY": key}[k] }))
+	models, err := llm.New(t.Context(), cfg)
+	require.NoError(t, err)
+	m, err := models.Model(llm.TierBasic)
+	require.NoError(t, err)
+	out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
+	require.NoError(t, err)
+	assert.Equal(t, "ok", out)
+	assert.Equal(t, "/v1beta/openai/chat/completions", srv.Requests()[0].Path)
 }
 
 func TestStreamingTokens(t *testing.T) {
@@ -118,11 +137,11 @@ func TestStreamingTokens(t *testing.T) {
 
 // TestFunctionCallRoundTrip: a reply with text and a function call is one
 // choice with both; sent back with the function's response, the call and
-// the response arrive as functionCall and functionResponse parts.
+// the response arrive as the assistant's tool_calls and a tool message.
 func TestFunctionCallRoundTrip(t *testing.T) {
 	srv := newServer(t,
 		geminitest.FunctionCalls("Let me check.", geminitest.FunctionCall{Name: "get_weather",
-			Args: `{"city":"Paris"}`}),
+			Arguments: `{"city":"Paris"}`}),
 		geminitest.Text("Sunny in Paris."))
 	m := newModel(t, srv, "", nil)
 	history := human("Weather in Paris?")
@@ -134,7 +153,7 @@ func TestFunctionCallRoundTrip(t *testing.T) {
 	require.Len(t, c.ToolCalls, 1)
 	assert.Equal(t, "get_weather", c.ToolCalls[0].FunctionCall.Name)
 	assert.JSONEq(t, `{"city":"Paris"}`, c.ToolCalls[0].FunctionCall.Arguments)
-	assert.Equal(t, []string{"get_weather"}, srv.Requests()[0].Generate.ToolNames())
+	assert.Equal(t, []string{"get_weather"}, srv.Requests()[0].Chat.ToolNames())
 
 	history = append(history,
 		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
@@ -145,18 +164,16 @@ func TestFunctionCallRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Sunny in Paris.", resp.Choices[0].Content)
 
-	contents := srv.Requests()[1].Generate.Contents
-	require.Len(t, contents, 3)
-	assert.Equal(t, "model", contents[1].Role)
-	require.Len(t, contents[1].Parts, 2)
-	assert.Equal(t, "Let me check.", contents[1].Parts[0].Text)
-	require.NotNil(t, contents[1].Parts[1].FunctionCall)
-	assert.Equal(t, "get_weather", contents[1].Parts[1].FunctionCall.Name)
-	assert.JSONEq(t, `{"city":"Paris"}`, string(contents[1].Parts[1].FunctionCall.Args))
-	require.Len(t, contents[2].Parts, 1)
-	require.NotNil(t, contents[2].Parts[0].FunctionResponse)
-	assert.Equal(t, "get_weather", contents[2].Parts[0].FunctionResponse.Name)
-	assert.JSONEq(t, `{"response":"sunny, 24°C"}`, string(contents[2].Parts[0].FunctionResponse.Response))
+	msgs := srv.Requests()[1].Chat.Messages
+	require.Len(t, msgs, 3)
+	assert.Equal(t, "assistant", msgs[1].Role)
+	assert.Equal(t, "Let me check.", msgs[1].Text())
+	require.Len(t, msgs[1].ToolCalls, 1)
+	assert.Equal(t, "get_weather", msgs[1].ToolCalls[0].Function.Name)
+	assert.JSONEq(t, `{"city":"Paris"}`, msgs[1].ToolCalls[0].Function.Arguments)
+	assert.Equal(t, "tool", msgs[2].Role)
+	assert.Equal(t, c.ToolCalls[0].ID, msgs[2].ToolCallID)
+	assert.Equal(t, "sunny, 24°C", msgs[2].Text())
 }
 
 func TestErrorClasses(t *testing.T) {
@@ -173,8 +190,8 @@ func TestErrorClasses(t *testing.T) {
 		{"invalid API key", geminitest.InvalidAPIKey(), llm.ErrPermanent, "API key not valid"},
 		{"empty candidate", geminitest.Empty(), llm.ErrEmptyResponse,
 			`googleai model "gemini-2.0-flash" returned nothing (no text and no tool call)`},
-		{"no candidates", geminitest.Response{NoCandidates: true}, llm.ErrEmptyResponse,
-			`googleai model "gemini-2.0-flash" returned nothing (no choices: no content in generation response)`},
+		{"no choices", geminitest.NoChoices(), llm.ErrEmptyResponse,
+			`googleai model "gemini-2.0-flash" returned nothing (no choices: empty response)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,15 +218,16 @@ func TestRateLimitIsRetried(t *testing.T) {
 	assert.Len(t, srv.Requests(), 2)
 }
 
-// TestUnavailableRetriedByTheClient: the Gemini client retries a 503 by
-// itself, within the attempt, before WithRetry sees anything.
-func TestUnavailableRetriedByTheClient(t *testing.T) {
+// TestUnavailableIsRetried: Gemini's 503 is transient, and retried.
+func TestUnavailableIsRetried(t *testing.T) {
 	srv := newServer(t, geminitest.Unavailable(), geminitest.Text("ok"))
 	var log retries
-	m := newModel(t, srv, "", &log)
+	m := newModel(t, srv, "    max_retries: 1\n", &log)
 	out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)
-	assert.Zero(t, log.count(), "not a retry of ours")
+	require.Equal(t, 1, log.count())
+	assert.ErrorIs(t, log.errs[0], llm.ErrTransient)
+	assert.ErrorContains(t, log.errs[0], "The model is overloaded")
 	assert.Len(t, srv.Requests(), 2)
 }

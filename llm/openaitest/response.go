@@ -68,7 +68,8 @@ type Usage struct {
 }
 
 // ErrorBody is an error in OpenAI's format:
-// {"error":{"message","type","param","code"}}.
+// {"error":{"message","type","param","code"}}; a Dialect may send it in
+// another.
 type ErrorBody struct {
 	Message string // human-readable message
 	Type    string // e.g. "invalid_request_error"

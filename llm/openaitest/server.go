@@ -20,6 +20,7 @@ import (
 // safe for concurrent use.
 type Server struct {
 	s *scriptsrv.Server[Request, Response]
+	d Dialect
 	// respond, when set, answers every request instead of the script.
 	respond func(ChatRequest) Response
 
@@ -28,11 +29,28 @@ type Server struct {
 	calls int       // requests answered by respond
 }
 
+// Dialect is the variant of the protocol a Server speaks: OpenAI's own,
+// or another provider's OpenAI-compatible endpoint.
+type Dialect struct {
+	// Prefix is the path the endpoint's /chat/completions is under, e.g.
+	// "/v1beta/openai"; "" serves any path ending in /chat/completions.
+	Prefix string
+	// Error returns the JSON body of an error response; nil means
+	// OpenAI's {"error":{"message","type","param","code"}}.
+	Error func(status int, e ErrorBody) any
+}
+
 // NewServer starts a Server that answers with responses in order. A
 // request beyond the script gets a 400 error with code
 // "openaitest_script_exhausted".
 func NewServer(responses ...Response) *Server {
-	s := &Server{}
+	return NewServerFor(Dialect{}, responses...)
+}
+
+// NewServerFor starts a Server speaking dialect d that answers with
+// responses in order.
+func NewServerFor(d Dialect, responses ...Response) *Server {
+	s := &Server{d: d}
 	s.s = scriptsrv.Start[Request](http.HandlerFunc(s.handle), responses)
 	return s
 }
@@ -68,21 +86,22 @@ func (s *Server) Remaining() int { return s.s.Remaining() }
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") ||
+		!strings.HasPrefix(r.URL.Path, s.d.Prefix+"/") {
 		s.s.Record(req)
-		writeError(w, http.StatusNotFound, &ErrorBody{Type: "invalid_request_error",
+		s.writeError(w, http.StatusNotFound, &ErrorBody{Type: "invalid_request_error",
 			Message: fmt.Sprintf("openaitest: no route %s %s", r.Method, r.URL.Path)})
 		return
 	}
 	if err := json.Unmarshal(body, &req.Chat); err != nil {
 		s.s.Record(req)
-		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
+		s.writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
 			Message: "openaitest: request body is not valid JSON: " + err.Error()})
 		return
 	}
 	n, resp, ok := s.next(req)
 	if !ok {
-		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
+		s.writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
 			Code:    "openaitest_script_exhausted",
 			Message: fmt.Sprintf("openaitest: script exhausted: request %d, %d responses scripted", n, n-1)})
 		return
@@ -97,7 +116,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case resp.Status >= 400:
-		writeError(w, resp.Status, resp.Error)
+		s.writeError(w, resp.Status, resp.Error)
 	case req.Chat.Stream && resp.Events != nil:
 		streamEvents(w, resp.Events)
 	case !req.Chat.Stream && resp.Body != "":
@@ -105,7 +124,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, resp.Body)
 	case resp.Body != "" || resp.Events != nil:
-		writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
+		s.writeError(w, http.StatusBadRequest, &ErrorBody{Type: "invalid_request_error",
 			Code: "openaitest_script_mismatch", Message: fmt.Sprintf(
 				"openaitest: response %d is scripted for a request with stream=%t", n, !req.Chat.Stream)})
 	case req.Chat.Stream:
@@ -145,9 +164,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, e *ErrorBody) {
+func (s *Server) writeError(w http.ResponseWriter, status int, e *ErrorBody) {
 	if e == nil {
 		e = &ErrorBody{Message: http.StatusText(status)}
+	}
+	if s.d.Error != nil {
+		writeJSON(w, status, s.d.Error(status, *e))
+		return
 	}
 	body := map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": nil}
 	if e.Param != "" {
