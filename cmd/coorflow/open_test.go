@@ -28,7 +28,7 @@ func TestADatabaseOfANewerVersionIsRefusedAndKept(t *testing.T) {
 	code, _, stderr = c.run("threads", "show", id)
 	assert.Equal(t, exitFailed, code)
 	assert.Equal(t, "coorflow: sqlite: store schema is newer than this version supports: the database is at version 99, "+
-		"this package knows up to 2 (opening "+c.db+")\n", stderr)
+		"this package knows up to 3 (opening "+c.db+")\n", stderr)
 
 	execSQL(t, c.db, `DELETE FROM store_schema WHERE version = 99`)
 	code, stdout, stderr = c.run("threads", "list")
