@@ -199,7 +199,7 @@ func TestAnLLMNodeWritesStructuredOutputThatLaterTemplatesRead(t *testing.T) {
 
 func TestAFileThatNeedsGoIsCheckedAndDrawnWithoutItButNotRun(t *testing.T) {
 	got := problemsOf(t, "testdata/run/review_loop.yaml")
-	assert.Equal(t, []string{`testdata/run/review_loop.yaml:16:3: tools.shout: unknown tool "shout" (the tools available are: python, http_fetch, web_search, ask_human); tools written in Go must be registered by the program that runs the file`}, got)
+	assert.Equal(t, []string{`testdata/run/review_loop.yaml:16:3: tools.shout: unknown tool "shout" (the tools available are: python, http_fetch, web_search, ask_human, remember, recall); tools written in Go must be registered by the program that runs the file`}, got)
 
 	f, err := workflows.Load("testdata/run/review_loop.yaml", workflows.WithUnregistered())
 	require.NoError(t, err)
