@@ -24,6 +24,7 @@ func (f *File) checkNodes(ps *problems) {
 	}
 	for _, n := range f.nodes {
 		f.checkNode(ps, n)
+		f.checkSet(ps, n)
 	}
 }
 

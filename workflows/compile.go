@@ -121,7 +121,7 @@ func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runna
 	for _, e := range f.edges {
 		b.addEdge(g, e)
 	}
-	opts := []graph.Option{}
+	opts := []graph.Option{graph.StepLimitSetting(fmt.Sprintf("settings.step_limit in %s", f.path))}
 	if s := f.spec.Settings; s.StepLimit > 0 {
 		opts = append(opts, graph.StepLimit(s.StepLimit))
 	}

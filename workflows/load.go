@@ -43,6 +43,7 @@ type fileNode struct {
 	output         *channel
 	sub            *File
 	team           *fixedTeam // a team node's plan and agents sections
+	set            []setter   // its set section
 }
 
 type route struct {

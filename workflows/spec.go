@@ -148,6 +148,8 @@ type nodeSpec struct {
 	Agent        string            `yaml:"agent"`
 	Plan         *planSpec         `yaml:"plan"`
 	Agents       yaml.Node         `yaml:"agents"`
+	// Set writes expressions' values to channels (see set.go).
+	Set map[string]string `yaml:"set"`
 }
 
 // planSpec is a team node's fixed plan.

@@ -1,0 +1,132 @@
+package workflows_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+const counterFile = `apiVersion: coorflow/v1
+name: counter
+state:
+  n: {type: integer}
+  log: {type: array, items: {type: string}, reducer: append}
+  done: {type: boolean}
+nodes:
+  tick:
+    type: router
+    routes: [{when: "state.n < 3", to: tick}, {to: end}]
+    set: {n: "state.n + 1", log: "'saw ' + string(state.n)", done: true}
+edges:
+  - {from: start, to: tick}
+`
+
+// TestSetWritesComputedValuesOnTheStateTheNodeSaw runs a loop that only
+// set can end: the counter is written by the node that routes on it, and
+// every value is computed from the state the node saw (the route too).
+func TestSetWritesComputedValuesOnTheStateTheNodeSaw(t *testing.T) {
+	f, err := workflows.Parse("counter.yaml", []byte(counterFile))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	path, final, err := runPath(t, r, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"tick", "tick", "tick", "tick"}, path, "routed on n as the node saw it: 0, 1, 2 loop, 3 ends")
+	n, _ := final.Value("n")
+	assert.EqualValues(t, 4, n, "the last run wrote 3 + 1")
+	log, _ := final.Value("log")
+	assert.Equal(t, []any{"saw 0", "saw 1", "saw 2", "saw 3"}, log, "an append channel takes one item")
+	done, _ := final.Value("done")
+	assert.Equal(t, true, done, "a YAML boolean is that value")
+}
+
+// TestALoopWithoutAnExitNamesTheFilesStepLimitSetting: the error a YAML
+// user sees names the setting of the file, not Go's option.
+func TestALoopWithoutAnExitNamesTheFilesStepLimitSetting(t *testing.T) {
+	src := `apiVersion: coorflow/v1
+name: forever
+state:
+  n: {type: integer}
+settings: {step_limit: 5}
+nodes:
+  tick: {type: router, routes: [{when: "state.n < 3", to: tick}, {to: end}]}
+edges:
+  - {from: start, to: tick}
+`
+	f, err := workflows.Parse("forever.yaml", []byte(src))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	_, _, err = runPath(t, r, nil)
+	require.ErrorIs(t, err, graph.ErrStepLimit)
+	assert.EqualError(t, err, "graph: step limit of 5 reached (last step ran tick); raise it with settings.step_limit in forever.yaml if the loop is intended")
+	assert.NotContains(t, err.Error(), "graph.StepLimit")
+}
+
+// TestSetIsTypeCheckedWhenTheFileLoads reports every set entry that
+// cannot be written, with file:line:column.
+func TestSetIsTypeCheckedWhenTheFileLoads(t *testing.T) {
+	src := `apiVersion: coorflow/v1
+name: typed
+input: topic
+output: draft
+state:
+  topic: {type: string}
+  draft: {type: string}
+  revisions: {type: integer}
+  score: {type: number}
+models:
+  basic: {provider: openai, model: gpt-4o-mini}
+nodes:
+  write:
+    type: llm
+    prompt: "Write about {{ state.topic }}."
+    output: draft
+    set:
+      revisions: "state.topic + '!'"
+      score: "state.revisions / 2"
+      draft: "'x'"
+      count: "1"
+      topic: "state.nope"
+  half:
+    type: router
+    routes: [{to: end}]
+    set: {revisions: "state.score / 2", score: "state.revisions"}
+edges:
+  - {from: start, to: write}
+  - {from: write, to: half}
+`
+	assert.Equal(t, []string{
+		`typed.yaml:18:18: nodes.write.set.revisions: "state.topic + '!'" is text, but channel revisions takes a whole number`,
+		`typed.yaml:20:7: nodes.write.set.draft: node "write" writes channel "draft" itself (output); set cannot write it too`,
+		`typed.yaml:21:14: nodes.write.set.count: unknown channel "count" (declare it under state, or use one of: topic, draft, revisions, score)`,
+		`typed.yaml:22:21: nodes.write.set.topic: bad expression: unknown field nope: the file declares no channel nope (declare it under state)`,
+		`typed.yaml:26:22: nodes.half.set.revisions: "state.score / 2" is a number with a fraction (convert it with int(...)), but channel revisions takes a whole number`,
+}, parseProblems(t, "typed.yaml", []byte(src)))
+}
+
+// TestASetValueOutsideItsChannelsSchemaFailsTheNode: what load cannot
+// know (a value's range) is checked when the node runs.
+func TestASetValueOutsideItsChannelsSchemaFailsTheNode(t *testing.T) {
+	src := `apiVersion: coorflow/v1
+name: bounded
+state:
+  n: {type: integer, maximum: 1}
+nodes:
+  tick: {type: router, routes: [{when: "state.n < 5", to: tick}, {to: end}], set: {n: "state.n + 1"}}
+edges:
+  - {from: start, to: tick}
+`
+	f, err := workflows.Parse("bounded.yaml", []byte(src))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	path, _, err := runPath(t, r, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `workflows: node "tick" wrote a bad value: channel "n": must be <= 1 but found 2 (set n: "state.n + 1")`)
+	assert.Equal(t, []string{"tick", "tick"}, path, "the first run wrote 1, the second failed")
+}
