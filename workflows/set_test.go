@@ -106,7 +106,7 @@ edges:
 		`typed.yaml:21:14: nodes.write.set.count: unknown channel "count" (declare it under state, or use one of: topic, draft, revisions, score)`,
 		`typed.yaml:22:21: nodes.write.set.topic: bad expression: unknown field nope: the file declares no channel nope (declare it under state)`,
 		`typed.yaml:26:22: nodes.half.set.revisions: "state.score / 2" is a number with a fraction (convert it with int(...)), but channel revisions takes a whole number`,
-}, parseProblems(t, "typed.yaml", []byte(src)))
+	}, parseProblems(t, "typed.yaml", []byte(src)))
 }
 
 // TestASetValueOutsideItsChannelsSchemaFailsTheNode: what load cannot
