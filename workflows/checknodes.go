@@ -157,6 +157,7 @@ func (f *File) routes(ps *problems, ptr string, specs []routeSpec) []route {
 		}
 		label := "else"
 		var prog = route{to: r.To}
+		prog.set = f.setters(ps, rp+"/set", r.Set, func(*channel) string { return "" })
 		if r.When != "" {
 			p, err := f.scope.compile(f.doc, r.When, f.doc.node(rp+"/when"), true)
 			if err != nil {
@@ -187,6 +188,10 @@ func (f *File) checkEdges(ps *problems) {
 				ps.at(l.key, l.path, "a join has join (its sources) and to, and no from or branches")
 				continue
 			}
+			if len(e.Set) > 0 {
+				sl := f.doc.loc(p + "/set")
+				ps.at(sl.key, sl.path, "a join cannot set channels: set them on the edges or nodes before it")
+			}
 			for j, src := range e.Join {
 				f.nodeRef(ps, fmt.Sprintf("%s/join/%d", p, j), src, false)
 			}
@@ -195,6 +200,10 @@ func (f *File) checkEdges(ps *problems) {
 			if e.From == "" || e.To != "" {
 				ps.at(l.key, l.path, "a conditional edge has from and branches, and no to (each branch has its own)")
 				continue
+			}
+			if len(e.Set) > 0 {
+				sl := f.doc.loc(p + "/set")
+				ps.at(sl.key, sl.path, "a conditional edge sets channels on its branches: move set into the branch that writes them")
 			}
 			f.edgeFrom(ps, p, e.From)
 			fe.routes = f.routes(ps, p+"/branches", e.Branches)
@@ -210,6 +219,7 @@ func (f *File) checkEdges(ps *problems) {
 			} else {
 				f.nodeRef(ps, p+"/to", e.To, true)
 			}
+			fe.set = f.setters(ps, p+"/set", e.Set, func(*channel) string { return "" })
 			key := e.From + "\x00" + e.To
 			if first, dup := seen[key]; dup {
 				ps.at(l.key, l.path, "the edge %s -> %s is declared twice (first at edges[%d])", e.From, e.To, first)

@@ -51,6 +51,7 @@ type route struct {
 	label string
 	when  *vm.Program
 	to    string
+	set   []setter
 }
 
 type arg struct {
@@ -61,6 +62,7 @@ type arg struct {
 type fileEdge struct {
 	edgeSpec
 	routes []route
+	set    []setter // a static edge's
 }
 
 // LoadOption configures Load and Parse.

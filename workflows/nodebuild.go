@@ -121,7 +121,11 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 			if err != nil {
 				return graph.Command{}, err
 			}
-			return graph.Goto(graphName(r.to)), nil
+			cmd := graph.Goto(graphName(r.to))
+			if cmd.Update, err = b.setWrites(n.Name, r.set, st); err != nil {
+				return graph.Command{}, err
+			}
+			return cmd, nil
 		}, nil
 	case "tool":
 		return b.toolNode(n)

@@ -32,19 +32,31 @@ type setter struct {
 
 // checkSet compiles the set section of node n.
 func (f *File) checkSet(ps *problems, n *fileNode) {
-	for _, name := range sortedKeys(n.Spec.Set) {
-		ptr := n.Ptr + "/set/" + escapePointer(name)
-		c := f.channelRef(ps, ptr, name)
+	n.set = f.setters(ps, n.Ptr+"/set", n.Spec.Set, func(c *channel) string {
+		if c == n.output {
+			return fmt.Sprintf("node %q writes channel %q itself (output); set cannot write it too", n.Name, c.name)
+		}
+		return ""
+	})
+}
+
+// setters compiles the set section at ptr; refuse says why a channel may
+// not be written there, or "".
+func (f *File) setters(ps *problems, ptr string, set map[string]string, refuse func(*channel) string) []setter {
+	var out []setter
+	for _, name := range sortedKeys(set) {
+		p := ptr + "/" + escapePointer(name)
+		c := f.channelRef(ps, p, name)
 		if c == nil {
 			continue
 		}
-		l := f.doc.loc(ptr)
-		if c == n.output {
-			ps.at(l.key, l.path, "node %q writes channel %q itself (output); set cannot write it too", n.Name, name)
+		l := f.doc.loc(p)
+		if why := refuse(c); why != "" {
+			ps.at(l.key, l.path, "%s", why)
 			continue
 		}
-		src := n.Spec.Set[name]
-		prog, err := f.scope.compile(f.doc, src, f.doc.node(ptr), false)
+		src := set[name]
+		prog, err := f.scope.compile(f.doc, src, f.doc.node(p), false)
 		if err != nil {
 			ps.at(err.pos, l.path, "bad expression: %s", err.msg)
 			continue
@@ -53,8 +65,9 @@ func (f *File) checkSet(ps *problems, n *fileNode) {
 			ps.at(l.val, l.path, "%q is %s, but channel %s takes %s", src, msg, name, c.takes())
 			continue
 		}
-		n.set = append(n.set, setter{ch: c, src: src, prog: prog})
+		out = append(out, setter{ch: c, src: src, prog: prog})
 	}
+	return out
 }
 
 // assignable says what is wrong with writing a value of type t to c, or
@@ -152,16 +165,56 @@ func (b *build) withSet(n *fileNode, fn graph.NodeFunc) graph.NodeFunc {
 					return graph.Command{}, fmt.Errorf("workflows: node %q: set writes channel %s, which the node wrote itself", n.Name, st.ch.name)
 				}
 			}
-			v, err := b.f.scope.eval(st.prog, s)
-			if err != nil {
-				return graph.Command{}, fmt.Errorf("workflows: node %q: set %s: %q: %w", n.Name, st.ch.name, st.src, err)
-			}
-			w, err := b.write(n.Name, st.ch, v)
-			if err != nil {
-				return graph.Command{}, fmt.Errorf("%w (set %s: %q)", err, st.ch.name, st.src)
-			}
-			cmd.Update = append(slices.Clip(cmd.Update), w)
 		}
+		ws, err := b.setWrites(n.Name, n.set, s)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		cmd.Update = append(slices.Clip(cmd.Update), ws...)
 		return cmd, nil
 	}
+}
+
+// setWrites evaluates a set section on s, for node (a node, or the step
+// of an edge).
+func (b *build) setWrites(node string, set []setter, s graph.State) ([]graph.Write, error) {
+	ws := make([]graph.Write, 0, len(set))
+	for _, st := range set {
+		v, err := b.f.scope.eval(st.prog, s)
+		if err != nil {
+			return nil, fmt.Errorf("workflows: node %q: set %s: %q: %w", node, st.ch.name, st.src, err)
+		}
+		w, err := b.write(node, st.ch, v)
+		if err != nil {
+			return nil, fmt.Errorf("%w (set %s: %q)", err, st.ch.name, st.src)
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// edgeStep is the name of the step an edge with a set section takes:
+// the edge's set is written there, then the run goes on to its target.
+func edgeStep(from, to string, n int) string {
+	name := from + "->" + to
+	if n > 1 {
+		name += fmt.Sprintf("#%d", n)
+	}
+	return name
+}
+
+// addSetStep adds the step of an edge from from to to with set section
+// set, and returns its name.
+func (b *build) addSetStep(g *graph.Graph, from, to string, set []setter) string {
+	b.edgeSteps[from+"\x00"+to]++
+	name := edgeStep(from, to, b.edgeSteps[from+"\x00"+to])
+	g.AddNode(name, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		ws, err := b.setWrites(name, set, s)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(ws...), nil
+	})
+	g.AddEdge(name, graphName(to))
+	return name
 }

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -129,4 +130,67 @@ edges:
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `workflows: node "tick" wrote a bad value: channel "n": must be <= 1 but found 2 (set n: "state.n + 1")`)
 	assert.Equal(t, []string{"tick", "tick"}, path, "the first run wrote 1, the second failed")
+}
+
+// TestEdgesAndRoutesSetChannelsWhenTheyAreTaken: a branch counts the
+// revisions it asks for, a static edge and a router's route write when
+// taken, and an edge's set is written in a step of its own.
+func TestEdgesAndRoutesSetChannelsWhenTheyAreTaken(t *testing.T) {
+	src := `apiVersion: coorflow/v1
+name: edges
+config: {max: 2}
+state:
+  score: {type: number}
+  revisions: {type: integer}
+  started: {type: boolean}
+  route: {type: string}
+nodes:
+  grade: {type: go, func: nothing}
+  pick:
+    type: router
+    routes:
+      - {when: "state.revisions >= config.max", to: end, set: {route: "'done after ' + string(state.revisions)"}}
+      - {to: grade}
+edges:
+  - {from: start, to: pick, set: {started: true}}
+  - from: grade
+    branches:
+      - {when: "state.revisions < config.max", to: pick, set: {revisions: "state.revisions + 1"}}
+      - {to: end}
+`
+	nothing := func(context.Context, graph.State) (graph.Command, error) { return graph.Command{}, nil }
+	f, err := workflows.Parse("edges.yaml", []byte(src), workflows.WithFuncs(map[string]graph.NodeFunc{"nothing": nothing}))
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	path, final, err := runPath(t, r, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start->pick", "pick", "grade", "grade->pick", "pick", "grade", "grade->pick", "pick"}, path)
+	for ch, want := range map[string]any{"started": true, "revisions": 2, "route": "done after 2"} {
+		v, _ := final.Value(ch)
+		assert.EqualValues(t, want, v, ch)
+	}
+	assert.Contains(t, r.Mermaid(), `["grade->pick"]`, "the edge's step is drawn")
+}
+
+func TestAJoinOrAConditionalEdgeCannotSetChannels(t *testing.T) {
+	src := `apiVersion: coorflow/v1
+name: joins
+state:
+  n: {type: integer}
+nodes:
+  a: {type: router, routes: [{to: c}]}
+  b: {type: router, routes: [{to: c}]}
+  c: {type: router, routes: [{to: end}]}
+edges:
+  - {from: start, to: a, set: {n: "'one'"}}
+  - {from: start, to: b}
+  - {join: [a, b], to: c, set: {n: 1}}
+  - {from: c, branches: [{to: end}], set: {n: 1}}
+`
+	assert.Equal(t, []string{
+		`joins.yaml:10:35: edges[0].set.n: "'one'" is text, but channel n takes a whole number`,
+		`joins.yaml:12:27: edges[2].set: a join cannot set channels: set them on the edges or nodes before it`,
+		`joins.yaml:13:38: edges[3].set: a conditional edge sets channels on its branches: move set into the branch that writes them`,
+	}, parseProblems(t, "joins.yaml", []byte(src)))
 }

@@ -115,8 +115,9 @@ type retrySpec struct {
 }
 
 type routeSpec struct {
-	When string `yaml:"when"`
-	To   string `yaml:"to"`
+	When string            `yaml:"when"`
+	To   string            `yaml:"to"`
+	Set  map[string]string `yaml:"set"`
 }
 
 // nodeSpec holds the fields of every node type; the schema allows each
@@ -186,6 +187,9 @@ type edgeSpec struct {
 	To       string      `yaml:"to"`
 	Branches []routeSpec `yaml:"branches"`
 	Join     []string    `yaml:"join"`
+	// Set writes expressions' values to channels when the edge is
+	// taken (see set.go).
+	Set map[string]string `yaml:"set"`
 }
 
 // decodeSpec decodes a document that passed the schema or, when invalid,
