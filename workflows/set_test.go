@@ -11,6 +11,16 @@ import (
 	"github.com/coorflow/coorflow/workflows"
 )
 
+// runFile parses src, compiles it and runs it to the end.
+func runFile(t *testing.T, name, src string, opts ...workflows.LoadOption) ([]string, graph.State, error) {
+	t.Helper()
+	f, err := workflows.Parse(name, []byte(src), opts...)
+	require.NoError(t, err)
+	r, err := f.Compile(t.Context(), workflows.Env{})
+	require.NoError(t, err)
+	return runPath(t, r, nil)
+}
+
 const counterFile = `apiVersion: coorflow/v1
 name: counter
 state:
@@ -30,11 +40,7 @@ edges:
 // set can end: the counter is written by the node that routes on it, and
 // every value is computed from the state the node saw (the route too).
 func TestSetWritesComputedValuesOnTheStateTheNodeSaw(t *testing.T) {
-	f, err := workflows.Parse("counter.yaml", []byte(counterFile))
-	require.NoError(t, err)
-	r, err := f.Compile(t.Context(), workflows.Env{})
-	require.NoError(t, err)
-	path, final, err := runPath(t, r, nil)
+	path, final, err := runFile(t, "counter.yaml", counterFile)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tick", "tick", "tick", "tick"}, path, "routed on n as the node saw it: 0, 1, 2 loop, 3 ends")
 	n, _ := final.Value("n")
@@ -58,11 +64,7 @@ nodes:
 edges:
   - {from: start, to: tick}
 `
-	f, err := workflows.Parse("forever.yaml", []byte(src))
-	require.NoError(t, err)
-	r, err := f.Compile(t.Context(), workflows.Env{})
-	require.NoError(t, err)
-	_, _, err = runPath(t, r, nil)
+	_, _, err := runFile(t, "forever.yaml", src)
 	require.ErrorIs(t, err, graph.ErrStepLimit)
 	assert.EqualError(t, err, "graph: step limit of 5 reached (last step ran tick); raise it with settings.step_limit in forever.yaml if the loop is intended")
 	assert.NotContains(t, err.Error(), "graph.StepLimit")
@@ -122,11 +124,7 @@ nodes:
 edges:
   - {from: start, to: tick}
 `
-	f, err := workflows.Parse("bounded.yaml", []byte(src))
-	require.NoError(t, err)
-	r, err := f.Compile(t.Context(), workflows.Env{})
-	require.NoError(t, err)
-	path, _, err := runPath(t, r, nil)
+	path, _, err := runFile(t, "bounded.yaml", src)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `workflows: node "tick" wrote a bad value: channel "n": must be <= 1 but found 2 (set n: "state.n + 1")`)
 	assert.Equal(t, []string{"tick", "tick"}, path, "the first run wrote 1, the second failed")

@@ -2,7 +2,6 @@ package workflows_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -72,19 +71,9 @@ func TestAToolNodeJournalsItsCallAndReportsIt(t *testing.T) {
 	assert.Contains(t, string(saver.recs[0].Data), `"text":"DRAFT ABOUT GRAPHS"`)
 }
 
-// echoTool is a Go tool that returns its text as it is.
+// echoTool returns its text as it is.
 func echoTool(t *testing.T) *tools.Registry {
-	t.Helper()
-	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
-	reg, err := tools.NewRegistry(tools.Func("echo", "Returns its text.", schema, func(ctx context.Context, args json.RawMessage) (string, error) {
-		var a struct{ Text string }
-		if err := json.Unmarshal(args, &a); err != nil {
-			return "", err
-		}
-		return a.Text, nil
-	}))
-	require.NoError(t, err)
-	return reg
+	return textTool(t, "echo", "Returns its text.", func(s string) string { return s })
 }
 
 // TestAToolNodeWritesANumberOnlyWhenItsWholeOutputIsOne: a tool's text is

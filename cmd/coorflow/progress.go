@@ -51,7 +51,7 @@ type textPrinter struct {
 	// streamed is the text printed as tokens, by source, the latest
 	// few and each up to maxStreamedKept bytes: an output that was
 	// printed as it streamed is not printed again at the end.
-	streamed []streamedText
+	streamed []*streamedText
 }
 
 // streamedText is the text one source streamed.
@@ -68,12 +68,12 @@ const (
 
 // keep remembers text streamed by path.
 func (p *textPrinter) keep(path, text string) {
-	i := slices.IndexFunc(p.streamed, func(st streamedText) bool { return st.path == path })
+	i := slices.IndexFunc(p.streamed, func(st *streamedText) bool { return st.path == path })
 	if i < 0 {
 		if len(p.streamed) == maxStreamedSources {
 			p.streamed = slices.Delete(p.streamed, 0, 1)
 		}
-		p.streamed = append(p.streamed, streamedText{path: path})
+		p.streamed = append(p.streamed, &streamedText{path: path})
 		i = len(p.streamed) - 1
 	}
 	if b := &p.streamed[i].text; b.Len()+len(text) <= maxStreamedKept {
