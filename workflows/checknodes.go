@@ -157,7 +157,7 @@ func (f *File) routes(ps *problems, ptr string, specs []routeSpec) []route {
 		}
 		label := "else"
 		var prog = route{to: r.To}
-		prog.set = f.setters(ps, rp+"/set", r.Set, func(*channel) string { return "" })
+		prog.set = f.setters(ps, rp+"/set", r.Set, anyChannel)
 		if r.When != "" {
 			p, err := f.scope.compile(f.doc, r.When, f.doc.node(rp+"/when"), true)
 			if err != nil {
@@ -219,7 +219,7 @@ func (f *File) checkEdges(ps *problems) {
 			} else {
 				f.nodeRef(ps, p+"/to", e.To, true)
 			}
-			fe.set = f.setters(ps, p+"/set", e.Set, func(*channel) string { return "" })
+			fe.set = f.setters(ps, p+"/set", e.Set, anyChannel)
 			key := e.From + "\x00" + e.To
 			if first, dup := seen[key]; dup {
 				ps.at(l.key, l.path, "the edge %s -> %s is declared twice (first at edges[%d])", e.From, e.To, first)

@@ -40,6 +40,9 @@ func (f *File) checkSet(ps *problems, n *fileNode) {
 	})
 }
 
+// anyChannel refuses no channel to a set section.
+func anyChannel(*channel) string { return "" }
+
 // setters compiles the set section at ptr; refuse says why a channel may
 // not be written there, or "".
 func (f *File) setters(ps *problems, ptr string, set map[string]string, refuse func(*channel) string) []setter {
