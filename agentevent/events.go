@@ -9,6 +9,7 @@ import (
 // clients show.
 const (
 	EventCreated = "agent_created"
+	EventReused  = "agent_reused"
 	EventStart   = "agent_start"
 	EventEnd     = "agent_end"
 	// EventSnapshot is the event of a window.Snapshot: what a model call
@@ -34,6 +35,11 @@ type Info struct {
 	Tools   []string `json:"tools,omitempty"`
 	// Skills are the names of the skills an agent built was given.
 	Skills []string `json:"skills,omitempty"`
+	// System is the system prompt of an agent built or reused: with
+	// its role, tier, tools and summary (its description), a recording
+	// keeps each agent as the run used it, whatever its registry holds
+	// later.
+	System string `json:"system,omitempty"`
 	// Confidence is the agent's own estimate, 0 to 1, when it gives one.
 	Confidence float64 `json:"confidence,omitempty"`
 	Err        string  `json:"error,omitempty"`
@@ -42,6 +48,11 @@ type Info struct {
 // Created is the payload of an agent_created event: a dynamic agent was
 // built.
 type Created Info
+
+// Reused is the payload of an agent_reused event: a team runs an agent
+// of its registry (built earlier, or built in) as the registry held it
+// when the team began.
+type Reused Info
 
 // Started is the payload of an agent_start event: an agent started work.
 type Started Info
@@ -52,6 +63,9 @@ type Ended Info
 
 // EventName names the event: "agent_created".
 func (Created) EventName() string { return EventCreated }
+
+// EventName names the event: "agent_reused".
+func (Reused) EventName() string { return EventReused }
 
 // EventName names the event: "agent_start".
 func (Started) EventName() string { return EventStart }

@@ -67,6 +67,7 @@ func (t *teamRun) loadAgents(ctx context.Context) ([]plan.AgentSpec, error) {
 		switch {
 		case err == nil:
 			t.agents[st.AgentName] = a
+			graph.Emit(ctx, agentevent.Reused{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Skills: a.Skills, Summary: a.Description, System: a.Prompt})
 		case errors.Is(err, ErrAgentNotFound):
 			sp, ok := specs[st.AgentName]
 			if !ok {
@@ -107,7 +108,7 @@ func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
 	t.mu.Lock()
 	t.agents[sp.Name] = a
 	t.mu.Unlock()
-	graph.Emit(ctx, agentevent.Created{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Skills: a.Skills, Summary: a.Description})
+	graph.Emit(ctx, agentevent.Created{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Skills: a.Skills, Summary: a.Description, System: a.Prompt})
 	if len(built.Dropped) > 0 {
 		graph.Emit(ctx, agentevent.Warning{Value: fmt.Sprintf(
 			"agent %q asked for tools that do not exist and were dropped: %s", a.Name, strings.Join(built.Dropped, ", "))})

@@ -70,11 +70,18 @@ type StepLimitError struct {
 	Limit int
 	// LastNodes are the nodes of the last step that ran.
 	LastNodes []string
+	// Setting is where the limit is raised (StepLimitSetting); empty
+	// means the StepLimit option.
+	Setting string
 }
 
 func (e *StepLimitError) Error() string {
-	return fmt.Sprintf("graph: step limit of %d reached (last step ran %s); raise it with graph.StepLimit if the loop is intended",
-		e.Limit, strings.Join(e.LastNodes, ", "))
+	setting := e.Setting
+	if setting == "" {
+		setting = "graph.StepLimit"
+	}
+	return fmt.Sprintf("graph: step limit of %d reached (last step ran %s); raise it with %s if the loop is intended",
+		e.Limit, strings.Join(e.LastNodes, ", "), setting)
 }
 
 // Is reports ErrStepLimit.

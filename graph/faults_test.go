@@ -37,6 +37,10 @@ func TestStepLimitNamesTheLastNodesRun(t *testing.T) {
 	require.ErrorAs(t, err, &sle)
 	assert.Equal(t, 100, sle.Limit, "the default limit")
 	assert.Equal(t, []string{"pong"}, sle.LastNodes)
+
+	_, err = r.Invoke(t.Context(), nil, graph.StepLimit(7), graph.StepLimitSetting("settings.step_limit"))
+	assert.EqualError(t, err, "graph: step limit of 7 reached (last step ran ping); raise it with settings.step_limit if the loop is intended",
+		"a program names its own setting")
 }
 
 func TestCancellationStopsASlowNodeAndReturnsTheContextError(t *testing.T) {

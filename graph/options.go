@@ -9,6 +9,7 @@ type Option func(*config)
 type config struct {
 	saver           Saver
 	stepLimit       int
+	stepLimitHint   string
 	maxConcurrency  int
 	thread          string
 	checkpointID    string
@@ -40,6 +41,12 @@ func WithSaver(s Saver) Option { return func(c *config) { c.saver = s } }
 // StepLimit caps the steps of one run (default 100). A run that would take
 // more fails with ErrStepLimit.
 func StepLimit(n int) Option { return func(c *config) { c.stepLimit = n } }
+
+// StepLimitSetting names, in the error of a run stopped by its step limit,
+// where its user raises the limit when the loop is intended: a setting of
+// the program's own configuration, such as a workflow file's
+// "settings.step_limit", instead of this package's StepLimit option.
+func StepLimitSetting(name string) Option { return func(c *config) { c.stepLimitHint = name } }
 
 // MaxConcurrency caps the tasks of a step that run at the same time
 // (default: no cap).

@@ -297,7 +297,7 @@ func (ru *run) loop() (*Result, error) {
 			return &Result{State: State{d: ru.state}, Status: StatusDone}, nil
 		}
 		if steps >= ru.cfg.stepLimit {
-			return nil, &StepLimitError{Limit: ru.cfg.stepLimit, LastNodes: last}
+			return nil, &StepLimitError{Limit: ru.cfg.stepLimit, LastNodes: last, Setting: ru.cfg.stepLimitHint}
 		}
 		res, err := ru.runStep(tasks)
 		if err != nil || res != nil {

@@ -20,6 +20,12 @@ const (
 // builtinTools are the tools a file can declare without Go code.
 var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", memories.RememberTool, memories.RecallTool, mcpKey}
 
+// BuiltinTools returns the names of the tools a file can declare without
+// Go code (MCP servers aside, whose tools their servers name).
+func BuiltinTools() []string {
+	return slices.DeleteFunc(slices.Clone(builtinTools), func(s string) bool { return s == mcpKey })
+}
+
 var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // check runs the checks that need more than the schema: names, references,
@@ -126,7 +132,7 @@ func (f *File) checkTools(ps *problems) {
 		case f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name):
 		case f.opts.unregistered:
 		default:
-			known := slices.DeleteFunc(slices.Clone(builtinTools), func(s string) bool { return s == mcpKey }) // mcp names servers
+			known := BuiltinTools()
 			if f.opts.tools != nil {
 				known = append(slices.Clone(known), f.opts.tools.Names()...)
 			}

@@ -24,6 +24,7 @@ func (f *File) checkNodes(ps *problems) {
 	}
 	for _, n := range f.nodes {
 		f.checkNode(ps, n)
+		f.checkSet(ps, n)
 	}
 }
 
@@ -158,6 +159,7 @@ func (f *File) routes(ps *problems, ptr string, specs []routeSpec) []route {
 		}
 		label := "else"
 		var prog = route{to: r.To}
+		prog.set = f.setters(ps, rp+"/set", r.Set, anyChannel)
 		if r.When != "" {
 			p, err := f.scope.compile(f.doc, r.When, f.doc.node(rp+"/when"), true)
 			if err != nil {
@@ -188,6 +190,10 @@ func (f *File) checkEdges(ps *problems) {
 				ps.at(l.key, l.path, "a join has join (its sources) and to, and no from or branches")
 				continue
 			}
+			if len(e.Set) > 0 {
+				sl := f.doc.loc(p + "/set")
+				ps.at(sl.key, sl.path, "a join cannot set channels: set them on the edges or nodes before it")
+			}
 			for j, src := range e.Join {
 				f.nodeRef(ps, fmt.Sprintf("%s/join/%d", p, j), src, false)
 			}
@@ -196,6 +202,10 @@ func (f *File) checkEdges(ps *problems) {
 			if e.From == "" || e.To != "" {
 				ps.at(l.key, l.path, "a conditional edge has from and branches, and no to (each branch has its own)")
 				continue
+			}
+			if len(e.Set) > 0 {
+				sl := f.doc.loc(p + "/set")
+				ps.at(sl.key, sl.path, "a conditional edge sets channels on its branches: move set into the branch that writes them")
 			}
 			f.edgeFrom(ps, p, e.From)
 			fe.routes = f.routes(ps, p+"/branches", e.Branches)
@@ -211,6 +221,7 @@ func (f *File) checkEdges(ps *problems) {
 			} else {
 				f.nodeRef(ps, p+"/to", e.To, true)
 			}
+			fe.set = f.setters(ps, p+"/set", e.Set, anyChannel)
 			key := e.From + "\x00" + e.To
 			if first, dup := seen[key]; dup {
 				ps.at(l.key, l.path, "the edge %s -> %s is declared twice (first at edges[%d])", e.From, e.To, first)

@@ -95,6 +95,8 @@ type build struct {
 	// subs are the subgraphs compiled so far, shared by every build of
 	// one Compile: a file included many times is compiled once.
 	subs map[*File]*graph.Runnable
+	// edgeSteps counts the steps of edges with set, by source and target.
+	edgeSteps map[string]int
 }
 
 // Compile builds the file's graph: its channels, nodes and edges, with the
@@ -105,7 +107,7 @@ func (f *File) Compile(ctx context.Context, env Env) (*graph.Runnable, error) {
 }
 
 func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runnable) (*graph.Runnable, error) {
-	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner), subs: subs}
+	b := &build{f: f, env: env, reg: factory.NewRegistry(env.Store, env.Owner), subs: subs, edgeSteps: map[string]int{}}
 	var err error
 	if b.mem, err = f.memories(env); err != nil {
 		return nil, err
@@ -129,7 +131,7 @@ func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runna
 	for _, e := range f.edges {
 		b.addEdge(g, e)
 	}
-	opts := []graph.Option{}
+	opts := []graph.Option{graph.StepLimitSetting(fmt.Sprintf("settings.step_limit in %s", f.path))}
 	if s := f.spec.Settings; s.StepLimit > 0 {
 		opts = append(opts, graph.StepLimit(s.StepLimit))
 	}
@@ -171,12 +173,17 @@ func (b *build) addEdge(g *graph.Graph, e *fileEdge) {
 		branches := graph.Branches{}
 		for _, r := range e.routes {
 			branches[r.label] = graphName(r.to)
+			if len(r.set) > 0 {
+				branches[r.label] = b.addSetStep(g, e.From, r.to, r.set)
+			}
 		}
 		routes, sc := e.routes, b.f.scope
 		g.AddConditionalEdges(graphName(e.From), func(ctx context.Context, s graph.State) (string, error) {
 			r, err := pick(sc, routes, s)
 			return r.label, err
 		}, branches)
+	case len(e.set) > 0:
+		g.AddEdge(graphName(e.From), b.addSetStep(g, e.From, e.To, e.set))
 	default:
 		g.AddEdge(graphName(e.From), graphName(e.To))
 	}

@@ -15,20 +15,21 @@
 //	  topic: {type: string}
 //	  draft: {type: string}
 //	  score: {type: number, minimum: 0, maximum: 1}
+//	  revisions: {type: integer}
 //	models:
 //	  basic: {provider: openai, model: gpt-4o-mini, base_url: "${LLM_BASE_URL:-https://api.openai.com/v1}"}
 //	tools:
 //	  web_search: {provider: tavily, api_key: "${TAVILY_API_KEY}", optional: true}
 //	settings: {step_limit: 50}
 //	nodes:
-//	  write: {type: llm, prompt: "Write about {{ state.topic }}.", output: draft}
+//	  write: {type: llm, prompt: "Write about {{ state.topic }}.", output: draft, set: {revisions: "state.revisions + 1"}}
 //	  grade: {type: llm, prompt: "Grade 0 to 1: {{ state.draft }}", output: score}
 //	edges:
 //	  - {from: start, to: write}
 //	  - {from: write, to: grade}
 //	  - from: grade
 //	    branches:
-//	      - {when: "state.score < 0.8", to: write}
+//	      - {when: "state.score < 0.8 && state.revisions < config.max_revisions", to: write}
 //	      - {to: end}
 //
 // Node types: llm, react, tool, router, subgraph, go (a Go function the
@@ -62,10 +63,15 @@
 //	      sqlite_analyst: {tier: reasoning, tools: [http_fetch], system: "You assess SQLite..."}
 //	  reporter: {type: reporter}
 //
-// Conditions (conditional edges, router routes), tool arguments and the
-// {{ }} placeholders of prompts are expr-lang expressions over state and
-// config, compiled once at load and type-checked against the channels'
-// schemas. ${ENV} references are allowed only in endpoints and secrets
+// Conditions (conditional edges, router routes), tool arguments, the
+// {{ }} placeholders of prompts and the values of set are expr-lang
+// expressions over state and config, compiled once at load and
+// type-checked against the channels' schemas. A node's set section (any
+// node but a subgraph) writes the values of its expressions to channels,
+// evaluated on the state the node saw when its step began, once the node
+// has finished, and written with its own update through each channel's
+// reducer. A run that takes more than settings.step_limit steps (default
+// 100) fails with graph.ErrStepLimit, whose message names that setting. ${ENV} references are allowed only in endpoints and secrets
 // (models.<tier>.base_url, tools.web_search.base_url and api_key).
 //
 // A file may come from someone else, so what it can reach is bounded:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -45,12 +46,14 @@ type fileNode struct {
 	output         *channel
 	sub            *File
 	team           *fixedTeam // a team node's plan and agents sections
+	set            []setter   // its set section
 }
 
 type route struct {
 	label string
 	when  *vm.Program
 	to    string
+	set   []setter
 }
 
 type arg struct {
@@ -61,6 +64,7 @@ type arg struct {
 type fileEdge struct {
 	edgeSpec
 	routes []route
+	set    []setter // a static edge's
 }
 
 // LoadOption configures Load and Parse.
@@ -145,20 +149,57 @@ func parse(path string, data []byte, o loadOptions) (*File, error) {
 	if err := d.validateSchema(ps); err != nil {
 		return nil, err
 	}
-	if !ps.empty() {
-		return nil, ps.err()
-	}
-	spec, err := decodeSpec(d)
+	schemaProblems := len(ps.list)
+	spec, err := decodeSpec(d, schemaProblems > 0)
 	if err != nil {
 		return nil, err
 	}
 	f := &File{path: path, dir: filepath.Dir(path), doc: d, spec: spec, opts: o, size: len(spec.nodes)}
 	f.opts.stack = append(slices.Clone(o.stack), resolved(path))
-	f.check(ps)
+	if schemaProblems == 0 {
+		f.check(ps)
+	} else {
+		f.checkInvalid(ps, schemaProblems)
+	}
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkInvalid runs the checks of a file that failed the schema, whose
+// problems are the first n of ps, so that the file's other problems are
+// reported with them; an entry the schema found wrong (or one with such
+// an entry in it) is not reported again by the checks. The checks expect what the
+// schema guarantees: should one fail on what it did not, the schema's
+// problems stand alone.
+func (f *File) checkInvalid(ps *problems, n int) {
+	schema := slices.Clone(ps.list[:n])
+	defer func() {
+		if recover() != nil {
+			ps.list = schema
+		}
+	}()
+	f.check(ps)
+	kept := ps.list[:n]
+	for _, p := range ps.list[n:] {
+		related := func(s Problem) bool {
+			return s.File == p.File && (within(p.Path, s.Path) || (p.Path != "" && within(s.Path, p.Path)))
+		}
+		if !slices.ContainsFunc(schema, related) {
+			kept = append(kept, p)
+		}
+	}
+	ps.list = kept
+}
+
+// within reports whether key path p is path or an entry under it.
+func within(p, path string) bool {
+	if path == "" || p == path {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, path)
+	return ok && (rest[0] == '.' || rest[0] == '[')
 }
 
 // Path returns the file's path as given to Load.

@@ -130,7 +130,14 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 		}},
 		{"several_problems_at_once.yaml", []string{
 			"6:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
-			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: description, output, prompt, retry, system, tier, timeout, type)",
+			"8:13: nodes.a.output: unknown channel \"s\" (declare it under state)",
+			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: description, output, prompt, retry, set, system, tier, timeout, type)",
+		}},
+		{"schema_and_semantic_problems.yaml", []string{
+			"8:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
+			"11:5: nodes.a.tools: unknown field \"tools\" (known fields: description, output, prompt, retry, set, system, tier, timeout, type)",
+			"12:25: nodes.b.tool: unknown tool \"shell\"",
+			"15:19: edges[1].to: unknown node \"c\" (did you mean \"a\"?)",
 		}},
 		{"subgraph_file_missing.yaml", []string{
 			"4:29: nodes.s.file: subgraph file other.yaml cannot be read: no such file or directory",

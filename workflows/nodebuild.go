@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,7 +40,7 @@ func (b *build) addNode(ctx context.Context, g *graph.Graph, n *fileNode) error 
 	if err != nil {
 		return fmt.Errorf("workflows: %s: node %q: %w", b.f.path, n.Name, err)
 	}
-	g.AddNode(n.Name, b.checked(n.Name, fn), opts...)
+	g.AddNode(n.Name, b.withSet(n, b.checked(n.Name, fn)), opts...)
 	return nil
 }
 
@@ -121,7 +122,11 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 			if err != nil {
 				return graph.Command{}, err
 			}
-			return graph.Goto(graphName(r.to)), nil
+			cmd := graph.Goto(graphName(r.to))
+			if cmd.Update, err = b.setWrites(n.Name, r.set, st); err != nil {
+				return graph.Command{}, err
+			}
+			return cmd, nil
 		}, nil
 	case "tool":
 		return b.toolNode(n)
@@ -373,9 +378,9 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 		if out == nil {
 			return graph.Command{}, nil
 		}
-		v, err := outputValue(out, res.Text())
+		v, err := toolValue(out, res.Text())
 		if err != nil {
-			return graph.Command{}, fmt.Errorf("workflows: node %q: %w", n.Name, err)
+			return graph.Command{}, fmt.Errorf("workflows: node %q: tool %s: %w", n.Name, name, err)
 		}
 		w, err := b.write(n.Name, out, v)
 		if err != nil {
@@ -383,6 +388,28 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 		}
 		return graph.Update(w), nil
 	}, nil
+}
+
+// toolValue reads a tool's text as the value of channel c. A tool is a
+// program, not a model: a number or a boolean is the whole text (spaces
+// aside), never the first number found in it.
+func toolValue(c *channel, text string) (any, error) {
+	if scalarKinds[c.shape.kind] == "" {
+		return outputValue(c, text)
+	}
+	t := strings.TrimSpace(text)
+	switch c.shape.kind {
+	case "boolean":
+		if b, err := strconv.ParseBool(t); err == nil {
+			return b, nil
+		}
+	default:
+		f, err := strconv.ParseFloat(t, 64)
+		if err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && (c.shape.kind == "number" || f == math.Trunc(f)) {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("the output for channel %q is not %s: %q", c.name, scalarKinds[c.shape.kind], oneLine(text))
 }
 
 // scalarKinds are the channel types a model answers with one value, and

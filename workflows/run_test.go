@@ -22,19 +22,24 @@ import (
 	"github.com/coorflow/coorflow/workflows"
 )
 
-// shout is a Go tool that files name: it upper-cases its text.
-func shout(t *testing.T) *tools.Registry {
+// textTool is a Go tool that files name: it returns f of its text.
+func textTool(t *testing.T, name, description string, f func(string) string) *tools.Registry {
 	t.Helper()
 	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
-	reg, err := tools.NewRegistry(tools.Func("shout", "Upper-cases a text.", schema, func(ctx context.Context, args json.RawMessage) (string, error) {
+	reg, err := tools.NewRegistry(tools.Func(name, description, schema, func(ctx context.Context, args json.RawMessage) (string, error) {
 		var a struct{ Text string }
 		if err := json.Unmarshal(args, &a); err != nil {
 			return "", err
 		}
-		return strings.ToUpper(a.Text), nil
+		return f(a.Text), nil
 	}))
 	require.NoError(t, err)
 	return reg
+}
+
+// shout upper-cases its text.
+func shout(t *testing.T) *tools.Registry {
+	return textTool(t, "shout", "Upper-cases a text.", strings.ToUpper)
 }
 
 // reviewFuncs are the Go nodes of testdata/run/review_loop.yaml: the

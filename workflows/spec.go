@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 
 	"gopkg.in/yaml.v3"
@@ -116,8 +117,9 @@ type retrySpec struct {
 }
 
 type routeSpec struct {
-	When string `yaml:"when"`
-	To   string `yaml:"to"`
+	When string            `yaml:"when"`
+	To   string            `yaml:"to"`
+	Set  map[string]string `yaml:"set"`
 }
 
 // memorySpec turns memory across threads on.
@@ -157,6 +159,8 @@ type nodeSpec struct {
 	Agent        string            `yaml:"agent"`
 	Plan         *planSpec         `yaml:"plan"`
 	Agents       yaml.Node         `yaml:"agents"`
+	// Set writes expressions' values to channels (see set.go).
+	Set map[string]string `yaml:"set"`
 }
 
 // planSpec is a team node's fixed plan.
@@ -193,12 +197,25 @@ type edgeSpec struct {
 	To       string      `yaml:"to"`
 	Branches []routeSpec `yaml:"branches"`
 	Join     []string    `yaml:"join"`
+	// Set writes expressions' values to channels when the edge is
+	// taken (see set.go).
+	Set map[string]string `yaml:"set"`
 }
 
-// decodeSpec decodes a document that passed the schema.
-func decodeSpec(d *document) (*fileSpec, error) {
+// decodeSpec decodes a document that passed the schema or, when invalid,
+// one that did not: what does not fit its Go form is left out (the
+// schema reported it).
+func decodeSpec(d *document, invalid bool) (*fileSpec, error) {
 	var s fileSpec
-	if err := d.root.Decode(&s); err != nil {
+	decode := func(n *yaml.Node, v any) error {
+		err := n.Decode(v)
+		var te *yaml.TypeError
+		if invalid && errors.As(err, &te) {
+			return nil
+		}
+		return err
+	}
+	if err := decode(d.root, &s); err != nil {
 		return nil, fmt.Errorf("workflows: decode %s: %w", d.file, err)
 	}
 	for _, e := range mapping(&s.State, "/state") {
@@ -216,14 +233,14 @@ func decodeSpec(d *document) (*fileSpec, error) {
 	}
 	for _, e := range mapping(&s.Tools, "/tools") {
 		var t toolSpec
-		if err := e.node.Decode(&t); err != nil {
+		if err := decode(e.node, &t); err != nil {
 			return nil, fmt.Errorf("workflows: decode %s: tools.%s: %w", d.file, e.Name, err)
 		}
 		s.tools = append(s.tools, named[toolSpec]{Name: e.Name, Spec: t, Key: e.Key, Ptr: e.Ptr})
 	}
 	for _, e := range mapping(&s.Nodes, "/nodes") {
 		var n nodeSpec
-		if err := e.node.Decode(&n); err != nil {
+		if err := decode(e.node, &n); err != nil {
 			return nil, fmt.Errorf("workflows: decode %s: nodes.%s: %w", d.file, e.Name, err)
 		}
 		s.nodes = append(s.nodes, named[nodeSpec]{Name: e.Name, Spec: n, Key: e.Key, Ptr: e.Ptr})

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -68,4 +69,60 @@ func TestAToolNodeJournalsItsCallAndReportsIt(t *testing.T) {
 	require.Len(t, saver.recs, 1, "the call is in the node's journal")
 	assert.Contains(t, saver.recs[0].Key, "tool:"+calls[0].ID)
 	assert.Contains(t, string(saver.recs[0].Data), `"text":"DRAFT ABOUT GRAPHS"`)
+}
+
+// echoTool returns its text as it is.
+func echoTool(t *testing.T) *tools.Registry {
+	return textTool(t, "echo", "Returns its text.", func(s string) string { return s })
+}
+
+// TestAToolNodeWritesANumberOnlyWhenItsWholeOutputIsOne: a tool's text is
+// converted, never searched for a number; what does not convert fails the
+// node with the channel and the text.
+func TestAToolNodeWritesANumberOnlyWhenItsWholeOutputIsOne(t *testing.T) {
+	long := "exit code: 0 " + strings.Repeat("x", 100) + " 1"
+	for _, tt := range []struct {
+		kind, text string
+		want       any
+		err        string
+	}{
+		{"number", " 0.75\n", 0.75, ""},
+		{"integer", "3", 3, ""},
+		{"boolean", "true\n", true, ""},
+		{"number", "exit code: 0 then 1", nil, `workflows: node "t": tool echo: the output for channel "out" is not a number: "exit code: 0 then 1"`},
+		{"number", long, nil, `workflows: node "t": tool echo: the output for channel "out" is not a number: "exit code: 0 ` + strings.Repeat("x", 66) + `…"`},
+		{"integer", "2.5", nil, `workflows: node "t": tool echo: the output for channel "out" is not a whole number: "2.5"`},
+		{"boolean", "yes, it passed", nil, `workflows: node "t": tool echo: the output for channel "out" is not true or false: "yes, it passed"`},
+	} {
+		t.Run(tt.kind+" "+tt.text, func(t *testing.T) {
+			src := fmt.Sprintf(`apiVersion: coorflow/v1
+name: tool_number
+input: text
+state:
+  text: {type: string}
+  out: {type: %s}
+tools: {echo: {}}
+nodes:
+  t: {type: tool, tool: echo, args: {text: "state.text"}, output: out}
+edges:
+  - {from: start, to: t}
+  - {from: t, to: end}
+`, tt.kind)
+			f, err := workflows.Parse("tool_number.yaml", []byte(src), workflows.WithTools(echoTool(t)))
+			require.NoError(t, err)
+			r, err := f.Compile(t.Context(), workflows.Env{})
+			require.NoError(t, err)
+			in, err := f.Input(r, "text", tt.text)
+			require.NoError(t, err)
+			_, final, err := runPath(t, r, in)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			v, _ := final.Value("out")
+			assert.EqualValues(t, tt.want, v)
+		})
+	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/metaprompt"
+	"github.com/coorflow/coorflow/workflows"
 )
 
 func (a *app) agents(ctx context.Context, args []string) error {
@@ -153,11 +155,40 @@ func (a *app) editAgent(ctx context.Context, reg *factory.Registry, name, prompt
 				ag.Tools = append(ag.Tools, t)
 			}
 		}
+		if err := checkTools(ctx, reg, ag.Tools); err != nil {
+			return err
+		}
 	}
 	ag, err = reg.Update(ctx, ag)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "updated agent %s (revision %d)\n", ag.Name, ag.Revision)
+	return nil
+}
+
+// checkTools refuses tools an agent cannot be given: known are the
+// built-in tools of workflow files and those the registry's agents have
+// (tools of Go programs and MCP servers, given to agents built with them).
+func checkTools(ctx context.Context, reg *factory.Registry, names []string) error {
+	known := workflows.BuiltinTools()
+	list, err := reg.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ag := range list {
+		for _, t := range ag.Tools {
+			if !slices.Contains(known, t) {
+				known = append(known, t)
+			}
+		}
+	}
+	slices.Sort(known)
+	for _, t := range names {
+		if !slices.Contains(known, t) {
+			return usagef("agents edit --tools: unknown tool %q%s; the known tools are %s (the built-in tools of workflow files, and those of the registry's agents)",
+				t, didYouMean(t, known), strings.Join(known, ", "))
+		}
+	}
 	return nil
 }

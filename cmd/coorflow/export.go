@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/trace"
@@ -55,11 +55,7 @@ func (a *app) export(ctx context.Context, args []string) error {
 	if err := hasTeam(run, src); err != nil {
 		return err
 	}
-	owner := run.Owner
-	if owner == "" || flagSet(fs, "owner") {
-		owner = d.owner
-	}
-	agents, err := planAgents(ctx, factory.NewRegistry(base.store, owner), plan)
+	agents, err := recordedAgents(ctx, traces, run, plan)
 	if err != nil {
 		return err
 	}
@@ -176,22 +172,32 @@ func recordedWorkflow(run trace.RunInfo, given string, toRun bool) (*workflowRef
 	return wf, nil
 }
 
-// planAgents reads the agents the plan's steps name from the registry, in
-// step order.
-func planAgents(ctx context.Context, reg *factory.Registry, plan *plan.Plan) ([]factory.Agent, error) {
+// recordedAgents returns the agents that ran the plan's steps, in step
+// order, as the run used them: from its recording (the agent_created
+// event of an agent it built, the agent_reused event of one it took from
+// the registry), never from the registry, which may have changed since.
+func recordedAgents(ctx context.Context, traces trace.Store, run trace.RunInfo, p *plan.Plan) ([]factory.Agent, error) {
+	events, err := traces.Events(ctx, run.ID, trace.EventQuery{Kinds: []string{agentevent.EventCreated, agentevent.EventReused}})
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]agentevent.Info{}
+	for _, e := range events {
+		var info agentevent.Info
+		if json.Unmarshal(e.Payload, &info) == nil && info.System != "" {
+			used[info.Agent] = info
+		}
+	}
 	var out []factory.Agent
-	for _, s := range plan.Steps {
+	for _, s := range p.Steps {
 		if slices.ContainsFunc(out, func(a factory.Agent) bool { return a.Name == s.AgentName }) {
 			continue
 		}
-		a, err := reg.Get(ctx, s.AgentName)
-		if errors.Is(err, factory.ErrAgentNotFound) {
-			return nil, fmt.Errorf("agent %s, which ran step %s, is no longer in the registry of owner %s (removed since the run?)", s.AgentName, s.ID, reg.Owner())
+		u, ok := used[s.AgentName]
+		if !ok {
+			return nil, usagef("run %s's recording does not say how agent %s, which ran step %s, was defined (a run recorded before coorflow recorded its agents): export a newer run", run.ID, s.AgentName, s.ID)
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
+		out = append(out, factory.Agent{Name: u.Agent, Role: u.Role, Description: u.Summary, Tier: u.Tier, Tools: u.Tools, Prompt: u.System})
 	}
 	return out, nil
 }

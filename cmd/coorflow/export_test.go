@@ -140,3 +140,67 @@ func TestExportSaysWhyARunCannotBeExported(t *testing.T) {
 		})
 	}
 }
+
+// agentJSON reads an agent of the registry through the CLI.
+func agentJSON(t *testing.T, c *cli, name string) map[string]any {
+	t.Helper()
+	code, stdout, stderr := c.run("agents", "show", name, "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var ag map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &ag))
+	return ag
+}
+
+// TestExportWritesTheAgentsAsTheRunUsedThem: agents edited after a run
+// are exported as the run had them, built in it or reused by it.
+func TestExportWritesTheAgentsAsTheRunUsedThem(t *testing.T) {
+	c := newCLI(t)
+	first := recordCoor(t, c)
+	built := agentJSON(t, c, "sqlite_analyst")
+	builtPrompt := built["prompt"].(string)
+	firstLine, _, _ := strings.Cut(strings.TrimSpace(builtPrompt), "\n")
+
+	prompt := filepath.Join(t.TempDir(), "prompt.md")
+	require.NoError(t, os.WriteFile(prompt, []byte("You are the edited analyst: answer in one table.\n"), 0o600))
+	code, _, stderr := c.run("agents", "edit", "sqlite_analyst", "--prompt", "@"+prompt, "--tier", "code")
+	require.Equal(t, exitOK, code, stderr)
+
+	code, exported, stderr := c.run("export", first)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, exported, firstLine, "the prompt the agent was built with")
+	assert.NotContains(t, exported, "the edited analyst", "not the prompt it has now")
+	assert.NotContains(t, exported, "tier: code")
+
+	// A second run reuses the edited agent; a later edit does not change
+	// what it ran with.
+	second := recordCoor(t, c)
+	require.NoError(t, os.WriteFile(prompt, []byte("You are edited twice.\n"), 0o600))
+	code, _, stderr = c.run("agents", "edit", "sqlite_analyst", "--prompt", "@"+prompt, "--tier", "reasoning")
+	require.Equal(t, exitOK, code, stderr)
+	code, exported, stderr = c.run("export", second)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, exported, "You are the edited analyst: answer in one table.", "the prompt the agent was reused with")
+	assert.Contains(t, exported, "tier: code")
+	assert.NotContains(t, exported, "edited twice")
+}
+
+// TestAgentsEditRefusesAToolNobodyKnows: the registry keeps the agent as
+// it was, and export keeps working.
+func TestAgentsEditRefusesAToolNobodyKnows(t *testing.T) {
+	c := newCLI(t)
+	id := recordCoor(t, c)
+	before := agentJSON(t, c, "sqlite_analyst")
+
+	code, stdout, stderr := c.run("agents", "edit", "sqlite_analyst", "--tools", "python,nosuch")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, `coorflow: agents edit --tools: unknown tool "nosuch"; the known tools are ask_human, http_fetch, python, web_search (the built-in tools of workflow files, and those of the registry's agents)`+"\n", stderr)
+	assert.Equal(t, before, agentJSON(t, c, "sqlite_analyst"), "the registry is unchanged")
+
+	code, _, stderr = c.run("agents", "edit", "sqlite_analyst", "--tools", "pyhton")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `unknown tool "pyhton" (did you mean "python"?)`)
+
+	code, _, stderr = c.run("export", id)
+	assert.Equal(t, exitOK, code, stderr)
+}

@@ -554,3 +554,24 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 	_, _, stderr := c.run("serve", "../../examples/embed")
 	assert.Equal(t, "coorflow: ../../examples/embed needs tool lookup_order, function escalate from the Go program that runs it; the coorflow command cannot run it (see examples/embed)\n", stderr)
 }
+
+// TestStreamPrintsTheReportOnce: the report streamed as tokens is not
+// printed again when the run ends.
+func TestStreamPrintsTheReportOnce(t *testing.T) {
+	code, plain, stderr := newCLI(t).run("run", "../../examples/coor", "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	end := strings.LastIndex(plain, "\nthread t-")
+	begin := strings.LastIndex(plain[:end], "s   ✓ ")
+	require.Positive(t, begin)
+	report := strings.TrimSpace(plain[begin+strings.IndexByte(plain[begin:], '\n') : end])
+	require.NotEmpty(t, report)
+
+	code, streamed, stderr := newCLI(t).run("run", "../../examples/coor", "--input", coorInput, "--stream")
+	require.Equal(t, exitOK, code, stderr)
+	lines := strings.Split(report, "\n")
+	for _, line := range []string{lines[0], lines[len(lines)-1]} {
+		require.Equal(t, 1, strings.Count(plain, line), "line %q is the report's own", line)
+		assert.Equal(t, 1, strings.Count(streamed, line), "line %q of the report is printed once", line)
+	}
+	assert.Contains(t, streamed, "(the answer is the text streamed above)")
+}

@@ -48,6 +48,54 @@ type textPrinter struct {
 	built     map[string]bool
 	// tokenPath is the source of the tokens being printed, if any.
 	tokenPath string
+	// streamed is the text printed as tokens, by source, the latest
+	// few and each up to maxStreamedKept bytes: an output that was
+	// printed as it streamed is not printed again at the end.
+	streamed []*streamedText
+}
+
+// streamedText is the text one source streamed.
+type streamedText struct {
+	path string
+	text strings.Builder
+}
+
+// What a textPrinter keeps of streamed text.
+const (
+	maxStreamedKept    = 1 << 20
+	maxStreamedSources = 8
+)
+
+// keep remembers text streamed by path.
+func (p *textPrinter) keep(path, text string) {
+	i := slices.IndexFunc(p.streamed, func(st *streamedText) bool { return st.path == path })
+	if i < 0 {
+		if len(p.streamed) == maxStreamedSources {
+			p.streamed = slices.Delete(p.streamed, 0, 1)
+		}
+		p.streamed = append(p.streamed, &streamedText{path: path})
+		i = len(p.streamed) - 1
+	}
+	if b := &p.streamed[i].text; b.Len()+len(text) <= maxStreamedKept {
+		b.WriteString(text)
+	}
+}
+
+// unstreamed returns what of out was not printed as tokens already: all
+// of it, or what follows a source's streamed text when out begins with
+// it (the reporter adds its references to what it streamed).
+func (p *textPrinter) unstreamed(out string) (string, bool) {
+	best := ""
+	for _, st := range p.streamed {
+		s := strings.TrimSpace(llm.StripThink(st.text.String()))
+		if s != "" && len(s) > len(best) && strings.HasPrefix(out, s) {
+			best = s
+		}
+	}
+	if best == "" {
+		return out, false
+	}
+	return strings.TrimSpace(out[len(best):]), true
 }
 
 func newTextPrinter(r *runner) *textPrinter {
@@ -169,6 +217,7 @@ func (p *textPrinter) custom(ev graph.Event) {
 			p.tokenPath = ev.Path
 		}
 		fmt.Fprint(p.w, string(d))
+		p.keep(ev.Path, string(d))
 	}
 }
 
@@ -375,7 +424,16 @@ func (p *textPrinter) done(s graph.State) {
 	p.endTokens()
 	out := p.r.wf.file.OutputChannel()
 	if v, ok := s.Value(out); ok {
-		fmt.Fprintf(p.w, "\n%s\n", strings.TrimSpace(render(v)))
+		text, streamed := p.unstreamed(strings.TrimSpace(render(v)))
+		if text != "" {
+			fmt.Fprintf(p.w, "\n%s\n", text)
+		}
+		switch {
+		case streamed && text != "":
+			fmt.Fprintf(p.w, "\n(the %s is the text streamed above, with what follows it)\n", out)
+		case streamed:
+			fmt.Fprintf(p.w, "\n(the %s is the text streamed above)\n", out)
+		}
 	} else {
 		fmt.Fprintf(p.w, "\n(the run wrote nothing to %s)\n", out)
 	}

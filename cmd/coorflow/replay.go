@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/coorflow/coorflow/agentevent"
 	cmemory "github.com/coorflow/coorflow/checkpoint/memory"
@@ -151,7 +152,7 @@ func notReplayable(ctx context.Context, traces trace.Store, run trace.RunInfo) e
 // the cassette with the profiles the run had, and fresh in-memory stores,
 // so that the agents the run built are built again from the recording.
 // The agents it reused from the registry (not built in it) are copied in
-// as the registry holds them now.
+// as it recorded them.
 func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *trace.Cassette, overrides map[llm.Tier]string, demo bool) (*graph.Runnable, error) {
 	ms, err := src.file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: demo})
 	if err != nil {
@@ -180,20 +181,33 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 }
 
 // seedReused copies into to the agents that the recorded run used but did
-// not build (reused from the registry), as from holds them now; built-in
-// agents that nobody edited are there already.
+// not build (reused from the registry): as the recording's agent_reused
+// events have them, or, for a run recorded before those, as from holds
+// them now; built-in agents that nobody edited are there already.
 func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Registry) error {
 	built, used := map[string]bool{}, map[string]bool{}
+	reused := map[string]agentevent.Info{}
 	for _, e := range rec.Events {
 		switch e.Kind {
 		case agentevent.EventCreated:
 			built[e.Agent] = true
 		case agentevent.EventStart:
 			used[e.Agent] = true
+		case agentevent.EventReused:
+			var info agentevent.Info
+			if json.Unmarshal(e.Payload, &info) == nil && info.System != "" {
+				reused[info.Agent] = info
+			}
 		}
 	}
 	for name := range used {
 		if built[name] || name == "" {
+			continue
+		}
+		if info, ok := reused[name]; ok {
+			if err := seedRecorded(ctx, to, info); err != nil {
+				return err
+			}
 			continue
 		}
 		a, err := from.Get(ctx, name)
@@ -208,6 +222,27 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 		}
 	}
 	return nil
+}
+
+// seedRecorded puts into to an agent as a recording has it: added, or
+// in place of the built-in agent of that name unless the same.
+func seedRecorded(ctx context.Context, to *factory.Registry, info agentevent.Info) error {
+	a, err := to.Get(ctx, info.Agent)
+	switch {
+	case errors.Is(err, factory.ErrAgentNotFound):
+		a = factory.Agent{Name: info.Agent}
+	case err != nil:
+		return err
+	case a.Prompt == info.System && a.Tier == info.Tier && slices.Equal(a.Tools, info.Tools):
+		return nil
+	}
+	a.Role, a.Description, a.Tier, a.Tools, a.Prompt, a.PromptPinned = info.Role, info.Summary, info.Tier, info.Tools, info.System, true
+	if errors.Is(err, factory.ErrAgentNotFound) {
+		_, err = to.Add(ctx, a)
+	} else {
+		_, err = to.Update(ctx, a)
+	}
+	return err
 }
 
 // ranOnDemo reports whether the recorded run's model calls were answered

@@ -55,8 +55,14 @@ func TestReplayReproducesARecordedRunOfflineWithoutDivergence(t *testing.T) {
 	assert.Equal(t, trace.StatusDone, rep.Status)
 
 	// A second run reuses the agents the first built: its replay takes
-	// them from the registry.
+	// them from the recording, whatever the registry holds since.
 	again := recordCoor(t, c)
+	code, _, stderr = c.run("agents", "edit", "sqlite_analyst", "--description", "Edited after the run.", "--tier", "code")
+	require.Equal(t, exitOK, code, stderr)
+	prompt := filepath.Join(t.TempDir(), "prompt.md")
+	require.NoError(t, os.WriteFile(prompt, []byte("You are edited after the run.\n"), 0o600))
+	code, _, stderr = c.run("agents", "edit", "postgres_analyst", "--prompt", "@"+prompt)
+	require.Equal(t, exitOK, code, stderr)
 	code, stdout, stderr = c.run("replay", again)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "replay of run "+again+": done (recorded done), 6 of 6 model calls answered from the recording; no divergence\n", stdout)
