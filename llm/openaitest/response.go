@@ -61,6 +61,7 @@ type Usage struct {
 	PromptTokens     int // prompt_tokens
 	CompletionTokens int // completion_tokens; total_tokens is the sum
 	ReasoningTokens  int // completion_tokens_details.reasoning_tokens
+	CachedTokens     int // prompt_tokens_details.cached_tokens: the part of PromptTokens read from the prompt cache
 }
 
 // ErrorBody is an error in OpenAI's format:

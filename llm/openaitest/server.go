@@ -173,6 +173,7 @@ func usage(req ChatRequest, r Response) map[string]any {
 		"completion_tokens":         u.CompletionTokens,
 		"total_tokens":              u.PromptTokens + u.CompletionTokens,
 		"completion_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
+		"prompt_tokens_details":     map[string]any{"cached_tokens": u.CachedTokens},
 	}
 }
 

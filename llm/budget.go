@@ -1,0 +1,351 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Spend sums model calls: their tokens and what they cost. Replayed calls
+// (answered from the journal) and failed calls cost nothing and are not
+// counted.
+type Spend struct {
+	Calls            int `json:"calls"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens"`
+	ReasoningTokens  int `json:"reasoning_tokens"`
+	// EstimatedCalls counts the calls whose usage was estimated.
+	EstimatedCalls int `json:"estimated_calls,omitempty"`
+	// CostUSD is what the priced calls cost, in US dollars.
+	CostUSD float64 `json:"cost_usd"`
+	// UnpricedCalls counts the calls of models without a price: CostUSD
+	// leaves them out, so the cost is unknown when it is not 0.
+	UnpricedCalls int `json:"unpriced_calls,omitempty"`
+	// UnpricedModels names those models.
+	UnpricedModels []string `json:"unpriced_models,omitempty"`
+}
+
+// Add counts a model call.
+func (s *Spend) Add(c ModelCall) {
+	if c.Replayed || c.Err != "" {
+		return
+	}
+	s.Calls++
+	s.PromptTokens += c.PromptTokens
+	s.CachedTokens += c.CachedTokens
+	s.CacheWriteTokens += c.CacheWriteTokens
+	s.CompletionTokens += c.CompletionTokens
+	s.ReasoningTokens += c.ReasoningTokens
+	if c.Estimated {
+		s.EstimatedCalls++
+	}
+	if c.CostUSD != nil {
+		s.CostUSD += *c.CostUSD
+		return
+	}
+	s.UnpricedCalls++
+	s.addUnpriced(c.Model)
+}
+
+func (s *Spend) addUnpriced(models ...string) {
+	for _, m := range models {
+		if m == "" {
+			m = "(unnamed model)"
+		}
+		if len(s.UnpricedModels) < 10 && !slices.Contains(s.UnpricedModels, m) {
+			s.UnpricedModels = append(s.UnpricedModels, m)
+		}
+	}
+}
+
+// Merge adds the calls counted in o.
+func (s *Spend) Merge(o Spend) {
+	s.Calls += o.Calls
+	s.PromptTokens += o.PromptTokens
+	s.CachedTokens += o.CachedTokens
+	s.CacheWriteTokens += o.CacheWriteTokens
+	s.CompletionTokens += o.CompletionTokens
+	s.ReasoningTokens += o.ReasoningTokens
+	s.EstimatedCalls += o.EstimatedCalls
+	s.CostUSD += o.CostUSD
+	s.UnpricedCalls += o.UnpricedCalls
+	s.addUnpriced(o.UnpricedModels...)
+}
+
+// Tokens is PromptTokens plus CompletionTokens.
+func (s Spend) Tokens() int { return s.PromptTokens + s.CompletionTokens }
+
+// String says it in one line: "3 calls, 1234 tokens (in 1000 of which
+// 200 cached, out 234 of which 50 reasoning), $0.0123", with "cost
+// unknown for gpt-x" or "estimated" where that is so.
+func (s Spend) String() string {
+	if s.Calls == 0 {
+		return "no model calls"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d calls, %d tokens (in %d", s.Calls, s.Tokens(), s.PromptTokens)
+	if s.CachedTokens > 0 {
+		fmt.Fprintf(&b, " of which %d cached", s.CachedTokens)
+	}
+	fmt.Fprintf(&b, ", out %d", s.CompletionTokens)
+	if s.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, " of which %d reasoning", s.ReasoningTokens)
+	}
+	b.WriteString(")")
+	if s.EstimatedCalls > 0 {
+		fmt.Fprintf(&b, ", %d estimated", s.EstimatedCalls)
+	}
+	switch {
+	case s.UnpricedCalls == s.Calls:
+		fmt.Fprintf(&b, ", cost unknown (no price for %s)", strings.Join(s.UnpricedModels, ", "))
+	case s.UnpricedCalls > 0:
+		fmt.Fprintf(&b, ", %s + unknown (%d calls of %s have no price)", USD(s.CostUSD), s.UnpricedCalls, strings.Join(s.UnpricedModels, ", "))
+	default:
+		fmt.Fprintf(&b, ", %s", USD(s.CostUSD))
+	}
+	return b.String()
+}
+
+// USD formats dollars with four decimals: "$0.0123".
+func USD(v float64) string { return fmt.Sprintf("$%.4f", v) }
+
+// Budget limits what model calls may spend. Zero fields set no limit.
+type Budget struct {
+	// Tokens caps prompt plus completion tokens.
+	Tokens int `json:"tokens,omitempty"`
+	// USD caps the cost in US dollars; it needs every model priced.
+	USD float64 `json:"usd,omitempty"`
+	// Ask pauses the run with a question (graph.Interrupt) when the
+	// budget would be exceeded, instead of stopping it.
+	Ask bool `json:"ask,omitempty"`
+}
+
+// IsZero reports whether b sets no limit.
+func (b Budget) IsZero() bool { return b.Tokens <= 0 && b.USD <= 0 }
+
+// String says it: "1000 tokens and $0.5000".
+func (b Budget) String() string {
+	var parts []string
+	if b.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.Tokens))
+	}
+	if b.USD > 0 {
+		parts = append(parts, USD(b.USD))
+	}
+	if len(parts) == 0 {
+		return "no limit"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// The scopes of a budget (BudgetError.Scope).
+const (
+	ScopeRun   = "run"
+	ScopeOwner = "owner"
+)
+
+var (
+	// ErrBudgetExceeded: a model call would have exceeded a budget; it was
+	// not made. The error is a *BudgetError.
+	ErrBudgetExceeded = errors.New("llm: budget exceeded")
+	// ErrUnpriced: a budget in dollars cannot be kept because a model
+	// has no price.
+	ErrUnpriced = errors.New("llm: model has no price")
+)
+
+// BudgetError says which budget a model call would have exceeded: the
+// call was not made.
+type BudgetError struct {
+	// Scope is ScopeRun or ScopeOwner.
+	Scope string
+	// Limit is the budget; Spent what was spent against it before the
+	// call.
+	Limit Budget
+	Spent Spend
+	// Next is the estimated prompt tokens of the call not made, NextUSD
+	// their estimated cost.
+	Next    int
+	NextUSD float64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("llm: %s budget exceeded: spent %d tokens and %s of %s; the next model call (about %d prompt tokens) was not made",
+		e.Scope, e.Spent.Tokens(), USD(e.Spent.CostUSD), e.Limit, e.Next)
+}
+
+// Unwrap makes errors.Is(err, ErrBudgetExceeded) true.
+func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
+
+// BudgetQuestion is the payload of the interrupt a run asks when its
+// budget says Ask. Answer with a Budget object ({"tokens": N, "usd": X})
+// to go on under new limits, "yes" to go on without a limit for the
+// rest of the run, or "no" to stop.
+type BudgetQuestion struct {
+	Question string `json:"question"`
+	Scope    string `json:"scope"`
+	Limit    Budget `json:"limit"`
+	Spent    Spend  `json:"spent"`
+	Next     int    `json:"next_prompt_tokens"`
+}
+
+// Meter counts what the model calls of a run spend and keeps them within
+// its budget and its parent's (an owner's meter shared by the owner's
+// runs). Put it in the run's context with WithMeter; Observe then checks
+// it before each model call and adds the call after. It is safe for
+// concurrent use.
+type Meter struct {
+	scope  string
+	parent *Meter
+
+	mu     sync.Mutex
+	budget Budget
+	spent  Spend
+}
+
+// NewMeter returns a meter of scope (ScopeRun, ScopeOwner) with budget b,
+// starting from spent (what earlier runs spent against the same budget),
+// under parent (nil for none).
+func NewMeter(scope string, b Budget, spent Spend, parent *Meter) *Meter {
+	return &Meter{scope: scope, budget: b, spent: spent, parent: parent}
+}
+
+// Spent returns what was spent against the meter's budget.
+func (m *Meter) Spent() Spend {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.spent
+}
+
+// Budget returns the meter's budget.
+func (m *Meter) Budget() Budget {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.budget
+}
+
+// SetBudget replaces the meter's budget, to raise it.
+func (m *Meter) SetBudget(b Budget) {
+	m.mu.Lock()
+	m.budget = b
+	m.mu.Unlock()
+}
+
+// Add counts a call in the meter and its parents.
+func (m *Meter) Add(c ModelCall) {
+	for ; m != nil; m = m.parent {
+		m.mu.Lock()
+		m.spent.Add(c)
+		m.mu.Unlock()
+	}
+}
+
+// check returns the first budget, from m up, that a call of about next
+// prompt tokens costing about nextUSD (priced false: unknown) would
+// exceed.
+func (m *Meter) check(model string, next int, nextUSD float64, priced bool) (*Meter, error) {
+	for ; m != nil; m = m.parent {
+		m.mu.Lock()
+		b, s := m.budget, m.spent
+		m.mu.Unlock()
+		if b.USD > 0 && (!priced || s.UnpricedCalls > 0) {
+			if model == "" {
+				model = "(unnamed model)"
+			}
+			return m, fmt.Errorf("%w: the %s budget of %s cannot be kept: model %s has no price; give its price in the workflow file (models.TIER.price: input, cached_input, output in dollars per million tokens) or set a budget in tokens",
+				ErrUnpriced, m.scope, USD(b.USD), model)
+		}
+		if (b.Tokens > 0 && s.Tokens()+next > b.Tokens) || (b.USD > 0 && s.CostUSD+nextUSD > b.USD) {
+			return m, &BudgetError{Scope: m.scope, Limit: b, Spent: s, Next: next, NextUSD: nextUSD}
+		}
+	}
+	return nil, nil
+}
+
+// admit lets a model call of about next prompt tokens go ahead, or asks
+// (a run budget that says Ask) or refuses with a *BudgetError.
+func (m *Meter) admit(ctx context.Context, model string, next int, nextUSD float64, priced bool) error {
+	over, err := m.check(model, next, nextUSD, priced)
+	var be *BudgetError
+	if err == nil || !errors.As(err, &be) || !over.Budget().Ask {
+		return err
+	}
+	answer, ierr := graph.Interrupt(ctx, BudgetQuestion{
+		Question: fmt.Sprintf("The %s budget of %s would be exceeded: %d tokens and %s spent, the next model call needs about %d prompt tokens. "+
+			`Go on? Answer {"tokens": N, "usd": X} for a new budget, "yes" for no limit, "no" to stop.`,
+			be.Scope, be.Limit, be.Spent.Tokens(), USD(be.Spent.CostUSD), next),
+		Scope: be.Scope, Limit: be.Limit, Spent: be.Spent, Next: next,
+	})
+	if ierr != nil {
+		return ierr
+	}
+	switch a := answer.(type) {
+	case map[string]any:
+		b := Budget{Ask: true}
+		if v, ok := a["tokens"].(float64); ok {
+			b.Tokens = int(v)
+		}
+		if v, ok := a["usd"].(float64); ok {
+			b.USD = v
+		}
+		over.SetBudget(b)
+	case bool:
+		if !a {
+			return err
+		}
+		over.SetBudget(Budget{})
+	case string:
+		switch strings.ToLower(strings.TrimSpace(a)) {
+		case "yes", "y", "ok", "continue", "go on":
+			over.SetBudget(Budget{})
+		default:
+			return err
+		}
+	default:
+		return err
+	}
+	_, err = m.check(model, next, nextUSD, priced)
+	return err
+}
+
+type meterKey struct{}
+
+// WithMeter returns ctx carrying m: the model calls Observe makes under
+// it are counted and kept within its budget.
+func WithMeter(ctx context.Context, m *Meter) context.Context {
+	return context.WithValue(ctx, meterKey{}, m)
+}
+
+// MeterFrom returns the meter ctx carries, or nil.
+func MeterFrom(ctx context.Context) *Meter {
+	m, _ := ctx.Value(meterKey{}).(*Meter)
+	return m
+}
+
+// priceOf returns the price of the model info names: its own, else the
+// built-in one; false when it has none.
+func priceOf(info ModelInfo) (Price, bool) {
+	if info.Price != nil {
+		return *info.Price, true
+	}
+	return LookupPrice(info.Provider, info.Model)
+}
+
+// admitCall checks the meter of ctx, if any, before a call of msgs.
+func admitCall(ctx context.Context, info ModelInfo, msgs []llms.MessageContent) error {
+	m := MeterFrom(ctx)
+	if m == nil {
+		return nil
+	}
+	p, priced := priceOf(info)
+	next := EstimateMessages(msgs)
+	return m.admit(ctx, info.Model, next, float64(next)*p.Input/1e6, priced)
+}
