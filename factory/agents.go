@@ -136,7 +136,7 @@ func (t *teamRun) agent(a Agent, viewer store.Viewer) (*react.Agent, error) {
 	profile := t.cfg.Models.Profile(tier)
 	cfg := react.Config{
 		Name: a.Name, Model: model, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: t.cfg.MaxTurns,
-		Info: llm.ModelInfo{Tier: string(tier), Model: profile.Model},
+		Info: profile.Info(tier),
 	}
 	if t.board != nil && !t.cfg.NoWindow {
 		if err := t.window(&cfg, a, viewer, profile); err != nil {

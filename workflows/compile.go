@@ -201,7 +201,7 @@ func (b *build) model(n *fileNode) (llms.Model, llm.ModelInfo, error) {
 	if err != nil {
 		return nil, llm.ModelInfo{}, fmt.Errorf("workflows: node %q: tier %s: %w", n.Name, tier, err)
 	}
-	return m, llm.ModelInfo{Tier: string(tier), Model: b.env.Models.Profile(tier).Model}, nil
+	return m, b.env.Models.Profile(tier).Info(tier), nil
 }
 
 // nodeOptions are the retry policy and timeout of a node.
