@@ -178,7 +178,7 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("llm: %s budget exceeded: spent %d tokens and %s of %s; the next model call (about %d prompt tokens) was not made",
+	return fmt.Sprintf("llm: %s budget exceeded: %d tokens and %s spent of a budget of %s; the next model call (about %d prompt tokens) was not made",
 		e.Scope, e.Spent.Tokens(), USD(e.Spent.CostUSD), e.Limit, e.Next)
 }
 

@@ -27,23 +27,23 @@ func RunSpend(ctx context.Context, s Store, id string) (llm.Spend, error) {
 }
 
 // SpendOf sums the model calls of the runs q selects (its Limit
-// ignored): a thread's (Owner and Thread) or an owner's (Owner). Pruned
-// runs no longer count.
-func SpendOf(ctx context.Context, s Store, q RunQuery) (llm.Spend, error) {
+// ignored): a thread's (Owner and Thread) or an owner's (Owner). It
+// returns how many runs it summed. Pruned runs no longer count.
+func SpendOf(ctx context.Context, s Store, q RunQuery) (llm.Spend, int, error) {
 	q.Limit = maxSpendRuns
 	runs, err := s.Runs(ctx, q)
 	if err != nil {
-		return llm.Spend{}, err
+		return llm.Spend{}, 0, err
 	}
 	var sp llm.Spend
 	for _, r := range runs {
 		rs, err := RunSpend(ctx, s, r.ID)
 		if err != nil {
-			return llm.Spend{}, err
+			return llm.Spend{}, 0, err
 		}
 		sp.Merge(rs)
 	}
-	return sp, nil
+	return sp, len(runs), nil
 }
 
 // TurnSpend sums what the latest turn of a thread spent: its runs from

@@ -74,11 +74,12 @@ func TestTurnAndOwnerSpend(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 900, turn.Tokens(), "r2, r3 and r4: the turn since the last input")
 
-	thread, err := trace.SpendOf(ctx, s, trace.RunQuery{Owner: "ann", Thread: "t1"})
+	thread, n, err := trace.SpendOf(ctx, s, trace.RunQuery{Owner: "ann", Thread: "t1"})
 	require.NoError(t, err)
+	assert.Equal(t, 4, n)
 	assert.Equal(t, 1000, thread.Tokens())
 
-	owner, err := trace.SpendOf(ctx, s, trace.RunQuery{Owner: "ann"})
+	owner, _, err := trace.SpendOf(ctx, s, trace.RunQuery{Owner: "ann"})
 	require.NoError(t, err)
 	assert.Equal(t, 2000, owner.Tokens())
 	assert.InDelta(t, 2.0, owner.CostUSD, 1e-9)

@@ -69,7 +69,7 @@ func TestBudgetStopsBeforeTheNextCall(t *testing.T) {
 	assert.Equal(t, llm.ScopeRun, be.Scope)
 	assert.Equal(t, 1200, be.Spent.Tokens())
 	assert.Equal(t, 1100, be.Limit.Tokens)
-	assert.Contains(t, err.Error(), "llm: run budget exceeded: spent 1200 tokens")
+	assert.ErrorContains(t, err, "llm: run budget exceeded: 1200 tokens and $0.0003 spent of a budget of 1100 tokens; the next model call (about 9 prompt tokens) was not made")
 	assert.Len(t, srv.Requests(), 1, "the call over budget never reached the server")
 	assert.Equal(t, 1, meter.Spent().Calls)
 }
