@@ -227,6 +227,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		if mc.Provider != p {
 			mc.BaseURL, mc.APIKeyEnv = "", ""
 		}
+		if mc.Provider != p || mc.Model != model {
+			mc.Price = nil // the price was another model's
+		}
 		mc.Provider, mc.Model = p, model
 		c.Models[TierBasic] = mc
 	}

@@ -124,6 +124,9 @@ func (f *File) modelConfig(opts ModelOptions) (llm.Config, error) {
 		if mc.Provider != p {
 			mc.BaseURL, mc.APIKeyEnv = "", ""
 		}
+		if mc.Provider != p || mc.Model != model {
+			mc.Price = nil // the price was another model's
+		}
 		mc.Provider, mc.Model = p, model
 		cfg.Models[tier] = mc
 	}
