@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/openaitest"
+	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -117,4 +121,54 @@ func TestADollarBudgetNeedsAPricedModel(t *testing.T) {
 		"give its price in the workflow file (models.TIER.price: input, cached_input, output in dollars per million tokens) or set a budget in tokens")
 	assert.Contains(t, stderr, "once the model has a price, continue it with: coorflow run ../../examples/budget --thread b3")
 	assert.Empty(t, srv.Requests())
+}
+
+// post sends POST path with a bearer token and a JSON body.
+func (s *served) post(path, token, body string) (int, string) {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(s.t.Context(), "POST", s.addr+path, strings.NewReader(body))
+	require.NoError(s.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeKeepsOwnerAndWorkflowBudgets: coorflow serve takes the run
+// budget from the workflow file and an owner budget from its flags; over
+// the OpenAI wire protocol, the owner's budget stops a run and then
+// refuses the owner's next one, and GET /v1/usage says what was spent.
+func TestServeKeepsOwnerAndWorkflowBudgets(t *testing.T) {
+	srv := budgetServer(t)
+	c := newCLI(t)
+	c.env = map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.BaseURL(), "COORFLOW_TOKENS": "tok=alice"}
+	s := c.serve(budgetExample, "--owner-budget-tokens", "1100")
+
+	code, body := s.post("/v1/threads", "tok", `{"workflow": "budget", "thread_id": "t1"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = s.post("/v1/threads/t1/runs/wait", "tok", `{"input": {"topic": "caching"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var ru server.Run
+	require.NoError(t, json.Unmarshal([]byte(body), &ru), body)
+	require.NotNil(t, ru.Error, body)
+	assert.Equal(t, server.CodeBudgetExceeded, ru.Error.Code)
+	assert.Contains(t, ru.Error.Message, "llm: owner budget exceeded: 1200 tokens and $0.0002 spent of a budget of 1100 tokens")
+	assert.Equal(t, &llm.Budget{Tokens: 20000, USD: 0.05}, ru.Budget, "the file's run budget")
+	assert.Len(t, srv.Requests(), 1)
+
+	code, body = s.post("/v1/threads/t1/runs/wait", "tok", `{}`)
+	assert.Equal(t, http.StatusPaymentRequired, code)
+	assert.Contains(t, body, `owner \"alice\" has spent its budget of 1100 tokens (1200 tokens, $0.0002)`)
+
+	code, body = s.get("/v1/usage", "tok")
+	require.Equal(t, http.StatusOK, code)
+	var u server.Usage
+	require.NoError(t, json.Unmarshal([]byte(body), &u), body)
+	assert.Equal(t, 1200, u.Usage.Tokens())
+	assert.Equal(t, &llm.Budget{Tokens: 1100}, u.Budget)
+	code, stderr := s.stop()
+	assert.Equal(t, exitOK, code, stderr)
 }
