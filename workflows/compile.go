@@ -257,7 +257,8 @@ func (b *build) checked(name string, fn graph.NodeFunc) graph.NodeFunc {
 
 // metaprompt returns the meta-prompt stage over the team's model.
 func (b *build) expander(model llms.Model, info llm.ModelInfo) (*metaprompt.Expander, error) {
-	return metaprompt.New(metaprompt.Config{Model: model, ModelName: info.Model, Tier: info.Tier, Cache: b.env.Store, Owner: b.env.Owner})
+	return metaprompt.New(metaprompt.Config{Model: model, ModelName: info.Model, Tier: info.Tier, Provider: info.Provider, Price: info.Price,
+		Cache: b.env.Store, Owner: b.env.Owner})
 }
 
 // errNoReply is a model reply without a choice.
