@@ -95,7 +95,7 @@ type Config struct {
 	// Budgets are the run budgets of the workflows, by name (a workflow
 	// file's settings.budget); a request's "budget" replaces its run's.
 	// A run that continues or resumes a thread counts what the thread's
-	// turn spent, which needs the Recorder.
+	// turn spent as the Recorder has it (nothing without one).
 	Budgets map[string]llm.Budget
 	// OwnerBudget is what each owner's runs may spend together, counted
 	// over the owner's recorded runs (pruning forgets them);
