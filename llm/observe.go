@@ -146,7 +146,7 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		CompletionTokens: rec.CompletionTokens, ReasoningTokens: rec.ReasoningTokens, Estimated: rec.Estimated,
 		Duration: time.Since(start), Replayed: err == nil && !live,
 	}
-	if p, ok := priceOf(o.info); ok {
+	if p, ok := priceOf(o.info); ok && err == nil {
 		cost := p.Cost(rec.TokenUsage)
 		call.CostUSD = &cost
 	}
