@@ -80,9 +80,9 @@ type Observer struct {
 type runSpans struct {
 	spend llm.Spend
 	span  trace.Span
-	ctx  context.Context
-	step trace.Span
-	sctx context.Context
+	ctx   context.Context
+	step  trace.Span
+	sctx  context.Context
 }
 
 type toolKey struct{ path, id string }
