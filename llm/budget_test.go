@@ -48,9 +48,9 @@ func TestSpendString(t *testing.T) {
 	s.Add(llm.ModelCall{Model: "gpt-4o", PromptTokens: 100, CachedTokens: 40, CompletionTokens: 10, CostUSD: &one})
 	s.Add(llm.ModelCall{Model: "gpt-4o", PromptTokens: 100, Replayed: true, CostUSD: &one})
 	s.Add(llm.ModelCall{Model: "gpt-4o", Err: "boom"})
-	assert.Equal(t, "1 calls, 110 tokens (in 100 of which 40 cached, out 10), $0.5000", s.String(), "replayed and failed calls cost nothing")
+	assert.Equal(t, "1 call, 110 tokens (in 100 of which 40 cached, out 10), $0.5000", s.String(), "replayed and failed calls cost nothing")
 	s.Add(llm.ModelCall{Model: "my-model", PromptTokens: 5, CompletionTokens: 5, Estimated: true})
-	assert.Equal(t, "2 calls, 120 tokens (in 105 of which 40 cached, out 15), 1 estimated, $0.5000 + unknown (1 calls of my-model have no price)", s.String())
+	assert.Equal(t, "2 calls, 120 tokens (in 105 of which 40 cached, out 15), 1 estimated, $0.5000 + unknown (1 call of my-model without a price)", s.String())
 }
 
 func TestReadUsageEstimatesWhatIsNotReported(t *testing.T) {

@@ -78,14 +78,14 @@ func (s *Spend) Merge(o Spend) {
 func (s Spend) Tokens() int { return s.PromptTokens + s.CompletionTokens }
 
 // String says it in one line: "3 calls, 1234 tokens (in 1000 of which
-// 200 cached, out 234 of which 50 reasoning), $0.0123", with "cost
-// unknown for gpt-x" or "estimated" where that is so.
+// 200 cached, out 234 of which 50 reasoning), $0.0123", saying which
+// calls were estimated and which models have no price.
 func (s Spend) String() string {
 	if s.Calls == 0 {
 		return "no model calls"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d calls, %d tokens (in %d", s.Calls, s.Tokens(), s.PromptTokens)
+	fmt.Fprintf(&b, "%s, %d tokens (in %d", calls(s.Calls), s.Tokens(), s.PromptTokens)
 	if s.CachedTokens > 0 {
 		fmt.Fprintf(&b, " of which %d cached", s.CachedTokens)
 	}
@@ -101,11 +101,19 @@ func (s Spend) String() string {
 	case s.UnpricedCalls == s.Calls:
 		fmt.Fprintf(&b, ", cost unknown (no price for %s)", strings.Join(s.UnpricedModels, ", "))
 	case s.UnpricedCalls > 0:
-		fmt.Fprintf(&b, ", %s + unknown (%d calls of %s have no price)", USD(s.CostUSD), s.UnpricedCalls, strings.Join(s.UnpricedModels, ", "))
+		fmt.Fprintf(&b, ", %s + unknown (%s of %s without a price)", USD(s.CostUSD), calls(s.UnpricedCalls), strings.Join(s.UnpricedModels, ", "))
 	default:
 		fmt.Fprintf(&b, ", %s", USD(s.CostUSD))
 	}
 	return b.String()
+}
+
+// calls says "1 call" or "n calls".
+func calls(n int) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return fmt.Sprintf("%d calls", n)
 }
 
 // USD formats dollars with four decimals: "$0.0123".

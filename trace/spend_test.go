@@ -46,7 +46,7 @@ func TestTimelineSumsUsage(t *testing.T) {
 	assert.Equal(t, 2, tl.Usage.ReasoningTokens)
 	assert.Equal(t, 1, tl.Usage.EstimatedCalls)
 	assert.InDelta(t, 0.03, tl.Usage.CostUSD, 1e-12)
-	assert.Contains(t, tl.Usage.String(), "$0.0300 + unknown (1 calls of mystery have no price)")
+	assert.Contains(t, tl.Usage.String(), "$0.0300 + unknown (1 call of mystery without a price)")
 }
 
 // TestTurnAndOwnerSpend: a thread's turn counts its runs back to the

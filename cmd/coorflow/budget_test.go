@@ -49,7 +49,7 @@ func TestABudgetStopsTheRunAndARaisedBudgetContinuesIt(t *testing.T) {
 		"llm: run budget exceeded: 1200 tokens and $0.0002 spent of a budget of 1100 tokens and $0.0500; the next model call")
 	assert.Contains(t, stderr, "the thread keeps every finished step: continue it with a raised budget: coorflow run ../../examples/budget --thread b1 --budget-tokens 2200")
 	// 200 fresh input tokens at $0.15, 800 cached at $0.075, 200 output at $0.60 per million: $0.00021.
-	assert.Contains(t, stdout, "usage: 1 calls, 1200 tokens (in 1000 of which 800 cached, out 200), $0.0002")
+	assert.Contains(t, stdout, "usage: 1 call, 1200 tokens (in 1000 of which 800 cached, out 200), $0.0002")
 	assert.Len(t, srv.Requests(), 1, "the call over budget was not made")
 
 	code, _, stderr = c.run("run", budgetExample, "--thread", "b1", "--budget-tokens", "1100")
@@ -60,7 +60,7 @@ func TestABudgetStopsTheRunAndARaisedBudgetContinuesIt(t *testing.T) {
 	code, stdout, stderr = c.run("run", budgetExample, "--thread", "b1", "--budget-tokens", "2200")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "A fair critique.")
-	assert.Contains(t, stdout, "usage: 1 calls, 350 tokens (in 300, out 50), $0.0001")
+	assert.Contains(t, stdout, "usage: 1 call, 350 tokens (in 300, out 50), $0.0001")
 	assert.Len(t, srv.Requests(), 2, "the draft was not asked for again")
 
 	code, stdout, _ = c.run("runs", "usage", "--thread", "b1")
@@ -71,7 +71,7 @@ func TestABudgetStopsTheRunAndARaisedBudgetContinuesIt(t *testing.T) {
 	require.Len(t, runs, 3)
 	code, stdout, _ = c.run("runs", "show", runs[2].ID)
 	require.Equal(t, exitOK, code)
-	assert.Contains(t, stdout, "usage       1 calls, 1200 tokens (in 1000 of which 800 cached, out 200), $0.0002")
+	assert.Contains(t, stdout, "usage       1 call, 1200 tokens (in 1000 of which 800 cached, out 200), $0.0002")
 	assert.Contains(t, stdout, "1 model call, 1200 tokens, $0.0002")
 	code, stdout, _ = c.run("runs", "show", runs[0].ID, "--json")
 	require.Equal(t, exitOK, code)
