@@ -142,7 +142,7 @@ func (t *teamRun) agent(a Agent, viewer store.Viewer) (*react.Agent, error) {
 	profile := t.cfg.Models.Profile(tier)
 	cfg := react.Config{
 		Name: a.Name, Model: model, SystemPrompt: a.Prompt, Tools: reg, MaxTurns: t.cfg.MaxTurns,
-		Info: llm.ModelInfo{Tier: string(tier), Model: profile.Model},
+		Info: profile.Info(tier),
 	}
 	if err := giveSkills(&cfg, t.cfg.Skills, a); err != nil {
 		return nil, err

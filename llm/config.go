@@ -100,6 +100,9 @@ type ModelConfig struct {
 	// MaxInputTokens overrides the model's input window from the table of
 	// known models (see MaxInputTokens); 0 means use the table.
 	MaxInputTokens int `yaml:"max_input_tokens,omitempty"`
+	// Price overrides the model's price from the table of known models
+	// (see LookupPrice); nil means use the table.
+	Price *Price `yaml:"price,omitempty"`
 }
 
 // Config maps tiers to models. The basic tier is required; the other
@@ -337,8 +340,9 @@ func (c *Config) choose(t Tier, spec, origin string) error {
 	if mc.Provider != p {
 		mc.BaseURL, mc.APIKeyEnv = "", ""
 	}
-	if had && mc.Model != model {
+	if had && (mc.Model != model || mc.Provider != p) {
 		mc.MaxInputTokens = 0 // the file's window was the file's model's
+		mc.Price = nil        // and so was its price
 	}
 	mc.Provider, mc.Model = p, model
 	c.Models[t] = mc
@@ -381,6 +385,8 @@ func (c Config) Validate() error {
 		case mc.Provider == ProviderOllama && mc.APIKeyEnv != "":
 			return c.errorf(t, "api_key_env", ErrInvalidConfig,
 				"provider ollama takes no API key; remove api_key_env")
+		case mc.Price != nil && mc.Price.Validate() != nil:
+			return c.errorf(t, "price", ErrInvalidConfig, "a price cannot be negative (dollars per million tokens)")
 		}
 	}
 	return nil

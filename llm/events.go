@@ -24,11 +24,23 @@ type ModelCall struct {
 	Agent string `json:"agent,omitempty"`
 	// Tier is the model tier asked for (basic, reasoning, vision, code);
 	// Model the model that answered.
-	Tier             string        `json:"tier,omitempty"`
-	Model            string        `json:"model,omitempty"`
-	PromptTokens     int           `json:"prompt_tokens"`
-	CompletionTokens int           `json:"completion_tokens"`
-	Duration         time.Duration `json:"duration"`
+	Tier  string `json:"tier,omitempty"`
+	Model string `json:"model,omitempty"`
+	// PromptTokens counts every input token, CachedTokens and
+	// CacheWriteTokens included; CompletionTokens every output token,
+	// ReasoningTokens included (see TokenUsage). Estimated is true when
+	// the provider reported no usage and the counts are estimates.
+	PromptTokens     int  `json:"prompt_tokens"`
+	CachedTokens     int  `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int  `json:"cache_write_tokens,omitempty"`
+	CompletionTokens int  `json:"completion_tokens"`
+	ReasoningTokens  int  `json:"reasoning_tokens,omitempty"`
+	Estimated        bool `json:"estimated,omitempty"`
+	// CostUSD is what the call cost in US dollars at the model's price
+	// (Price, LookupPrice); nil when the model has no price, so the cost
+	// is unknown.
+	CostUSD  *float64      `json:"cost_usd,omitempty"`
+	Duration time.Duration `json:"duration"`
 	// Replayed is true when the result came from the journal.
 	Replayed bool   `json:"replayed,omitempty"`
 	Err      string `json:"error,omitempty"`
@@ -43,3 +55,9 @@ type ModelCall struct {
 
 // EventName names the event: "model_call".
 func (ModelCall) EventName() string { return EventModelCall }
+
+// Usage returns the call's token usage.
+func (c ModelCall) Usage() TokenUsage {
+	return TokenUsage{PromptTokens: c.PromptTokens, CachedTokens: c.CachedTokens, CacheWriteTokens: c.CacheWriteTokens,
+		CompletionTokens: c.CompletionTokens, ReasoningTokens: c.ReasoningTokens, Estimated: c.Estimated}
+}

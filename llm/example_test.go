@@ -47,8 +47,8 @@ models:
 	// Output:
 	// llm: line 9: models.reasoning.api_key_env: environment variable MY_ANTHROPIC_KEY is not set (it should hold the anthropic API key)
 	// true
-	// {Provider:anthropic Model:claude-sonnet-4-20250514 MaxInputTokens:200000}
-	// {Provider:openai Model:gpt-4o-mini MaxInputTokens:128000}
+	// {Provider:anthropic Model:claude-sonnet-4-20250514 MaxInputTokens:200000 Price:<nil>}
+	// {Provider:openai Model:gpt-4o-mini MaxInputTokens:128000 Price:<nil>}
 }
 
 func ExampleClassify() {

@@ -86,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Models, error) {
 		}
 		m = WithRetry(m, policy)
 		ms.tiers[t] = TierModel{Model: m, Profile: Profile{
-			Provider: mc.Provider, Model: mc.Model, MaxInputTokens: mc.MaxInputTokens,
+			Provider: mc.Provider, Model: mc.Model, MaxInputTokens: mc.MaxInputTokens, Price: mc.Price,
 		}}
 	}
 	return ms, nil

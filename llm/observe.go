@@ -18,6 +18,10 @@ import (
 type ModelInfo struct {
 	Tier  string
 	Model string
+	// Provider and Price price the calls: Price when set, else the
+	// built-in price of the model (LookupPrice).
+	Provider Provider
+	Price    *Price
 }
 
 // Observe wraps a model so that every call made inside a graph node goes
@@ -42,9 +46,8 @@ type observed struct {
 // JSON form because langchaingo's llms.ToolCall does not survive a JSON
 // round trip (v0.1.14: its UnmarshalJSON drops the function call).
 type modelRecord struct {
-	Choices          []recordedChoice `json:"choices"`
-	PromptTokens     int              `json:"prompt_tokens"`
-	CompletionTokens int              `json:"completion_tokens"`
+	Choices []recordedChoice `json:"choices"`
+	TokenUsage
 }
 
 type recordedChoice struct {
@@ -105,9 +108,13 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	}
 	callerStream := co.StreamingFunc
 	start := time.Now()
-	live := false
+	live, refused := false, false
 	rec, err := graph.Do(ctx, "model", func(ctx context.Context) (modelRecord, error) {
 		live = true
+		if err := admitCall(ctx, o.info, msgs); err != nil {
+			refused = true
+			return modelRecord{}, graph.Permanent(err)
+		}
 		callOpts := opts
 		if callerStream != nil || graph.Wants(ctx, EventToken) {
 			callOpts = append(append([]llms.CallOption{}, opts...), llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
@@ -128,15 +135,25 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		if len(resp.Choices) == 0 {
 			return modelRecord{}, fmt.Errorf("llm: model %q returned no choices: %w", o.info.Model, ErrTransient)
 		}
-		p, c := Usage(resp, msgs)
-		return modelRecord{Choices: record(resp), PromptTokens: p, CompletionTokens: c}, nil
+		return modelRecord{Choices: record(resp), TokenUsage: ReadUsage(resp, msgs)}, nil
 	})
+	if refused {
+		return nil, err
+	}
+	call := ModelCall{
+		Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
+		PromptTokens: rec.PromptTokens, CachedTokens: rec.CachedTokens, CacheWriteTokens: rec.CacheWriteTokens,
+		CompletionTokens: rec.CompletionTokens, ReasoningTokens: rec.ReasoningTokens, Estimated: rec.Estimated,
+		Duration: time.Since(start), Replayed: err == nil && !live,
+	}
+	if p, ok := priceOf(o.info); ok && err == nil {
+		cost := p.Cost(rec.TokenUsage)
+		call.CostUSD = &cost
+	}
+	if m := MeterFrom(ctx); m != nil && err == nil {
+		m.Add(call)
+	}
 	if graph.Wants(ctx, EventModelCall) {
-		call := ModelCall{
-			Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
-			PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens,
-			Duration: time.Since(start), Replayed: err == nil && !live,
-		}
 		call.Request, call.Hash = EncodeRequest(msgs, co)
 		if err != nil {
 			call.Err = err.Error()
@@ -159,53 +176,14 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 }
 
 // CachedInputTokens returns the prompt tokens a provider reports it served
-// from its prompt cache: OpenAI's usage.prompt_tokens_details.cached_tokens
-// (langchaingo's PromptCachedTokens) or Anthropic's cache_read_input_tokens
-// (CacheReadInputTokens); 0 when it reports none.
+// from its prompt cache (ReadUsage's CachedTokens: OpenAI's
+// prompt_tokens_details.cached_tokens, Anthropic's cache reads); 0 when it
+// reports none.
 func CachedInputTokens(resp *llms.ContentResponse) int {
 	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
 		return 0
 	}
-	return firstInt(resp.Choices[0].GenerationInfo, "PromptCachedTokens", "CacheReadInputTokens", "cached_tokens", "cache_read_input_tokens")
-}
-
-// Usage returns the prompt and completion tokens of a response to msgs: the
-// counts the provider reported in the generation info (OpenAI's and
-// Anthropic's keys), estimated where it reported none.
-func Usage(resp *llms.ContentResponse, msgs []llms.MessageContent) (prompt, completion int) {
-	info := resp.Choices[0].GenerationInfo
-	prompt = firstInt(info, "PromptTokens", "InputTokens", "prompt_tokens", "input_tokens")
-	completion = firstInt(info, "CompletionTokens", "OutputTokens", "completion_tokens", "output_tokens")
-	if prompt == 0 {
-		prompt = EstimateMessages(msgs)
-	}
-	if completion == 0 {
-		for _, c := range resp.Choices {
-			completion += EstimateTokens(c.Content)
-			for _, tc := range c.ToolCalls {
-				if tc.FunctionCall != nil {
-					completion += EstimateTokens(tc.FunctionCall.Name + tc.FunctionCall.Arguments)
-				}
-			}
-		}
-	}
-	return prompt, completion
-}
-
-func firstInt(m map[string]any, keys ...string) int {
-	for _, k := range keys {
-		switch v := m[k].(type) {
-		case int:
-			return v
-		case int64:
-			return int(v)
-		case int32:
-			return int(v)
-		case float64:
-			return int(v)
-		}
-	}
-	return 0
+	return ReadUsage(resp, nil).CachedTokens
 }
 
 // isToolCallChunk reports whether a streamed chunk is not text but a tool

@@ -34,7 +34,7 @@ func TestAModelRecordSurvivesJSONWithItsToolCalls(t *testing.T) {
 			{ID: "c2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "capital", Arguments: `{}`}},
 		},
 	}}}
-	data, err := json.Marshal(modelRecord{Choices: record(resp), PromptTokens: 12})
+	data, err := json.Marshal(modelRecord{Choices: record(resp), TokenUsage: TokenUsage{PromptTokens: 12}})
 	require.NoError(t, err)
 	var back modelRecord
 	require.NoError(t, json.Unmarshal(data, &back))

@@ -9,6 +9,14 @@ type Profile struct {
 	// MaxInputTokens is the model's input window in tokens; 0 when unknown
 	// (callers then fall back to their own default budget).
 	MaxInputTokens int
+	// Price overrides the built-in price of the model (LookupPrice).
+	Price *Price
+}
+
+// Info names the model serving tier t in events and traces, with what
+// Observe needs to price its calls.
+func (p Profile) Info(t Tier) ModelInfo {
+	return ModelInfo{Tier: string(t), Model: p.Model, Provider: p.Provider, Price: p.Price}
 }
 
 // knownWindows maps model-name prefixes to input windows in tokens, as the
@@ -66,17 +74,25 @@ var knownWindows = map[string]int{
 // (so "openai/gpt-4o" and "meta-llama/Llama-3.1-8B" are found), or 0 when
 // the model is unknown. ModelConfig.MaxInputTokens overrides it.
 func MaxInputTokens(model string) int {
+	w, _ := longestPrefix(knownWindows, model)
+	return w
+}
+
+// longestPrefix returns the entry of table whose key is the longest prefix
+// of model's lower-cased name after any "vendor/" part, ending at a word
+// boundary.
+func longestPrefix[T any](table map[string]T, model string) (T, bool) {
 	name := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	best, window := 0, 0
-	for prefix, w := range knownWindows {
+	best, found := -1, *new(T)
+	for prefix, v := range table {
 		if len(prefix) > best && strings.HasPrefix(name, prefix) && boundary(name, len(prefix)) {
-			best, window = len(prefix), w
+			best, found = len(prefix), v
 		}
 	}
-	return window
+	return found, best >= 0
 }
 
 // boundary reports whether a prefix of length n of name ends at a word

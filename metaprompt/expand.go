@@ -23,6 +23,10 @@ type Config struct {
 	ModelName string
 	// Tier is the model's tier, reported in model-call events.
 	Tier string
+	// Provider and Price price the calls (llm.ModelInfo); without them
+	// the built-in price of ModelName is used.
+	Provider llm.Provider
+	Price    *llm.Price
 	// Cache, when set, keeps every prompt written under
 	// team/metaprompts/<Key> for the owner of the run (store.RuntimeOwner)
 	// or Owner, and Expand returns a kept prompt instead of calling the
@@ -63,7 +67,7 @@ func New(cfg Config) (*Expander, error) {
 		now = time.Now
 	}
 	return &Expander{
-		model:    llm.Observe(cfg.Model, llm.ModelInfo{Tier: cfg.Tier, Model: cfg.ModelName}),
+		model:    llm.Observe(cfg.Model, llm.ModelInfo{Tier: cfg.Tier, Model: cfg.ModelName, Provider: cfg.Provider, Price: cfg.Price}),
 		name:     cfg.ModelName,
 		cache:    cfg.Cache,
 		owner:    cfg.Owner,

@@ -83,11 +83,11 @@ func done(a stepAnswer, attempts int) plan.StepResult {
 		Reasoning: a.Reasoning, Sources: a.Sources, Attempts: attempts}
 }
 
-// failed turns an agent's failure into a failed result; a cancelled run or
-// an interrupt stays an error.
+// failed turns an agent's failure into a failed result; a cancelled run,
+// an interrupt or a budget that stops the run stays an error.
 func failed(ctx context.Context, err error, attempts int) (plan.StepResult, error) {
 	var ie *graph.InterruptError
-	if ctx.Err() != nil || errors.As(err, &ie) {
+	if ctx.Err() != nil || errors.As(err, &ie) || errors.Is(err, llm.ErrBudgetExceeded) || errors.Is(err, llm.ErrUnpriced) {
 		return plan.StepResult{}, err
 	}
 	return plan.StepResult{Status: plan.StepFailed, Error: err.Error(), Attempts: attempts}, nil

@@ -36,10 +36,11 @@ const (
 	CodeUnfinishedRun    = "unfinished_run"     // 409: an input for a thread whose last run did not finish
 	CodeInterrupted      = "interrupted"        // 409: continuing an interrupted thread without an answer
 	CodeNothingToRun     = "nothing_to_continue"
-	CodeRunFinished      = "run_finished"   // 409: cancel of a run that has ended
-	CodeQuotaExceeded    = "quota_exceeded" // 429: the owner is at one of its quotas (ErrorDetail.Quota)
-	CodeShuttingDown     = "shutting_down"  // 503
-	CodeInternal         = "internal"       // 500: the detail is in the server's log, under ErrorDetail.RequestID
+	CodeRunFinished      = "run_finished"    // 409: cancel of a run that has ended
+	CodeQuotaExceeded    = "quota_exceeded"  // 429: the owner is at one of its quotas (ErrorDetail.Quota)
+	CodeBudgetExceeded   = "budget_exceeded" // 402: a run or owner budget stopped the run, or leaves no room for one
+	CodeShuttingDown     = "shutting_down"   // 503
+	CodeInternal         = "internal"        // 500: the detail is in the server's log, under ErrorDetail.RequestID
 )
 
 // apiError is an error a handler returns to the client as

@@ -97,6 +97,13 @@ func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 		"GET /v1/workflows/{workflow}": func(t *testing.T) {
 			assert.Equal(t, body("GET", "/v1/workflows/echo", alice), body("GET", "/v1/workflows/echo", bob))
 		},
+		"GET /v1/usage": func(t *testing.T) {
+			var got server.Usage
+			e.call("GET", "/v1/usage", bob, nil, http.StatusOK, &got)
+			assert.Equal(t, "bob", got.Owner)
+			assert.Equal(t, 1, got.Runs, "bob's run, not alice's")
+			assert.Equal(t, 5, got.Usage.Tokens())
+		},
 		"GET /v1/agents": func(t *testing.T) {
 			var got server.AgentList
 			e.call("GET", "/v1/agents", bob, nil, http.StatusOK, &got)

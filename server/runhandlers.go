@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 )
 
 type runMode int
@@ -37,6 +38,9 @@ type RunRequest struct {
 	Resume json.RawMessage `json:"resume,omitempty"`
 	// ResumeEach answers pending interrupts by id.
 	ResumeEach map[string]json.RawMessage `json:"resume_each,omitempty"`
+	// Budget replaces the workflow's run budget for this run: raise it
+	// to continue a run a budget stopped. The owner's budget still holds.
+	Budget *llm.Budget `json:"budget,omitempty"`
 }
 
 func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
@@ -112,6 +116,12 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 // setRequest checks the request's fields and sets the run's input or
 // answers.
 func (ru *run) setRequest(req RunRequest) *apiError {
+	if b := req.Budget; b != nil {
+		if b.Tokens < 0 || b.USD < 0 {
+			return fieldErrorf(CodeInvalidField, "budget", "field \"budget\" cannot be negative: {\"tokens\": N, \"usd\": X, \"ask\": false}")
+		}
+		ru.budget = b
+	}
 	given := 0
 	for _, set := range []bool{len(req.Input) > 0, len(req.Resume) > 0, req.ResumeEach != nil} {
 		if set {

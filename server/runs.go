@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/telemetry"
 )
 
@@ -50,6 +51,10 @@ type Run struct {
 	// Events counts the events the run has emitted so far.
 	Events int64        `json:"events"`
 	Error  *ErrorDetail `json:"error,omitempty"`
+	// Usage is what the run's model calls spent so far (replayed calls
+	// cost nothing); Budget the run's budget, if it has one.
+	Usage  llm.Spend   `json:"usage"`
+	Budget *llm.Budget `json:"budget,omitempty"`
 }
 
 // run is one run the server started or queued.
@@ -59,6 +64,11 @@ type run struct {
 	input                            []graph.Write // nil: continue the thread
 	resume                           graph.Option  // nil: no answer
 	resumeOne                        bool          // one answer for the only interrupt
+	// budget, when set, replaces the workflow's run budget (the
+	// request's "budget"); meter counts what the run spends, turn what
+	// the thread's turn spent against the run budget.
+	budget      *llm.Budget
+	meter, turn *llm.Meter
 
 	// ctx carries the caller's trace context, not its cancellation.
 	ctx    context.Context
@@ -106,6 +116,9 @@ func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
 // A run beyond one of the owner's quotas is refused.
 func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 	if e := s.storageQuota(ru.owner); e != nil {
+		return false, e
+	}
+	if e := s.budgetQuota(ru.ctx, ru.owner); e != nil {
 		return false, e
 	}
 	s.mu.Lock()
@@ -163,6 +176,11 @@ func (s *Server) execute(ru *run) {
 		s.complete(ru, s.runFailure(ru, err))
 		return
 	}
+	ctx, err := s.meterRun(ru)
+	if err != nil {
+		s.complete(ru, s.runFailure(ru, err))
+		return
+	}
 	opts := []graph.Option{
 		graph.WithSaver(s.saver), graph.Thread(ru.key),
 		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
@@ -177,7 +195,7 @@ func (s *Server) execute(ru *run) {
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
 	rec := s.startRecording(ru)
 	var runErr, detail error
-	for ev, err := range ru.wf.Stream(ru.ctx, ru.input, opts...) {
+	for ev, err := range ru.wf.Stream(ctx, ru.input, opts...) {
 		obs.Observe(ev) // the operator's traces keep the detail
 		if err != nil {
 			runErr, detail = s.runFailure(ru, err), err
@@ -425,6 +443,8 @@ func runError(err error) *apiError {
 		return errorf(http.StatusConflict, CodeNotInterrupted, "%v", err)
 	case errors.Is(err, graph.ErrStepLimit):
 		return errorf(http.StatusInternalServerError, "step_limit", "%v", err)
+	case errors.Is(err, llm.ErrBudgetExceeded), errors.Is(err, llm.ErrUnpriced):
+		return errorf(http.StatusPaymentRequired, CodeBudgetExceeded, "%v", err)
 	case errors.As(err, &ne):
 		return errorf(http.StatusInternalServerError, "node_failed", "%v", err)
 	}
@@ -478,6 +498,12 @@ func (ru *run) view() Run {
 	}
 	if ru.err != nil {
 		v.Error = &ErrorDetail{Code: ru.err.Code, Message: ru.err.Message, RequestID: ru.err.RequestID}
+	}
+	if ru.meter != nil {
+		v.Usage = ru.meter.Spent()
+		if b := ru.turn.Budget(); !b.IsZero() {
+			v.Budget = &b
+		}
 	}
 	return v
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/telemetry"
 	runtrace "github.com/coorflow/coorflow/trace"
@@ -91,6 +92,19 @@ type Config struct {
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
+	// Budgets are the run budgets of the workflows, by name (a workflow
+	// file's settings.budget); a request's "budget" replaces its run's.
+	// A run that continues or resumes a thread counts what the thread's
+	// turn spent as the Recorder has it (nothing without one).
+	Budgets map[string]llm.Budget
+	// OwnerBudget is what each owner's runs may spend together, counted
+	// over the owner's recorded runs (pruning forgets them);
+	// OwnerBudgets gives some owners their own. A run goes no further
+	// than the model call that would exceed it, and an owner whose budget
+	// is spent cannot start runs (402 budget_exceeded). Owner budgets
+	// need the Recorder; they never ask.
+	OwnerBudget  llm.Budget
+	OwnerBudgets map[string]llm.Budget
 	// Agents lists the dynamic agents of an owner; nil lists none.
 	Agents Agents
 	// RunOptions are given to every run, after the server's own (for
@@ -141,6 +155,8 @@ type Server struct {
 	finished *list.List             // finished runs, oldest first
 	retained int64                  // bytes the finished runs take
 	usage    map[string]*usage      // by owner
+	budgetMu sync.Mutex             // guards meters
+	meters   budgets                // owner budgets (budget.go)
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
@@ -172,6 +188,7 @@ func New(cfg Config) (*Server, error) {
 		threads:   make(map[string]*threadRuns),
 		finished:  list.New(),
 		usage:     make(map[string]*usage),
+		meters:    budgets{},
 	}
 	s.eventNames = eventNames(cfg.EventNames)
 	s.saver = newMeteredSaver(cfg.Saver)
@@ -186,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: Config.Workflows: %q must be a non-empty name without '/' mapped to a compiled graph", name)
 		}
 		s.workflows[name] = newWorkflowView(name, r)
+	}
+	if err := checkBudgets(cfg); err != nil {
+		return nil, err
 	}
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -239,6 +259,7 @@ func (s *Server) addRoutes() {
 	s.handle("GET /v1/workflows", s.auth(s.handleListWorkflows))
 	s.handle("GET /v1/workflows/{workflow}", s.auth(s.handleGetWorkflow))
 	s.handle("GET /v1/agents", s.auth(s.handleListAgents))
+	s.handle("GET /v1/usage", s.auth(s.handleUsage))
 	s.handle("POST /v1/threads", s.auth(s.handleCreateThread))
 	s.handle("GET /v1/threads/{thread}", s.auth(s.handleGetThread))
 	s.handle("DELETE /v1/threads/{thread}", s.auth(s.handleDeleteThread))

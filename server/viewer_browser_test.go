@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,6 +131,8 @@ func TestViewerShowsWhatAnAgentSawInChromium(t *testing.T) {
 	toolStatus := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td:nth-child(3)`)
 	toolOutput := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td.tool-output`)
 	output := text(t, ctx, `#detail pre.output`)
+	runUsage := text(t, ctx, `#timeline .run-usage`)
+	agentUsage := text(t, ctx, `#detail .agent-usage`)
 	location, err := chromedp.Run(ctx, chromedp.Location())
 	require.NoError(t, err)
 	stored, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem("coorflow.token")`))
@@ -143,6 +146,11 @@ func TestViewerShowsWhatAnAgentSawInChromium(t *testing.T) {
 	assert.Equal(t, "ok", toolStatus)
 	assert.Equal(t, "5", toolOutput)
 	assert.Equal(t, "2 + 3 = 5", output)
+	require.Equal(t, 2, tl.Usage.Calls)
+	assert.Contains(t, runUsage, fmt.Sprintf("Usage 2 calls · %d tokens in", tl.Usage.PromptTokens))
+	assert.Contains(t, runUsage, fmt.Sprintf(", %d out", tl.Usage.CompletionTokens))
+	assert.True(t, strings.HasSuffix(runUsage, "· $0.0000"), "the scripted model costs nothing: %q", runUsage)
+	assert.Contains(t, agentUsage, fmt.Sprintf("2 calls · %d tokens in", d.Usage.PromptTokens))
 	assert.NotContains(t, location, alice, "the token leaves the address")
 	assert.Contains(t, location, fmt.Sprintf("agent=%d", agent.ID), "the agent shown is in the address")
 	assert.Equal(t, alice, stored, "the token is kept for the tab")

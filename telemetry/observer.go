@@ -37,6 +37,20 @@ const (
 	AttrAgent      = attribute.Key("coorflow.agent")
 	AttrToolStatus = attribute.Key("coorflow.tool.status")
 
+	// Usage beyond the GenAI conventions: on a model call span its own,
+	// on a run span the sum of its calls (replayed ones cost nothing).
+	AttrCachedInputTokens = attribute.Key("coorflow.usage.cached_input_tokens")
+	AttrCacheWriteTokens  = attribute.Key("coorflow.usage.cache_write_tokens")
+	AttrReasoningTokens   = attribute.Key("coorflow.usage.reasoning_tokens")
+	AttrUsageEstimated    = attribute.Key("coorflow.usage.estimated")
+	AttrInputTokens       = attribute.Key("coorflow.usage.input_tokens")
+	AttrOutputTokens      = attribute.Key("coorflow.usage.output_tokens")
+	AttrModelCalls        = attribute.Key("coorflow.usage.model_calls")
+	// AttrCostUSD is the cost in US dollars; absent when a model has no
+	// price (AttrUnpricedCalls counts those calls on a run span).
+	AttrCostUSD       = attribute.Key("coorflow.cost.usd")
+	AttrUnpricedCalls = attribute.Key("coorflow.cost.unpriced_calls")
+
 	AttrGenAIOperation    = attribute.Key("gen_ai.operation.name")
 	AttrGenAIModel        = attribute.Key("gen_ai.request.model")
 	AttrGenAIInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
@@ -64,10 +78,11 @@ type Observer struct {
 }
 
 type runSpans struct {
-	span trace.Span
-	ctx  context.Context
-	step trace.Span
-	sctx context.Context
+	spend llm.Spend
+	span  trace.Span
+	ctx   context.Context
+	step  trace.Span
+	sctx  context.Context
 }
 
 type toolKey struct{ path, id string }
@@ -377,6 +392,22 @@ func (o *Observer) modelCall(ev graph.Event, mc llm.ModelCall) {
 	if mc.Replayed {
 		attrs = append(attrs, AttrReplayed.Bool(true))
 	}
+	attrs = append(attrs, AttrCachedInputTokens.Int(mc.CachedTokens), AttrReasoningTokens.Int(mc.ReasoningTokens))
+	if mc.CacheWriteTokens > 0 {
+		attrs = append(attrs, AttrCacheWriteTokens.Int(mc.CacheWriteTokens))
+	}
+	if mc.Estimated {
+		attrs = append(attrs, AttrUsageEstimated.Bool(true))
+	}
+	if mc.CostUSD != nil {
+		attrs = append(attrs, AttrCostUSD.Float64(*mc.CostUSD))
+	}
+	for p, r := range o.runs {
+		if p == ev.Path || strings.HasPrefix(ev.Path, p+"/") {
+			r.spend.Add(mc)
+			r.span.SetAttributes(spendAttrs(r.spend)...)
+		}
+	}
 	_, span := o.tracer.Start(o.parent(ev.Path), "chat "+mc.Model, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(ev.Time.Add(-mc.Duration)), trace.WithAttributes(attrs...))
 	if mc.Err != "" {
@@ -463,4 +494,17 @@ func (o *Observer) spanEvent(ev graph.Event, attrs ...attribute.KeyValue) {
 	span := trace.SpanFromContext(o.parent(ev.Path))
 	attrs = append([]attribute.KeyValue{AttrPath.String(ev.Path)}, attrs...)
 	span.AddEvent(ev.Name(), trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
+}
+
+// spendAttrs are the usage attributes of a run span.
+func spendAttrs(s llm.Spend) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		AttrModelCalls.Int(s.Calls), AttrInputTokens.Int(s.PromptTokens), AttrOutputTokens.Int(s.CompletionTokens),
+		AttrCachedInputTokens.Int(s.CachedTokens), AttrReasoningTokens.Int(s.ReasoningTokens),
+		AttrCostUSD.Float64(s.CostUSD),
+	}
+	if s.UnpricedCalls > 0 {
+		attrs = append(attrs, AttrUnpricedCalls.Int(s.UnpricedCalls))
+	}
+	return attrs
 }

@@ -70,6 +70,9 @@ func drain(t *testing.T, seq func(func(graph.Event, error) bool)) error {
 	return last
 }
 
+// planCost is what plan's model call cost.
+var planCost = 0.25
+
 // agentGraph: plan (a model call of its own) -> work (an agent that calls a
 // tool and a model).
 func agentGraph(t *testing.T) *graph.Runnable {
@@ -77,7 +80,8 @@ func agentGraph(t *testing.T) *graph.Runnable {
 	g := graph.New("wf", logKey)
 	g.AddNode("plan", func(ctx context.Context, s graph.State) (graph.Command, error) {
 		graph.Emit(ctx, llm.ModelCall{
-			Tier: "reasoning", Model: "m1", PromptTokens: 12, CompletionTokens: 5, Duration: 10 * time.Millisecond,
+			Tier: "reasoning", Model: "m1", PromptTokens: 12, CachedTokens: 8, CompletionTokens: 5, ReasoningTokens: 3,
+			CostUSD: &planCost, Duration: 10 * time.Millisecond,
 		})
 		return graph.Update(graph.AppendTo(logKey, "plan")), nil
 	})
@@ -133,6 +137,11 @@ func TestObserverBuildsASpanTreeParentedByPath(t *testing.T) {
 	assert.Equal(t, "wf", run[telemetry.AttrGraph].AsString())
 	assert.Equal(t, "done", run[telemetry.AttrRunStatus].AsString())
 	assert.Equal(t, "t1", run["coorflow.thread"].AsString(), "the caller's attributes are on the run span")
+	assert.Equal(t, int64(1), run[telemetry.AttrModelCalls].AsInt64(), "the failed call is not counted")
+	assert.Equal(t, int64(12), run[telemetry.AttrInputTokens].AsInt64())
+	assert.Equal(t, int64(8), run[telemetry.AttrCachedInputTokens].AsInt64())
+	assert.Equal(t, int64(3), run[telemetry.AttrReasoningTokens].AsInt64())
+	assert.InDelta(t, 0.25, run[telemetry.AttrCostUSD].AsFloat64(), 1e-12)
 
 	assert.Equal(t, []string{"plan"}, attrs(s["step 0"])[telemetry.AttrStepNodes].AsStringSlice())
 	node := attrs(s["node work"])
@@ -146,6 +155,11 @@ func TestObserverBuildsASpanTreeParentedByPath(t *testing.T) {
 	assert.Equal(t, "reasoning", m1[telemetry.AttrTier].AsString())
 	assert.Equal(t, int64(12), m1[telemetry.AttrGenAIInputTokens].AsInt64())
 	assert.Equal(t, int64(5), m1[telemetry.AttrGenAIOutputTokens].AsInt64())
+	assert.Equal(t, int64(8), m1[telemetry.AttrCachedInputTokens].AsInt64())
+	assert.Equal(t, int64(3), m1[telemetry.AttrReasoningTokens].AsInt64())
+	assert.InDelta(t, 0.25, m1[telemetry.AttrCostUSD].AsFloat64(), 1e-12)
+	_, priced := attrs(s["chat m2"])[telemetry.AttrCostUSD]
+	assert.False(t, priced, "no cost on a call without a price")
 	assert.Equal(t, 10*time.Millisecond, s["chat m1"].EndTime().Sub(s["chat m1"].StartTime()), "the span covers the call's duration")
 	assert.Equal(t, trace.SpanKindClient, s["chat m1"].SpanKind())
 

@@ -30,6 +30,8 @@ const (
 type Timeline struct {
 	Run   RunInfo        `json:"run"`
 	Steps []TimelineStep `json:"steps"`
+	// Usage sums the run's model calls: tokens and cost.
+	Usage llm.Spend `json:"usage"`
 	// LastSeq is the last event the timeline was built from.
 	LastSeq int64 `json:"last_seq"`
 }
@@ -51,6 +53,8 @@ type TimelineNode struct {
 	// Created names the dynamic agents built in the node.
 	Created []string       `json:"created,omitempty"`
 	Agents  []AgentSummary `json:"agents"`
+	// Usage sums the model calls of the node's agents.
+	Usage llm.Spend `json:"usage"`
 }
 
 // AgentSummary is one run of an agent inside a node: an agent that
@@ -62,15 +66,17 @@ type AgentSummary struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
 	// Run is the agent's own run id (a plan step), if it gave one.
-	Run              string     `json:"run,omitempty"`
-	Status           string     `json:"status"`
-	ModelCalls       int        `json:"model_calls"`
-	ToolCalls        int        `json:"tool_calls"`
-	Snapshots        int        `json:"snapshots"`
-	PromptTokens     int        `json:"prompt_tokens"`
-	CompletionTokens int        `json:"completion_tokens"`
-	Start            time.Time  `json:"start"`
-	End              *time.Time `json:"end,omitempty"`
+	Run              string `json:"run,omitempty"`
+	Status           string `json:"status"`
+	ModelCalls       int    `json:"model_calls"`
+	ToolCalls        int    `json:"tool_calls"`
+	Snapshots        int    `json:"snapshots"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	// Usage sums the agent's model calls: tokens and cost.
+	Usage llm.Spend  `json:"usage"`
+	Start time.Time  `json:"start"`
+	End   *time.Time `json:"end,omitempty"`
 	// Summary is the start of its output, or its error.
 	Summary string `json:"summary,omitempty"`
 }
@@ -107,20 +113,25 @@ type SnapshotEntry struct {
 // ModelCallEntry is one model call and, when its response was recorded,
 // what the model answered.
 type ModelCallEntry struct {
-	Seq              int64         `json:"seq"`
-	Time             time.Time     `json:"time"`
-	Path             string        `json:"path"`
-	Model            string        `json:"model,omitempty"`
-	Tier             string        `json:"tier,omitempty"`
-	PromptTokens     int           `json:"prompt_tokens"`
-	CompletionTokens int           `json:"completion_tokens"`
-	DurationMS       float64       `json:"duration_ms"`
-	Hash             string        `json:"hash,omitempty"`
-	Replayed         bool          `json:"replayed,omitempty"`
-	Error            string        `json:"error,omitempty"`
-	Content          string        `json:"content,omitempty"`
-	Reasoning        string        `json:"reasoning,omitempty"`
-	ToolCalls        []ToolCallRef `json:"tool_calls,omitempty"`
+	Seq              int64     `json:"seq"`
+	Time             time.Time `json:"time"`
+	Path             string    `json:"path"`
+	Model            string    `json:"model,omitempty"`
+	Tier             string    `json:"tier,omitempty"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CachedTokens     int       `json:"cached_tokens,omitempty"`
+	CompletionTokens int       `json:"completion_tokens"`
+	ReasoningTokens  int       `json:"reasoning_tokens,omitempty"`
+	Estimated        bool      `json:"estimated,omitempty"`
+	// CostUSD is nil when the model has no price.
+	CostUSD    *float64      `json:"cost_usd,omitempty"`
+	DurationMS float64       `json:"duration_ms"`
+	Hash       string        `json:"hash,omitempty"`
+	Replayed   bool          `json:"replayed,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Content    string        `json:"content,omitempty"`
+	Reasoning  string        `json:"reasoning,omitempty"`
+	ToolCalls  []ToolCallRef `json:"tool_calls,omitempty"`
 }
 
 // ToolCallRef is a tool call a model asked for.
@@ -463,6 +474,7 @@ func (a *agentEntry) attach(e Event) {
 		a.sum.ModelCalls++
 		a.sum.PromptTokens += mc.PromptTokens
 		a.sum.CompletionTokens += mc.CompletionTokens
+		a.sum.Usage.Add(mc)
 	case agentevent.EventSnapshot:
 		a.sum.Snapshots++
 	case tools.EventToolCall:
@@ -488,7 +500,9 @@ func (ix *indexed) timeline() Timeline {
 			tn.Agents = make([]AgentSummary, 0, len(n.agents))
 			for _, a := range n.agents {
 				tn.Agents = append(tn.Agents, a.sum)
+				tn.Usage.Merge(a.sum.Usage)
 			}
+			tl.Usage.Merge(tn.Usage)
 			if tn.Status == ItemRunning && ix.run.Status != StatusRunning {
 				tn.Status = ItemUnfinished
 			}
@@ -569,6 +583,7 @@ func modelCallEntry(e, body Event) ModelCallEntry {
 	_ = json.Unmarshal(e.Payload, &mc)
 	m := ModelCallEntry{
 		Seq: e.Seq, Time: e.Time, Path: e.Path, Model: mc.Model, Tier: mc.Tier, PromptTokens: mc.PromptTokens,
+		CachedTokens: mc.CachedTokens, ReasoningTokens: mc.ReasoningTokens, Estimated: mc.Estimated, CostUSD: mc.CostUSD,
 		CompletionTokens: mc.CompletionTokens, DurationMS: float64(mc.Duration) / float64(time.Millisecond),
 		Hash: e.Hash, Replayed: mc.Replayed, Error: mc.Err,
 	}

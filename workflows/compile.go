@@ -216,7 +216,7 @@ func (b *build) model(n *fileNode) (llms.Model, llm.ModelInfo, error) {
 	if err != nil {
 		return nil, llm.ModelInfo{}, fmt.Errorf("workflows: node %q: tier %s: %w", n.Name, tier, err)
 	}
-	return m, llm.ModelInfo{Tier: string(tier), Model: b.env.Models.Profile(tier).Model}, nil
+	return m, b.env.Models.Profile(tier).Info(tier), nil
 }
 
 // nodeOptions are the retry policy and timeout of a node.
@@ -272,7 +272,8 @@ func (b *build) checked(name string, fn graph.NodeFunc) graph.NodeFunc {
 
 // metaprompt returns the meta-prompt stage over the team's model.
 func (b *build) expander(model llms.Model, info llm.ModelInfo) (*metaprompt.Expander, error) {
-	return metaprompt.New(metaprompt.Config{Model: model, ModelName: info.Model, Tier: info.Tier, Cache: b.env.Store, Owner: b.env.Owner})
+	return metaprompt.New(metaprompt.Config{Model: model, ModelName: info.Model, Tier: info.Tier, Provider: info.Provider, Price: info.Price,
+		Cache: b.env.Store, Owner: b.env.Owner})
 }
 
 // errNoReply is a model reply without a choice.

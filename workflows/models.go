@@ -137,7 +137,7 @@ func (f *File) modelConfig(opts ModelOptions) (llm.Config, error) {
 			return cfg, unsetError(fmt.Sprintf("%s: models.%s.base_url", f.path, tier), missing)
 		}
 		mc := llm.ModelConfig{Provider: llm.Provider(m.Provider), Model: m.Model, BaseURL: base, APIKeyEnv: m.APIKeyEnv,
-			MaxRetries: m.MaxRetries, MaxInputTokens: m.MaxInputTokens}
+			MaxRetries: m.MaxRetries, MaxInputTokens: m.MaxInputTokens, Price: m.Price.price()}
 		mc.Timeout, _ = time.ParseDuration(m.Timeout)
 		cfg.Models[tier] = mc
 	}

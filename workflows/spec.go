@@ -39,13 +39,27 @@ type named[T any] struct {
 }
 
 type modelSpec struct {
-	Provider       string `yaml:"provider"`
-	Model          string `yaml:"model"`
-	BaseURL        string `yaml:"base_url"`
-	APIKeyEnv      string `yaml:"api_key_env"`
-	MaxRetries     int    `yaml:"max_retries"`
-	Timeout        string `yaml:"timeout"`
-	MaxInputTokens int    `yaml:"max_input_tokens"`
+	Provider       string     `yaml:"provider"`
+	Model          string     `yaml:"model"`
+	BaseURL        string     `yaml:"base_url"`
+	APIKeyEnv      string     `yaml:"api_key_env"`
+	MaxRetries     int        `yaml:"max_retries"`
+	Timeout        string     `yaml:"timeout"`
+	MaxInputTokens int        `yaml:"max_input_tokens"`
+	Price          *priceSpec `yaml:"price"`
+}
+
+type priceSpec struct {
+	Input       float64  `yaml:"input"`
+	CachedInput *float64 `yaml:"cached_input"`
+	CacheWrite  float64  `yaml:"cache_write"`
+	Output      float64  `yaml:"output"`
+}
+
+type budgetSpec struct {
+	Tokens   int     `yaml:"tokens"`
+	USD      float64 `yaml:"usd"`
+	OnExceed string  `yaml:"on_exceed"`
 }
 
 type demoSpec struct {
@@ -85,6 +99,7 @@ type settingsSpec struct {
 	AutoAccept          bool         `yaml:"auto_accept"`
 	Context             *contextSpec `yaml:"context"`
 	Memory              *memorySpec  `yaml:"memory"`
+	Budget              *budgetSpec  `yaml:"budget"`
 }
 
 type contextSpec struct {

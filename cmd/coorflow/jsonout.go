@@ -33,6 +33,8 @@ type runResult struct {
 	// Resume is the command that answers the questions.
 	Resume string `json:"resume,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Usage is what the model calls of the invocation spent.
+	Usage llm.Spend `json:"usage"`
 	// Demo is true when a demo model answered (a script or the reactive demo).
 	Demo bool   `json:"demo,omitempty"`
 	DB   string `json:"db"`
@@ -73,7 +75,8 @@ func (p *jsonPrinter) event(ev graph.Event) {
 }
 
 func (p *jsonPrinter) result(status string) runResult {
-	return runResult{Kind: "result", Workflow: p.r.wf.file.Name(), Thread: p.r.thread, RunID: p.r.runID, Status: status, Demo: p.r.demo, DB: p.r.db.where}
+	return runResult{Kind: "result", Workflow: p.r.wf.file.Name(), Thread: p.r.thread, RunID: p.r.runID, Status: status,
+		Usage: p.r.used.Spent(), Demo: p.r.demo, DB: p.r.db.where}
 }
 
 func (p *jsonPrinter) question(graph.InterruptInfo) {}

@@ -92,6 +92,9 @@ var (
 	threadIDs = regexp.MustCompile(`t-[0-9a-f]{8}`)
 	runIDs    = regexp.MustCompile(`\br-[0-9a-f]{8}\b`)
 	durations = regexp.MustCompile(`(ok|failed|degraded) [0-9.]+[µmn]?s\b`)
+	// usage: the token counts change with every prompt, and are tested
+	// in budget_test.go.
+	usageLine = regexp.MustCompile(`(?m)^usage: \d+ calls, \d+ tokens \(in \d+, out \d+\), \$0\.0000$`)
 )
 
 // normalize replaces what changes from run to run: times, thread and
@@ -101,6 +104,7 @@ func normalize(s, db string) string {
 	s = threadIDs.ReplaceAllString(s, "t-XXXXXXXX")
 	s = runIDs.ReplaceAllString(s, "r-XXXXXXXX")
 	s = durations.ReplaceAllString(s, "$1 D")
+	s = usageLine.ReplaceAllString(s, "usage: N calls, N tokens (in N, out N), $$0.0000")
 	return strings.ReplaceAll(s, db, "DB")
 }
 

@@ -415,7 +415,8 @@ func (p *textPrinter) waiting(ins []graph.InterruptInfo, shown bool) {
 			p.question(q)
 		}
 	}
-	fmt.Fprintf(p.w, "\nthe run waits for an answer; thread %s is saved in %s. Continue with:\n  %s\n",
+	fmt.Fprintf(p.w, "\nusage: %s\n", p.r.used.Spent())
+	fmt.Fprintf(p.w, "the run waits for an answer; thread %s is saved in %s. Continue with:\n  %s\n",
 		p.r.thread, p.r.db.where, p.r.resumeCommand(ins))
 }
 
@@ -437,7 +438,8 @@ func (p *textPrinter) done(s graph.State) {
 	} else {
 		fmt.Fprintf(p.w, "\n(the run wrote nothing to %s)\n", out)
 	}
-	fmt.Fprintf(p.w, "\nthread %s saved in %s · coorflow threads show %s\n", p.r.thread, p.r.db.where, p.r.thread)
+	fmt.Fprintf(p.w, "\nusage: %s\n", p.r.used.Spent())
+	fmt.Fprintf(p.w, "thread %s saved in %s · coorflow threads show %s\n", p.r.thread, p.r.db.where, p.r.thread)
 	if p.r.runID != "" {
 		fmt.Fprintf(p.w, "run %s recorded · coorflow runs show %s · coorflow replay %s\n", p.r.runID, p.r.runID, p.r.runID)
 	}
@@ -446,6 +448,7 @@ func (p *textPrinter) done(s graph.State) {
 func (p *textPrinter) failed(err error, cancelled bool) {
 	p.flush()
 	p.endTokens()
+	fmt.Fprintf(p.w, "\nusage: %s\n", p.r.used.Spent())
 	if cancelled {
 		p.r.app.notice("the thread keeps every finished step; continue with: coorflow run %s --thread %s", shellQuote(p.r.wf.arg), p.r.thread)
 	}

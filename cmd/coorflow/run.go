@@ -33,6 +33,10 @@ type runFlags struct {
 	verbose               bool
 	// resuming: --resume or --answer was given.
 	resuming bool
+	// budgetTokens and budgetUSD replace the file's run budget when
+	// given (0 lifts that limit).
+	budgetTokens int
+	budgetUSD    float64
 }
 
 func (a *app) run(ctx context.Context, args []string) error {
@@ -48,6 +52,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.BoolVar(&f.stream, "stream", false, "print the models' tokens as they come")
 	fs.BoolVar(&f.json, "json", false, "print events and the result as JSON lines")
 	fs.BoolVar(&f.verbose, "v", false, "print notices")
+	fs.IntVar(&f.budgetTokens, "budget-tokens", 0, "the most tokens the run may spend on model calls, in place of the file's settings.budget.tokens (0: no limit)")
+	fs.Float64Var(&f.budgetUSD, "budget-usd", 0, "the most US dollars the run may spend on model calls, in place of the file's settings.budget.usd (0: no limit)")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -67,6 +73,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return usagef("run: give --resume (one question) or --answer (several), not both")
 	case f.thread != "" && !threadID.MatchString(f.thread):
 		return usagef("run: thread id %q: use letters, digits, '.', '_', ':' and '-'", f.thread)
+	case f.budgetTokens < 0 || f.budgetUSD < 0:
+		return usagef("run: a budget cannot be negative (--budget-tokens %d, --budget-usd %g)", f.budgetTokens, f.budgetUSD)
 	}
 	overrides, err := parseModels(f.models)
 	if err != nil {
@@ -76,7 +84,13 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{app: a, flags: f, wf: wf}
+	r := &runner{app: a, flags: f, wf: wf, budget: wf.file.Budget(), used: llm.NewMeter("invocation", llm.Budget{}, llm.Spend{}, nil)}
+	if flagSet(fs, "budget-tokens") {
+		r.budget.Tokens = f.budgetTokens
+	}
+	if flagSet(fs, "budget-usd") {
+		r.budget.USD = f.budgetUSD
+	}
 	return r.start(ctx, overrides, setInput)
 }
 
@@ -127,6 +141,12 @@ type runner struct {
 	// startKind says how the first stream starts: trace.StartInput,
 	// StartResume or StartContinue.
 	startKind string
+	// budget is what a run may spend (the file's, changed by the
+	// flags); spent what the thread's turn spent before the next stream;
+	// used counts what this invocation spent.
+	budget llm.Budget
+	spent  llm.Spend
+	used   *llm.Meter
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -221,6 +241,16 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 	case !exists:
 		return nil, nil, usagef("run: give the input with --input (a new thread starts with one)")
 	}
+	if r.startKind != trace.StartInput && !r.budget.IsZero() {
+		// A run that continues the turn spends what is left of its budget.
+		traces, err := r.db.traceStore(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.spent, err = trace.TurnSpend(ctx, traces, f.owner, r.thread); err != nil {
+			return nil, nil, err
+		}
+	}
 	if !known {
 		if err := r.db.recordThread(ctx, f.owner, r.thread, threadInfo{Workflow: r.wf.ref, Name: r.wf.file.Name(), Created: time.Now().UTC()}); err != nil {
 			return nil, nil, err
@@ -302,7 +332,7 @@ func (r *runner) loop(ctx context.Context, input []graph.Write, opts []graph.Opt
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("run failed: %w", err)
+			return fmt.Errorf("run failed: %w%s", err, r.budgetHint(err))
 		}
 		if out.status != graph.StatusInterrupted {
 			p.done(out.state)
@@ -350,6 +380,12 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
 	opts = append(opts, graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	if start == trace.StartInput {
+		r.spent = llm.Spend{}
+	}
+	meter := llm.NewMeter(llm.ScopeRun, r.budget, r.spent, r.used)
+	defer func() { r.spent = meter.Spent() }()
+	ctx = llm.WithMeter(ctx, meter)
 	rr := r.beginRecording(ctx, id, start, input)
 	r.runID = rr.ID()
 	var runErr error
@@ -426,6 +462,19 @@ func (r *runner) readLine(ctx context.Context) (string, bool) {
 
 // resumeCommand is the command that answers a question of the thread.
 func (r *runner) resumeCommand(ins []graph.InterruptInfo) string {
+	parts := r.threadCommand()
+	if len(ins) == 1 {
+		return strings.Join(append(parts, "--resume", "'<answer>'"), " ")
+	}
+	for _, in := range ins {
+		parts = append(parts, "--answer", in.ID+"='<answer>'")
+	}
+	return strings.Join(parts, " ")
+}
+
+// threadCommand is the start of a command that runs the thread again:
+// its workflow, thread, database, owner and demo flag.
+func (r *runner) threadCommand() []string {
 	parts := []string{"coorflow", "run", shellQuote(r.wf.arg), "--thread", r.thread}
 	if r.flags.db != defaultDB && r.flags.db != r.app.getenv("COORFLOW_DB") {
 		parts = append(parts, "--db", shellQuote(r.flags.db))
@@ -436,13 +485,7 @@ func (r *runner) resumeCommand(ins []graph.InterruptInfo) string {
 	if r.demo && r.flags.demo {
 		parts = append(parts, "--demo")
 	}
-	if len(ins) == 1 {
-		return strings.Join(append(parts, "--resume", "'<answer>'"), " ")
-	}
-	for _, in := range ins {
-		parts = append(parts, "--answer", in.ID+"='<answer>'")
-	}
-	return strings.Join(parts, " ")
+	return parts
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -459,4 +502,27 @@ func shellQuote(s string) string {
 // the user's own file, its code run directly, with a scrubbed environment.
 func localPython() *tools.PythonConfig {
 	return &tools.PythonConfig{Sandbox: tools.SandboxConfig{Mode: tools.SandboxOff}}
+}
+
+// budgetHint tells how to go on after a budget stopped the run: the
+// thread keeps its checkpoint, and a run with a raised budget continues
+// it.
+func (r *runner) budgetHint(err error) string {
+	var be *llm.BudgetError
+	switch {
+	case errors.As(err, &be) && be.Scope == llm.ScopeRun:
+		flag := fmt.Sprintf("--budget-tokens %d", max(2*be.Limit.Tokens, be.Spent.Tokens()+be.Next))
+		if be.Limit.USD > 0 && (be.Limit.Tokens == 0 || be.Spent.CostUSD+be.NextUSD > be.Limit.USD) {
+			flag = fmt.Sprintf("--budget-usd %.4f", max(2*be.Limit.USD, be.Spent.CostUSD+be.NextUSD))
+		}
+		return fmt.Sprintf("; the thread keeps every finished step: continue it with a raised budget: %s %s", r.continueCommand(), flag)
+	case errors.Is(err, llm.ErrUnpriced):
+		return "; the thread keeps every finished step: once the model has a price, continue it with: " + r.continueCommand()
+	}
+	return ""
+}
+
+// continueCommand is the command that continues the thread.
+func (r *runner) continueCommand() string {
+	return strings.Join(r.threadCommand(), " ")
 }

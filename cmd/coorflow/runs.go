@@ -10,12 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/trace"
 )
 
 func (a *app) runs(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("runs: want list, show RUN or prune")
+		return usagef("runs: want list, show RUN, usage or prune")
 	}
 	sub, rest := args[0], args[1:]
 	fs := newFlags("runs " + sub)
@@ -39,16 +40,16 @@ func (a *app) runs(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("runs show: give one run id")
 		}
-	case "prune":
+	case "prune", "usage":
 		if len(pos) != 0 {
-			return usagef("runs prune takes no argument")
+			return usagef("runs %s takes no argument", sub)
 		}
 	default:
-		return usagef("runs: unknown subcommand %q%s (want list, show or prune)", sub, didYouMean(sub, []string{"list", "show", "prune"}))
+		return usagef("runs: unknown subcommand %q%s (want list, show, usage or prune)", sub, didYouMean(sub, []string{"list", "show", "usage", "prune"}))
 	}
 	base, err := a.openDB(ctx, d.db, true)
 	if err != nil {
-		if (sub == "list" || sub == "prune") && !isPostgres(d.db) {
+		if (sub == "list" || sub == "prune" || sub == "usage") && !isPostgres(d.db) {
 			fmt.Fprintf(a.stdout, "no runs (no database at %s)\n", d.db)
 			return nil
 		}
@@ -73,6 +74,9 @@ func (a *app) runs(ctx context.Context, args []string) error {
 	q := trace.RunQuery{Thread: *thread, Status: *status, Limit: *limit}
 	if flagSet(fs, "owner") {
 		q.Owner = d.owner
+	}
+	if sub == "usage" {
+		return a.runsUsage(ctx, traces, q, *asJSON)
 	}
 	return a.listRuns(ctx, base, traces, q, *asJSON)
 }
@@ -154,6 +158,7 @@ func (a *app) showRun(ctx context.Context, base *db, traces trace.Store, id stri
 		fmt.Fprintf(w, "error       %s\n", oneLine(r.Error, 200))
 	}
 	fmt.Fprintf(w, "events      %d\n", r.Events)
+	fmt.Fprintf(w, "usage       %s\n", tl.Usage)
 	printTimeline(w, tl)
 	if r.Start == trace.StartInput {
 		fmt.Fprintf(w, "\nreplay it offline: coorflow replay %s\n", r.ID)
@@ -221,8 +226,52 @@ func printTimeline(w io.Writer, tl trace.Timeline) {
 				if ag.ModelCalls == 1 {
 					calls = "1 model call"
 				}
-				fmt.Fprintf(w, "         %-30s %-8s %s\n", name, ag.Status, calls)
+				fmt.Fprintf(w, "         %-30s %-8s %s%s\n", name, ag.Status, calls, agentCost(ag.Usage))
 			}
 		}
 	}
+}
+
+// agentCost is what an agent's calls took: ", 1234 tokens, $0.0012".
+func agentCost(s llm.Spend) string {
+	if s.Calls == 0 {
+		return ""
+	}
+	cost := llm.USD(s.CostUSD)
+	if s.UnpricedCalls > 0 {
+		cost = "cost unknown"
+	}
+	return fmt.Sprintf(", %d tokens, %s", s.Tokens(), cost)
+}
+
+// usageReport is what runs usage prints as JSON.
+type usageReport struct {
+	Owner  string    `json:"owner,omitempty"`
+	Thread string    `json:"thread,omitempty"`
+	Runs   int       `json:"runs"`
+	Usage  llm.Spend `json:"usage"`
+}
+
+// runsUsage sums what the selected runs spent: a thread's (--thread), an
+// owner's (--owner) or every recorded run's.
+func (a *app) runsUsage(ctx context.Context, traces trace.Store, q trace.RunQuery, asJSON bool) error {
+	rep := usageReport{Owner: q.Owner, Thread: q.Thread}
+	var err error
+	if rep.Usage, rep.Runs, err = trace.SpendOf(ctx, traces, q); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(a, rep)
+	}
+	what := "all recorded runs"
+	switch {
+	case q.Thread != "" && q.Owner != "":
+		what = fmt.Sprintf("thread %s of %s", q.Thread, q.Owner)
+	case q.Thread != "":
+		what = "thread " + q.Thread
+	case q.Owner != "":
+		what = "owner " + q.Owner
+	}
+	fmt.Fprintf(a.stdout, "%s: %d runs, %s\n", what, rep.Runs, rep.Usage)
+	return nil
 }

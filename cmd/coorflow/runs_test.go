@@ -59,7 +59,7 @@ func TestEveryRunIsRecordedInTheDatabaseAndListedWithItsThread(t *testing.T) {
 	}
 	assert.Regexp(t, `(?m)^workflow    coor \(/.*/examples/coor/workflow\.yaml\)$`, show)
 	assert.Regexp(t, `(?m)^ +3  team +done  built (postgres_analyst, sqlite_analyst|sqlite_analyst, postgres_analyst)$`, show)
-	assert.Regexp(t, `(?m)^ +s1 sqlite_analyst +done +1 model call$`, show)
+	assert.Regexp(t, `(?m)^ +s1 sqlite_analyst +done +1 model call, \d+ tokens, \$0\.0000$`, show)
 
 	code, show, stderr = c.run("runs", "show", id, "--json")
 	require.Equal(t, exitOK, code, stderr)
@@ -95,8 +95,8 @@ func TestRunsOfARunThatDoesNotExistOrABadCommandLine(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"runs", "show", "r-ghost"}, exitFailed, "coorflow: no run r-ghost in " + c.db + " (coorflow runs list shows the recorded runs)"},
-		{[]string{"runs"}, exitUsage, "coorflow: runs: want list, show RUN or prune"},
-		{[]string{"runs", "shwo", "r-1"}, exitUsage, `coorflow: runs: unknown subcommand "shwo" (did you mean "show"?) (want list, show or prune)`},
+		{[]string{"runs"}, exitUsage, "coorflow: runs: want list, show RUN, usage or prune"},
+		{[]string{"runs", "shwo", "r-1"}, exitUsage, `coorflow: runs: unknown subcommand "shwo" (did you mean "show"?) (want list, show, usage or prune)`},
 		{[]string{"runs", "show"}, exitUsage, "coorflow: runs show: give one run id"},
 		{[]string{"runs", "list", "x"}, exitUsage, "coorflow: runs list takes no argument"},
 	}

@@ -36,9 +36,15 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
 	load := addLoadFlags(fs)
 	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
+	var ownerBudget llm.Budget
+	fs.IntVar(&ownerBudget.Tokens, "owner-budget-tokens", 0, "the most tokens each owner's runs may spend together, counted over its recorded runs (0: no limit)")
+	fs.Float64Var(&ownerBudget.USD, "owner-budget-usd", 0, "the most US dollars each owner's runs may spend together, counted over its recorded runs (0: no limit)")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if ownerBudget.Tokens < 0 || ownerBudget.USD < 0 {
+		return usagef("serve: an owner budget cannot be negative")
 	}
 	tokens, err := a.tokens(*tokenFile, tokenFlags)
 	if err != nil {
@@ -76,6 +82,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	python, codeExec := codeExecution(ctx, *allowCodeExec)
 	served := map[string]*graph.Runnable{}
 	mcpTools := map[string]server.MCPTool{}
+	budgets := map[string]llm.Budget{}
 	var names []string
 	for _, wf := range files {
 		name := wf.file.Name()
@@ -87,12 +94,15 @@ func (a *app) serve(ctx context.Context, args []string) error {
 			return err
 		}
 		served[name], mcpTools[name] = r, mcpToolOf(wf.file)
+		if b := wf.file.Budget(); !b.IsZero() {
+			budgets[name] = b
+		}
 		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
 	srv, err := server.New(server.Config{
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
-		Recorder: rec,
+		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget,
 	})
 	if err != nil {
 		return err

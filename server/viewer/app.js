@@ -192,6 +192,7 @@ function renderTimeline(tl) {
     el("div", {}, "Thread ", el("code", {}, tl.run.thread_id || "—")),
     el("div", {}, "Started ", fmtTime(tl.run.started_at)),
     tl.run.ended_at ? el("div", {}, "Ended ", fmtTime(tl.run.ended_at)) : null,
+    tl.usage ? el("div", { class: "run-usage" }, "Usage ", fmtUsage(tl.usage)) : null,
     tl.run.error ? el("div", { class: "error-text" }, tl.run.error) : null);
   const steps = tl.steps.map((s) => el("section", { class: "step", "data-step": s.step },
     el("h2", {}, "Step " + s.step),
@@ -200,6 +201,7 @@ function renderTimeline(tl) {
         el("span", { class: "node-name" }, n.node),
         n.duration_ms ? el("span", { class: "dim" }, fmtMS(n.duration_ms)) : null,
         n.attempt > 1 ? el("span", { class: "dim" }, "attempt " + n.attempt) : null,
+        n.usage && n.usage.calls ? el("span", { class: "dim node-cost" }, fmtCost(n.usage)) : null,
         statusPill(n.status)),
       n.error ? el("div", { class: "error-text" }, n.error) : null,
       n.created && n.created.length ? el("div", { class: "dim" }, "built: " + n.created.join(", ")) : null,
@@ -217,7 +219,8 @@ function agentButton(a) {
   el("span", { class: "agent-name" }, a.name),
   statusPill(a.status),
   el("span", { class: "agent-meta" },
-    `${a.model_calls} calls · ${a.tool_calls} tools · ${fmtInt(a.prompt_tokens)}→${fmtInt(a.completion_tokens)} tokens`),
+    `${a.model_calls} calls · ${a.tool_calls} tools · ${fmtInt(a.prompt_tokens)}→${fmtInt(a.completion_tokens)} tokens` +
+    (a.usage && a.usage.calls ? " · " + fmtCost(a.usage) : "")),
   a.summary ? el("span", { class: "agent-summary" }, a.summary) : null);
 }
 
@@ -248,7 +251,8 @@ function renderAgent(d) {
       d.role ? el("span", {}, "role " + d.role) : null,
       d.tier ? el("span", {}, "tier " + d.tier) : null,
       d.tools && d.tools.length ? el("span", {}, "tools: " + d.tools.join(", ")) : null,
-      el("span", {}, `${fmtInt(d.prompt_tokens)} tokens in, ${fmtInt(d.completion_tokens)} out`)));
+      el("span", {}, `${fmtInt(d.prompt_tokens)} tokens in, ${fmtInt(d.completion_tokens)} out`),
+      d.usage && d.usage.calls ? el("span", { class: "agent-usage" }, fmtUsage(d.usage)) : null));
   const parts = [head];
   if (d.task) parts.push(block("Task", pre(d.task, "text task")));
   parts.push(block("What it saw", d.snapshots.length
@@ -303,7 +307,9 @@ function toolTable(calls) {
 
 function modelCallView(c, i) {
   return el("details", { class: "model-call", "data-seq": c.seq, open: i === 0 ? false : false },
-    el("summary", {}, `#${i + 1} ${c.model || ""} ${c.tier ? "(" + c.tier + ")" : ""} · ${fmtInt(c.prompt_tokens)}→${fmtInt(c.completion_tokens)} tokens · ${fmtMS(c.duration_ms)}`,
+    el("summary", {}, `#${i + 1} ${c.model || ""} ${c.tier ? "(" + c.tier + ")" : ""} · ${fmtInt(c.prompt_tokens)}→${fmtInt(c.completion_tokens)} tokens` +
+      (c.cached_tokens ? ` (${fmtInt(c.cached_tokens)} cached)` : "") + (c.reasoning_tokens ? ` (${fmtInt(c.reasoning_tokens)} reasoning)` : "") +
+      (c.estimated ? " (estimated)" : "") + ` · ${c.cost_usd === undefined ? "cost unknown" : fmtUSD(c.cost_usd)} · ${fmtMS(c.duration_ms)}`,
       c.replayed ? " · from the journal" : "", c.error ? " · failed" : ""),
     el("div", { class: "dim" }, "request hash ", el("code", {}, c.hash || "—")),
     c.error ? pre(c.error, "text error-text") : null,
@@ -438,3 +444,28 @@ async function start() {
 }
 
 start();
+
+// ---- usage and cost ----
+
+function fmtUSD(v) {
+  return "$" + v.toFixed(4);
+}
+
+// fmtCost is the cost of a usage: unknown when a call had no price.
+function fmtCost(u) {
+  if (u.unpriced_calls === u.calls) return "cost unknown";
+  return fmtUSD(u.cost_usd) + (u.unpriced_calls ? " + unknown" : "");
+}
+
+// fmtUsage says a usage (llm.Spend) in one line.
+function fmtUsage(u) {
+  if (!u.calls) return "no model calls";
+  let s = `${fmtInt(u.calls)} calls · ${fmtInt(u.prompt_tokens)} tokens in`;
+  if (u.cached_tokens) s += ` (${fmtInt(u.cached_tokens)} cached)`;
+  s += `, ${fmtInt(u.completion_tokens)} out`;
+  if (u.reasoning_tokens) s += ` (${fmtInt(u.reasoning_tokens)} reasoning)`;
+  if (u.estimated_calls) s += ` · ${fmtInt(u.estimated_calls)} estimated`;
+  s += " · " + fmtCost(u);
+  if (u.unpriced_models && u.unpriced_models.length) s += ` (no price for ${u.unpriced_models.join(", ")})`;
+  return s;
+}

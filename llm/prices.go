@@ -1,0 +1,98 @@
+package llm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Price is what a model's tokens cost, in US dollars per million tokens.
+type Price struct {
+	// Input is the price of an input token not read from the cache.
+	Input float64 `json:"input" yaml:"input"`
+	// CachedInput is the price of an input token read from the provider's
+	// prompt cache.
+	CachedInput float64 `json:"cached_input" yaml:"cached_input"`
+	// CacheWrite is the price of an input token written to the cache
+	// (Anthropic); 0 means Input.
+	CacheWrite float64 `json:"cache_write,omitempty" yaml:"cache_write"`
+	// Output is the price of an output token, reasoning included.
+	Output float64 `json:"output" yaml:"output"`
+}
+
+// Cost returns what u cost at p, in US dollars.
+func (p Price) Cost(u TokenUsage) float64 {
+	write := p.CacheWrite
+	if write == 0 {
+		write = p.Input
+	}
+	fresh := max(u.PromptTokens-u.CachedTokens-u.CacheWriteTokens, 0)
+	return (float64(fresh)*p.Input + float64(u.CachedTokens)*p.CachedInput +
+		float64(u.CacheWriteTokens)*write + float64(u.CompletionTokens)*p.Output) / 1e6
+}
+
+// Validate reports a negative price.
+func (p Price) Validate() error {
+	if p.Input < 0 || p.CachedInput < 0 || p.CacheWrite < 0 || p.Output < 0 {
+		return fmt.Errorf("llm: price %+v: a price cannot be negative", p)
+	}
+	return nil
+}
+
+// knownPrices are the list prices of common models, standard tier, in US
+// dollars per million tokens, as the providers published them on
+// 2025-08-15; LookupPrice matches the longest prefix, so
+// "gpt-4o-mini-2024-07-18" finds "gpt-4o-mini" and "claude-sonnet-4-5"
+// finds "claude-sonnet-4". Prices change: a file overrides them with
+// models.TIER.price. Where a provider charges more above a prompt size
+// (Gemini 2.5 Pro over 200k tokens, Qwen over 128k) the lower tier is
+// kept. Qwen's cached input is listed at the full input price (its
+// discount depends on the cache mode).
+var knownPrices = map[string]Price{
+	// OpenAI: cached input is what the API bills for prompt-cache hits.
+	"gpt-4o":       {Input: 2.50, CachedInput: 1.25, Output: 10.00},
+	"gpt-4o-mini":  {Input: 0.15, CachedInput: 0.075, Output: 0.60},
+	"gpt-4.1":      {Input: 2.00, CachedInput: 0.50, Output: 8.00},
+	"gpt-4.1-mini": {Input: 0.40, CachedInput: 0.10, Output: 1.60},
+	"gpt-4.1-nano": {Input: 0.10, CachedInput: 0.025, Output: 0.40},
+	"gpt-5":        {Input: 1.25, CachedInput: 0.125, Output: 10.00},
+	"gpt-5-mini":   {Input: 0.25, CachedInput: 0.025, Output: 2.00},
+	"gpt-5-nano":   {Input: 0.05, CachedInput: 0.005, Output: 0.40},
+	"o3":           {Input: 2.00, CachedInput: 0.50, Output: 8.00},
+	"o3-mini":      {Input: 1.10, CachedInput: 0.55, Output: 4.40},
+	"o4-mini":      {Input: 1.10, CachedInput: 0.275, Output: 4.40},
+	// Anthropic: cache reads at a tenth of the input price, writes (5
+	// minute cache) at 1.25 times.
+	"claude-opus-4":     {Input: 15.00, CachedInput: 1.50, CacheWrite: 18.75, Output: 75.00},
+	"claude-opus-4-5":   {Input: 5.00, CachedInput: 0.50, CacheWrite: 6.25, Output: 25.00},
+	"claude-sonnet-4":   {Input: 3.00, CachedInput: 0.30, CacheWrite: 3.75, Output: 15.00},
+	"claude-haiku-4":    {Input: 1.00, CachedInput: 0.10, CacheWrite: 1.25, Output: 5.00},
+	"claude-3-5-haiku":  {Input: 0.80, CachedInput: 0.08, CacheWrite: 1.00, Output: 4.00},
+	"claude-3-7-sonnet": {Input: 3.00, CachedInput: 0.30, CacheWrite: 3.75, Output: 15.00},
+	// Google Gemini.
+	"gemini-2.5-pro":        {Input: 1.25, CachedInput: 0.31, Output: 10.00},
+	"gemini-2.5-flash":      {Input: 0.30, CachedInput: 0.075, Output: 2.50},
+	"gemini-2.5-flash-lite": {Input: 0.10, CachedInput: 0.025, Output: 0.40},
+	"gemini-2.0-flash":      {Input: 0.10, CachedInput: 0.025, Output: 0.40},
+	"gemini-2.0-flash-lite": {Input: 0.075, CachedInput: 0.075, Output: 0.30},
+	// DeepSeek (standard hours): cached input is a cache hit.
+	"deepseek-chat":     {Input: 0.27, CachedInput: 0.07, Output: 1.10},
+	"deepseek-reasoner": {Input: 0.55, CachedInput: 0.14, Output: 2.19},
+	// Qwen (Alibaba Cloud Model Studio, international).
+	"qwen-plus": {Input: 0.40, CachedInput: 0.40, Output: 1.20},
+	"qwen-max":  {Input: 1.60, CachedInput: 1.60, Output: 6.40},
+	// Models that run here and cost nothing: the scripted models of
+	// tests and demos.
+	"scripted": {},
+	"demo":     {},
+}
+
+// LookupPrice returns the built-in price of a model: nothing for a model
+// served by Ollama (it runs locally) or a scripted model, the list price
+// of a known model (matched by the longest prefix of its name), and false
+// for any other model, whose cost is then unknown — not zero.
+func LookupPrice(provider Provider, model string) (Price, bool) {
+	if provider == ProviderOllama {
+		return Price{}, true
+	}
+	return longestPrefix(knownPrices, strings.TrimSpace(model))
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/coorflow/coorflow/llm"
+	runtrace "github.com/coorflow/coorflow/trace"
+)
+
+// budgets holds the meters of owners with a budget: one per owner, shared
+// by the owner's runs, started from what the owner's recorded runs spent.
+// Server.budgetMu guards it.
+type budgets map[string]*llm.Meter
+
+// ownerBudget is the budget of an owner: its own in Config.OwnerBudgets,
+// else Config.OwnerBudget.
+func (s *Server) ownerBudget(owner string) llm.Budget {
+	if b, ok := s.cfg.OwnerBudgets[owner]; ok {
+		return b
+	}
+	return s.cfg.OwnerBudget
+}
+
+// ownerMeter returns the meter of owner, or nil when the owner has no
+// budget.
+func (s *Server) ownerMeter(ctx context.Context, owner string) (*llm.Meter, error) {
+	b := s.ownerBudget(owner)
+	if b.IsZero() {
+		return nil, nil
+	}
+	b.Ask = false // nobody to ask for the owner: the run stops
+	s.budgetMu.Lock()
+	defer s.budgetMu.Unlock()
+	if m := s.meters[owner]; m != nil {
+		return m, nil
+	}
+	spent, _, err := runtrace.SpendOf(ctx, s.cfg.Recorder.Store(), runtrace.RunQuery{Owner: owner})
+	if err != nil {
+		return nil, fmt.Errorf("server: what owner %q spent: %w", owner, err)
+	}
+	m := llm.NewMeter(llm.ScopeOwner, b, spent, nil)
+	s.meters[owner] = m
+	return m, nil
+}
+
+// budgetQuota refuses a run of an owner whose budget is spent.
+func (s *Server) budgetQuota(ctx context.Context, owner string) *apiError {
+	m, err := s.ownerMeter(ctx, owner)
+	if err != nil {
+		s.log.ErrorContext(ctx, "server: owner budget", "owner", owner, "err", err)
+		return internalError(requestID(ctx))
+	}
+	if m == nil {
+		return nil
+	}
+	b, spent := m.Budget(), m.Spent()
+	if (b.Tokens > 0 && spent.Tokens() >= b.Tokens) || (b.USD > 0 && spent.CostUSD >= b.USD) {
+		return errorf(http.StatusPaymentRequired, CodeBudgetExceeded,
+			"owner %q has spent its budget of %s (%d tokens, %s): ask the operator to raise it", owner, b, spent.Tokens(), llm.USD(spent.CostUSD))
+	}
+	return nil
+}
+
+// meterRun returns the run's context with its meter: the run's budget
+// (the request's, else the workflow's in Config.Budgets) under the
+// owner's. A run that continues or resumes a thread starts from what the
+// thread's turn spent, as recorded (from nothing without a Recorder).
+func (s *Server) meterRun(ru *run) (context.Context, error) {
+	owner, err := s.ownerMeter(ru.ctx, ru.owner)
+	if err != nil {
+		return nil, err
+	}
+	b := s.cfg.Budgets[ru.workflow]
+	if ru.budget != nil {
+		b = *ru.budget
+	}
+	var spent llm.Spend
+	if ru.input == nil && !b.IsZero() && s.cfg.Recorder != nil {
+		if spent, err = runtrace.TurnSpend(ru.ctx, s.cfg.Recorder.Store(), ru.owner, ru.thread); err != nil {
+			return nil, fmt.Errorf("server: what thread %q spent: %w", ru.thread, err)
+		}
+	}
+	turn := llm.NewMeter(llm.ScopeRun, b, spent, owner)
+	own := llm.NewMeter("", llm.Budget{}, llm.Spend{}, turn) // what this run spends
+	ru.mu.Lock()
+	ru.meter, ru.turn = own, turn
+	ru.mu.Unlock()
+	return llm.WithMeter(ru.ctx, own), nil
+}
+
+// handleUsage answers GET /v1/usage: what the caller's recorded runs
+// spent, and its budget.
+func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
+	owner := ownerFrom(r.Context())
+	if s.cfg.Recorder == nil {
+		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "the server records no runs, so it keeps no usage: start it with a recorder"))
+		return
+	}
+	spent, runs, err := runtrace.SpendOf(r.Context(), s.cfg.Recorder.Store(), runtrace.RunQuery{Owner: owner})
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "server: usage", "owner", owner, "err", err)
+		writeError(w, internalError(requestID(r.Context())))
+		return
+	}
+	out := Usage{Owner: owner, Runs: runs, Usage: spent}
+	if b := s.ownerBudget(owner); !b.IsZero() {
+		out.Budget = &b
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// Usage is the answer of GET /v1/usage.
+type Usage struct {
+	Owner string `json:"owner"`
+	// Runs counts the owner's recorded runs; Usage sums their model
+	// calls.
+	Runs  int       `json:"runs"`
+	Usage llm.Spend `json:"usage"`
+	// Budget is the owner's budget across its runs, if it has one.
+	Budget *llm.Budget `json:"budget,omitempty"`
+}
+
+// checkBudgets refuses budgets the server cannot keep.
+func checkBudgets(cfg Config) error {
+	owners := !cfg.OwnerBudget.IsZero()
+	for owner, b := range cfg.OwnerBudgets {
+		if b.Tokens < 0 || b.USD < 0 {
+			return fmt.Errorf("server: Config.OwnerBudgets[%q]: a budget cannot be negative", owner)
+		}
+		owners = owners || !b.IsZero()
+	}
+	if cfg.OwnerBudget.Tokens < 0 || cfg.OwnerBudget.USD < 0 {
+		return errors.New("server: Config.OwnerBudget: a budget cannot be negative")
+	}
+	if owners && cfg.Recorder == nil {
+		return errors.New("server: owner budgets count what the owner's recorded runs spent: set Config.Recorder")
+	}
+	for name, b := range cfg.Budgets {
+		if b.Tokens < 0 || b.USD < 0 {
+			return fmt.Errorf("server: Config.Budgets[%q]: a budget cannot be negative", name)
+		}
+	}
+	return nil
+}
