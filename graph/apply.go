@@ -105,10 +105,11 @@ func (ru *run) route(tasks []*task, results []taskResult) error {
 
 // follow schedules the outgoing edges of t's node.
 func (ru *run) follow(t *task) error {
-	for _, to := range ru.r.edges[t.name] {
+	out := ru.r.outgoing(t)
+	for _, to := range out.edges {
 		ru.trigger(to)
 	}
-	for _, b := range ru.r.branches[t.name] {
+	for _, b := range out.branches {
 		label, err := ru.callRouter(t, b.route)
 		if err != nil {
 			return fmt.Errorf("router: %w", err)
@@ -120,7 +121,7 @@ func (ru *run) follow(t *task) error {
 		}
 		ru.trigger(to)
 	}
-	for _, ji := range ru.r.joinsOf[t.name] {
+	for _, ji := range out.joins {
 		j := ru.r.joins[ji]
 		seen := ru.sched.seen[ji]
 		seen[slices.Index(j.sources, t.name)] = true
@@ -130,6 +131,20 @@ func (ru *run) follow(t *task) error {
 		}
 	}
 	return nil
+}
+
+// outgoing returns where the edges from t's node lead: resolved by Compile
+// for the graph's nodes (t.node comes from r.nodes) and Start, looked up
+// for any other writer.
+func (r *Runnable) outgoing(t *task) *outgoing {
+	if t.node != nil {
+		return &t.node.out
+	}
+	if t.name == Start {
+		return &r.start
+	}
+	out := r.outgoingOf(t.name)
+	return &out
 }
 
 func (ru *run) callRouter(t *task, route Router) (label string, err error) {

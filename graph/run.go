@@ -119,6 +119,8 @@ type run struct {
 	// shared names the channels a subgraph shares with its parent.
 	shared map[string]bool
 
+	// nodePaths holds the event paths of nodes in a run whose path is not
+	// the graph's name (a subgraph's run), made as tasks need them.
 	nodePaths map[string]string
 	// per-step buffers, reused
 	pend    [][]any
@@ -183,21 +185,17 @@ type taskResult struct {
 
 func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {
 	ru := &run{
-		r:         r,
-		cfg:       cfg,
-		path:      path,
-		yield:     yield,
-		events:    make(chan Event),
-		done:      make(chan int, 16),
-		nodePaths: make(map[string]string, len(r.order)),
-		pend:      make([][]any, len(r.layout.channels)),
-		pendBy:    make([][]string, len(r.layout.channels)),
+		r:      r,
+		cfg:    cfg,
+		path:   path,
+		yield:  yield,
+		events: make(chan Event),
+		done:   make(chan int, 16),
+		pend:   make([][]any, len(r.layout.channels)),
+		pendBy: make([][]string, len(r.layout.channels)),
 	}
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
-	}
-	for _, n := range r.order {
-		ru.nodePaths[n] = path + "/" + n
 	}
 	ru.sched.seen = make([][]bool, len(r.joins))
 	for i, j := range r.joins {
@@ -327,7 +325,8 @@ func (ru *run) nextTasks() []*task {
 	slab := make([]task, n) // one allocation for the step's tasks
 	tasks := ru.taskBuf[:0]
 	for i, name := range names {
-		slab[i] = task{node: ru.r.nodes[name], name: name, index: -1, label: name, path: ru.nodePaths[name]}
+		n := ru.r.nodes[name]
+		slab[i] = task{node: n, name: name, index: -1, label: name, path: ru.nodePath(n)}
 		tasks = append(tasks, &slab[i])
 	}
 	for i, p := range s.packets {
@@ -347,6 +346,22 @@ func (ru *run) nextTasks() []*task {
 		ru.records = nil
 	}
 	return tasks
+}
+
+// nodePath returns the event path of node n in this run.
+func (ru *run) nodePath(n *nodeSpec) string {
+	if ru.path == ru.r.name {
+		return n.path
+	}
+	p, ok := ru.nodePaths[n.name]
+	if !ok {
+		if ru.nodePaths == nil {
+			ru.nodePaths = make(map[string]string)
+		}
+		p = ru.path + "/" + n.name
+		ru.nodePaths[n.name] = p
+	}
+	return p
 }
 
 func sortTasks(tasks []*task) {

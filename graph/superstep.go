@@ -251,7 +251,17 @@ func (ru *run) runOne(results []taskResult, i int, t *task, keep bool) {
 // execTask runs one task with its node's retry policy, timeout and error
 // handler; with keep, a successful result is stored at once.
 func (ru *run) execTask(t *task, keep bool) taskResult {
+	// The duration is for EventNodeEnd: without a reader, the clock is
+	// not read.
+	timed := ru.cfg.events.kinds.has(EventNodeEnd)
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
 	res := ru.tryTask(t)
+	if timed {
+		res.dur = time.Since(start)
+	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {
 		data, err := ru.r.encodeResult(res)
 		if err == nil {
@@ -265,7 +275,6 @@ func (ru *run) execTask(t *task, keep bool) taskResult {
 }
 
 func (ru *run) tryTask(t *task) taskResult {
-	start := time.Now()
 	n := t.node
 	s := State{d: ru.state, overlay: t.overlay}
 	for attempt := 1; ; attempt++ {
@@ -274,20 +283,20 @@ func (ru *run) tryTask(t *task) taskResult {
 			if err := ru.r.checkCommand(n, cmd); err != nil {
 				// A command the graph cannot follow is a bug in the node
 				// or the graph: retrying or handling it would not help.
-				return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
+				return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt}
 			}
-			return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start)}
+			return taskResult{cmd: cmd, attempts: attempt}
 		}
 		if ins := interruptsOf(err); len(ins) > 0 {
-			return taskResult{interrupts: ins, attempts: attempt, dur: time.Since(start)}
+			return taskResult{interrupts: ins, attempts: attempt}
 		}
 		if errors.Is(err, ErrCheckpointConflict) {
 			// Another writer has the thread (a subgraph's checkpoint or
 			// an async write was refused): no retry or handler can help.
-			return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
+			return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt}
 		}
 		if ru.ctx.Err() != nil {
-			return taskResult{err: ru.ctx.Err(), attempts: attempt, dur: time.Since(start)}
+			return taskResult{err: ru.ctx.Err(), attempts: attempt}
 		}
 		if attempt < n.retry.MaxAttempts && retryable(n.retry, err) {
 			timer := time.NewTimer(n.retry.delay(attempt))
@@ -296,7 +305,7 @@ func (ru *run) tryTask(t *task) taskResult {
 				continue
 			case <-ru.ctx.Done():
 				timer.Stop()
-				return taskResult{err: ru.ctx.Err(), attempts: attempt, dur: time.Since(start)}
+				return taskResult{err: ru.ctx.Err(), attempts: attempt}
 			}
 		}
 		nerr := ru.nodeErr(t, attempt, err)
@@ -306,11 +315,11 @@ func (ru *run) tryTask(t *task) taskResult {
 				herr = ru.r.checkCommand(n, cmd)
 			}
 			if herr == nil {
-				return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start), handled: true}
+				return taskResult{cmd: cmd, attempts: attempt, handled: true}
 			}
 			nerr = ru.nodeErr(t, attempt, fmt.Errorf("error handler failed: %w (node error: %w)", herr, err))
 		}
-		return taskResult{err: nerr, attempts: attempt, dur: time.Since(start)}
+		return taskResult{err: nerr, attempts: attempt}
 	}
 }
 
