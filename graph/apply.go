@@ -153,8 +153,21 @@ func (ru *run) callRouter(t *task, route Router) (label string, err error) {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
-	ctx := context.WithValue(ru.ctx, emitterKey{}, &emitter{r: ru, path: t.path, node: t.name, step: ru.step})
-	return route(ctx, State{d: ru.state})
+	return route(ru.routerContext(t), State{d: ru.state})
+}
+
+// routerContext returns the context a router runs with: the run's,
+// carrying an emitter for t. Routers run one at a time on the loop's
+// goroutine, so every call uses the same one, kept in the run. The
+// context is set once (ru.ctx does not change after the run starts), so
+// that whatever a router left holding it (a connection's goroutine) sees
+// no writes.
+func (ru *run) routerContext(t *task) context.Context {
+	ru.routeEm = emitter{r: ru, path: t.path, node: t.name, step: ru.step}
+	if ru.routeCtx.em == nil {
+		ru.routeCtx = nodeContext{Context: ru.ctx, em: &ru.routeEm}
+	}
+	return &ru.routeCtx
 }
 
 // checkCommand checks the routing of a command node returned: Goto names

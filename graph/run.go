@@ -122,6 +122,11 @@ type run struct {
 	// nodePaths holds the event paths of nodes in a run whose path is not
 	// the graph's name (a subgraph's run), made as tasks need them.
 	nodePaths map[string]string
+	workers workers
+	// routeEm and routeCtx are what routers' contexts carry (see
+	// routerContext).
+	routeEm  emitter
+	routeCtx nodeContext
 	// per-step buffers, reused
 	pend    [][]any
 	pendBy  [][]string
@@ -259,6 +264,7 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ru.ctx, ru.cancel = ctx, cancel
+	defer ru.stopWorkers()
 	if ru.p != nil {
 		ru.p.start(ctx)
 	}

@@ -201,7 +201,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	if len(todo) == 1 && ru.cfg.events.kinds == 0 {
 		// Nobody reads events, so nothing from inside the node needs the
 		// loop to forward it: run the task on this goroutine.
-		results[todo[0]] = ru.execTask(tasks[todo[0]], keep)
+		ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
 		return results
 	}
 	limit := ru.cfg.maxConcurrency
@@ -215,7 +215,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		next++
 		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
-		go ru.runOne(results, i, t, keep)
+		ru.startTask(job{results: results, i: i, t: t, keep: keep}, running-1)
 	}
 	for running < limit && next < len(todo) {
 		startNext()
@@ -242,15 +242,19 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	return results
 }
 
-// runOne runs task t on its own goroutine and reports it done.
+// runOne runs task t on a worker and reports it done.
 func (ru *run) runOne(results []taskResult, i int, t *task, keep bool) {
-	results[i] = ru.execTask(t, keep)
+	ru.execTask(t, keep, &results[i])
 	ru.done <- i
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
-// handler; with keep, a successful result is stored at once.
-func (ru *run) execTask(t *task, keep bool) taskResult {
+// handler, into res; with keep, a successful result is stored at once.
+// Results are filled in place, not returned, to keep the frames of a
+// worker's stack small: a worker's stack starts small, and the node's own
+// calls come on top of these.
+func (ru *run) execTask(t *task, keep bool, res *taskResult) {
+	*res = taskResult{}
 	// The duration is for EventNodeEnd: without a reader, the clock is
 	// not read.
 	timed := ru.cfg.events.kinds.has(EventNodeEnd)
@@ -258,69 +262,92 @@ func (ru *run) execTask(t *task, keep bool) taskResult {
 	if timed {
 		start = time.Now()
 	}
-	res := ru.tryTask(t)
+	ru.tryTask(t, res)
 	if timed {
 		res.dur = time.Since(start)
 	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {
-		data, err := ru.r.encodeResult(res)
-		if err == nil {
-			err = ru.p.putRecords(ru.ctx, TaskRecord{TaskID: t.label, Kind: recResult, Data: data})
-		}
-		if err != nil {
-			res.err = ru.nodeErr(t, res.attempts, err)
-		}
+		ru.keepResult(t, res)
 	}
-	return res
 }
 
-func (ru *run) tryTask(t *task) taskResult {
-	n := t.node
+// keepResult stores the result of a task that finished while its siblings
+// may still fail or pause.
+func (ru *run) keepResult(t *task, res *taskResult) {
+	data, err := ru.r.encodeResult(*res)
+	if err == nil {
+		err = ru.p.putRecords(ru.ctx, TaskRecord{TaskID: t.label, Kind: recResult, Data: data})
+	}
+	if err != nil {
+		res.err = ru.nodeErr(t, res.attempts, err)
+	}
+}
+
+func (ru *run) tryTask(t *task, res *taskResult) {
 	s := State{d: ru.state, overlay: t.overlay}
 	for attempt := 1; ; attempt++ {
+		res.attempts = attempt
 		cmd, err := ru.attempt(t, s, attempt)
 		if err == nil {
-			if err := ru.r.checkCommand(n, cmd); err != nil {
+			if err := ru.r.checkCommand(t.node, cmd); err != nil {
 				// A command the graph cannot follow is a bug in the node
 				// or the graph: retrying or handling it would not help.
-				return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt}
+				res.err = ru.nodeErr(t, attempt, err)
+				return
 			}
-			return taskResult{cmd: cmd, attempts: attempt}
+			res.cmd = cmd
+			return
 		}
-		if ins := interruptsOf(err); len(ins) > 0 {
-			return taskResult{interrupts: ins, attempts: attempt}
+		if !ru.failedAttempt(t, s, attempt, err, res) {
+			return
 		}
-		if errors.Is(err, ErrCheckpointConflict) {
-			// Another writer has the thread (a subgraph's checkpoint or
-			// an async write was refused): no retry or handler can help.
-			return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt}
-		}
-		if ru.ctx.Err() != nil {
-			return taskResult{err: ru.ctx.Err(), attempts: attempt}
-		}
-		if attempt < n.retry.MaxAttempts && retryable(n.retry, err) {
-			timer := time.NewTimer(n.retry.delay(attempt))
-			select {
-			case <-timer.C:
-				continue
-			case <-ru.ctx.Done():
-				timer.Stop()
-				return taskResult{err: ru.ctx.Err(), attempts: attempt}
-			}
-		}
-		nerr := ru.nodeErr(t, attempt, err)
-		if n.onError != nil {
-			cmd, herr := ru.handle(t, s, nerr)
-			if herr == nil {
-				herr = ru.r.checkCommand(n, cmd)
-			}
-			if herr == nil {
-				return taskResult{cmd: cmd, attempts: attempt, handled: true}
-			}
-			nerr = ru.nodeErr(t, attempt, fmt.Errorf("error handler failed: %w (node error: %w)", herr, err))
-		}
-		return taskResult{err: nerr, attempts: attempt}
 	}
+}
+
+// failedAttempt decides what follows a failed attempt: it reports true
+// when the node should run again, or else fills res with how the task
+// ended (interrupted, failed, or handled by the node's error handler).
+func (ru *run) failedAttempt(t *task, s State, attempt int, err error, res *taskResult) (retry bool) {
+	n := t.node
+	if ins := interruptsOf(err); len(ins) > 0 {
+		res.interrupts = ins
+		return false
+	}
+	if errors.Is(err, ErrCheckpointConflict) {
+		// Another writer has the thread (a subgraph's checkpoint or
+		// an async write was refused): no retry or handler can help.
+		res.err = ru.nodeErr(t, attempt, err)
+		return false
+	}
+	if ru.ctx.Err() != nil {
+		res.err = ru.ctx.Err()
+		return false
+	}
+	if attempt < n.retry.MaxAttempts && retryable(n.retry, err) {
+		timer := time.NewTimer(n.retry.delay(attempt))
+		select {
+		case <-timer.C:
+			return true
+		case <-ru.ctx.Done():
+			timer.Stop()
+			res.err = ru.ctx.Err()
+			return false
+		}
+	}
+	nerr := ru.nodeErr(t, attempt, err)
+	if n.onError != nil {
+		cmd, herr := ru.handle(t, s, nerr)
+		if herr == nil {
+			herr = ru.r.checkCommand(n, cmd)
+		}
+		if herr == nil {
+			res.cmd, res.handled = cmd, true
+			return false
+		}
+		nerr = ru.nodeErr(t, attempt, fmt.Errorf("error handler failed: %w (node error: %w)", herr, err))
+	}
+	res.err = nerr
+	return false
 }
 
 func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
@@ -333,6 +360,10 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 
 // taskContext returns the context a task's node runs with: ctx, carrying
 // the task's emitter. It lives in the task, so making it allocates nothing.
+// taskContext is not inlined: the emitter it builds stays off the frame
+// of attempt, which is on the stack while the node runs.
+//
+//go:noinline
 func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
 	t.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
 	t.ctx = nodeContext{Context: ctx, em: &t.em}
@@ -356,29 +387,38 @@ func (c *nodeContext) Value(key any) any {
 
 // attempt calls the node once, turning a panic into a *PanicError and an
 // overrun of the node's timeout into ErrNodeTimeout.
-func (ru *run) attempt(t *task, s State, attempt int) (cmd Command, err error) {
-	ctx := ru.ctx
+func (ru *run) attempt(t *task, s State, attempt int) (Command, error) {
 	if t.node.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.node.timeout)
-		defer cancel()
+		return ru.attemptTimed(t, s)
 	}
 	t.jr.reset()
-	ctx = ru.taskContext(ctx, t)
+	return ru.call(ru.taskContext(ru.ctx, t), t, s)
+}
+
+// attemptTimed is attempt for a node with a timeout.
+func (ru *run) attemptTimed(t *task, s State) (Command, error) {
+	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
+	defer cancel()
+	t.jr.reset()
+	cmd, err := ru.call(ru.taskContext(ctx, t), t, s)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
+		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
+	}
+	return cmd, err
+}
+
+// call runs the node's function (or subgraph) once, turning a panic into a
+// *PanicError.
+func (ru *run) call(ctx context.Context, t *task, s State) (cmd Command, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
 	if t.node.sub != nil {
-		cmd, err = t.node.sub.runNested(ctx, s)
-	} else {
-		cmd, err = t.node.fn(ctx, s)
+		return t.node.sub.runNested(ctx, s)
 	}
-	if err != nil && t.node.timeout > 0 && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
-		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
-	}
-	return cmd, err
+	return t.node.fn(ctx, s)
 }
 
 // handle runs the node's error handler, recovering a panic.

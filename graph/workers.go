@@ -1,0 +1,56 @@
+package graph
+
+import "sync"
+
+// workers are the goroutines that run a run's tasks when they cannot run
+// on the loop's goroutine. They are kept for the whole run, so a step does
+// not pay for starting a goroutine and growing its stack for each task;
+// there are as many as the widest step needed (within MaxConcurrency).
+type workers struct {
+	jobs chan job
+	n    int // started
+	wg   sync.WaitGroup
+}
+
+// job is one task for a worker: run tasks[i] and store its result in
+// results[i] (see runOne).
+type job struct {
+	results []taskResult
+	i       int
+	t       *task
+	keep    bool
+}
+
+// startTask hands j to an idle worker, starting one when the busy ones are
+// all there are.
+func (ru *run) startTask(j job, busy int) {
+	w := &ru.workers
+	if busy >= w.n {
+		if w.jobs == nil {
+			w.jobs = make(chan job)
+		}
+		w.n++
+		w.wg.Add(1)
+		go ru.work()
+	}
+	// A worker that is not busy has reported its last task done and is on
+	// its way back to the channel, so this does not block for long.
+	w.jobs <- j
+}
+
+func (ru *run) work() {
+	defer ru.workers.wg.Done()
+	for j := range ru.workers.jobs {
+		ru.runOne(j.results, j.i, j.t, j.keep)
+	}
+}
+
+// stopWorkers ends the workers; none may be busy.
+func (ru *run) stopWorkers() {
+	w := &ru.workers
+	if w.jobs != nil {
+		close(w.jobs)
+		w.wg.Wait()
+		w.jobs, w.n = nil, 0
+	}
+}
