@@ -122,7 +122,7 @@ type run struct {
 	// nodePaths holds the event paths of nodes in a run whose path is not
 	// the graph's name (a subgraph's run), made as tasks need them.
 	nodePaths map[string]string
-	workers workers
+	workers   workers
 	// routeEm and routeCtx are what routers' contexts carry (see
 	// routerContext).
 	routeEm  emitter
