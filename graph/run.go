@@ -133,6 +133,7 @@ type run struct {
 	changes []change
 	results []taskResult
 	taskBuf []*task
+	slab    []task
 }
 
 // change is a channel written in a step, for the checkpoint.
@@ -174,9 +175,9 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
-	// em and ctx are what the node's context carries (see taskContext).
-	em  emitter
-	ctx nodeContext
+	// scope is what the node's context carries (see taskContext); it
+	// stays with the task's slot from step to step.
+	scope *taskScope
 }
 
 type taskResult struct {
@@ -328,18 +329,28 @@ func (ru *run) nextTasks() []*task {
 	if n == 0 {
 		return nil
 	}
-	slab := make([]task, n) // one allocation for the step's tasks
+	// The step's tasks live in slots kept from step to step: the tasks of
+	// the previous step are done with (applied and routed).
+	if cap(ru.slab) < n {
+		ru.slab = make([]task, n)
+		scopes := make([]taskScope, n)
+		for i := range ru.slab {
+			ru.slab[i].scope = &scopes[i]
+		}
+	}
+	slab := ru.slab[:n]
 	tasks := ru.taskBuf[:0]
 	for i, name := range names {
 		n := ru.r.nodes[name]
-		slab[i] = task{node: n, name: name, index: -1, label: name, path: ru.nodePath(n)}
-		tasks = append(tasks, &slab[i])
+		t := &slab[i]
+		*t = task{node: n, name: name, index: -1, label: name, path: ru.nodePath(n), scope: t.scope}
+		tasks = append(tasks, t)
 	}
 	for i, p := range s.packets {
 		path := ru.path + "/" + p.Node + "[" + strconv.Itoa(i) + "]"
 		t := &slab[len(names)+i]
 		*t = task{node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
-			label: path[len(ru.path)+1:], path: path}
+			label: path[len(ru.path)+1:], path: path, scope: t.scope}
 		tasks = append(tasks, t)
 	}
 	ru.taskBuf = tasks

@@ -358,16 +358,34 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
+// taskScope is what a node's context carries: its emitter, and the
+// context itself (see taskContext).
+type taskScope struct {
+	em  emitter
+	ctx nodeContext
+}
+
 // taskContext returns the context a task's node runs with: ctx, carrying
-// the task's emitter. It lives in the task, so making it allocates nothing.
+// the task's emitter. It lives in the task's scope, which the task's slot
+// keeps from step to step (see nextTasks), so making it allocates nothing
+// after the first step. The context is written only when it changes, so
+// that whatever a node left holding it (a connection's goroutine reading
+// Done or Err) sees no writes when the slot runs another task.
+//
 // taskContext is not inlined: the emitter it builds stays off the frame
 // of attempt, which is on the stack while the node runs.
 //
 //go:noinline
 func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
-	t.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
-	t.ctx = nodeContext{Context: ctx, em: &t.em}
-	return &t.ctx
+	if t.scope == nil {
+		t.scope = new(taskScope)
+	}
+	sc := t.scope
+	sc.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
+	if sc.ctx.em == nil || sc.ctx.Context != ctx {
+		sc.ctx = nodeContext{Context: ctx, em: &sc.em}
+	}
+	return &sc.ctx
 }
 
 // nodeContext is a context carrying an emitter, like
