@@ -28,7 +28,7 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 			ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
 		}
 	}
-	var vals []any
+	var next *stateData
 	for slot, writes := range ru.pend {
 		if len(writes) == 0 {
 			continue
@@ -37,11 +37,11 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 		if len(writes) > 1 && ch.Reducer() == "last" {
 			return &WriteConflictError{Channel: ch.Name(), Step: ru.step, Writers: slices.Clone(ru.pendBy[slot])}
 		}
-		if vals == nil {
-			vals = slices.Clone(ru.state.vals)
+		if next == nil {
+			next = ru.state.clone()
 		}
-		cur := vals[slot]
-		vals[slot] = ch.reduce(cur, cur != nil, writes)
+		cur := next.vals[slot]
+		next.vals[slot] = ch.reduce(cur, cur != nil, writes)
 		if ru.p != nil {
 			ru.changes = append(ru.changes, change{slot: slot, writes: slices.Clone(writes), had: cur != nil})
 		}
@@ -51,8 +51,8 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 			}
 		}
 	}
-	if vals != nil {
-		ru.state = &stateData{layout: l, vals: vals}
+	if next != nil {
+		ru.state = next
 	}
 	return nil
 }

@@ -186,7 +186,8 @@ type taskResult struct {
 	interrupts []InterruptInfo
 	attempts   int
 	dur        time.Duration
-	handled    bool // the node failed and its error handler supplied cmd
+	end        time.Time // when the task ended, with dur (EventNodeEnd)
+	handled    bool      // the node failed and its error handler supplied cmd
 }
 
 func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {

@@ -62,8 +62,12 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 			}
 		}
 	}
-	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}})
-	ru.emit(Event{Kind: EventStepEnd, Step: ru.step})
+	var now time.Time // one reading of the clock for both events
+	if ru.wants(EventValues) || ru.wants(EventStepEnd) {
+		now = time.Now()
+	}
+	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}, Time: now})
+	ru.emit(Event{Kind: EventStepEnd, Step: ru.step, Time: now})
 	if res := ru.breakAfter(tasks); res != nil {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
@@ -231,7 +235,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
-			Attempt: res.attempts, Duration: res.dur, Err: res.err})
+			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: res.end})
 		if next < len(todo) && ru.ctx.Err() == nil {
 			startNext()
 		}
@@ -264,7 +268,8 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	}
 	ru.tryTask(t, res)
 	if timed {
-		res.dur = time.Since(start)
+		res.end = time.Now()
+		res.dur = res.end.Sub(start)
 	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {
 		ru.keepResult(t, res)
