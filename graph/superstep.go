@@ -147,11 +147,22 @@ func (ru *run) interruptRecords(tasks []*task, results []taskResult) ([]Interrup
 // prepare builds the overlays of packet tasks.
 func (ru *run) prepare(tasks []*task) error {
 	base := State{d: ru.state}
+	// One allocation holds every overlay of the step; each is clipped to
+	// its packet's size (a packet writes at most that many channels), so
+	// none grows into another's.
+	total := 0
+	for _, t := range tasks {
+		total += len(t.packet)
+	}
+	if total == 0 {
+		return nil
+	}
+	entries := make(overlay, total)
 	for _, t := range tasks {
 		if len(t.packet) == 0 {
 			continue
 		}
-		t.overlay = make(overlay, 0, len(t.packet))
+		t.overlay, entries = entries[:0:len(t.packet)], entries[len(t.packet):]
 		for _, w := range t.packet {
 			ch, _, ok := ru.r.layout.channel(w.Channel())
 			if !ok { // checked when the packet was sent (checkCommand)
@@ -292,17 +303,17 @@ func (ru *run) tryTask(t *task, res *taskResult) {
 	s := State{d: ru.state, overlay: t.overlay}
 	for attempt := 1; ; attempt++ {
 		res.attempts = attempt
-		cmd, err := ru.attempt(t, s, attempt)
+		err := ru.attempt(t, s, &res.cmd)
 		if err == nil {
-			if err := ru.r.checkCommand(t.node, cmd); err != nil {
+			if err := ru.r.checkCommand(t.node, res.cmd); err != nil {
 				// A command the graph cannot follow is a bug in the node
 				// or the graph: retrying or handling it would not help.
+				res.cmd = Command{}
 				res.err = ru.nodeErr(t, attempt, err)
-				return
 			}
-			res.cmd = cmd
 			return
 		}
+		res.cmd = Command{}
 		if !ru.failedAttempt(t, s, attempt, err, res) {
 			return
 		}
@@ -408,40 +419,44 @@ func (c *nodeContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// attempt calls the node once, turning a panic into a *PanicError and an
-// overrun of the node's timeout into ErrNodeTimeout.
-func (ru *run) attempt(t *task, s State, attempt int) (Command, error) {
+// attempt calls the node once, into cmd, turning a panic into a
+// *PanicError and an overrun of the node's timeout into ErrNodeTimeout.
+// The command is written in place rather than returned, to keep the frames
+// under the node small.
+func (ru *run) attempt(t *task, s State, cmd *Command) error {
 	if t.node.timeout > 0 {
-		return ru.attemptTimed(t, s)
+		return ru.attemptTimed(t, s, cmd)
 	}
 	t.jr.reset()
-	return ru.call(ru.taskContext(ru.ctx, t), t, s)
+	return ru.call(ru.taskContext(ru.ctx, t), t, s, cmd)
 }
 
 // attemptTimed is attempt for a node with a timeout.
-func (ru *run) attemptTimed(t *task, s State) (Command, error) {
+func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
 	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
 	defer cancel()
 	t.jr.reset()
-	cmd, err := ru.call(ru.taskContext(ctx, t), t, s)
+	err := ru.call(ru.taskContext(ctx, t), t, s, cmd)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
 		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
 	}
-	return cmd, err
+	return err
 }
 
-// call runs the node's function (or subgraph) once, turning a panic into a
-// *PanicError.
-func (ru *run) call(ctx context.Context, t *task, s State) (cmd Command, err error) {
+// call runs the node's function (or subgraph) once, into cmd, turning a
+// panic into a *PanicError.
+func (ru *run) call(ctx context.Context, t *task, s State, cmd *Command) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
+	fn := t.node.fn
 	if t.node.sub != nil {
-		return t.node.sub.runNested(ctx, s)
+		fn = t.node.sub.runNested
 	}
-	return t.node.fn(ctx, s)
+	*cmd, err = fn(ctx, s)
+	return err
 }
 
 // handle runs the node's error handler, recovering a panic.

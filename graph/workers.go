@@ -39,10 +39,10 @@ func (ru *run) startTask(j job, busy int) {
 }
 
 func (ru *run) work() {
-	defer ru.workers.wg.Done()
 	for j := range ru.workers.jobs {
 		ru.runOne(j.results, j.i, j.t, j.keep)
 	}
+	ru.workers.wg.Done() // a node's panic is recovered (call): none gets here
 }
 
 // stopWorkers ends the workers; none may be busy.
