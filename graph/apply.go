@@ -106,8 +106,8 @@ func (ru *run) route(tasks []*task, results []taskResult) error {
 // follow schedules the outgoing edges of t's node.
 func (ru *run) follow(t *task) error {
 	out := ru.r.outgoing(t)
-	for _, to := range out.edges {
-		ru.trigger(to)
+	for _, to := range out.to {
+		ru.triggerNode(to)
 	}
 	for _, b := range out.branches {
 		label, err := ru.callRouter(t, b.route)
@@ -242,11 +242,19 @@ func channelNamesOf(chs []Channel) []string {
 // trigger schedules node to run in the next step (once, however often it
 // is triggered), or after everything else if it is deferred.
 func (ru *run) trigger(node string) {
-	if node == End {
+	if node != End {
+		ru.triggerNode(ru.r.nodes[node])
+	}
+}
+
+// triggerNode is trigger for a node already looked up (nil: End).
+func (ru *run) triggerNode(n *nodeSpec) {
+	if n == nil {
 		return
 	}
+	node := n.name
 	s := &ru.sched
-	if ru.r.nodes[node].deferred {
+	if n.deferred {
 		if !slices.Contains(s.deferred, node) {
 			s.deferred = append(s.deferred, node)
 			slices.Sort(s.deferred)

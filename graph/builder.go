@@ -151,7 +151,8 @@ type nodeSpec struct {
 // lead, resolved once by Compile so that routing a step looks up nothing
 // by name.
 type outgoing struct {
-	edges    []string
+	// to holds the targets of the static edges (nil for End).
+	to       []*nodeSpec
 	branches []branch
 	joins    []int // indexes into Runnable.joins
 }

@@ -55,9 +55,11 @@ func (g *Graph) Compile(opts ...Option) (*Runnable, error) {
 	}
 	for name, n := range g.nodes {
 		c := *n // the Graph may change and compile again: resolve in a copy
-		c.out = r.outgoingOf(name)
 		c.path = r.name + "/" + name
 		r.nodes[name] = &c
+	}
+	for name, n := range r.nodes {
+		n.out = r.outgoingOf(name)
 	}
 	r.start = r.outgoingOf(Start)
 	r.defaults.stepLimit = defaultStepLimit
@@ -66,8 +68,14 @@ func (g *Graph) Compile(opts ...Option) (*Runnable, error) {
 }
 
 // outgoingOf resolves where the edges from the node called name lead.
+// An edge to End resolves to nil: Compile has checked that every other
+// target is a node.
 func (r *Runnable) outgoingOf(name string) outgoing {
-	return outgoing{edges: r.edges[name], branches: r.branches[name], joins: r.joinsOf[name]}
+	out := outgoing{branches: r.branches[name], joins: r.joinsOf[name]}
+	for _, to := range r.edges[name] {
+		out.to = append(out.to, r.nodes[to])
+	}
+	return out
 }
 
 func (g *Graph) isNode(name string) bool { return g.nodes[name] != nil }

@@ -356,7 +356,9 @@ func (ru *run) nextTasks() []*task {
 	}
 	ru.taskBuf = tasks
 	s.triggered, s.packets = s.triggered[:0], nil
-	sortTasks(tasks)
+	if len(tasks) > 1 {
+		sortTasks(tasks)
+	}
 	if ru.records != nil {
 		for _, t := range tasks {
 			ru.records[t.label].attach(t)
