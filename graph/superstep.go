@@ -230,7 +230,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		next++
 		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
-		ru.startTask(job{results: results, i: i, t: t, keep: keep}, running-1)
+		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
 	for running < limit && next < len(todo) {
 		startNext()
@@ -241,7 +241,8 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		case ev := <-ru.events:
 			ru.emit(ev)
 			continue
-		case i = <-ru.done:
+		case d := <-ru.done:
+			i = ru.taskDone(d)
 		}
 		running--
 		t, res := tasks[i], &results[i]

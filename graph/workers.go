@@ -9,6 +9,7 @@ import "sync"
 type workers struct {
 	jobs chan job
 	n    int // started
+	busy int // running a task whose end the loop has not received
 	wg   sync.WaitGroup
 }
 
@@ -23,9 +24,9 @@ type job struct {
 
 // startTask hands j to an idle worker, starting one when the busy ones are
 // all there are.
-func (ru *run) startTask(j job, busy int) {
+func (ru *run) startTask(j job) {
 	w := &ru.workers
-	if busy >= w.n {
+	if w.busy >= w.n {
 		if w.jobs == nil {
 			w.jobs = make(chan job)
 		}
@@ -35,7 +36,14 @@ func (ru *run) startTask(j job, busy int) {
 	}
 	// A worker that is not busy has reported its last task done and is on
 	// its way back to the channel, so this does not block for long.
+	w.busy++
 	w.jobs <- j
+}
+
+// taskDone receives the index of a task a worker finished.
+func (ru *run) taskDone(i int) int {
+	ru.workers.busy--
+	return i
 }
 
 func (ru *run) work() {
@@ -45,12 +53,26 @@ func (ru *run) work() {
 	ru.workers.wg.Done() // a node's panic is recovered (call): none gets here
 }
 
-// stopWorkers ends the workers; none may be busy.
+// stopWorkers ends the workers. When a run ends normally none is busy;
+// when the loop unwinds while tasks run (a panic, or runtime.Goexit in a
+// stream consumer's loop body), the run is cancelled and what the busy
+// workers still deliver is drained, so that they end too.
 func (ru *run) stopWorkers() {
 	w := &ru.workers
-	if w.jobs != nil {
-		close(w.jobs)
-		w.wg.Wait()
-		w.jobs, w.n = nil, 0
+	if w.jobs == nil {
+		return
 	}
+	close(w.jobs)
+	if w.busy > 0 {
+		ru.cancel()
+	}
+	for w.busy > 0 {
+		select {
+		case i := <-ru.done:
+			ru.taskDone(i)
+		case <-ru.events:
+		}
+	}
+	w.wg.Wait()
+	w.jobs, w.n = nil, 0
 }
