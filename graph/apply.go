@@ -28,7 +28,7 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 			ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
 		}
 	}
-	var vals []any
+	var next *stateData
 	for slot, writes := range ru.pend {
 		if len(writes) == 0 {
 			continue
@@ -37,11 +37,11 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 		if len(writes) > 1 && ch.Reducer() == "last" {
 			return &WriteConflictError{Channel: ch.Name(), Step: ru.step, Writers: slices.Clone(ru.pendBy[slot])}
 		}
-		if vals == nil {
-			vals = slices.Clone(ru.state.vals)
+		if next == nil {
+			next = ru.state.clone()
 		}
-		cur := vals[slot]
-		vals[slot] = ch.reduce(cur, cur != nil, writes)
+		cur := next.vals[slot]
+		next.vals[slot] = ch.reduce(cur, cur != nil, writes)
 		if ru.p != nil {
 			ru.changes = append(ru.changes, change{slot: slot, writes: slices.Clone(writes), had: cur != nil})
 		}
@@ -51,8 +51,8 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 			}
 		}
 	}
-	if vals != nil {
-		ru.state = &stateData{layout: l, vals: vals}
+	if next != nil {
+		ru.state = next
 	}
 	return nil
 }
@@ -105,10 +105,11 @@ func (ru *run) route(tasks []*task, results []taskResult) error {
 
 // follow schedules the outgoing edges of t's node.
 func (ru *run) follow(t *task) error {
-	for _, to := range ru.r.edges[t.name] {
-		ru.trigger(to)
+	out := ru.r.outgoing(t)
+	for _, to := range out.to {
+		ru.triggerNode(to)
 	}
-	for _, b := range ru.r.branches[t.name] {
+	for _, b := range out.branches {
 		label, err := ru.callRouter(t, b.route)
 		if err != nil {
 			return fmt.Errorf("router: %w", err)
@@ -120,7 +121,7 @@ func (ru *run) follow(t *task) error {
 		}
 		ru.trigger(to)
 	}
-	for _, ji := range ru.r.joinsOf[t.name] {
+	for _, ji := range out.joins {
 		j := ru.r.joins[ji]
 		seen := ru.sched.seen[ji]
 		seen[slices.Index(j.sources, t.name)] = true
@@ -132,14 +133,41 @@ func (ru *run) follow(t *task) error {
 	return nil
 }
 
+// outgoing returns where the edges from t's node lead: resolved by Compile
+// for the graph's nodes (t.node comes from r.nodes) and Start, looked up
+// for any other writer.
+func (r *Runnable) outgoing(t *task) *outgoing {
+	if t.node != nil {
+		return &t.node.out
+	}
+	if t.name == Start {
+		return &r.start
+	}
+	out := r.outgoingOf(t.name)
+	return &out
+}
+
 func (ru *run) callRouter(t *task, route Router) (label string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
-	ctx := context.WithValue(ru.ctx, emitterKey{}, &emitter{r: ru, path: t.path, node: t.name, step: ru.step})
-	return route(ctx, State{d: ru.state})
+	return route(ru.routerContext(t), State{d: ru.state})
+}
+
+// routerContext returns the context a router runs with: the run's,
+// carrying an emitter for t. Routers run one at a time on the loop's
+// goroutine, so every call uses the same one, kept in the run. The
+// context is set once (ru.ctx does not change after the run starts), so
+// that whatever a router left holding it (a connection's goroutine) sees
+// no writes.
+func (ru *run) routerContext(t *task) context.Context {
+	ru.routeEm = emitter{r: ru, path: t.path, node: t.name, step: ru.step}
+	if ru.routeCtx.em == nil {
+		ru.routeCtx = nodeContext{Context: ru.ctx, em: &ru.routeEm}
+	}
+	return &ru.routeCtx
 }
 
 // checkCommand checks the routing of a command node returned: Goto names
@@ -214,11 +242,19 @@ func channelNamesOf(chs []Channel) []string {
 // trigger schedules node to run in the next step (once, however often it
 // is triggered), or after everything else if it is deferred.
 func (ru *run) trigger(node string) {
-	if node == End {
+	if node != End {
+		ru.triggerNode(ru.r.nodes[node])
+	}
+}
+
+// triggerNode is trigger for a node already looked up (nil: End).
+func (ru *run) triggerNode(n *nodeSpec) {
+	if n == nil {
 		return
 	}
+	node := n.name
 	s := &ru.sched
-	if ru.r.nodes[node].deferred {
+	if n.deferred {
 		if !slices.Contains(s.deferred, node) {
 			s.deferred = append(s.deferred, node)
 			slices.Sort(s.deferred)

@@ -139,6 +139,22 @@ type nodeSpec struct {
 	// sends holds, per target, the channels its packets may write
 	// (declared with Sends).
 	sends map[string][]Channel
+
+	// Set by Compile on the Runnable's own copy of the node:
+	// out is where the node's edges lead; path is its event path in a
+	// run of the root graph.
+	out  outgoing
+	path string
+}
+
+// outgoing is where a node's static edges, conditional edges and joins
+// lead, resolved once by Compile so that routing a step looks up nothing
+// by name.
+type outgoing struct {
+	// to holds the targets of the static edges (nil for End).
+	to       []*nodeSpec
+	branches []branch
+	joins    []int // indexes into Runnable.joins
 }
 
 type branch struct {

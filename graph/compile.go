@@ -16,7 +16,9 @@ type Runnable struct {
 	branches map[string][]branch
 	joins    []join
 	// joinsOf lists, per source node, the indexes of the joins it feeds.
-	joinsOf  map[string][]int
+	joinsOf map[string][]int
+	// start is where Start's edges lead.
+	start    outgoing
 	defaults config
 }
 
@@ -39,7 +41,7 @@ func (g *Graph) Compile(opts ...Option) (*Runnable, error) {
 	r := &Runnable{
 		name:     g.name,
 		layout:   newLayout(slices.Clone(g.channels)),
-		nodes:    maps.Clone(g.nodes),
+		nodes:    make(map[string]*nodeSpec, len(g.nodes)),
 		order:    slices.Clone(g.order),
 		edges:    maps.Clone(g.edges),
 		branches: maps.Clone(g.branches),
@@ -51,9 +53,29 @@ func (g *Graph) Compile(opts ...Option) (*Runnable, error) {
 			r.joinsOf[s] = append(r.joinsOf[s], i)
 		}
 	}
+	for name, n := range g.nodes {
+		c := *n // the Graph may change and compile again: resolve in a copy
+		c.path = r.name + "/" + name
+		r.nodes[name] = &c
+	}
+	for name, n := range r.nodes {
+		n.out = r.outgoingOf(name)
+	}
+	r.start = r.outgoingOf(Start)
 	r.defaults.stepLimit = defaultStepLimit
 	r.defaults.apply(opts)
 	return r, nil
+}
+
+// outgoingOf resolves where the edges from the node called name lead.
+// An edge to End resolves to nil: Compile has checked that every other
+// target is a node.
+func (r *Runnable) outgoingOf(name string) outgoing {
+	out := outgoing{branches: r.branches[name], joins: r.joinsOf[name]}
+	for _, to := range r.edges[name] {
+		out.to = append(out.to, r.nodes[to])
+	}
+	return out
 }
 
 func (g *Graph) isNode(name string) bool { return g.nodes[name] != nil }

@@ -119,13 +119,21 @@ type run struct {
 	// shared names the channels a subgraph shares with its parent.
 	shared map[string]bool
 
+	// nodePaths holds the event paths of nodes in a run whose path is not
+	// the graph's name (a subgraph's run), made as tasks need them.
 	nodePaths map[string]string
+	workers   workers
+	// routeEm and routeCtx are what routers' contexts carry (see
+	// routerContext).
+	routeEm  emitter
+	routeCtx nodeContext
 	// per-step buffers, reused
 	pend    [][]any
 	pendBy  [][]string
 	changes []change
 	results []taskResult
 	taskBuf []*task
+	slab    []task
 }
 
 // change is a channel written in a step, for the checkpoint.
@@ -167,9 +175,9 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
-	// em and ctx are what the node's context carries (see taskContext).
-	em  emitter
-	ctx nodeContext
+	// scope is what the node's context carries (see taskContext); it
+	// stays with the task's slot from step to step.
+	scope *taskScope
 }
 
 type taskResult struct {
@@ -178,26 +186,23 @@ type taskResult struct {
 	interrupts []InterruptInfo
 	attempts   int
 	dur        time.Duration
-	handled    bool // the node failed and its error handler supplied cmd
+	end        time.Time // when the task ended, with dur (EventNodeEnd)
+	handled    bool      // the node failed and its error handler supplied cmd
 }
 
 func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {
 	ru := &run{
-		r:         r,
-		cfg:       cfg,
-		path:      path,
-		yield:     yield,
-		events:    make(chan Event),
-		done:      make(chan int, 16),
-		nodePaths: make(map[string]string, len(r.order)),
-		pend:      make([][]any, len(r.layout.channels)),
-		pendBy:    make([][]string, len(r.layout.channels)),
+		r:      r,
+		cfg:    cfg,
+		path:   path,
+		yield:  yield,
+		events: make(chan Event),
+		done:   make(chan int, 16),
+		pend:   make([][]any, len(r.layout.channels)),
+		pendBy: make([][]string, len(r.layout.channels)),
 	}
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
-	}
-	for _, n := range r.order {
-		ru.nodePaths[n] = path + "/" + n
 	}
 	ru.sched.seen = make([][]bool, len(r.joins))
 	for i, j := range r.joins {
@@ -261,6 +266,7 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ru.ctx, ru.cancel = ctx, cancel
+	defer ru.stopWorkers()
 	if ru.p != nil {
 		ru.p.start(ctx)
 	}
@@ -324,22 +330,35 @@ func (ru *run) nextTasks() []*task {
 	if n == 0 {
 		return nil
 	}
-	slab := make([]task, n) // one allocation for the step's tasks
+	// The step's tasks live in slots kept from step to step: the tasks of
+	// the previous step are done with (applied and routed).
+	if cap(ru.slab) < n {
+		ru.slab = make([]task, n)
+		scopes := make([]taskScope, n)
+		for i := range ru.slab {
+			ru.slab[i].scope = &scopes[i]
+		}
+	}
+	slab := ru.slab[:n]
 	tasks := ru.taskBuf[:0]
 	for i, name := range names {
-		slab[i] = task{node: ru.r.nodes[name], name: name, index: -1, label: name, path: ru.nodePaths[name]}
-		tasks = append(tasks, &slab[i])
+		n := ru.r.nodes[name]
+		t := &slab[i]
+		*t = task{node: n, name: name, index: -1, label: name, path: ru.nodePath(n), scope: t.scope}
+		tasks = append(tasks, t)
 	}
 	for i, p := range s.packets {
 		path := ru.path + "/" + p.Node + "[" + strconv.Itoa(i) + "]"
 		t := &slab[len(names)+i]
 		*t = task{node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
-			label: path[len(ru.path)+1:], path: path}
+			label: path[len(ru.path)+1:], path: path, scope: t.scope}
 		tasks = append(tasks, t)
 	}
 	ru.taskBuf = tasks
 	s.triggered, s.packets = s.triggered[:0], nil
-	sortTasks(tasks)
+	if len(tasks) > 1 {
+		sortTasks(tasks)
+	}
 	if ru.records != nil {
 		for _, t := range tasks {
 			ru.records[t.label].attach(t)
@@ -347,6 +366,22 @@ func (ru *run) nextTasks() []*task {
 		ru.records = nil
 	}
 	return tasks
+}
+
+// nodePath returns the event path of node n in this run.
+func (ru *run) nodePath(n *nodeSpec) string {
+	if ru.path == ru.r.name {
+		return n.path
+	}
+	p, ok := ru.nodePaths[n.name]
+	if !ok {
+		if ru.nodePaths == nil {
+			ru.nodePaths = make(map[string]string)
+		}
+		p = ru.path + "/" + n.name
+		ru.nodePaths[n.name] = p
+	}
+	return p
 }
 
 func sortTasks(tasks []*task) {

@@ -47,6 +47,49 @@ type stateData struct {
 	vals   []any // nil: nothing written
 }
 
+// clone returns a new version of the values, for a step to write. For a
+// graph with up to 16 channels, the version and its values are one
+// allocation.
+func (d *stateData) clone() *stateData {
+	n := len(d.vals)
+	var c *stateData
+	switch {
+	case n <= 2:
+		b := new(struct {
+			d stateData
+			v [2]any
+		})
+		b.d.vals = b.v[:n:n]
+		c = &b.d
+	case n <= 4:
+		b := new(struct {
+			d stateData
+			v [4]any
+		})
+		b.d.vals = b.v[:n:n]
+		c = &b.d
+	case n <= 8:
+		b := new(struct {
+			d stateData
+			v [8]any
+		})
+		b.d.vals = b.v[:n:n]
+		c = &b.d
+	case n <= 16:
+		b := new(struct {
+			d stateData
+			v [16]any
+		})
+		b.d.vals = b.v[:n:n]
+		c = &b.d
+	default:
+		c = &stateData{vals: make([]any, n)}
+	}
+	c.layout = d.layout
+	copy(c.vals, d.vals)
+	return c
+}
+
 // layout maps channel names to slots for one compiled graph.
 type layout struct {
 	channels []Channel

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -185,6 +186,47 @@ func TestBreakingOutOfAStreamCancelsTheRunAndLeaksNoGoroutine(t *testing.T) {
 	}
 	assert.Equal(t, 10, customs)
 	assert.NotEmpty(t, started)
+}
+
+func TestAPanicInTheStreamConsumerEndsTheRunningTasksFirst(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const n = 24 // more tasks than the run buffers ends of tasks for
+	item := graph.NewKey[int]("item")
+	var returned atomic.Int64
+	g := graph.New("fan", item)
+	g.AddNode("fan", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		ps := make([]graph.Packet, n)
+		for i := range ps {
+			ps[i] = graph.To("wait", item.Set(i))
+		}
+		return graph.Send(ps...), nil
+	}, graph.Destinations("wait"))
+	g.AddNode("wait", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, "waiting")
+		<-ctx.Done() // until the run is cancelled
+		returned.Add(1)
+		return graph.Command{}, ctx.Err()
+	})
+	g.AddEdge(graph.Start, "fan")
+	g.AddEdge("wait", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+
+	starts := 0
+	assert.PanicsWithValue(t, "consumer failed", func() {
+		for ev, err := range r.Stream(t.Context(), nil) {
+			require.NoError(t, err)
+			if ev.Kind == graph.EventNodeStart && ev.Node == "wait" {
+				starts++
+				if starts == n {
+					panic("consumer failed")
+				}
+			}
+		}
+	})
+	// The last start event came before its task was handed over: the
+	// others were running, and had returned before the panic left Stream.
+	assert.Equal(t, int64(n-1), returned.Load())
 }
 
 func TestEmitOutsideARunDoesNothing(t *testing.T) {

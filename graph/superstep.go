@@ -62,8 +62,12 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 			}
 		}
 	}
-	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}})
-	ru.emit(Event{Kind: EventStepEnd, Step: ru.step})
+	var now time.Time // one reading of the clock for both events
+	if ru.wants(EventValues) || ru.wants(EventStepEnd) {
+		now = time.Now()
+	}
+	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}, Time: now})
+	ru.emit(Event{Kind: EventStepEnd, Step: ru.step, Time: now})
 	if res := ru.breakAfter(tasks); res != nil {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
@@ -143,11 +147,22 @@ func (ru *run) interruptRecords(tasks []*task, results []taskResult) ([]Interrup
 // prepare builds the overlays of packet tasks.
 func (ru *run) prepare(tasks []*task) error {
 	base := State{d: ru.state}
+	// One allocation holds every overlay of the step; each is clipped to
+	// its packet's size (a packet writes at most that many channels), so
+	// none grows into another's.
+	total := 0
+	for _, t := range tasks {
+		total += len(t.packet)
+	}
+	if total == 0 {
+		return nil
+	}
+	entries := make(overlay, total)
 	for _, t := range tasks {
 		if len(t.packet) == 0 {
 			continue
 		}
-		t.overlay = make(overlay, 0, len(t.packet))
+		t.overlay, entries = entries[:0:len(t.packet)], entries[len(t.packet):]
 		for _, w := range t.packet {
 			ch, _, ok := ru.r.layout.channel(w.Channel())
 			if !ok { // checked when the packet was sent (checkCommand)
@@ -201,7 +216,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	if len(todo) == 1 && ru.cfg.events.kinds == 0 {
 		// Nobody reads events, so nothing from inside the node needs the
 		// loop to forward it: run the task on this goroutine.
-		results[todo[0]] = ru.execTask(tasks[todo[0]], keep)
+		ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
 		return results
 	}
 	limit := ru.cfg.maxConcurrency
@@ -215,7 +230,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		next++
 		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
-		go ru.runOne(results, i, t, keep)
+		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
 	for running < limit && next < len(todo) {
 		startNext()
@@ -226,12 +241,13 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		case ev := <-ru.events:
 			ru.emit(ev)
 			continue
-		case i = <-ru.done:
+		case d := <-ru.done:
+			i = ru.taskDone(d)
 		}
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
-			Attempt: res.attempts, Duration: res.dur, Err: res.err})
+			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: res.end})
 		if next < len(todo) && ru.ctx.Err() == nil {
 			startNext()
 		}
@@ -242,76 +258,113 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	return results
 }
 
-// runOne runs task t on its own goroutine and reports it done.
+// runOne runs task t on a worker and reports it done.
 func (ru *run) runOne(results []taskResult, i int, t *task, keep bool) {
-	results[i] = ru.execTask(t, keep)
+	ru.execTask(t, keep, &results[i])
 	ru.done <- i
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
-// handler; with keep, a successful result is stored at once.
-func (ru *run) execTask(t *task, keep bool) taskResult {
-	res := ru.tryTask(t)
-	if keep && res.err == nil && len(res.interrupts) == 0 {
-		data, err := ru.r.encodeResult(res)
-		if err == nil {
-			err = ru.p.putRecords(ru.ctx, TaskRecord{TaskID: t.label, Kind: recResult, Data: data})
-		}
-		if err != nil {
-			res.err = ru.nodeErr(t, res.attempts, err)
-		}
+// handler, into res; with keep, a successful result is stored at once.
+// Results are filled in place, not returned, to keep the frames of a
+// worker's stack small: a worker's stack starts small, and the node's own
+// calls come on top of these.
+func (ru *run) execTask(t *task, keep bool, res *taskResult) {
+	*res = taskResult{}
+	// The duration is for EventNodeEnd: without a reader, the clock is
+	// not read.
+	timed := ru.cfg.events.kinds.has(EventNodeEnd)
+	var start time.Time
+	if timed {
+		start = time.Now()
 	}
-	return res
+	ru.tryTask(t, res)
+	if timed {
+		res.end = time.Now()
+		res.dur = res.end.Sub(start)
+	}
+	if keep && res.err == nil && len(res.interrupts) == 0 {
+		ru.keepResult(t, res)
+	}
 }
 
-func (ru *run) tryTask(t *task) taskResult {
-	start := time.Now()
-	n := t.node
+// keepResult stores the result of a task that finished while its siblings
+// may still fail or pause.
+func (ru *run) keepResult(t *task, res *taskResult) {
+	data, err := ru.r.encodeResult(*res)
+	if err == nil {
+		err = ru.p.putRecords(ru.ctx, TaskRecord{TaskID: t.label, Kind: recResult, Data: data})
+	}
+	if err != nil {
+		res.err = ru.nodeErr(t, res.attempts, err)
+	}
+}
+
+func (ru *run) tryTask(t *task, res *taskResult) {
 	s := State{d: ru.state, overlay: t.overlay}
 	for attempt := 1; ; attempt++ {
-		cmd, err := ru.attempt(t, s, attempt)
+		res.attempts = attempt
+		err := ru.attempt(t, s, &res.cmd)
 		if err == nil {
-			if err := ru.r.checkCommand(n, cmd); err != nil {
+			if err := ru.r.checkCommand(t.node, res.cmd); err != nil {
 				// A command the graph cannot follow is a bug in the node
 				// or the graph: retrying or handling it would not help.
-				return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
+				res.cmd = Command{}
+				res.err = ru.nodeErr(t, attempt, err)
 			}
-			return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start)}
+			return
 		}
-		if ins := interruptsOf(err); len(ins) > 0 {
-			return taskResult{interrupts: ins, attempts: attempt, dur: time.Since(start)}
+		res.cmd = Command{}
+		if !ru.failedAttempt(t, s, attempt, err, res) {
+			return
 		}
-		if errors.Is(err, ErrCheckpointConflict) {
-			// Another writer has the thread (a subgraph's checkpoint or
-			// an async write was refused): no retry or handler can help.
-			return taskResult{err: ru.nodeErr(t, attempt, err), attempts: attempt, dur: time.Since(start)}
-		}
-		if ru.ctx.Err() != nil {
-			return taskResult{err: ru.ctx.Err(), attempts: attempt, dur: time.Since(start)}
-		}
-		if attempt < n.retry.MaxAttempts && retryable(n.retry, err) {
-			timer := time.NewTimer(n.retry.delay(attempt))
-			select {
-			case <-timer.C:
-				continue
-			case <-ru.ctx.Done():
-				timer.Stop()
-				return taskResult{err: ru.ctx.Err(), attempts: attempt, dur: time.Since(start)}
-			}
-		}
-		nerr := ru.nodeErr(t, attempt, err)
-		if n.onError != nil {
-			cmd, herr := ru.handle(t, s, nerr)
-			if herr == nil {
-				herr = ru.r.checkCommand(n, cmd)
-			}
-			if herr == nil {
-				return taskResult{cmd: cmd, attempts: attempt, dur: time.Since(start), handled: true}
-			}
-			nerr = ru.nodeErr(t, attempt, fmt.Errorf("error handler failed: %w (node error: %w)", herr, err))
-		}
-		return taskResult{err: nerr, attempts: attempt, dur: time.Since(start)}
 	}
+}
+
+// failedAttempt decides what follows a failed attempt: it reports true
+// when the node should run again, or else fills res with how the task
+// ended (interrupted, failed, or handled by the node's error handler).
+func (ru *run) failedAttempt(t *task, s State, attempt int, err error, res *taskResult) (retry bool) {
+	n := t.node
+	if ins := interruptsOf(err); len(ins) > 0 {
+		res.interrupts = ins
+		return false
+	}
+	if errors.Is(err, ErrCheckpointConflict) {
+		// Another writer has the thread (a subgraph's checkpoint or
+		// an async write was refused): no retry or handler can help.
+		res.err = ru.nodeErr(t, attempt, err)
+		return false
+	}
+	if ru.ctx.Err() != nil {
+		res.err = ru.ctx.Err()
+		return false
+	}
+	if attempt < n.retry.MaxAttempts && retryable(n.retry, err) {
+		timer := time.NewTimer(n.retry.delay(attempt))
+		select {
+		case <-timer.C:
+			return true
+		case <-ru.ctx.Done():
+			timer.Stop()
+			res.err = ru.ctx.Err()
+			return false
+		}
+	}
+	nerr := ru.nodeErr(t, attempt, err)
+	if n.onError != nil {
+		cmd, herr := ru.handle(t, s, nerr)
+		if herr == nil {
+			herr = ru.r.checkCommand(n, cmd)
+		}
+		if herr == nil {
+			res.cmd, res.handled = cmd, true
+			return false
+		}
+		nerr = ru.nodeErr(t, attempt, fmt.Errorf("error handler failed: %w (node error: %w)", herr, err))
+	}
+	res.err = nerr
+	return false
 }
 
 func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
@@ -322,12 +375,34 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
+// taskScope is what a node's context carries: its emitter, and the
+// context itself (see taskContext).
+type taskScope struct {
+	em  emitter
+	ctx nodeContext
+}
+
 // taskContext returns the context a task's node runs with: ctx, carrying
-// the task's emitter. It lives in the task, so making it allocates nothing.
+// the task's emitter. It lives in the task's scope, which the task's slot
+// keeps from step to step (see nextTasks), so making it allocates nothing
+// after the first step. The context is written only when it changes, so
+// that whatever a node left holding it (a connection's goroutine reading
+// Done or Err) sees no writes when the slot runs another task.
+//
+// taskContext is not inlined: the emitter it builds stays off the frame
+// of attempt, which is on the stack while the node runs.
+//
+//go:noinline
 func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
-	t.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
-	t.ctx = nodeContext{Context: ctx, em: &t.em}
-	return &t.ctx
+	if t.scope == nil {
+		t.scope = new(taskScope)
+	}
+	sc := t.scope
+	sc.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
+	if sc.ctx.em == nil || sc.ctx.Context != ctx {
+		sc.ctx = nodeContext{Context: ctx, em: &sc.em}
+	}
+	return &sc.ctx
 }
 
 // nodeContext is a context carrying an emitter, like
@@ -345,31 +420,44 @@ func (c *nodeContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// attempt calls the node once, turning a panic into a *PanicError and an
-// overrun of the node's timeout into ErrNodeTimeout.
-func (ru *run) attempt(t *task, s State, attempt int) (cmd Command, err error) {
-	ctx := ru.ctx
+// attempt calls the node once, into cmd, turning a panic into a
+// *PanicError and an overrun of the node's timeout into ErrNodeTimeout.
+// The command is written in place rather than returned, to keep the frames
+// under the node small.
+func (ru *run) attempt(t *task, s State, cmd *Command) error {
 	if t.node.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.node.timeout)
-		defer cancel()
+		return ru.attemptTimed(t, s, cmd)
 	}
 	t.jr.reset()
-	ctx = ru.taskContext(ctx, t)
+	return ru.call(ru.taskContext(ru.ctx, t), t, s, cmd)
+}
+
+// attemptTimed is attempt for a node with a timeout.
+func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
+	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
+	defer cancel()
+	t.jr.reset()
+	err := ru.call(ru.taskContext(ctx, t), t, s, cmd)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
+		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
+	}
+	return err
+}
+
+// call runs the node's function (or subgraph) once, into cmd, turning a
+// panic into a *PanicError.
+func (ru *run) call(ctx context.Context, t *task, s State, cmd *Command) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
+	fn := t.node.fn
 	if t.node.sub != nil {
-		cmd, err = t.node.sub.runNested(ctx, s)
-	} else {
-		cmd, err = t.node.fn(ctx, s)
+		fn = t.node.sub.runNested
 	}
-	if err != nil && t.node.timeout > 0 && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
-		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
-	}
-	return cmd, err
+	*cmd, err = fn(ctx, s)
+	return err
 }
 
 // handle runs the node's error handler, recovering a panic.
