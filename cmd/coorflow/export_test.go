@@ -194,7 +194,7 @@ func TestAgentsEditRefusesAToolNobodyKnows(t *testing.T) {
 	code, stdout, stderr := c.run("agents", "edit", "sqlite_analyst", "--tools", "python,nosuch")
 	assert.Equal(t, exitUsage, code)
 	assert.Empty(t, stdout)
-	assert.Equal(t, `coorflow: agents edit --tools: unknown tool "nosuch"; the known tools are ask_human, http_fetch, python, web_search (the built-in tools of workflow files, and those of the registry's agents)`+"\n", stderr)
+	assert.Equal(t, `coorflow: agents edit --tools: unknown tool "nosuch"; the known tools are ask_human, http_fetch, python, recall, remember, web_search (the built-in tools of workflow files, and those of the registry's agents)`+"\n", stderr)
 	assert.Equal(t, before, agentJSON(t, c, "sqlite_analyst"), "the registry is unchanged")
 
 	code, _, stderr = c.run("agents", "edit", "sqlite_analyst", "--tools", "pyhton")
