@@ -10,7 +10,6 @@ package temporaltest
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/coorflow/coorflow/temporalrun"
 )
 
 // CLIVersion is the version of the Temporal CLI the tests run.
@@ -171,10 +172,5 @@ func quiet() log.Logger {
 	if os.Getenv("COORFLOW_TEMPORAL_LOG") != "" {
 		return nil
 	}
-	return Quiet()
-}
-
-// Quiet is a logger for the SDK that drops everything below errors.
-func Quiet() log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	return temporalrun.Logger(os.Stderr)
 }
