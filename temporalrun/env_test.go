@@ -21,21 +21,29 @@ import (
 // env is a Temporal dev server, a PostgreSQL saver and a worker on one
 // task queue, for one test.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	server *temporaltest.Server
 	client client.Client
 	saver  *postgres.Saver
+	schema string
 	graphs *temporalrun.Graphs
 	queue  string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	return newEnvWith(t, temporaltest.Options{})
+}
+
+func newEnvWith(t testing.TB, opts temporaltest.Options) *env {
 	t.Helper()
 	pool := pgtest.Pool(t)
-	saver := postgres.New(pool, postgres.WithSchema(pgtest.Schema(t, pool, "coorflow_temporal_")))
+	schema := pgtest.Schema(t, pool, "coorflow_temporal_")
+	saver := postgres.New(pool, postgres.WithSchema(schema))
+	require.NoError(t, saver.Migrate(t.Context()))
 	t.Cleanup(func() { assert.NoError(t, saver.Close()) })
-	srv := temporaltest.Start(t, temporaltest.Options{})
-	e := &env{t: t, server: srv, client: srv.Client(t), saver: saver,
+	srv := temporaltest.Start(t, opts)
+	e := &env{t: t, server: srv, client: srv.Client(t), saver: saver, schema: schema,
 		graphs: temporalrun.NewGraphs(saver), queue: "q-" + randomHex()}
 	return e
 }
@@ -77,4 +85,12 @@ func (e *env) runner(r *graph.Runnable, mod ...func(*temporalrun.Config)) *tempo
 	run, err := temporalrun.New(cfg)
 	require.NoError(e.t, err)
 	return run
+}
+
+// newBenchEnv is newEnv with a worker on its queue.
+func newBenchEnv(b *testing.B) *env {
+	b.Helper()
+	e := newEnv(b)
+	e.startWorker(e.queue, false)
+	return e
 }

@@ -2,6 +2,8 @@ package temporalrun
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -173,9 +175,11 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 // update sends an update to the thread's workflow and returns where the
 // run stands when it pauses or ends, following continue-as-new.
 func (r *Runner) update(ctx context.Context, thread, name string, args ...any) (Output, error) {
+	id := newID() // a resend after a server outage is the same update
+	backoff := 100 * time.Millisecond
 	for {
 		h, err := r.cfg.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: thread, UpdateName: name, Args: args,
+			WorkflowID: thread, UpdateName: name, Args: args, UpdateID: id,
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
 		var out Output
@@ -184,14 +188,47 @@ func (r *Runner) update(ctx context.Context, thread, name string, args ...any) (
 		}
 		switch {
 		case err == nil && out.Continued:
-			name, args = UpdateWait, nil // the next execution runs on
+			name, args, id = UpdateWait, nil, newID() // the next execution runs on
 			continue
 		case notRunning(err) && name == UpdateWait:
 			// The run ended before the update reached it.
 			err = r.cfg.Client.GetWorkflow(ctx, thread, "").Get(ctx, &out)
+		case transient(err) && ctx.Err() == nil:
+			// The server is restarting or unreachable: the run goes on
+			// there; ask again.
+			if werr := wait(ctx, backoff); werr != nil {
+				return out, err
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
 		}
 		return out, err
 	}
+}
+
+// transient reports an error of the server's availability, not of the run.
+func transient(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
+	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled)
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // notRunning reports an error saying the workflow has closed.

@@ -45,3 +45,11 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 	w.RegisterActivityWithOptions(g.head, activity.RegisterOptions{Name: HeadActivityName})
 	return w, nil
 }
+
+// RegisterReplay registers the run workflow with a replayer, to check that
+// histories recorded by an older build replay on this one (a change to
+// the workflow code that would not must be guarded with
+// workflow.GetVersion).
+func RegisterReplay(r worker.WorkflowReplayer, g *Graphs) {
+	r.RegisterWorkflowWithOptions(g.workflowFn, workflow.RegisterOptions{Name: WorkflowName})
+}
