@@ -1,6 +1,7 @@
 // Package temporaltest starts the real Temporal server (the CLI's dev
 // server, SQLite inside) for tests: COORFLOW_TEMPORAL_CLI, or the binary
-// .ci/run builds into ~/.cache/coorflow/temporal-cli/<version>/temporal.
+// .ci/run builds into ~/.cache/coorflow/temporal-cli/<version>/temporal
+// ($XDG_CACHE_HOME for ~/.cache).
 // A test skips only when the binary is absent, and fails then with CI=true.
 //
 // The dev server's defaults cost about 100 ms per activity; Args turns
@@ -51,11 +52,11 @@ func CLIPath() string {
 	if p := os.Getenv("COORFLOW_TEMPORAL_CLI"); p != "" {
 		return p
 	}
-	home, err := os.UserHomeDir()
+	dir, err := os.UserCacheDir() // $XDG_CACHE_HOME or ~/.cache
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(home, ".cache", "coorflow", "temporal-cli", CLIVersion, "temporal")
+	return filepath.Join(dir, "coorflow", "temporal-cli", CLIVersion, "temporal")
 }
 
 // Options configure a server.
