@@ -92,7 +92,7 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 	var input []graph.Write
 	if in.Input != nil {
 		if input, err = r.DecodeWrites(in.Input); err != nil {
-			return StepOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errType, nil, describe(err))
+			return StepOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), errType, nil, *describe(err))
 		}
 	}
 	answers := in.Answers

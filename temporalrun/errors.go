@@ -105,9 +105,9 @@ func encodeError(err error) error {
 	}
 	info := describe(err)
 	if permanent(err) {
-		return temporal.NewNonRetryableApplicationError(info.Message, errType, nil, info)
+		return temporal.NewNonRetryableApplicationError(info.Message, errType, nil, *info)
 	}
-	return temporal.NewApplicationError(info.Message, errType, info)
+	return temporal.NewApplicationError(info.Message, errType, *info)
 }
 
 // unwrapCancel exists so a node failure that happens to wrap a cancel is
