@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // This file is the seam for runners outside this package (a durable
@@ -29,8 +30,10 @@ type StepResult struct {
 	// no step ran).
 	Ran []string
 	// Next names the nodes the next step runs, sorted; empty when the run
-	// finished.
-	Next []string
+	// finished. NextTasks labels its tasks ("node", "node[2]" for a
+	// packet), in task order.
+	Next      []string
+	NextTasks []string
 }
 
 // Step runs at most one superstep of a durable thread: it loads the
@@ -61,6 +64,7 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 		out.State, out.Status = State{d: ru.state}, StatusDone
 		out.Thread, out.Checkpoint = ru.p.thread, ru.p.cp.ID
 		out.Next = taskNodes(ru.taskBuf) // the loop took them off the schedule
+		out.NextTasks = taskLabels(ru.taskBuf)
 		return out, nil
 	case err != nil:
 		return StepResult{}, err
@@ -70,9 +74,104 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 		out.Ran = append(out.Ran, t.label)
 	}
 	if res.Status == StatusInterrupted {
-		out.Next = taskNodes(ru.taskBuf)
+		out.Next, out.NextTasks = taskNodes(ru.taskBuf), taskLabels(ru.taskBuf)
 	}
 	return out, nil
+}
+
+func taskLabels(tasks []*task) []string {
+	out := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.label
+	}
+	return out
+}
+
+// ErrStaleStep: RunTasks was asked for tasks of a step the thread has
+// moved past.
+var ErrStaleStep = errors.New("graph: stale step")
+
+// TaskOutcome is how a task ended in RunTasks.
+type TaskOutcome struct {
+	// Label is the task's label ("node", or "node[2]" for a packet).
+	Label string `json:"label"`
+	// Done: it finished (now or before) and its result is stored.
+	Done bool `json:"done,omitempty"`
+	// Interrupts are the questions it waits on.
+	Interrupts []InterruptInfo `json:"interrupts,omitempty"`
+}
+
+// RunTasks runs some tasks of the thread's next step, those labelled
+// labels, and stores how each ended — its result, its interrupts, its
+// failure — as the engine does for the tasks of a step whose siblings are
+// still running. It does not complete the step: Step does, once every
+// task has run, running none that finished or waits on an interrupt. So
+// the tasks of one step can run in different processes. after is the
+// checkpoint the step follows: when the thread has moved past it,
+// RunTasks runs nothing and returns ErrStaleStep. A task that fails for
+// good (after its RetryPolicy) is returned as the error (*NodeError), the
+// first in task order; the outcomes of the others are returned with it.
+func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, opts ...Option) ([]TaskOutcome, error) {
+	cfg := r.defaults
+	cfg.apply(opts)
+	switch {
+	case cfg.saver == nil || cfg.thread == "":
+		return nil, errors.New("graph: RunTasks drives a durable thread: pass graph.WithSaver and graph.Thread")
+	case cfg.resume != nil || cfg.checkpointID != "":
+		return nil, errors.New("graph: RunTasks takes no answers and no checkpoint: Step applies them")
+	}
+	cfg.events, cfg.durability = eventFilter{}, DurabilitySync
+	ru, err := r.newRun(cfg, r.name, nil)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ru.ctx, ru.cancel = ctx, cancel
+	if _, err := ru.begin(nil, nil); err != nil {
+		return nil, err
+	}
+	if ru.p.cp.ID != after {
+		return nil, fmt.Errorf("graph: thread %q is at checkpoint %q, past %q whose step was asked for: %w", cfg.thread, ru.p.cp.ID, after, ErrStaleStep)
+	}
+	var tasks []*task
+	for _, t := range ru.nextTasks() {
+		if slices.Contains(labels, t.label) {
+			tasks = append(tasks, t)
+		}
+	}
+	if len(tasks) != len(labels) {
+		return nil, fmt.Errorf("graph: thread %q: the step after checkpoint %q has tasks %s, not all of %s",
+			cfg.thread, after, quoteJoin(taskLabels(ru.taskBuf)), quoteJoin(labels))
+	}
+	if err := ru.prepare(tasks); err != nil {
+		return nil, err
+	}
+	results := make([]taskResult, len(tasks))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		switch {
+		case t.done != nil:
+			results[i] = *t.done
+		case len(t.waiting) > 0:
+			results[i] = taskResult{interrupts: t.waiting}
+		default:
+			wg.Go(func() { results[i] = ru.execTask(t, true) })
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("graph: run %q cancelled in step %d: %w", ru.path, ru.step, err)
+	}
+	out := make([]TaskOutcome, len(tasks))
+	for i, t := range tasks {
+		out[i] = TaskOutcome{Label: t.label, Done: results[i].err == nil && len(results[i].interrupts) == 0, Interrupts: results[i].interrupts}
+	}
+	if err := ru.failed(tasks, results); err != nil {
+		return out, err
+	}
+	_, err = ru.interrupted(tasks, results)
+	return out, err
 }
 
 // taskNodes returns the nodes of tasks, sorted, without repeats.

@@ -76,7 +76,24 @@ func (g *Graphs) head(ctx context.Context, name, thread string) (HeadOutput, err
 	case err != nil:
 		return HeadOutput{}, encodeError(err)
 	}
-	return HeadOutput{Checkpoint: snap.Checkpoint, Next: nodesOf(snap.Next)}, nil
+	out := HeadOutput{Checkpoint: snap.Checkpoint, Next: nodesOf(snap.Next)}
+	for _, task := range snap.Tasks {
+		out.NextTasks = append(out.NextTasks, strings.TrimPrefix(task.Path, r.Name()+"/"))
+	}
+	return out, nil
+}
+
+// task runs tasks of a step (usually one), storing how each ended; the
+// step activity completes the step.
+func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, error) {
+	r, err := g.lookup(in.Graph)
+	if err != nil {
+		return nil, err
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	out, err := r.RunTasks(ctx, in.After, in.Labels, graph.WithSaver(g.saver), graph.Thread(in.Thread))
+	return out, encodeError(err)
 }
 
 // step runs one superstep of a thread with the engine, against the saver:
@@ -117,7 +134,7 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 		return StepOutput{}, encodeError(err)
 	}
 	out := StepOutput{Status: res.Status, More: res.More, Checkpoint: res.Checkpoint, Step: res.Step,
-		Ran: res.Ran, Next: res.Next, Interrupts: res.Interrupts}
+		Ran: res.Ran, Next: res.Next, NextTasks: res.NextTasks, Interrupts: res.Interrupts}
 	if len(res.Interrupts) == 1 {
 		_, out.Breakpoint = res.Interrupts[0].Payload.(graph.Breakpoint)
 	}
@@ -153,6 +170,9 @@ func (g *Graphs) recoverStep(ctx context.Context, r *graph.Runnable, in StepInpu
 	// The earlier attempt completed the step.
 	out := StepOutput{Status: graph.StatusDone, More: len(snap.Next) > 0, Checkpoint: snap.Checkpoint,
 		Step: snap.Step, Ran: snap.Writers, Next: nodesOf(snap.Next)}
+	for _, task := range snap.Tasks {
+		out.NextTasks = append(out.NextTasks, strings.TrimPrefix(task.Path, r.Name()+"/"))
+	}
 	return out, true, nil
 }
 

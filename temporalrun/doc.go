@@ -17,10 +17,16 @@
 //
 // One workflow per run of a thread; its id is the thread id, so a thread
 // has one active run at a time, and the next run of a finished thread
-// reuses the id. The workflow is a loop of activities, one per superstep:
-// the step activity calls graph.Runnable.Step, which loads the thread
-// from the saver, runs the step's tasks (the node bodies), applies their
-// writes with the reducers, routes, and stores the checkpoint. So:
+// reuses the id. The workflow is a loop over supersteps. A step of one
+// task is one activity: it calls graph.Runnable.Step, which loads the
+// thread from the saver, runs the task (the node body), applies its writes
+// with the reducers, routes, and stores the checkpoint. A step of several
+// tasks (parallel nodes, Send packets) runs each task as an activity of
+// its own (graph.Runnable.RunTasks: the task's result, interrupts or
+// failure are stored in the saver as the engine stores them for any
+// step), at once, possibly on different workers and queues; then the step
+// activity completes the step: it runs no task again, applies the stored
+// writes in task order and routes. So:
 //
 //   - Determinism. The workflow code only loops over step results,
 //     counts steps and waits for answers; it never sees channel values.
@@ -54,8 +60,9 @@
 //   - Queues. Each step goes to a task queue: Config.NodeQueues sends the
 //     steps that run only nodes of one queue there (model calls, tools,
 //     code), so each kind scales on its own; other steps go to TaskQueue.
-//   - History. A superstep adds six events (activity scheduled, started,
-//     completed, and a workflow task scheduled, started, completed); the
+//   - History. A step of one task adds six events (activity scheduled,
+//     started, completed, and a workflow task scheduled, started,
+//     completed), a step of n tasks about 3(n+1)+3 more; the
 //     workflow continues as new at a superstep boundary after
 //     Config.StepsPerRun steps, or when the server suggests it.
 //   - Versions. Workflow code changes are guarded with workflow.GetVersion
@@ -65,8 +72,11 @@
 //     would (a node removed from a graph fails those that were about to
 //     run it, with the engine's error).
 //
-// What this design does not do: the tasks of one step run in one activity
-// (on one worker), not one activity per node; token and event streams do
-// not reach the caller (Invoke only); FromCheckpoint (replay and forks)
-// runs in process.
+// What this design does not do: reducers and routing run in the step
+// activity, not in workflow code (they are the engine's, deterministic by
+// construction, and read the state, which stays out of the history); a
+// journaled call inside a node is recorded in the saver, not as an
+// activity of its own; a team's agents run inside their team node's task,
+// not as child workflows; token and event streams do not reach the caller
+// (Invoke only); FromCheckpoint (replay and forks) runs in process.
 package temporalrun

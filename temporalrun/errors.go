@@ -28,6 +28,7 @@ var sentinels = map[string]error{
 	"not_interrupted":     graph.ErrNotInterrupted,
 	"checkpoint_conflict": graph.ErrCheckpointConflict,
 	"corrupt_checkpoint":  graph.ErrCorruptCheckpoint,
+	"stale_step":          graph.ErrStaleStep,
 	"canceled":            context.Canceled,
 	"deadline_exceeded":   context.DeadlineExceeded,
 }

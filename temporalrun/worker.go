@@ -43,6 +43,7 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 	}
 	w.RegisterActivityWithOptions(g.step, activity.RegisterOptions{Name: StepActivityName})
 	w.RegisterActivityWithOptions(g.head, activity.RegisterOptions{Name: HeadActivityName})
+	w.RegisterActivityWithOptions(g.task, activity.RegisterOptions{Name: TaskActivityName})
 	return w, nil
 }
 

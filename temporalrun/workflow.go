@@ -20,6 +20,7 @@ const (
 	WorkflowName     = "coorflow.Run"
 	StepActivityName = "coorflow.Step"
 	HeadActivityName = "coorflow.Head"
+	TaskActivityName = "coorflow.Task"
 	UpdateWait       = "wait"
 	UpdateResume     = "resume"
 	QueryStatus      = "status"
@@ -60,6 +61,7 @@ type continuation struct {
 	Steps int      `json:"steps"`
 	Last  []string `json:"last,omitempty"`
 	Next  []string `json:"next,omitempty"`
+	Tasks []string `json:"tasks,omitempty"`
 }
 
 // Queues routes each step to a task queue: the queue of its nodes when
@@ -124,6 +126,7 @@ type StepOutput struct {
 	Step       int                   `json:"step"`
 	Ran        []string              `json:"ran,omitempty"`
 	Next       []string              `json:"next,omitempty"`
+	NextTasks  []string              `json:"next_tasks,omitempty"`
 	Interrupts []graph.InterruptInfo `json:"interrupts,omitempty"`
 	Breakpoint bool                  `json:"breakpoint,omitempty"`
 }
@@ -132,6 +135,16 @@ type StepOutput struct {
 type HeadOutput struct {
 	Checkpoint string   `json:"checkpoint"`
 	Next       []string `json:"next,omitempty"`
+	NextTasks  []string `json:"next_tasks,omitempty"`
+}
+
+// TaskInput is the argument of the task activity: tasks of the step after
+// checkpoint After to run.
+type TaskInput struct {
+	Graph  string   `json:"graph"`
+	Thread string   `json:"thread"`
+	After  string   `json:"after"`
+	Labels []string `json:"labels"`
 }
 
 // runState is the workflow's view of its run, shared by the main loop and
@@ -146,6 +159,7 @@ type runState struct {
 	answers  map[string]json.RawMessage
 	resuming bool
 	next     []string
+	tasks    []string // labels of the next step's tasks
 	last     []string
 }
 
@@ -233,14 +247,14 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 	in := w.in
 	steps, after := 0, ""
 	if in.Cont != nil {
-		steps, after, w.last, w.next = in.Cont.Steps, in.Cont.After, in.Cont.Last, in.Cont.Next
+		steps, after, w.last, w.next, w.tasks = in.Cont.Steps, in.Cont.After, in.Cont.Last, in.Cont.Next, in.Cont.Tasks
 	} else {
 		var head HeadOutput
 		actx := w.activityContext(ctx, in.Queues.Default)
 		if err := workflow.ExecuteActivity(actx, HeadActivityName, in.Graph, in.Thread).Get(ctx, &head); err != nil {
 			return Output{}, err
 		}
-		after, w.next = head.Checkpoint, head.Next
+		after, w.next, w.tasks = head.Checkpoint, head.Next, head.NextTasks
 	}
 	step := StepInput{Graph: in.Graph, Thread: in.Thread, Input: in.Input, Answers: in.Answers,
 		InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter}
@@ -253,16 +267,24 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 			return Output{}, workflow.NewContinueAsNewError(ctx, WorkflowName, w.continued(after, steps))
 		}
 		step.After = after
-		var out StepOutput
-		actx := w.activityContext(ctx, in.Queues.forStep(w.next))
-		if step.Input != nil {
-			actx = w.activityContext(ctx, in.Queues.Default) // Start's edges are not known yet
+		queue := in.Queues.forStep(w.next)
+		switch {
+		case step.Input != nil:
+			queue = in.Queues.Default // Start's edges are not known yet
+		case w.spread(step):
+			// The step's tasks run as activities of their own, on their
+			// nodes' queues; the step activity then applies their writes.
+			if err := w.runTasks(ctx, after); err != nil {
+				return Output{}, err
+			}
+			queue = in.Queues.Default
 		}
-		if err := workflow.ExecuteActivity(actx, StepActivityName, step).Get(ctx, &out); err != nil {
+		var out StepOutput
+		if err := workflow.ExecuteActivity(w.activityContext(ctx, queue), StepActivityName, step).Get(ctx, &out); err != nil {
 			return Output{}, err
 		}
 		step.Input, step.Answers = nil, nil
-		after, w.next = out.Checkpoint, out.Next
+		after, w.next, w.tasks = out.Checkpoint, out.Next, out.NextTasks
 		if len(out.Ran) > 0 && out.Status != graph.StatusInterrupted {
 			steps++
 			taken++
@@ -289,6 +311,33 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 	}
 }
 
+// spread reports whether the next step's tasks run as activities of their
+// own: a step of several tasks that continues a run (input and answers
+// are applied by the step activity, which also owns breakpoints).
+func (w *runState) spread(step StepInput) bool {
+	return len(w.tasks) > 1 && step.Input == nil && step.Answers == nil &&
+		len(w.in.InterruptBefore) == 0 && len(w.in.InterruptAfter) == 0
+}
+
+// runTasks runs each task of the next step as an activity, all at once,
+// and waits for every one: the first failure in task order fails the run,
+// as in process.
+func (w *runState) runTasks(ctx workflow.Context, after string) error {
+	futures := make([]workflow.Future, len(w.tasks))
+	for i, label := range w.tasks {
+		queue := w.in.Queues.forStep(nodesOf([]string{label}))
+		futures[i] = workflow.ExecuteActivity(w.activityContext(ctx, queue), TaskActivityName,
+			TaskInput{Graph: w.in.Graph, Thread: w.in.Thread, After: after, Labels: []string{label}})
+	}
+	var first error
+	for _, f := range futures {
+		if err := f.Get(ctx, nil); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // continueAsNew reports whether this execution should hand over to a new
 // one before the next step.
 func (w *runState) continueAsNew(ctx workflow.Context, taken int) bool {
@@ -304,7 +353,7 @@ func (w *runState) continueAsNew(ctx workflow.Context, taken int) bool {
 func (w *runState) continued(after string, steps int) RunInput {
 	in := w.in
 	in.Input, in.Answers = nil, nil
-	in.Cont = &continuation{After: after, Steps: steps, Last: slices.Clone(w.last), Next: slices.Clone(w.next)}
+	in.Cont = &continuation{After: after, Steps: steps, Last: slices.Clone(w.last), Next: slices.Clone(w.next), Tasks: slices.Clone(w.tasks)}
 	return in
 }
 

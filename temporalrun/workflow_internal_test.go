@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -33,7 +34,7 @@ func (u *updateResult) Reject(err error)        { u.rejected, u.done = err, true
 func (u *updateResult) Complete(v any, e error) { u.out, u.err, u.done = v.(Output), e, true }
 
 // TestWorkflowInMemory runs the workflow in the SDK's test environment:
-// the steps run, the run pauses, a wrong answer is refused by the
+// the steps run (b and c as task activities of one step), the run pauses, a wrong answer is refused by the
 // validator, the right one resumes it.
 func TestWorkflowInMemory(t *testing.T) {
 	g := graph.New("wf", text)
@@ -47,8 +48,14 @@ func TestWorkflowInMemory(t *testing.T) {
 		}
 		return graph.Update(graph.AppendTo(text, "hello "+v)), nil
 	})
+	for _, n := range []string{"b", "c"} {
+		g.AddNode(n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			return graph.Update(graph.AppendTo(text, n)), nil
+		})
+		g.AddEdge("a", n)
+	}
 	g.AddEdge(graph.Start, "a")
-	g.AddEdge("a", "ask")
+	g.AddJoin([]string{"b", "c"}, "ask")
 	g.AddEdge("ask", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
@@ -61,6 +68,11 @@ func TestWorkflowInMemory(t *testing.T) {
 	env.RegisterWorkflowWithOptions(gs.workflowFn, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(gs.step, activity.RegisterOptions{Name: StepActivityName})
 	env.RegisterActivityWithOptions(gs.head, activity.RegisterOptions{Name: HeadActivityName})
+	env.RegisterActivityWithOptions(gs.task, activity.RegisterOptions{Name: TaskActivityName})
+	started := map[string]int{}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		started[info.ActivityType.Name]++
+	})
 	input, err := r.EncodeWrites(graph.Input())
 	require.NoError(t, err)
 
@@ -83,12 +95,13 @@ func TestWorkflowInMemory(t *testing.T) {
 	require.NoError(t, right.err)
 	assert.Equal(t, graph.StatusDone, right.out.Status)
 
+	assert.Equal(t, 2, started[TaskActivityName], "b and c ran as activities of their own")
 	var out Output
 	require.NoError(t, env.GetWorkflowResult(&out))
 	assert.Equal(t, graph.StatusDone, out.Status)
 	snap, err := r.State(t.Context(), "t1", graph.WithSaver(saver), graph.FromCheckpoint(out.Checkpoint))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a", "hello Ada"}, text.Get(snap.State))
+	assert.Equal(t, []string{"a", "b", "c", "hello Ada"}, text.Get(snap.State))
 }
 
 func TestQueuesForStep(t *testing.T) {
