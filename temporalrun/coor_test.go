@@ -32,7 +32,7 @@ func mustJSON(t *testing.T, v any) string {
 func TestCoorRunsOnTemporalEndToEnd(t *testing.T) {
 	e := newEnv(t)
 	pl := map[string]any{
-		"title": "Engines", "thought": "one angle", "locale": "en-US", "has_enough_context": false,
+		"title": "Engines", "thought": "one angle", "locale": "en-US", "has_enough_context": false, "new_agents_needed": []any{},
 		"steps": []any{map[string]any{"id": "s1", "agent_name": "researcher", "title": "Survey", "description": "Survey users.",
 			"step_type": "research", "need_search": false, "depends_on": []string{}}},
 	}
