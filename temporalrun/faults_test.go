@@ -211,13 +211,13 @@ func TestKillAWorkerMidRun(t *testing.T) {
 		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps)}
 	workers := map[string]*exec.Cmd{"a": startHelper(t, "a", env), "b": startHelper(t, "b", env)}
 
-	// Once both workers have made calls, hold the next calls of "a", and
-	// kill it when one is held.
+	// Once both workers have made calls and a third of the calls are made,
+	// hold the next calls of "a", and kill it when one is held.
 	busy := make(chan struct{})
 	var once sync.Once
 	cnt.mu.Lock()
 	cnt.notify = func(c *counter) {
-		if c.byWorker["a"] >= 10 && c.byWorker["b"] >= 10 && c.hold == "" {
+		if c.byWorker["a"] >= 10 && c.byWorker["b"] >= 10 && len(c.byKey) >= runs*steps/3 && c.hold == "" {
 			c.hold = "a"
 			once.Do(func() { close(busy) })
 		}
