@@ -20,14 +20,18 @@ import (
 var textKey = graph.NewKey[string]("text")
 
 // chain returns a chain of n nodes that each append their name and the
-// task queue their step ran on.
+// task queue their step ran on ("in-process" outside Temporal).
 func chain(name string, n int) *graph.Runnable {
 	g := graph.New(name, callLog)
 	prev := graph.Start
 	for i := range n {
 		node := fmt.Sprintf("n%02d", i)
 		g.AddNode(node, func(ctx context.Context, s graph.State) (graph.Command, error) {
-			return graph.Update(graph.AppendTo(callLog, node+"@"+activity.GetInfo(ctx).TaskQueue)), nil
+			queue := "in-process"
+			if activity.IsActivity(ctx) {
+				queue = activity.GetInfo(ctx).TaskQueue
+			}
+			return graph.Update(graph.AppendTo(callLog, node+"@"+queue)), nil
 		})
 		g.AddEdge(prev, node)
 		prev = node

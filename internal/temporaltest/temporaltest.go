@@ -40,11 +40,15 @@ const CLIVersion = "v1.5.1"
 //   - matching.numTaskqueueReadPartitions, …WritePartitions = 1 (default
 //     4): with one worker polling, a task written to another partition
 //     than the one being polled waits to be forwarded.
+//   - system.enableActivityEagerExecution (default false): a step
+//     scheduled on the workflow's own queue comes back to its worker with
+//     the workflow task's completion, without a trip through matching.
 var DynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=10000",
 	"history.timerProcessorMaxPollRPS=10000",
 	"matching.numTaskqueueReadPartitions=1",
 	"matching.numTaskqueueWritePartitions=1",
+	"system.enableActivityEagerExecution=true",
 }
 
 // CLIPath returns where the Temporal CLI binary is expected.
