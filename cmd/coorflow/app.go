@@ -201,6 +201,8 @@ Usage:
       --stream                         print the models' tokens as they come
       --json                           print events and the result as JSON lines
       -v                               print notices (optional tools left out)
+      --temporal HOST:PORT [--queue Q] run on Temporal's workers (coorflow worker) instead of in this
+                                       process; only the outcome is shown, and the run is not recorded
   coorflow validate FILE|DIR|NAME... [--json]
   coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
   coorflow threads list [--db] [--json] [--limit N]

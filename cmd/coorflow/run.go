@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -30,6 +31,8 @@ type runFlags struct {
 	answers, models       multiFlag
 	demo, stream, json    bool
 	verbose               bool
+	// temporal and queue submit the run to Temporal's workers.
+	temporal, queue string
 	// resuming: --resume or --answer was given.
 	resuming bool
 }
@@ -46,6 +49,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.BoolVar(&f.stream, "stream", false, "print the models' tokens as they come")
 	fs.BoolVar(&f.json, "json", false, "print events and the result as JSON lines")
 	fs.BoolVar(&f.verbose, "v", false, "print notices")
+	fs.StringVar(&f.temporal, "temporal", "", "HOST:PORT: run on Temporal's workers (coorflow worker) instead of in this process")
+	fs.StringVar(&f.queue, "queue", "coorflow", "with --temporal, the workers' task queue")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -125,6 +130,8 @@ type runner struct {
 	// startKind says how the first stream starts: trace.StartInput,
 	// StartResume or StartContinue.
 	startKind string
+	// remote runs the graph on Temporal (--temporal); nil runs it here.
+	remote *temporalrun.Runner
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -154,6 +161,13 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	input, opts, err := r.prepare(ctx, setInput)
 	if err != nil {
 		return err
+	}
+	if f.temporal != "" {
+		closeTemporal, err := r.submitTo(f.temporal, f.queue)
+		if err != nil {
+			return err
+		}
+		defer closeTemporal()
 	}
 	if models.Demo && !f.demo {
 		a.notice("no model provider is configured (%s): running offline on the scripted demo model %s", models.Reason, models.Script)
@@ -337,6 +351,9 @@ func streamed(p printer) []graph.Option {
 // it as a run (start says how it starts).
 func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
 	out := outcome{status: graph.StatusDone}
+	if r.remote != nil {
+		return r.invokeRemote(ctx, input, opts)
+	}
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
 	opts = append(opts, graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))

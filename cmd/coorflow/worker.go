@@ -94,3 +94,29 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	fmt.Fprintln(a.stdout, "stopped")
 	return nil
 }
+
+// submitTo makes the run go to Temporal's workers at addr on queue; the
+// returned func closes the connection.
+func (r *runner) submitTo(addr, queue string) (func(), error) {
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(r.app.stderr)})
+	if err != nil {
+		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
+	}
+	r.remote, err = temporalrun.New(temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c.Close, nil
+}
+
+// invokeRemote runs the graph on Temporal to its end or an interrupt. The
+// workers run it, so no event reaches this process: the run is not
+// recorded here, and only its outcome is shown.
+func (r *runner) invokeRemote(ctx context.Context, input []graph.Write, opts []graph.Option) (outcome, error) {
+	res, err := r.remote.Invoke(ctx, input, opts...)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{status: res.Status, state: res.State, interrupts: res.Interrupts}, nil
+}

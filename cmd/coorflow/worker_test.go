@@ -62,6 +62,13 @@ func TestWorkerRunsAWorkflowOnTemporal(t *testing.T) {
 	require.Equal(t, graph.StatusDone, res.Status)
 	assert.True(t, strings.HasPrefix(nodes.Answer.Get(res.State), "# SQLite or PostgreSQL"), nodes.Answer.Get(res.State))
 
+	// coorflow run submits to the same workers.
+	cr := &cli{t: t, db: c.db, env: map[string]string{}}
+	code, stdout, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "cli", "--demo",
+		"--thread", "cli-2", "--input", "Compare SQLite and PostgreSQL")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
+
 	cancel()
 	out := <-done
 	assert.Equal(t, exitOK, out.code, out.stderr)
