@@ -93,7 +93,15 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 	stop := heartbeat(ctx)
 	defer stop()
 	out, err := r.RunTasks(ctx, in.After, in.Labels, graph.WithSaver(g.saver), graph.Thread(in.Thread))
-	return out, encodeError(err)
+	if err != nil {
+		return nil, encodeError(err)
+	}
+	for _, o := range out {
+		if err := checkPayload(in.Thread, o.Interrupts); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // step runs one superstep of a thread with the engine, against the saver:
@@ -138,7 +146,29 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 	if len(res.Interrupts) == 1 {
 		_, out.Breakpoint = res.Interrupts[0].Payload.(graph.Breakpoint)
 	}
-	return out, nil
+	return out, checkPayload(in.Thread, out.Interrupts)
+}
+
+// maxPayload bounds what a run puts in Temporal's history in one payload:
+// the server refuses payloads over 2 MB (and warns from 256 KB); channel
+// values never go there, only inputs and interrupt payloads.
+const maxPayload = 2<<20 - 64<<10
+
+// checkPayload refuses interrupts whose payloads would not fit in the
+// history, saying so, instead of failing the step over and over.
+func checkPayload(thread string, ins []graph.InterruptInfo) error {
+	if len(ins) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(ins)
+	if err == nil && len(data) <= maxPayload {
+		return nil
+	}
+	msg := fmt.Sprintf("temporalrun: thread %q: the interrupts of %s carry %d bytes as JSON; Temporal refuses payloads over 2 MB: ask with a reference to the store, not the value", thread, ins[0].Path, len(data))
+	if err != nil {
+		msg = fmt.Sprintf("temporalrun: thread %q: the interrupts of %s do not encode as JSON: %v", thread, ins[0].Path, err)
+	}
+	return temporal.NewNonRetryableApplicationError(msg, errType, nil, errorInfo{Message: msg})
 }
 
 // recoverStep makes a retried step idempotent: when an earlier attempt

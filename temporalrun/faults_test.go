@@ -213,13 +213,10 @@ func TestKillAWorkerMidRun(t *testing.T) {
 
 	// Once both workers have made calls and a third of the calls are made,
 	// hold the next calls of "a", and kill it when one is held.
-	busy := make(chan struct{})
-	var once sync.Once
 	cnt.mu.Lock()
 	cnt.notify = func(c *counter) {
 		if c.byWorker["a"] >= 10 && c.byWorker["b"] >= 10 && len(c.byKey) >= runs*steps/3 && c.hold == "" {
 			c.hold = "a"
-			once.Do(func() { close(busy) })
 		}
 	}
 	cnt.mu.Unlock()
@@ -238,13 +235,24 @@ func TestKillAWorkerMidRun(t *testing.T) {
 			results <- outcome{thread, res, err}
 		}()
 	}
-	<-busy
-	<-cnt.heldCh
+	var outcomes []outcome
+	allDone := make(chan struct{})
+	go func() {
+		defer close(allDone)
+		for range runs {
+			outcomes = append(outcomes, <-results)
+		}
+	}()
+	select {
+	case <-cnt.heldCh:
+	case <-allDone:
+		t.Fatal("every run finished before worker a made a call after the first third")
+	}
 	require.NoError(t, workers["a"].Process.Kill()) // SIGKILL
 	_, _ = workers["a"].Process.Wait()
 
-	for range runs {
-		o := <-results
+	<-allDone
+	for _, o := range outcomes {
 		require.NoError(t, o.err, o.thread)
 		assert.Equal(t, graph.StatusDone, o.res.Status, o.thread)
 		log := callLog.Get(o.res.State)

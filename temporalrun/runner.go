@@ -140,6 +140,9 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		if err != nil {
 			return Output{}, fmt.Errorf("temporalrun: encode input: %w", err)
 		}
+		if len(data) > maxPayload {
+			return Output{}, fmt.Errorf("temporalrun: the input of thread %q is %d bytes as JSON; Temporal refuses payloads over 2 MB: put large values in the store and pass a reference", spec.Thread, len(data))
+		}
 		in.Input = data
 	}
 	if resume {

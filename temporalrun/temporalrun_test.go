@@ -3,6 +3,8 @@ package temporalrun_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/temporalrun"
 )
@@ -214,4 +217,51 @@ func TestANewGraphVersionContinuesRunsInFlight(t *testing.T) {
 	replayer := worker.NewWorkflowReplayer()
 	temporalrun.RegisterReplay(replayer, e.graphs)
 	require.NoError(t, replayer.ReplayWorkflowHistory(nil, fullHistory(t, e.client, thread)))
+}
+
+func TestPayloadsTooLargeForTheHistoryAreRefusedSayingSo(t *testing.T) {
+	big := strings.Repeat("x", 3<<20)
+	lazy, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1", Logger: temporalrun.Logger(io.Discard)})
+	require.NoError(t, err)
+	g := graph.New("big-"+randomHex(), textKey)
+	g.AddNode("ask", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		_, err := graph.Interrupt(ctx, "please read "+textKey.Get(s))
+		return graph.Command{}, err
+	})
+	g.AddEdge(graph.Start, "ask")
+	g.AddEdge("ask", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	run, err := temporalrun.New(temporalrun.Config{Client: lazy, Graph: r, Saver: memory.New(), TaskQueue: "q"})
+	require.NoError(t, err)
+	_, err = run.Invoke(t.Context(), []graph.Write{textKey.Set(big)}, graph.Thread("big"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `temporalrun: the input of thread "big" is 3145759 bytes as JSON; Temporal refuses payloads over 2 MB: put large values in the store and pass a reference`)
+
+	// A value in the state may be large (it stays in the saver); a
+	// question carrying it to the history is refused, and kept.
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	g2 := graph.New("big2-"+randomHex(), textKey)
+	g2.AddNode("load", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Update(textKey.Set(big)), nil
+	})
+	g2.AddNode("ask", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		_, err := graph.Interrupt(ctx, "please read "+textKey.Get(s))
+		return graph.Command{}, err
+	})
+	g2.AddEdge(graph.Start, "load")
+	g2.AddEdge("load", "ask")
+	g2.AddEdge("ask", graph.End)
+	r2, err := g2.Compile()
+	require.NoError(t, err)
+	thread := "big-" + randomHex()
+	_, err = e.runner(r2).Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "/ask carry ")
+	assert.Contains(t, err.Error(), "bytes as JSON; Temporal refuses payloads over 2 MB: ask with a reference to the store, not the value")
+	snap, err := r2.State(t.Context(), thread, graph.WithSaver(e.saver))
+	require.NoError(t, err)
+	assert.Len(t, textKey.Get(snap.State), 3<<20, "the large value is in the saver")
+	require.Len(t, snap.Interrupts, 1, "the question is kept")
 }
