@@ -18,6 +18,15 @@ import (
 // reducers, routing, checkpoints — stays the engine's, so a graph behaves
 // the same on every runner.
 
+// Invoker runs a compiled graph: a *Runnable in process, or a runner
+// that drives it elsewhere (temporalrun on Temporal) with the same options
+// and the same semantics (graph/runnertest checks them).
+type Invoker interface {
+	Invoke(ctx context.Context, input []Write, opts ...Option) (Result, error)
+}
+
+var _ Invoker = (*Runnable)(nil)
+
 // StepResult is the outcome of Step.
 type StepResult struct {
 	Result

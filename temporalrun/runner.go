@@ -51,16 +51,7 @@ type Runner struct {
 	cfg Config
 }
 
-// Invoker is what runs a graph: a *graph.Runnable in process, or a Runner
-// on Temporal.
-type Invoker interface {
-	Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error)
-}
-
-var (
-	_ Invoker = (*graph.Runnable)(nil)
-	_ Invoker = (*Runner)(nil)
-)
+var _ graph.Invoker = (*Runner)(nil)
 
 // New returns a runner for cfg.Graph.
 func New(cfg Config) (*Runner, error) {

@@ -15,6 +15,6 @@ func TestSemantics(t *testing.T) {
 	e.startWorker(e.queue, false)
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  e.saver,
-		Runner: func(t *testing.T, r *graph.Runnable) runnertest.Invoker { return e.runner(r) },
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r) },
 	})
 }

@@ -23,11 +23,6 @@ import (
 	"github.com/coorflow/coorflow/graph"
 )
 
-// Invoker runs a compiled graph: graph.Runnable.Invoke's contract.
-type Invoker interface {
-	Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error)
-}
-
 // Harness is what a runner gives the suite.
 type Harness struct {
 	// Saver is the saver the runner's threads live in; the suite passes
@@ -35,7 +30,7 @@ type Harness struct {
 	Saver graph.Saver
 	// Runner returns the runner of r (compiled by the suite under a name
 	// no other test uses).
-	Runner func(t *testing.T, r *graph.Runnable) Invoker
+	Runner func(t *testing.T, r *graph.Runnable) graph.Invoker
 }
 
 // Run runs the suite.
@@ -78,7 +73,7 @@ func (e *env) name(prefix string) string {
 }
 
 // compile compiles g and returns its runner and a thread to run on.
-func (e *env) compile(g *graph.Graph) (Invoker, []graph.Option) {
+func (e *env) compile(g *graph.Graph) (graph.Invoker, []graph.Option) {
 	e.t.Helper()
 	r, err := g.Compile()
 	require.NoError(e.t, err)

@@ -15,7 +15,7 @@ import (
 func TestInProcess(t *testing.T) {
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  memory.New(),
-		Runner: func(t *testing.T, r *graph.Runnable) runnertest.Invoker { return r },
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return r },
 	})
 }
 
@@ -64,6 +64,6 @@ func TestStepper(t *testing.T) {
 	saver := memory.New()
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  saver,
-		Runner: func(t *testing.T, r *graph.Runnable) runnertest.Invoker { return stepper{r, saver} },
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r, saver} },
 	})
 }
