@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/coorflow/coorflow/graph"
 )
@@ -247,10 +248,21 @@ func (r *Runner) cancel(ctx context.Context, thread string) error {
 	return fmt.Errorf("temporalrun: run of thread %q cancelled: %w", thread, cause)
 }
 
-// Cancel cancels the run of thread in flight, if any.
+// Cancel cancels the run of thread in flight, if any, and returns once it
+// has stopped (or ctx is done): the step in flight sees its context
+// cancelled, a paused run stops waiting. The thread keeps its last
+// checkpoint and pending questions; the next Invoke continues from there.
 func (r *Runner) Cancel(ctx context.Context, thread string) error {
-	if err := r.cfg.Client.CancelWorkflow(ctx, thread, ""); err != nil && !notRunning(err) {
+	if err := r.cfg.Client.CancelWorkflow(ctx, thread, ""); err != nil {
+		if notRunning(err) {
+			return nil
+		}
 		return fmt.Errorf("temporalrun: cancel thread %q: %w", thread, err)
+	}
+	err := r.cfg.Client.GetWorkflow(ctx, thread, "").Get(ctx, nil)
+	var canceled *temporal.CanceledError
+	if err != nil && !errors.As(err, &canceled) && ctx.Err() != nil {
+		return fmt.Errorf("temporalrun: cancel thread %q: %w", thread, ctx.Err())
 	}
 	return nil
 }

@@ -140,7 +140,17 @@ func TestResumeIsAnUpdateAndAWrongAnswerIsRefusedBeforeItIsRecorded(t *testing.T
 	res, err = run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
 	require.NoError(t, err)
 	assert.Equal(t, graph.StatusInterrupted, res.Status)
+
+	// Cancelled while it waits, the run stops; its question stays, and a
+	// later answer resumes the thread in a new workflow.
 	require.NoError(t, run.Cancel(t.Context(), thread))
+	desc, err := e.client.DescribeWorkflowExecution(t.Context(), thread, "")
+	require.NoError(t, err)
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.GetWorkflowExecutionInfo().GetStatus())
+	res, err = run.Invoke(t.Context(), nil, graph.Thread(thread), graph.Resume("Grace"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusDone, res.Status)
+	assert.Equal(t, "hello Grace", textKey.Get(res.State))
 }
 
 func TestContinueAsNewAtASuperstepBoundary(t *testing.T) {
