@@ -68,8 +68,12 @@
 //     workflow continues as new at a superstep boundary after
 //     Config.StepsPerRun steps, or when the server suggests it.
 //   - Versions. Workflow code changes are guarded with workflow.GetVersion
-//     (patching), checked by replaying recorded histories
-//     (RegisterReplay); a new version of a graph needs nothing: runs in
+//     (patching: "local-head" is one), checked by replaying histories of
+//     earlier builds (RegisterReplay, testdata); patching rather than
+//     worker versioning because the workflow code is one small loop that
+//     every graph shares and changes rarely, while pinning runs to the
+//     build that started them would keep old workers alive for paused
+//     runs that may wait for days. A new version of a graph needs nothing: runs in
 //     flight continue on it from their checkpoint, as a restarted process
 //     would (a node removed from a graph fails those that were about to
 //     run it, with the engine's error).

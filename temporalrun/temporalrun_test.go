@@ -135,6 +135,10 @@ func TestResumeIsAnUpdateAndAWrongAnswerIsRefusedBeforeItIsRecorded(t *testing.T
 	require.Equal(t, graph.StatusDone, res.Status)
 	assert.Equal(t, "hello Ada", textKey.Get(res.State))
 	assert.Equal(t, 1, resumes(t, e.client, thread))
+	for _, ev := range fullHistory(t, e.client, thread).Events {
+		assert.NotEqual(t, temporalrun.HeadActivityName, ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(),
+			"the head is read by a local activity, without a trip through the server")
+	}
 
 	// A new input starts the thread's next run: a new workflow, same id.
 	res, err = run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))

@@ -249,9 +249,8 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 	if in.Cont != nil {
 		steps, after, w.last, w.next, w.tasks = in.Cont.Steps, in.Cont.After, in.Cont.Last, in.Cont.Next, in.Cont.Tasks
 	} else {
-		var head HeadOutput
-		actx := w.activityContext(ctx, in.Queues.Default)
-		if err := workflow.ExecuteActivity(actx, HeadActivityName, in.Graph, in.Thread).Get(ctx, &head); err != nil {
+		head, err := w.head(ctx)
+		if err != nil {
 			return Output{}, err
 		}
 		after, w.next, w.tasks = head.Checkpoint, head.Next, head.NextTasks
@@ -309,6 +308,25 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 		}
 		steps = 0 // a resumed run counts its steps afresh, as Invoke does
 	}
+}
+
+// head reads where the thread stands. Since version 1 of the change
+// "local-head" it is a local activity — a short read that needs no trip
+// through the server; runs started by an earlier build replay their
+// regular activity.
+func (w *runState) head(ctx workflow.Context) (HeadOutput, error) {
+	var head HeadOutput
+	in := w.in
+	if workflow.GetVersion(ctx, "local-head", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		err := workflow.ExecuteActivity(w.activityContext(ctx, in.Queues.Default), HeadActivityName, in.Graph, in.Thread).Get(ctx, &head)
+		return head, err
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: int32(in.MaxAttempts)},
+	})
+	err := workflow.ExecuteLocalActivity(lctx, HeadActivityName, in.Graph, in.Thread).Get(ctx, &head)
+	return head, err
 }
 
 // spread reports whether the next step's tasks run as activities of their
