@@ -52,7 +52,7 @@ type interruptedError struct{}
 
 func (interruptedError) Error() string { return "the run is waiting for an answer" }
 
-var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "mcp", "tools", "schema", "help"}
+var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "mcp", "worker", "tools", "schema", "help"}
 
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
@@ -82,6 +82,8 @@ func (a *app) main(ctx context.Context, args []string) int {
 		err = a.serve(ctx, rest)
 	case "mcp":
 		err = a.mcpServe(ctx, rest)
+	case "worker":
+		err = a.worker(ctx, rest)
 	case "tools":
 		err = a.tools(ctx, rest)
 	case "schema":
@@ -202,6 +204,8 @@ Usage:
       --stream                         print the models' tokens as they come
       --json                           print events and the result as JSON lines
       -v                               print notices (optional tools left out)
+      --temporal HOST:PORT [--queue Q] run on Temporal's workers (coorflow worker) instead of in this
+                                       process; only the outcome is shown, and the run is not recorded
   coorflow validate FILE|DIR|NAME... [--json]
   coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
   coorflow threads list [--db] [--json] [--limit N]
@@ -232,6 +236,10 @@ Usage:
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)
+  coorflow worker [FILE|DIR|NAME...] [--temporal HOST:PORT] [--namespace NS] [--queue Q] [--steps-only] [--db] [--model] [--demo]
+                                       run the workflows' runs on Temporal: poll the task queue for their
+                                       workflow code and steps (--steps-only: steps alone, for a queue of
+                                       one kind of node); threads live in --db (postgres:// across machines)
   coorflow tools list FILE|DIR|NAME [--json]
                                        the file's tools, its MCP servers' included, with their schemas
   coorflow schema                      print the JSON Schema of workflow files

@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -31,6 +32,8 @@ type runFlags struct {
 	demo, stream, json    bool
 	showModels            bool
 	verbose               bool
+	// temporal and queue submit the run to Temporal's workers.
+	temporal, queue string
 	// resuming: --resume or --answer was given.
 	resuming bool
 	// budgetTokens and budgetUSD replace the file's run budget when
@@ -54,6 +57,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.BoolVar(&f.verbose, "v", false, "print notices")
 	fs.IntVar(&f.budgetTokens, "budget-tokens", 0, "the most tokens the run may spend on model calls, in place of the file's settings.budget.tokens (0: no limit)")
 	fs.Float64Var(&f.budgetUSD, "budget-usd", 0, "the most US dollars the run may spend on model calls, in place of the file's settings.budget.usd (0: no limit)")
+	fs.StringVar(&f.temporal, "temporal", "", "HOST:PORT: run on Temporal's workers (coorflow worker) instead of in this process")
+	fs.StringVar(&f.queue, "queue", "coorflow", "with --temporal, the workers' task queue")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -147,6 +152,8 @@ type runner struct {
 	budget llm.Budget
 	spent  llm.Spend
 	used   *llm.Meter
+	// remote runs the graph on Temporal (--temporal); nil runs it here.
+	remote *temporalrun.Runner
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -177,6 +184,13 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	input, opts, err := r.prepare(ctx, setInput)
 	if err != nil {
 		return err
+	}
+	if f.temporal != "" {
+		closeTemporal, err := r.submitTo(f.temporal, f.queue)
+		if err != nil {
+			return err
+		}
+		defer closeTemporal()
 	}
 	if models.Demo && !f.demo {
 		a.notice("no model provider is configured (%s): running offline on %s", models.Reason, demoName(models))
@@ -377,6 +391,9 @@ func streamed(p printer) []graph.Option {
 // it as a run (start says how it starts).
 func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
 	out := outcome{status: graph.StatusDone}
+	if r.remote != nil {
+		return r.invokeRemote(ctx, input, opts)
+	}
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
 	opts = append(opts, graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))

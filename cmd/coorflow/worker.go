@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/temporalrun"
+)
+
+// defaultTemporal is the address of a local Temporal server.
+const defaultTemporal = "127.0.0.1:7233"
+
+// worker runs a Temporal worker for workflows: it polls one task queue and
+// runs the runs' workflow code and steps (or, with --steps-only, steps
+// alone: a queue of one kind of node).
+func (a *app) worker(ctx context.Context, args []string) error {
+	fs := newFlags("worker")
+	d := a.addDBFlags(fs)
+	def := a.getenv("TEMPORAL_ADDRESS")
+	if def == "" {
+		def = defaultTemporal
+	}
+	addr := fs.String("temporal", def, "the Temporal server (host:port; default $TEMPORAL_ADDRESS or "+defaultTemporal+")")
+	namespace := fs.String("namespace", "default", "the Temporal namespace")
+	queue := fs.String("queue", "coorflow", "the task queue to poll")
+	stepsOnly := fs.Bool("steps-only", false, "run steps only, no workflow code: a worker for a queue of one kind of node (model, tool, code)")
+	var modelFlags multiFlag
+	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
+	demo := fs.Bool("demo", false, "run every workflow on its scripted demo model")
+	load := addLoadFlags(fs)
+	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
+	pos, err := a.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	overrides, err := parseModels(modelFlags)
+	if err != nil {
+		return err
+	}
+	files, skipped, err := findWorkflows(pos, load.options()...)
+	if err != nil {
+		return err
+	}
+	for _, s := range skipped {
+		a.notice("worker: left out %s", s)
+	}
+	base, err := a.openDB(ctx, d.db, false)
+	if err != nil {
+		return err
+	}
+	defer base.Close()
+	if !isPostgres(d.db) {
+		a.notice("worker: threads are in %s: every worker and runner must run on this machine (use --db postgres://... to spread them)", base.where)
+	}
+	python, codeExec := codeExecution(ctx, *allowCodeExec)
+	var compiled []*graph.Runnable
+	var names []string
+	for _, wf := range files {
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, false, python)
+		if err != nil {
+			return err
+		}
+		compiled = append(compiled, r)
+		names = append(names, fmt.Sprintf("  %-12s %s", r.Name(), desc))
+	}
+	c, err := client.Dial(client.Options{HostPort: *addr, Namespace: *namespace, Logger: temporalrun.Logger(a.stderr)})
+	if err != nil {
+		return fmt.Errorf("worker: connect to Temporal at %s: %w", *addr, err)
+	}
+	defer c.Close()
+	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: *queue,
+		Graphs: temporalrun.NewGraphs(base.saver, compiled...), StepsOnly: *stepsOnly})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("worker: start on queue %q: %w", *queue, err)
+	}
+	sort.Strings(names)
+	kind := "runs and steps"
+	if *stepsOnly {
+		kind = "steps"
+	}
+	fmt.Fprintf(a.stdout, "worker for %s on Temporal %s (namespace %s, queue %s; threads in %s); Ctrl-C stops\n%s\n",
+		kind, *addr, *namespace, *queue, base.where, strings.Join(names, "\n"))
+	fmt.Fprintf(a.stdout, "code execution: %s\n", codeExec)
+	<-ctx.Done()
+	w.Stop()
+	fmt.Fprintln(a.stdout, "stopped")
+	return nil
+}
+
+// submitTo makes the run go to Temporal's workers at addr on queue; the
+// returned func closes the connection.
+func (r *runner) submitTo(addr, queue string) (func(), error) {
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(r.app.stderr)})
+	if err != nil {
+		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
+	}
+	r.remote, err = temporalrun.New(temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c.Close, nil
+}
+
+// invokeRemote runs the graph on Temporal to its end or an interrupt. The
+// workers run it, so no event reaches this process: the run is not
+// recorded here, and only its outcome is shown.
+func (r *runner) invokeRemote(ctx context.Context, input []graph.Write, opts []graph.Option) (outcome, error) {
+	res, err := r.remote.Invoke(ctx, input, opts...)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{status: res.Status, state: res.State, interrupts: res.Interrupts}, nil
+}

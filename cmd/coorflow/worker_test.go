@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/sqlite"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/temporaltest"
+	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/temporalrun"
+	"github.com/coorflow/coorflow/workflows"
+)
+
+// TestWorkerRunsAWorkflowOnTemporal starts coorflow worker for the coor
+// example (its demo model) against a real Temporal dev server, and runs
+// the workflow through it from Go: the run's steps execute in the worker.
+func TestWorkerRunsAWorkflowOnTemporal(t *testing.T) {
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	c := newCLI(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	c.ctx, c.stdout = ctx, pw
+	type result struct {
+		code   int
+		stdout string
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := c.run("worker", "--temporal", srv.HostPort, "--queue", "cli", "--demo", "../../examples/coor")
+		_ = pw.Close()
+		done <- result{code, stdout, stderr}
+	}()
+	lines := bufio.NewScanner(pr)
+	require.True(t, lines.Scan(), "the worker started")
+	assert.Contains(t, lines.Text(), "worker for runs and steps on Temporal "+srv.HostPort+" (namespace default, queue cli")
+	go func() {
+		for lines.Scan() { // keep the pipe flowing
+		}
+	}()
+
+	wf, err := workflows.Load("../../examples/coor/workflow.yaml")
+	require.NoError(t, err)
+	ms, err := wf.Resolve(t.Context(), workflows.ModelOptions{Getenv: func(string) string { return "" }, Demo: true})
+	require.NoError(t, err)
+	r, err := wf.Compile(t.Context(), workflows.Env{Models: ms.Models, Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	saver, err := sqlite.Open(t.Context(), c.db)
+	require.NoError(t, err)
+	defer saver.Close()
+	run, err := temporalrun.New(temporalrun.Config{Client: srv.Client(t), Graph: r, Saver: saver, TaskQueue: "cli"})
+	require.NoError(t, err)
+	res, err := run.Invoke(t.Context(), graph.Input(nodes.Input.Set("Compare SQLite and PostgreSQL")), graph.Thread("cli-1"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusDone, res.Status)
+	assert.True(t, strings.HasPrefix(nodes.Answer.Get(res.State), "# SQLite or PostgreSQL"), nodes.Answer.Get(res.State))
+
+	// coorflow run submits to the same workers.
+	cr := &cli{t: t, db: c.db, env: map[string]string{}}
+	code, stdout, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "cli", "--demo",
+		"--thread", "cli-2", "--input", "Compare SQLite and PostgreSQL")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
+
+	cancel()
+	out := <-done
+	assert.Equal(t, exitOK, out.code, out.stderr)
+	assert.Contains(t, out.stdout, "stopped")
+}
+
+func TestWorkerSaysWhenTemporalIsUnreachable(t *testing.T) {
+	c := newCLI(t)
+	code, _, stderr := c.run("worker", "--temporal", "127.0.0.1:1", "--demo", "../../examples/coor")
+	assert.Equal(t, exitFailed, code)
+	assert.Contains(t, stderr, "worker: connect to Temporal at 127.0.0.1:1")
+}

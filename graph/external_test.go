@@ -1,0 +1,87 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
+)
+
+// TestStepAndRunTasksDriveAThreadFromOutside drives a thread the way a
+// runner outside the package does: Step by Step, the tasks of a parallel
+// step run separately with RunTasks, and the Step after them applies
+// their writes without running them again.
+func TestStepAndRunTasksDriveAThreadFromOutside(t *testing.T) {
+	var runs [3]atomic.Int32
+	out := graph.NewKey("out", graph.Append[string]())
+	g := graph.New("outside", out)
+	for i, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			runs[i].Add(1)
+			return graph.Update(graph.AppendTo(out, n)), nil
+		})
+	}
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("a", "c")
+	g.AddEdge("b", graph.End)
+	g.AddEdge("c", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	opts := []graph.Option{graph.WithSaver(memory.New()), graph.Thread("t")}
+
+	res, err := r.Step(t.Context(), graph.Input(), opts...)
+	require.NoError(t, err)
+	assert.True(t, res.More)
+	assert.Equal(t, 0, res.Step)
+	assert.Equal(t, []string{"a"}, res.Ran)
+	assert.Equal(t, []string{"b", "c"}, res.Next)
+	assert.Equal(t, []string{"b", "c"}, res.NextTasks)
+
+	_, err = r.RunTasks(t.Context(), "not-the-head", []string{"b"}, opts...)
+	require.ErrorIs(t, err, graph.ErrStaleStep)
+	for _, label := range res.NextTasks {
+		outcomes, err := r.RunTasks(t.Context(), res.Checkpoint, []string{label}, opts...)
+		require.NoError(t, err)
+		assert.Equal(t, []graph.TaskOutcome{{Label: label, Done: true}}, outcomes)
+	}
+	done, err := r.Step(t.Context(), nil, opts...)
+	require.NoError(t, err)
+	assert.False(t, done.More)
+	assert.Equal(t, graph.StatusDone, done.Status)
+	assert.Equal(t, []string{"a", "b", "c"}, out.Get(done.State))
+	for i := range runs {
+		assert.Equal(t, int32(1), runs[i].Load(), "each node ran once")
+	}
+}
+
+func TestResolveAnswersChecksThemAsResumeDoes(t *testing.T) {
+	g := graph.New("resolve", graph.NewKey[string]("x"))
+	g.AddNode("n", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+	g.AddEdge(graph.Start, "n")
+	g.AddEdge("n", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	pending := []graph.InterruptInfo{{ID: "i1", Path: "resolve/p"}, {ID: "i2", Path: "resolve/q"}}
+
+	_, err = r.ResolveAnswers("t", pending, false, graph.Answers{One: json.RawMessage(`1`), HasOne: true})
+	require.ErrorIs(t, err, graph.ErrAmbiguousResume)
+	_, err = r.ResolveAnswers("t", pending, false, graph.Answers{Each: map[string]json.RawMessage{"nope": json.RawMessage(`1`)}})
+	require.ErrorIs(t, err, graph.ErrNotInterrupted)
+	got, err := r.ResolveAnswers("t", pending, false, graph.Answers{At: map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]json.RawMessage{"i2": json.RawMessage(`"yes"`)}, got)
+
+	spec, err := r.Spec(graph.Thread("t"), graph.StepLimit(7), graph.ResumeAt("q", "yes"))
+	require.NoError(t, err)
+	assert.Equal(t, "t", spec.Thread)
+	assert.Equal(t, 7, spec.StepLimit)
+	require.NotNil(t, spec.Resume)
+	assert.Equal(t, map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}, spec.Resume.At)
+}

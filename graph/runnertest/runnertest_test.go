@@ -1,0 +1,69 @@
+package runnertest_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/graph/runnertest"
+)
+
+// TestInProcess runs the suite on the engine itself.
+func TestInProcess(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  memory.New(),
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return r },
+	})
+}
+
+// stepper drives a thread with graph.Step and graph.RunTasks, as a runner
+// outside the engine does (temporalrun's workflow, without Temporal).
+type stepper struct {
+	r     *graph.Runnable
+	saver graph.Saver
+}
+
+func (s stepper) Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error) {
+	spec, err := s.r.Spec(opts...)
+	if err != nil {
+		return graph.Result{}, err
+	}
+	res, err := s.r.Step(ctx, input, opts...)
+	// The first step applied the input and answers; the others continue.
+	noResume := []graph.Option{graph.WithSaver(s.saver), graph.Thread(spec.Thread)}
+	for steps := 1; err == nil && res.More; steps++ {
+		if steps >= spec.StepLimit {
+			return graph.Result{}, &graph.StepLimitError{Limit: spec.StepLimit, LastNodes: res.Ran}
+		}
+		if len(res.NextTasks) > 1 {
+			errs := make([]error, len(res.NextTasks))
+			var wg sync.WaitGroup
+			for i, label := range res.NextTasks {
+				wg.Go(func() { _, errs[i] = s.r.RunTasks(ctx, res.Checkpoint, []string{label}, noResume...) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				for _, e := range errs {
+					if e != nil {
+						return graph.Result{}, e // the first in task order
+					}
+				}
+			}
+		}
+		res, err = s.r.Step(ctx, nil, noResume...)
+	}
+	return res.Result, err
+}
+
+// TestStepper runs the suite on a thread driven step by step from outside
+// the engine: the seam temporalrun uses.
+func TestStepper(t *testing.T) {
+	saver := memory.New()
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  saver,
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r, saver} },
+	})
+}

@@ -1,0 +1,79 @@
+package temporalrun_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// BenchmarkChain100 runs a 100-node chain (one node a step) in process and
+// on Temporal, both against the PostgreSQL saver: ns/step is the cost of a
+// step, events/step the history a step adds on Temporal.
+func BenchmarkChain100(b *testing.B) {
+	const n = 100
+	e := newBenchEnv(b)
+	r := chain("bench-"+randomHex(), n)
+	b.Run("local", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_, err := r.Invoke(b.Context(), graph.Input(), graph.WithSaver(e.saver), graph.Thread(fmt.Sprintf("local-%s-%d", randomHex(), i)))
+			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+	})
+	b.Run("temporal", func(b *testing.B) {
+		b.ReportAllocs()
+		run := e.runner(r)
+		var thread string
+		for i := 0; b.Loop(); i++ {
+			thread = fmt.Sprintf("temporal-%s-%d", randomHex(), i)
+			_, err := run.Invoke(b.Context(), graph.Input(), graph.Thread(thread))
+			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+		events := history(b, e.client, thread)
+		b.ReportMetric(float64(len(events))/n, "events/step")
+	})
+}
+
+// BenchmarkRuns measures runs per second of a 3-node chain, 16 runs at a
+// time, with one worker and with two.
+func BenchmarkRuns(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			e := newEnv(b)
+			for range workers {
+				e.startWorker(e.queue, false)
+			}
+			run := e.runner(chain("runs-"+randomHex(), 3))
+			b.ReportAllocs()
+			const parallel = 16
+			sem := make(chan struct{}, parallel)
+			var wg sync.WaitGroup
+			errs := make(chan error, parallel)
+			prefix := randomHex()
+			for i := 0; b.Loop(); i++ {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					if _, err := run.Invoke(b.Context(), graph.Input(), graph.Thread(fmt.Sprintf("runs-%s-%d", prefix, i))); err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			require.NoError(b, <-errs)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+		})
+	}
+}

@@ -1,0 +1,340 @@
+package temporalrun_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/coorflow/coorflow/checkpoint/postgres"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/internal/temporaltest"
+	"github.com/coorflow/coorflow/temporalrun"
+)
+
+// The environment of a worker process started by a fault test (this test
+// binary run again).
+const (
+	envHelper  = "COORFLOW_TEMPORAL_HELPER"
+	envHost    = "COORFLOW_TEMPORAL_HELPER_HOST"
+	envQueue   = "COORFLOW_TEMPORAL_HELPER_QUEUE"
+	envSchema  = "COORFLOW_TEMPORAL_HELPER_SCHEMA"
+	envCounter = "COORFLOW_TEMPORAL_HELPER_COUNTER"
+	envSteps   = "COORFLOW_TEMPORAL_HELPER_STEPS"
+)
+
+func TestMain(m *testing.M) {
+	if id := os.Getenv(envHelper); id != "" {
+		os.Exit(helperWorker(id))
+	}
+	os.Exit(m.Run())
+}
+
+var callLog = graph.NewKey("calls", graph.Append[string]())
+
+// callChain is a chain of steps nodes; each makes one journaled call to
+// the counter at url, saying which worker made it.
+func callChain(name string, steps int, url, worker string) *graph.Runnable {
+	g := graph.New(name, callLog)
+	prev := graph.Start
+	for i := range steps {
+		node := fmt.Sprintf("n%02d", i)
+		g.AddNode(node, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			task, _ := graph.TaskOf(ctx)
+			v, err := graph.Do(ctx, "call", func(ctx context.Context) (string, error) {
+				return call(ctx, url, task.Thread+"/"+node, worker)
+			})
+			if err != nil {
+				return graph.Command{}, err
+			}
+			return graph.Update(graph.AppendTo(callLog, node+"@"+v)), nil
+		})
+		g.AddEdge(prev, node)
+		prev = node
+	}
+	g.AddEdge(prev, graph.End)
+	r, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func call(ctx context.Context, url, key, worker string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"?key="+key+"&worker="+worker, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("counter: %s", resp.Status)
+	}
+	return worker, nil
+}
+
+// helperWorker is a worker process: it runs until killed or its stdin
+// closes.
+func helperWorker(id string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	var steps int
+	fmt.Sscan(os.Getenv(envSteps), &steps)
+	saver, err := postgres.Open(ctx, pgtest.URL(), postgres.WithSchema(os.Getenv(envSchema)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer saver.Close()
+	c, err := client.Dial(client.Options{HostPort: os.Getenv(envHost), Logger: temporalrun.Logger(os.Stderr)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
+	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id))
+	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: os.Getenv(envQueue), Graphs: graphs, Options: workerOptions()})
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin) // the test closed our stdin
+		stop()
+	}()
+	<-ctx.Done()
+	w.Stop()
+	return 0
+}
+
+// counter counts the calls per key and per worker, and can hold one
+// worker's calls (so they are in flight when it dies).
+type counter struct {
+	mu       sync.Mutex
+	byKey    map[string]int
+	byWorker map[string]int
+	hold     string
+	held     map[string]bool
+	heldCh   chan struct{}
+	release  chan struct{}
+	notify   func(c *counter)
+}
+
+func newCounter() *counter {
+	return &counter{byKey: map[string]int{}, byWorker: map[string]int{}, held: map[string]bool{},
+		heldCh: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key, worker := r.URL.Query().Get("key"), r.URL.Query().Get("worker")
+	c.mu.Lock()
+	c.byKey[key]++
+	c.byWorker[worker]++
+	hold := c.hold != "" && worker == c.hold
+	if hold {
+		c.held[key] = true
+		select {
+		case c.heldCh <- struct{}{}:
+		default:
+		}
+	}
+	if c.notify != nil {
+		c.notify(c)
+	}
+	c.mu.Unlock()
+	if hold {
+		select {
+		case <-c.release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "worker gone", http.StatusServiceUnavailable)
+	}
+}
+
+// startHelper starts worker process id and waits until it polls.
+func startHelper(t *testing.T, id string, env []string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, envHelper+"="+id)...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "worker %s did not start", id)
+	require.Equal(t, "ready\n", line)
+	return cmd
+}
+
+// TestKillAWorkerMidRun: two worker processes on one queue take 50 runs;
+// one is killed with SIGKILL while calls of its steps are in flight. Every
+// run finishes once, and every journaled call was made once, but the
+// calls in flight at the kill, which the other worker makes again.
+func TestKillAWorkerMidRun(t *testing.T) {
+	const runs, steps = 50, 5
+	e := newEnv(t)
+	cnt := newCounter()
+	hits := httptest.NewServer(cnt)
+	defer hits.Close()
+	defer close(cnt.release)
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps)}
+	workers := map[string]*exec.Cmd{"a": startHelper(t, "a", env), "b": startHelper(t, "b", env)}
+
+	// Once both workers have made calls and a third of the calls are made,
+	// hold the next calls of "a", and kill it when one is held.
+	cnt.mu.Lock()
+	cnt.notify = func(c *counter) {
+		if c.byWorker["a"] >= 10 && c.byWorker["b"] >= 10 && len(c.byKey) >= runs*steps/3 && c.hold == "" {
+			c.hold = "a"
+		}
+	}
+	cnt.mu.Unlock()
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = time.Second })
+	type outcome struct {
+		thread string
+		res    graph.Result
+		err    error
+	}
+	results := make(chan outcome, runs)
+	prefix := "kill-" + randomHex()
+	for i := range runs {
+		thread := fmt.Sprintf("%s-%02d", prefix, i)
+		go func() {
+			res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+			results <- outcome{thread, res, err}
+		}()
+	}
+	var outcomes []outcome
+	allDone := make(chan struct{})
+	go func() {
+		defer close(allDone)
+		for range runs {
+			outcomes = append(outcomes, <-results)
+		}
+	}()
+	select {
+	case <-cnt.heldCh:
+	case <-allDone:
+		t.Fatal("every run finished before worker a made a call after the first third")
+	}
+	require.NoError(t, workers["a"].Process.Kill()) // SIGKILL
+	_, _ = workers["a"].Process.Wait()
+
+	<-allDone
+	for _, o := range outcomes {
+		require.NoError(t, o.err, o.thread)
+		assert.Equal(t, graph.StatusDone, o.res.Status, o.thread)
+		log := callLog.Get(o.res.State)
+		require.Len(t, log, steps, "%s ran each step once: %v", o.thread, log)
+		for i, entry := range log {
+			assert.True(t, strings.HasPrefix(entry, fmt.Sprintf("n%02d@", i)), "%s: %v", o.thread, log)
+		}
+	}
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	repeated := 0
+	for key, n := range cnt.byKey {
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		switch {
+		case n == 1:
+		case n == 2 && cnt.held[key]:
+			repeated++
+		default:
+			t.Errorf("call %s was made %d times (held at the kill: %v)", key, n, cnt.held[key])
+		}
+	}
+	assert.Len(t, cnt.byKey, runs*steps, "every call was made")
+	t.Logf("calls: %v by worker; %d held on the killed worker, %d made again", cnt.byWorker, len(cnt.held), repeated)
+	assert.Positive(t, cnt.byWorker["a"])
+	assert.Positive(t, cnt.byWorker["b"])
+}
+
+// TestServerRestartMidRun: the Temporal server (its state in a file)
+// restarts while steps of five runs are in flight; the runs continue and
+// finish, each step once.
+func TestServerRestartMidRun(t *testing.T) {
+	const runs = 5
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	e := newEnvWith(t, temporaltest.Options{DBFile: db})
+	e.startWorker(e.queue, false)
+	entered := make(chan string, runs)
+	gate := make(chan struct{})
+	var ran sync.Map
+	g := graph.New("restart-"+randomHex(), callLog)
+	for i, node := range []string{"before", "held", "after"} {
+		g.AddNode(node, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			task, _ := graph.TaskOf(ctx)
+			if _, again := ran.LoadOrStore(task.Thread+"/"+node, true); again {
+				return graph.Command{}, fmt.Errorf("%s ran twice in %s", node, task.Thread)
+			}
+			if node == "held" {
+				entered <- task.Thread
+				<-gate
+			}
+			return graph.Update(graph.AppendTo(callLog, node)), nil
+		})
+		if i == 0 {
+			g.AddEdge(graph.Start, node)
+		}
+	}
+	g.AddEdge("before", "held")
+	g.AddEdge("held", "after")
+	g.AddEdge("after", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	// A heartbeat timeout longer than the restart: the steps in flight are
+	// not given up on while the server is away.
+	run := e.runner(r, func(c *temporalrun.Config) { c.HeartbeatTimeout = 30 * time.Second })
+	results := make(chan error, runs)
+	for i := range runs {
+		thread := fmt.Sprintf("restart-%s-%d", randomHex(), i)
+		go func() {
+			res, err := run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+			if err == nil && !slices.Equal(callLog.Get(res.State), []string{"before", "held", "after"}) {
+				err = fmt.Errorf("%s: log %v", thread, callLog.Get(res.State))
+			}
+			results <- err
+		}()
+	}
+	for range runs {
+		<-entered
+	}
+	e.server.Restart(t, temporaltest.Options{DBFile: db})
+	close(gate)
+	for range runs {
+		require.NoError(t, <-results)
+	}
+}

@@ -1,0 +1,278 @@
+package temporalrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// Client reaches the Temporal server.
+	Client client.Client
+	// Graph is the compiled graph; workers must have it under the same
+	// name (Graphs).
+	Graph *graph.Runnable
+	// Saver is where the graph's threads live (PostgreSQL when workers
+	// run on several machines); results are read from it by reference.
+	Saver graph.Saver
+	// TaskQueue is the queue of the run workflows and, by default, of
+	// their steps.
+	TaskQueue string
+	// NodeQueues sends the steps that run only nodes of one queue there
+	// (model calls to "model", tools to "tool", ...).
+	NodeQueues map[string]string
+	// StepTimeout bounds one step (default 10 minutes); HeartbeatTimeout
+	// is how soon a dead worker is noticed and its step retried elsewhere
+	// (default 30 seconds); MaxAttempts caps the attempts of a step whose
+	// worker or saver failed (default 5; a node's own failure is not
+	// retried by Temporal: the node's RetryPolicy already ran).
+	StepTimeout      time.Duration
+	HeartbeatTimeout time.Duration
+	MaxAttempts      int
+	// StepsPerRun makes a workflow execution continue as new after that
+	// many steps (0: when the server suggests it).
+	StepsPerRun int
+}
+
+// Runner runs a compiled graph on Temporal: one workflow per thread
+// (workflow id = thread id), one activity per superstep. Invoke is the
+// graph's Invoke with the same options.
+type Runner struct {
+	cfg Config
+}
+
+var _ graph.Invoker = (*Runner)(nil)
+
+// New returns a runner for cfg.Graph.
+func New(cfg Config) (*Runner, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("temporalrun: Config.Client is nil")
+	case cfg.Graph == nil:
+		return nil, errors.New("temporalrun: Config.Graph is nil")
+	case cfg.Saver == nil:
+		return nil, errors.New("temporalrun: Config.Saver is nil: threads live in a saver the workers share")
+	case cfg.TaskQueue == "":
+		return nil, errors.New("temporalrun: Config.TaskQueue is empty")
+	}
+	if cfg.StepTimeout <= 0 {
+		cfg.StepTimeout = 10 * time.Minute
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = 30 * time.Second
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	return &Runner{cfg: cfg}, nil
+}
+
+// Invoke runs the graph on Temporal to the end or to an interrupt, as
+// graph.Runnable.Invoke does: a thread (graph.Thread) is required, input
+// nil continues it, graph.Resume (ResumeEach, ResumeAt) answers its
+// pending interrupts through an update that refuses a wrong answer before
+// anything is recorded. Cancelling ctx cancels the run's workflow.
+func (r *Runner) Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error) {
+	spec, err := r.cfg.Graph.Spec(opts...)
+	if err != nil {
+		return graph.Result{}, err
+	}
+	switch {
+	case spec.Thread == "":
+		return graph.Result{}, errors.New("temporalrun: a run on Temporal needs a thread: pass graph.Thread(id)")
+	case spec.Checkpoint != "":
+		return graph.Result{}, errors.New("temporalrun: graph.FromCheckpoint (replay and forks) runs in process only: use the graph's own Invoke")
+	case spec.Resume != nil && input != nil:
+		return graph.Result{}, errors.New("graph: pass either an input or graph.Resume, not both")
+	}
+	out, err := r.run(ctx, spec, input)
+	if err != nil {
+		if ctx.Err() != nil {
+			return graph.Result{}, r.cancel(ctx, spec.Thread)
+		}
+		return graph.Result{}, decodeError(err)
+	}
+	return r.result(ctx, out)
+}
+
+func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Write) (Output, error) {
+	if spec.Resume != nil {
+		out, err := r.update(ctx, spec.Thread, UpdateResume, *spec.Resume)
+		if !notRunning(err) {
+			return out, err
+		}
+		// The thread paused but its workflow is gone (cancelled, or
+		// terminated by an operator): a new one takes the answers.
+		return r.start(ctx, spec, nil, true)
+	}
+	return r.start(ctx, spec, input, false)
+}
+
+// start begins a run's workflow and waits until it pauses or ends. With
+// input nil and a workflow already running, it waits for that one.
+func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Write, resume bool) (Output, error) {
+	in := RunInput{Graph: r.cfg.Graph.Name(), Thread: spec.Thread, StepLimit: spec.StepLimit,
+		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter,
+		Queues:      Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues},
+		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
+		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun}
+	if input != nil {
+		data, err := r.cfg.Graph.EncodeWrites(input)
+		if err != nil {
+			return Output{}, fmt.Errorf("temporalrun: encode input: %w", err)
+		}
+		if len(data) > maxPayload {
+			return Output{}, fmt.Errorf("temporalrun: the input of thread %q is %d bytes as JSON; Temporal refuses payloads over 2 MB: put large values in the store and pass a reference", spec.Thread, len(data))
+		}
+		in.Input = data
+	}
+	if resume {
+		snap, err := r.cfg.Graph.State(ctx, spec.Thread, graph.WithSaver(r.cfg.Saver))
+		if err != nil {
+			return Output{}, err
+		}
+		answers, err := r.cfg.Graph.ResolveAnswers(spec.Thread, snap.Interrupts, false, *spec.Resume)
+		if err != nil {
+			return Output{}, err
+		}
+		in.Answers = answers
+	}
+	_, err := r.cfg.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       spec.Thread,
+		TaskQueue:                r.cfg.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// A run in flight is an answer, not something to join silently.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, WorkflowName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started) && input == nil && !resume:
+		// Continue without input: the run in flight is the continuation.
+	case errors.As(err, &started):
+		return Output{}, fmt.Errorf("temporalrun: thread %q has an unfinished run (its workflow is running); continue it without input, with graph.Resume if it is interrupted: %w",
+			spec.Thread, err)
+	case err != nil:
+		return Output{}, fmt.Errorf("temporalrun: start the run of thread %q: %w", spec.Thread, err)
+	}
+	return r.update(ctx, spec.Thread, UpdateWait)
+}
+
+// update sends an update to the thread's workflow and returns where the
+// run stands when it pauses or ends, following continue-as-new.
+func (r *Runner) update(ctx context.Context, thread, name string, args ...any) (Output, error) {
+	id := newID() // a resend after a server outage is the same update
+	backoff := 100 * time.Millisecond
+	for {
+		h, err := r.cfg.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: thread, UpdateName: name, Args: args, UpdateID: id,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		var out Output
+		if err == nil {
+			err = h.Get(ctx, &out)
+		}
+		switch {
+		case err == nil && out.Continued:
+			name, args, id = UpdateWait, nil, newID() // the next execution runs on
+			continue
+		case notRunning(err) && name == UpdateWait:
+			// The run ended before the update reached it.
+			err = r.cfg.Client.GetWorkflow(ctx, thread, "").Get(ctx, &out)
+		case transient(err) && ctx.Err() == nil:
+			// The server is restarting or unreachable: the run goes on
+			// there; ask again.
+			if werr := wait(ctx, backoff); werr != nil {
+				return out, err
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		return out, err
+	}
+}
+
+// transient reports an error of the server's availability, not of the run.
+func transient(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
+	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled)
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// notRunning reports an error saying the workflow has closed.
+func notRunning(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// cancel cancels the thread's workflow after the caller gave up, and waits
+// until its step has stopped.
+func (r *Runner) cancel(ctx context.Context, thread string) error {
+	cause := ctx.Err()
+	bg, stop := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.HeartbeatTimeout+time.Minute)
+	defer stop()
+	if err := r.cfg.Client.CancelWorkflow(bg, thread, ""); err != nil && !notRunning(err) {
+		return errors.Join(fmt.Errorf("temporalrun: run of thread %q cancelled: %w", thread, cause),
+			fmt.Errorf("temporalrun: cancel its workflow: %w", err))
+	}
+	_ = r.cfg.Client.GetWorkflow(bg, thread, "").Get(bg, nil) // ends cancelled
+	return fmt.Errorf("temporalrun: run of thread %q cancelled: %w", thread, cause)
+}
+
+// Cancel cancels the run of thread in flight, if any, and returns once it
+// has stopped (or ctx is done): the step in flight sees its context
+// cancelled, a paused run stops waiting. The thread keeps its last
+// checkpoint and pending questions; the next Invoke continues from there.
+func (r *Runner) Cancel(ctx context.Context, thread string) error {
+	if err := r.cfg.Client.CancelWorkflow(ctx, thread, ""); err != nil {
+		if notRunning(err) {
+			return nil
+		}
+		return fmt.Errorf("temporalrun: cancel thread %q: %w", thread, err)
+	}
+	err := r.cfg.Client.GetWorkflow(ctx, thread, "").Get(ctx, nil)
+	var canceled *temporal.CanceledError
+	if err != nil && !errors.As(err, &canceled) && ctx.Err() != nil {
+		return fmt.Errorf("temporalrun: cancel thread %q: %w", thread, ctx.Err())
+	}
+	return nil
+}
+
+// result loads the run's state from the saver, by reference.
+func (r *Runner) result(ctx context.Context, out Output) (graph.Result, error) {
+	snap, err := r.cfg.Graph.State(ctx, out.Thread, graph.WithSaver(r.cfg.Saver), graph.FromCheckpoint(out.Checkpoint))
+	if err != nil {
+		return graph.Result{}, fmt.Errorf("temporalrun: read the state of thread %q: %w", out.Thread, err)
+	}
+	return graph.Result{State: snap.State, Status: out.Status, Interrupts: out.Interrupts,
+		Thread: out.Thread, Checkpoint: out.Checkpoint}, nil
+}
