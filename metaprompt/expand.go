@@ -11,6 +11,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/window"
 )
 
 // Config configures an Expander.
@@ -63,7 +64,7 @@ func New(cfg Config) (*Expander, error) {
 		now = time.Now
 	}
 	return &Expander{
-		model:    llm.Observe(cfg.Model, llm.ModelInfo{Tier: cfg.Tier, Model: cfg.ModelName}),
+		model:    window.Observe(llm.Observe(cfg.Model, llm.ModelInfo{Tier: cfg.Tier, Model: cfg.ModelName})),
 		name:     cfg.ModelName,
 		cache:    cfg.Cache,
 		owner:    cfg.Owner,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
@@ -53,7 +52,7 @@ func calcGraph(t *testing.T, wait func(context.Context) error) *graph.Runnable {
 	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
 	agent, err := react.New(react.Config{
-		Name: "solver", Model: windowed{inner: model, b: window.New(window.Config{})},
+		Name: "solver", Model: model, Window: window.New(window.Config{}), Budget: window.Budget{MaxInputTokens: 8000},
 		Info: llm.ModelInfo{Tier: "basic", Model: "scripted"}, SystemPrompt: "You solve arithmetic with tools.", Tools: reg,
 	})
 	require.NoError(t, err)
@@ -70,35 +69,6 @@ func calcGraph(t *testing.T, wait func(context.Context) error) *graph.Runnable {
 	r, err := g.Compile()
 	require.NoError(t, err)
 	return r
-}
-
-// windowed assembles a window from each call's messages (system prompt,
-// task, the rest as history), publishing its snapshot, then calls inner.
-type windowed struct {
-	inner llms.Model
-	b     *window.Builder
-}
-
-func (w windowed) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, w, prompt, opts...)
-}
-
-func (w windowed) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	text := func(m llms.MessageContent) string {
-		tc, _ := m.Parts[0].(llms.TextContent)
-		return tc.Text
-	}
-	parts := []window.Part{
-		{Name: "system", Kind: window.KindSystem, Text: text(msgs[0]), Required: true},
-		{Name: "task", Kind: window.KindTask, Text: text(msgs[1]), Required: true},
-	}
-	if len(msgs) > 2 {
-		parts = append(parts, window.Part{Name: "history", Kind: window.KindHistory, Messages: msgs[2:]})
-	}
-	if _, err := w.b.Assemble(ctx, window.Request{Parts: parts, Budget: window.Budget{MaxInputTokens: 8000}}); err != nil {
-		return nil, err
-	}
-	return w.inner.GenerateContent(ctx, msgs, opts...)
 }
 
 // recorder returns a Recorder over a SQLite store in the test's directory.
