@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -281,5 +282,111 @@ func TestTheAPIRefusesATokenInTheQuery(t *testing.T) {
 	for _, path := range []string{"/v1/trace/runs?token=" + alice, "/v1/trace/runs/" + ru.ID + "?token=" + alice, "/v1/threads/t?token=" + alice} {
 		e.fails("GET", path, "", nil, http.StatusUnauthorized, server.ErrorDetail{Code: "unauthorized",
 			Message: "missing bearer token: send the header Authorization: Bearer <token>"})
+	}
+}
+
+// pairGraph is the workflow "pair": nodes left and right run in the same
+// step, each with a ReAct agent (alpha, beta) that calls the tool meet,
+// which returns only once both agents are in it: their runs overlap for
+// certain. alpha answers with JSON fields, beta with Markdown.
+func pairGraph(t *testing.T) *graph.Runnable {
+	t.Helper()
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"alpha": {
+			{ToolCalls: []scripted.ToolCall{{Name: "meet", Arguments: `{"who":"alpha"}`}}},
+			{Text: `{"summary":"met beta","confidence":0.9,"sources":["notes","call"]}`},
+		},
+		"beta": {
+			{ToolCalls: []scripted.ToolCall{{Name: "meet", Arguments: `{"who":"beta"}`}}},
+			{Text: "Met **alpha**."},
+		},
+	}})
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	meet := tools.Typed("meet", "Waits for the other agent.", json.RawMessage(`{"type":"object","properties":{"who":{"type":"string"}}}`),
+		func(ctx context.Context, a struct{ Who string }) (string, error) {
+			mu.Lock()
+			if arrived++; arrived == 2 {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+				return a.Who + " met the other", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+	reg, err := tools.NewRegistry(meet)
+	require.NoError(t, err)
+	g := graph.New("pair", questionKey, answerKey)
+	for node, name := range map[string]string{"left": "alpha", "right": "beta"} {
+		agent, err := react.New(react.Config{Name: name, Model: model, Info: llm.ModelInfo{Tier: "basic", Model: "scripted"},
+			SystemPrompt: "You meet.", Tools: reg})
+		require.NoError(t, err)
+		g.AddNode(node, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			res, err := agent.Run(ctx, react.Task{Input: questionKey.Get(s)})
+			if err != nil {
+				return graph.Command{}, err
+			}
+			if name != "beta" {
+				return graph.Command{}, nil
+			}
+			return graph.Update(answerKey.Set(res.Output)), nil
+		})
+		g.AddEdge(graph.Start, node)
+		g.AddEdge(node, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+// The run list gives each run's input in one line beside its thread; the
+// timeline gives the answer and when each step, node and agent ran.
+func TestViewerDataListsInputsAnswersAndTimes(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(pairGraph(t)), Recorder: recorder(t)})
+	e.thread(alice, "pair", "p")
+	ru := e.wait(alice, "p", map[string]any{"input": map[string]any{"question": "Meet,\n  please."}})
+	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
+
+	var list server.TraceRunList
+	e.call("GET", "/v1/trace/runs", alice, nil, http.StatusOK, &list)
+	require.Len(t, list.Runs, 1)
+	assert.Equal(t, "question: Meet, please.", list.Runs[0].InputText, "one line")
+	assert.Equal(t, "p", list.Runs[0].Thread)
+	assert.Empty(t, list.Runs[0].FinalState, "lists stay small")
+
+	var tl trace.Timeline
+	e.call("GET", "/v1/trace/runs/"+ru.ID+"/timeline", alice, nil, http.StatusOK, &tl)
+	assert.Equal(t, "Met **alpha**.", tl.Answer, "the answer channel, as the model wrote it")
+	require.Len(t, tl.Steps, 1)
+	st := tl.Steps[0]
+	require.NotNil(t, st.End)
+	require.Len(t, st.Nodes, 2)
+	agents := map[string]trace.AgentSummary{}
+	for _, n := range st.Nodes {
+		require.NotNil(t, n.End, n.Node)
+		assert.False(t, n.Start.Before(st.Start), "%s starts in its step", n.Node)
+		assert.False(t, n.End.After(*st.End), "%s ends in its step", n.Node)
+		require.Len(t, n.Agents, 1)
+		a := n.Agents[0]
+		require.NotNil(t, a.End)
+		assert.False(t, a.Start.Before(n.Start), "%s starts in its node", a.Name)
+		assert.False(t, a.End.After(*n.End), "%s ends in its node", a.Name)
+		agents[a.Name] = a
+	}
+	alpha, beta := agents["alpha"], agents["beta"]
+	assert.True(t, alpha.Start.Before(*beta.End) && beta.Start.Before(*alpha.End), "the agents ran at the same time")
+
+	// Every agent recorded what each of its calls saw, and the counts of
+	// the summary are the calls of the detail.
+	for _, a := range agents {
+		var d trace.AgentDetail
+		e.call("GET", fmt.Sprintf("/v1/trace/runs/%s/agents/%d", ru.ID, a.ID), alice, nil, http.StatusOK, &d)
+		assert.Equal(t, 2, a.ModelCalls, a.Name)
+		assert.Len(t, d.ModelCalls, a.ModelCalls, a.Name)
+		assert.Len(t, d.Snapshots, a.ModelCalls, "%s: a snapshot per model call, without a window", a.Name)
+		assert.Len(t, d.ToolCalls, a.ToolCalls, a.Name)
 	}
 }

@@ -38,7 +38,7 @@ function el(tag, attrs, ...children) {
     else if (k === "onclick") e.addEventListener("click", v);
     else e.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -99,7 +99,18 @@ async function api(path) {
 // ---- formatting ----
 
 function fmtTime(s) { return s ? new Date(s).toLocaleString() : ""; }
-function fmtMS(ms) { return ms >= 1000 ? (ms / 1000).toFixed(1) + " s" : Math.round(ms) + " ms"; }
+
+// timeMS reads an RFC 3339 time to the microsecond (Date.parse stops at
+// the millisecond, and agents of a fast run start within one).
+function timeMS(s) {
+  const m = /^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(s || "");
+  if (!m) return Date.parse(s);
+  return Date.parse(m[1] + m[3]) + (m[2] ? Number("0" + m[2]) * 1000 : 0);
+}
+function fmtMS(ms) {
+  if (ms >= 1000) return (ms / 1000).toFixed(1) + " s";
+  return ms >= 10 || ms === 0 ? Math.round(ms) + " ms" : ms.toFixed(1) + " ms";
+}
 function fmtInt(n) { return (n || 0).toLocaleString("en-US"); }
 function statusPill(s) { return el("span", { class: "status status-" + s, "data-status": s }, s); }
 
@@ -276,6 +287,21 @@ function readable(text, cls) {
   return d;
 }
 
+// summaryLine shows the start of an output in one line: a JSON object's
+// fields as "name: value · …", text as it is.
+function summaryLine(text) {
+  const t = text.trim();
+  if (!t.startsWith("{")) return text;
+  let v;
+  try {
+    v = JSON.parse(t);
+  } catch (e) {
+    // cut short: show what can be read of it
+    return t.replace(/[{}"]/g, "").replace(/,(?=\w+:)/g, " · ").replace(/:/g, ": ");
+  }
+  return Object.entries(v).map(([k, x]) => k.replace(/_/g, " ") + ": " + (typeof x === "object" ? JSON.stringify(x) : x)).join(" · ");
+}
+
 function fields(v, depth) {
   if (v === null || v === undefined) return el("span", { class: "dim" }, "—");
   if (depth > MD_MAX_DEPTH) return el("code", {}, JSON.stringify(v));
@@ -423,7 +449,7 @@ function agentButton(a) {
   el("span", { class: "agent-name" }, a.name),
   statusPill(a.status),
   el("span", { class: "agent-meta" }, agentCounts(a)),
-  a.summary ? el("span", { class: "agent-summary" }, a.summary) : null);
+  a.summary ? el("span", { class: "agent-summary" }, summaryLine(a.summary)) : null);
 }
 
 // agentCounts says what an agent did, from its AgentSummary (counts) or
@@ -467,8 +493,8 @@ function renderOverview(tl) {
 // gantt draws a bar per step and per agent on one time axis, from the
 // recorded start and end events: bars that overlap ran at the same time.
 function gantt(tl) {
-  const t0 = Date.parse(tl.run.started_at);
-  let t1 = tl.run.ended_at ? Date.parse(tl.run.ended_at) : Date.now();
+  const t0 = timeMS(tl.run.started_at);
+  let t1 = tl.run.ended_at ? timeMS(tl.run.ended_at) : Date.now();
   const rows = [];
   for (const s of tl.steps) {
     rows.push({ kind: "step", label: "Step " + s.step, start: s.start, end: s.end, step: s.step, status: stepStatus(s) });
@@ -476,18 +502,18 @@ function gantt(tl) {
       for (const a of n.agents) rows.push({ kind: "agent", label: a.name, start: a.start, end: a.end, step: s.step, agent: a, status: a.status });
     }
   }
-  for (const r of rows) if (r.end) t1 = Math.max(t1, Date.parse(r.end));
-  const span = Math.max(t1 - t0, 1);
+  for (const r of rows) if (r.end) t1 = Math.max(t1, timeMS(r.end));
+  const span = Math.max(t1 - t0, 0.001);
   const pct = (ms) => Math.min(100, Math.max(0, (ms / span) * 100));
   if (rows.length === 0) return el("p", { class: "hint" }, "No step recorded yet.");
   return el("div", { class: "gantt", "data-span-ms": span },
     el("div", { class: "gantt-axis" }, el("span", {}, "0"), el("span", {}, fmtMS(span))),
     rows.map((r) => {
-      const start = r.start ? Date.parse(r.start) - t0 : 0;
-      const end = (r.end ? Date.parse(r.end) : t1) - t0;
+      const start = r.start ? timeMS(r.start) - t0 : 0;
+      const end = (r.end ? timeMS(r.end) : t1) - t0;
       const bar = el("div", {
         class: "gantt-bar status-" + r.status, title: `${r.label}: ${fmtMS(start)} → ${fmtMS(end)} (${fmtMS(end - start)})`,
-        "data-start-ms": Math.round(start), "data-end-ms": Math.round(end),
+        "data-start-ms": start.toFixed(3), "data-end-ms": end.toFixed(3),
       });
       // Set through the CSSOM: the page's CSP refuses style attributes.
       bar.style.left = pct(start).toFixed(3) + "%";
