@@ -566,7 +566,7 @@ function renderAgent(d) {
   const parts = [head];
   if (d.task) parts.push(block("Task", readable(d.task, "task")));
   parts.push(block("What it saw", d.snapshots.length
-    ? d.snapshots.map((s, i) => snapshotView(s, i, d.snapshots.length))
+    ? d.snapshots.map((s, i) => snapshotView(s, i, d.snapshots.length, d.name))
     : el("p", { class: "hint" }, "No context snapshot was recorded for this agent.")));
   parts.push(block("Tool calls", d.tool_calls.length ? toolTable(d.tool_calls) : el("p", { class: "hint" }, "No tool call.")));
   parts.push(block("Model calls", d.model_calls.length ? d.model_calls.map(modelCallView) : el("p", { class: "hint" }, "No model call.")));
@@ -580,7 +580,9 @@ function renderAgent(d) {
   $("#detail").replaceChildren(...parts);
 }
 
-function snapshotView(entry, i, n) {
+// snapshotView shows one snapshot; one labelled by another caller (the
+// meta-prompt stage of a builder, a summarizer) says whose it is.
+function snapshotView(entry, i, n, name) {
   const s = entry.snapshot || {};
   const budget = s.limit ? `${fmtInt(s.total_tokens)} of ${fmtInt(s.limit)} tokens` : `${fmtInt(s.total_tokens)} tokens`;
   const rows = (s.parts || []).map((p) => {
@@ -597,7 +599,7 @@ function snapshotView(entry, i, n) {
   const policies = (s.policies || []).map((a) => el("li", {}, el("b", {}, a.policy), a.part ? " · " + a.part : "", " — ", a.detail,
     ` (${fmtInt(a.tokens_before)} → ${fmtInt(a.tokens_after)} tokens)`));
   return el("div", { class: "snapshot", "data-seq": entry.seq },
-    el("h4", {}, `Call ${i + 1} of ${n}`, s.agent ? " (" + s.agent + ")" : "", `: ${budget}, ${plural(s.messages || 0, "message")}`,
+    el("h4", {}, `Call ${i + 1} of ${n}`, s.agent && s.agent !== name ? " (" + s.agent + ")" : "", `: ${budget}, ${plural(s.messages || 0, "message")}`,
       s.forced ? " · rebuilt after an overflow" : ""),
     el("table", { class: "snapshot" },
       el("thead", {}, el("tr", {}, ["Part", "Kind", "Priority", "Tokens", "As given", "Fate", "Why"].map((h) => el("th", {}, h)))),
