@@ -381,12 +381,17 @@ func (ix *indexed) nodeEnd(label string, e Event) {
 	n.DurationMS = float64(e.Duration) / float64(time.Millisecond)
 	end := e.Time
 	n.End = &end
-	// What is still open inside the node ended with it.
+	// What is still open inside the node ended with it. An agent that
+	// never reported its start (a scope that made model calls) ended with
+	// its last event.
 	for path, a := range ix.open {
 		if a.node == n {
 			a.ended, a.sum.Status = true, n.Status
 			if a.sum.End == nil {
 				t := e.Time
+				if !a.started && len(a.events) > 0 {
+					t = a.events[len(a.events)-1].Time
+				}
 				a.sum.End = &t
 			}
 			delete(ix.open, path)
@@ -435,8 +440,16 @@ func (ix *indexed) newAgent(label string, e Event) *agentEntry {
 		name = e.Path[strings.LastIndexByte(e.Path, '/')+1:]
 		name = strings.TrimPrefix(name, "agent:")
 	}
+	start := e.Time
+	if e.Kind == llm.EventModelCall {
+		// Recorded when the call ended: it started Duration before.
+		var mc llm.ModelCall
+		if json.Unmarshal(e.Payload, &mc) == nil {
+			start = start.Add(-mc.Duration)
+		}
+	}
 	a := &agentEntry{
-		sum:   AgentSummary{ID: e.Seq, Name: name, Path: e.Path, Status: ItemRunning, Start: e.Time},
+		sum:   AgentSummary{ID: e.Seq, Name: name, Path: e.Path, Status: ItemRunning, Start: start},
 		node:  ix.node(label, e),
 		first: e.Seq,
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -125,6 +126,37 @@ func TestEveryAgentOfTheBuiltInWorkflowsHasItsSnapshotsAndOneCount(t *testing.T)
 		}
 	}
 	assert.GreaterOrEqual(t, agents, 10, "coordinator, planner, builders, step agents, workers, reporters")
+
+	// A builder's time ends with its last call, before the agents it built
+	// start: the time bars show the builders together, then the steps.
+	code, show, stderr := c.run("runs", "show", ids[0], "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var tl trace.Timeline
+	require.NoError(t, json.Unmarshal([]byte(show), &tl))
+	var builders, steps []trace.AgentSummary
+	for _, st := range tl.Steps {
+		for _, n := range st.Nodes {
+			for _, a := range n.Agents {
+				switch {
+				case strings.HasPrefix(a.Name, "builder:"):
+					builders = append(builders, a)
+				case a.Run != "":
+					steps = append(steps, a)
+				}
+			}
+		}
+	}
+	require.Len(t, builders, 2)
+	require.NotEmpty(t, steps)
+	require.NotNil(t, builders[0].End)
+	require.NotNil(t, builders[1].End)
+	assert.True(t, builders[0].Start.Before(*builders[1].End) && builders[1].Start.Before(*builders[0].End), "the builders ran at the same time")
+	for _, b := range builders {
+		require.NotNil(t, b.End)
+		for _, a := range steps {
+			assert.False(t, b.End.After(a.Start), "%s ended before %s started", b.Name, a.Name)
+		}
+	}
 }
 
 func TestRunsOfARunThatDoesNotExistOrABadCommandLine(t *testing.T) {

@@ -407,13 +407,13 @@ function scheduleRefresh(ms) {
 }
 
 function renderHeader(run) {
-  $("#run-title").textContent = (run.workflow || run.graph || "run") + " · " + run.run_id;
+  $("#run-title").textContent = (run.graph || run.workflow || "run") + " · " + run.run_id;
   const st = $("#run-status");
   st.textContent = run.status;
   st.className = "status status-" + run.status;
   st.dataset.status = run.status;
   st.hidden = false;
-  document.title = "coorflow · " + (run.workflow || run.graph) + " · " + run.status;
+  document.title = "coorflow · " + (run.graph || run.workflow) + " · " + run.status;
 }
 
 function renderTimeline(tl) {
