@@ -268,10 +268,7 @@ const hostileMarkdown = "# Report\n\n**Bold** and *em* and `<b>code</b>`.\n\n" +
 	"- one\n- two\n\n> quoted <iframe src=\"javascript:window.pwned='frame'\"></iframe>\n"
 
 func TestViewerShowsTheAnswerAsSafeMarkdownInChromium(t *testing.T) {
-	e := newEnv(t, server.Config{Workflows: workflows(answerGraph(t, hostileMarkdown)), Recorder: recorder(t)})
-	e.thread(alice, "notes", "n")
-	ru := e.wait(alice, "n", map[string]any{"input": map[string]any{"question": "Write the report."}})
-	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
+	e, ru := recordedRun(t, answerGraph(t, hostileMarkdown), "n", map[string]any{"question": "Write the report."})
 
 	ctx := withTimeout(t, browser(t))
 	require.NoError(t, chromedp.Do(ctx,
@@ -321,10 +318,7 @@ func TestViewerShowsTheAnswerAsSafeMarkdownInChromium(t *testing.T) {
 }
 
 func TestViewerTimeBarsShowWhatRanConcurrentlyInChromium(t *testing.T) {
-	e := newEnv(t, server.Config{Workflows: workflows(pairGraph(t)), Recorder: recorder(t)})
-	e.thread(alice, "pair", "p")
-	ru := e.wait(alice, "p", map[string]any{"input": map[string]any{"question": "Meet."}})
-	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
+	e, ru := recordedRun(t, pairGraph(t), "p", map[string]any{"question": "Meet."})
 
 	ctx := withTimeout(t, browser(t))
 	require.NoError(t, chromedp.Do(ctx,

@@ -89,9 +89,16 @@ func recorder(t *testing.T) *trace.Recorder {
 // thread "t"; it returns the env and the run.
 func recordedCalc(t *testing.T) (*env, server.Run) {
 	t.Helper()
-	e := newEnv(t, server.Config{Workflows: workflows(calcGraph(t, nil)), Recorder: recorder(t)})
-	e.thread(alice, "calc", "t")
-	ru := e.wait(alice, "t", map[string]any{"input": map[string]any{"question": "What is 2 + 3?"}})
+	return recordedRun(t, calcGraph(t, nil), "t", map[string]any{"question": "What is 2 + 3?"})
+}
+
+// recordedRun serves wf with a recorder and runs it to its end once for
+// alice on thread with input; it returns the env and the run.
+func recordedRun(t *testing.T, wf *graph.Runnable, thread string, input map[string]any) (*env, server.Run) {
+	t.Helper()
+	e := newEnv(t, server.Config{Workflows: workflows(wf), Recorder: recorder(t)})
+	e.thread(alice, wf.Name(), thread)
+	ru := e.wait(alice, thread, map[string]any{"input": input})
 	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
 	return e, ru
 }
@@ -345,10 +352,7 @@ func pairGraph(t *testing.T) *graph.Runnable {
 // The run list gives each run's input in one line beside its thread; the
 // timeline gives the answer and when each step, node and agent ran.
 func TestViewerDataListsInputsAnswersAndTimes(t *testing.T) {
-	e := newEnv(t, server.Config{Workflows: workflows(pairGraph(t)), Recorder: recorder(t)})
-	e.thread(alice, "pair", "p")
-	ru := e.wait(alice, "p", map[string]any{"input": map[string]any{"question": "Meet,\n  please."}})
-	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
+	e, ru := recordedRun(t, pairGraph(t), "p", map[string]any{"question": "Meet,\n  please."})
 
 	var list server.TraceRunList
 	e.call("GET", "/v1/trace/runs", alice, nil, http.StatusOK, &list)
