@@ -16,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/skills"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
 )
 
 //go:embed prompts/*.md
@@ -67,7 +68,7 @@ func (b *Builder) Build(ctx context.Context, spec plan.AgentSpec, locale string)
 	}
 	return graph.Do(ctx, "build "+spec.Name, func(ctx context.Context) (Built, error) {
 		ctx = llm.WithAgent(graph.WithScope(ctx, "build:"+spec.Name), "builder:"+spec.Name)
-		d, err := structured.Generate[buildDraft](ctx, llm.Observe(b.Model, b.Info), b.messages(spec, locale))
+		d, err := structured.Generate[buildDraft](ctx, window.Observe(llm.Observe(b.Model, b.Info)), b.messages(spec, locale))
 		if err != nil {
 			return Built{}, fmt.Errorf("factory: build agent %q: %w", spec.Name, err)
 		}

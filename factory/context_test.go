@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,7 +113,20 @@ func TestEveryAgentCallLeavesASnapshotOfWhatItSaw(t *testing.T) {
 		snaps = append(snaps, ev.Data.(window.Snapshot))
 		paths = append(paths, ev.Path)
 	}
-	require.Len(t, snaps, 6, "one per step agent call")
+	// One per model call: the builders', the meta-prompt stage's and the
+	// step agents', each labelled with its caller.
+	calls := e.model.Calls()
+	require.Len(t, snaps, len(calls), "one snapshot per model call")
+	var steps int
+	for i := range snaps {
+		if strings.Contains(paths[i], "/step:") {
+			steps++
+		}
+	}
+	assert.Equal(t, 6, steps, "one per step agent call")
+	for _, c := range calls {
+		assert.True(t, slices.ContainsFunc(snaps, func(s window.Snapshot) bool { return s.Agent == c.Agent }), "a snapshot of %s", c.Agent)
+	}
 	var a2 *window.Snapshot
 	for i := range snaps {
 		if strings.Contains(paths[i], "step:a2") {

@@ -11,6 +11,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/window"
 )
 
 // Config configures an Expander.
@@ -67,7 +68,7 @@ func New(cfg Config) (*Expander, error) {
 		now = time.Now
 	}
 	return &Expander{
-		model:    llm.Observe(cfg.Model, llm.ModelInfo{Tier: cfg.Tier, Model: cfg.ModelName, Provider: cfg.Provider, Price: cfg.Price}),
+		model:    window.Observe(llm.Observe(cfg.Model, llm.ModelInfo{Tier: cfg.Tier, Model: cfg.ModelName, Provider: cfg.Provider, Price: cfg.Price})),
 		name:     cfg.ModelName,
 		cache:    cfg.Cache,
 		owner:    cfg.Owner,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/window"
 )
 
 // CoordinatorConfig configures the coordinator node.
@@ -54,7 +55,7 @@ func Coordinator(cfg CoordinatorConfig) (graph.NodeFunc, error) {
 	if cfg.Next == "" {
 		return nil, fmt.Errorf("nodes: the coordinator needs its Next node")
 	}
-	model := llm.Observe(cfg.Model, cfg.Info)
+	model := window.Observe(llm.Observe(cfg.Model, cfg.Info))
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		input := Input.Get(s)
 		msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, prompt("coordinator", nil))}

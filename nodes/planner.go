@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/structured"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/window"
 )
 
 // AgentCard describes an agent a plan may name.
@@ -95,7 +96,7 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		return nil, errors.New("nodes: the planner needs its Review and Reporter nodes")
 	}
 	cfg.defaults()
-	model := llm.Observe(cfg.Model, cfg.Info)
+	model := window.Observe(llm.Observe(cfg.Model, cfg.Info))
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		turn := CurrentTurn.Get(s)
 		rounds := Iterations.Get(s)

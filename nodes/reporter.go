@@ -11,6 +11,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/window"
 )
 
 // ReporterConfig configures the reporter node.
@@ -32,7 +33,7 @@ func Reporter(cfg ReporterConfig) (graph.NodeFunc, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: the reporter needs a model", ErrNoModel)
 	}
-	model := llm.Observe(cfg.Model, cfg.Info)
+	model := window.Observe(llm.Observe(cfg.Model, cfg.Info))
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		locale := Locale.Get(s)
 		if locale == "" {

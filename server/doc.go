@@ -42,9 +42,9 @@
 // run viewer is served; see "Run viewer" below:
 //
 //	GET    /viewer/                                    the run viewer (no token needed: the page holds no data)
-//	GET    /v1/trace/runs?thread=&workflow=&status=&limit=&before=   {"runs": [trace.RunInfo]}, newest first
+//	GET    /v1/trace/runs?thread=&workflow=&status=&limit=&before=   {"runs": [TraceRun]}, newest first, each with input_text
 //	GET    /v1/trace/runs/{run}                        trace.RunInfo: status, input, final state, event count
-//	GET    /v1/trace/runs/{run}/timeline               trace.Timeline: steps, nodes, agents
+//	GET    /v1/trace/runs/{run}/timeline               trace.Timeline: the answer; steps, nodes, agents with their times
 //	GET    /v1/trace/runs/{run}/agents/{agent}         trace.AgentDetail: snapshots, model calls, tool calls, output
 //	GET    /v1/trace/runs/{run}/events?after=&until=&kinds=&path=&limit=&bodies=   {"events": [trace.Event]}
 //
@@ -132,12 +132,19 @@
 //
 // # Run viewer
 //
-// /viewer/ lists the owner's recorded runs; /viewer/?run=ID shows one: a
-// timeline of its steps, nodes and agents on the left and, for the agent
-// clicked, what each of its model calls saw (the context snapshot: parts,
-// tokens per part, what was omitted or truncated and why), its tool calls
-// and results, its model calls with their answers and reasoning, and its
-// output. While the run goes on, the page follows the run's stream
+// /viewer/ lists the owner's recorded runs, the runs of a thread together
+// under it, each with its input, workflow, status and start time;
+// /viewer/?run=ID shows one: a timeline of its steps, nodes and agents on
+// the left; first the run's answer, rendered as Markdown, and a time bar
+// per step and agent (bars that overlap ran at the same time); and, for
+// the agent clicked, what each of its model calls saw (the context
+// snapshot: parts, tokens per part, what was omitted or truncated and
+// why), its tool calls and results, its model calls with their answers
+// and reasoning, and its output. Outputs and arguments that are JSON
+// objects are shown as fields. Model output is untrusted: the page renders
+// Markdown into elements and text nodes only (raw HTML stays text, a link
+// keeps only an http, https or mailto address), under a Content Security
+// Policy that runs no inline script. While the run goes on, the page follows the run's stream
 // (GET .../runs/{run}/stream?after=N, read with fetch) and refreshes; a run
 // this server does not hold in memory is polled. The page, script and
 // styles are embedded in the binary and load nothing from elsewhere.

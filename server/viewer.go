@@ -61,7 +61,14 @@ func (s *Server) viewerRoutes() {
 
 // TraceRunList is the body of GET /v1/trace/runs.
 type TraceRunList struct {
-	Runs []trace.RunInfo `json:"runs"`
+	Runs []TraceRun `json:"runs"`
+}
+
+// TraceRun is a recorded run in a list: its index entry without the final
+// state, and its input in one line (trace.DescribeInput).
+type TraceRun struct {
+	trace.RunInfo
+	InputText string `json:"input_text,omitempty"`
 }
 
 // TraceEventList is the body of GET /v1/trace/runs/{run}/events.
@@ -93,10 +100,12 @@ func (s *Server) handleTraceRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.internal(r, err))
 		return
 	}
-	for i := range runs {
-		runs[i].FinalState = nil // in the run itself; lists stay small
+	list := TraceRunList{Runs: make([]TraceRun, len(runs))}
+	for i, ru := range runs {
+		ru.FinalState = nil // in the run itself; lists stay small
+		list.Runs[i] = TraceRun{RunInfo: ru, InputText: trace.DescribeInput(ru.Input)}
 	}
-	writeJSON(w, http.StatusOK, TraceRunList{Runs: runs})
+	writeJSON(w, http.StatusOK, list)
 }
 
 // traceRunFor returns the recorded run the request names, if it is the

@@ -17,6 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/trace"
 )
@@ -127,10 +131,12 @@ func TestViewerShowsWhatAnAgentSawInChromium(t *testing.T) {
 	partName := text(t, ctx, `#detail table.snapshot tr[data-part="task"] td.part-name`)
 	tokens := text(t, ctx, `#detail table.snapshot tr[data-part="task"] td.tokens`)
 	toolName := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td.tool-name`)
-	toolArgs := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td:nth-child(2)`)
+	argA := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td.tool-args dd[data-field="a"]`)
+	argB := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td.tool-args dd[data-field="b"]`)
+	counts := text(t, ctx, `button.agent[data-name="solver"] .agent-meta`)
 	toolStatus := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td:nth-child(3)`)
 	toolOutput := text(t, ctx, `#detail tr.tool-call[data-tool="add"] td.tool-output`)
-	output := text(t, ctx, `#detail pre.output`)
+	output := text(t, ctx, `#detail .output`)
 	runUsage := text(t, ctx, `#timeline .run-usage`)
 	agentUsage := text(t, ctx, `#detail .agent-usage`)
 	location, err := chromedp.Run(ctx, chromedp.Location())
@@ -142,7 +148,8 @@ func TestViewerShowsWhatAnAgentSawInChromium(t *testing.T) {
 	assert.Equal(t, "task", partName)
 	assert.Equal(t, fmt.Sprint(taskTokens), tokens, "the part's token count, as recorded")
 	assert.Equal(t, "add", toolName)
-	assert.JSONEq(t, `{"a":2,"b":3}`, toolArgs)
+	assert.Equal(t, []string{"2", "3"}, []string{argA, argB}, "the arguments as fields, not JSON")
+	assert.Contains(t, counts, "2 model calls · 1 tool call ·")
 	assert.Equal(t, "ok", toolStatus)
 	assert.Equal(t, "5", toolOutput)
 	assert.Equal(t, "2 + 3 = 5", output)
@@ -198,7 +205,7 @@ func TestViewerFollowsARunningRunInChromium(t *testing.T) {
 		chromedp.WaitVisible(`#detail tr.tool-call[data-tool="add"] [data-status="ok"]`),
 		chromedp.WaitNotVisible(`#live`),
 	))
-	output := text(t, ctx, `#detail pre.output`)
+	output := text(t, ctx, `#detail .output`)
 	screenshot(t, ctx, "viewer-done.png")
 	assert.Equal(t, "2 + 3 = 5", output)
 }
@@ -232,4 +239,179 @@ func TestViewerNeverUsesATokenInTheQueryInChromium(t *testing.T) {
 		chromedp.Navigate(e.hs.URL+"/viewer/?run="+ru.ID+"#token="+alice),
 		chromedp.WaitVisible(`button.agent[data-name="solver"][data-status="done"]`),
 	))
+}
+
+// answerGraph is the workflow "notes": its node writes answer as the
+// run's answer, as a model would.
+func answerGraph(t *testing.T, answer string) *graph.Runnable {
+	t.Helper()
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"writer": {{Text: answer}}}})
+	agent, err := react.New(react.Config{Name: "writer", Model: model, Info: llm.ModelInfo{Tier: "basic", Model: "scripted"},
+		SystemPrompt: "You write notes."})
+	require.NoError(t, err)
+	g := graph.New("notes", questionKey, answerKey)
+	g.AddNode("write", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		res, err := agent.Run(ctx, react.Task{Input: questionKey.Get(s)})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(answerKey.Set(res.Output)), nil
+	})
+	g.AddEdge(graph.Start, "write")
+	g.AddEdge("write", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+// hostileMarkdown is a model's answer that tries to run script in the
+// viewer, every way Markdown renderers have let it.
+const hostileMarkdown = "# Report\n\n**Bold** and *em* and `<b>code</b>`.\n\n" +
+	"<img src=x onerror=\"window.pwned='img'\">\n\n<script>window.pwned='script'</script>\n\n" +
+	"[click](javascript:window.pwned='link') [upper](JaVaScRiPt:window.pwned='upper') " +
+	"[data](data:text/html,<script>window.pwned='data'</script>) [safe](https://example.org/a)\n\n" +
+	"![pic](javascript:window.pwned='image')\n\n" +
+	"<a href=\"javascript:window.pwned='raw'\">raw link</a> <svg onload=\"window.pwned='svg'\"></svg>\n\n" +
+	"| Situation | Choose |\n|---|---|\n| One process | SQLite |\n| <i onmouseover=\"window.pwned='cell'\">replicas</i> | PostgreSQL |\n\n" +
+	"- one\n- two\n\n> quoted <iframe src=\"javascript:window.pwned='frame'\"></iframe>\n"
+
+func TestViewerShowsTheAnswerAsSafeMarkdownInChromium(t *testing.T) {
+	e, ru := recordedRun(t, answerGraph(t, hostileMarkdown), "n", map[string]any{"question": "Write the report."})
+
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+ru.ID+"#token="+alice),
+		chromedp.WaitVisible(`#answer h1`),
+	))
+	type page struct {
+		Heading, Strong, Code, Text string
+		Links                       []string
+		Dangerous, Cells, Items     int
+		Pwned                       *string
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[page](`(() => {
+		const a = document.querySelector("#answer");
+		return {
+			heading: a.querySelector("h1").textContent,
+			strong: a.querySelector("strong").textContent,
+			code: a.querySelector("code").textContent,
+			text: a.textContent,
+			links: [...a.querySelectorAll("a")].map((x) => x.getAttribute("href")),
+			dangerous: a.querySelectorAll("img, script, iframe, svg, i, b, [onerror], [onload], [onmouseover]").length,
+			cells: a.querySelectorAll("table td").length,
+			items: a.querySelectorAll("ul li").length,
+			pwned: window.pwned === undefined ? null : String(window.pwned),
+		};
+	})()`))
+	require.NoError(t, err)
+	// Hover everything, in case a handler made it through.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[*int](`document.querySelectorAll("#answer *").forEach((n) =>
+		n.dispatchEvent(new MouseEvent("mouseover", {bubbles: true}))), null`))
+	require.NoError(t, err)
+	pwned, err := chromedp.Run(ctx, chromedp.Evaluate[*string](`window.pwned === undefined ? null : String(window.pwned)`))
+	require.NoError(t, err)
+	screenshot(t, ctx, "viewer-answer.png")
+
+	assert.Equal(t, "Report", got.Heading)
+	assert.Equal(t, "Bold", got.Strong)
+	assert.Equal(t, "<b>code</b>", got.Code, "code is shown as written")
+	assert.Equal(t, []string{"https://example.org/a"}, got.Links, "only the http link keeps an address")
+	assert.Zero(t, got.Dangerous, "no element or handler from the model's HTML")
+	assert.Contains(t, got.Text, `<img src=x onerror="window.pwned='img'">`, "raw HTML is shown as text")
+	assert.Contains(t, got.Text, `<script>window.pwned='script'</script>`)
+	assert.Equal(t, 4, got.Cells, "the table")
+	assert.Equal(t, 2, got.Items, "the list")
+	assert.Nil(t, got.Pwned, "nothing ran")
+	assert.Nil(t, pwned, "nothing ran on hover")
+}
+
+func TestViewerTimeBarsShowWhatRanConcurrentlyInChromium(t *testing.T) {
+	e, ru := recordedRun(t, pairGraph(t), "p", map[string]any{"question": "Meet."})
+
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+ru.ID+"#token="+alice),
+		chromedp.WaitVisible(`.gantt-row.gantt-agent[data-name="alpha"] .gantt-bar`),
+		chromedp.WaitVisible(`.gantt-row.gantt-agent[data-name="beta"] .gantt-bar`),
+	))
+	type bar struct{ Left, Right, StartMS, EndMS float64 }
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]bar](`(() => {
+		const out = {};
+		for (const row of document.querySelectorAll(".gantt-row")) {
+			const b = row.querySelector(".gantt-bar"), r = b.getBoundingClientRect();
+			out[row.dataset.name || "step " + row.dataset.step] = {left: r.left, right: r.right,
+				startMS: Number(b.dataset.startMs), endMS: Number(b.dataset.endMs)};
+		}
+		return out;
+	})()`))
+	require.NoError(t, err)
+	answer := text(t, ctx, `#answer`)
+	screenshot(t, ctx, "viewer-time-bars.png")
+
+	alpha, beta, step := bars["alpha"], bars["beta"], bars["step 0"]
+	assert.Len(t, bars, 3, "a bar for the step and one per agent")
+	assert.True(t, alpha.StartMS < beta.EndMS && beta.StartMS < alpha.EndMS, "the agents' times overlap: %+v %+v", alpha, beta)
+	assert.True(t, alpha.Left < beta.Right && beta.Left < alpha.Right, "so do their bars: %+v %+v", alpha, beta)
+	assert.LessOrEqual(t, step.Left, min(alpha.Left, beta.Left)+1, "the step spans its agents")
+	assert.GreaterOrEqual(t, step.Right, max(alpha.Right, beta.Right)-1)
+	assert.Equal(t, "Met alpha.", answer)
+
+	// alpha's JSON answer reads as fields.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(`.gantt-row[data-name="alpha"] button.gantt-label`),
+		chromedp.WaitVisible(`#detail .output dl.fields`),
+	))
+	fields, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#detail .output dl.fields > dt")].map((d) => d.textContent)`))
+	require.NoError(t, err)
+	sources := text(t, ctx, `#detail .output dd[data-field="sources"]`)
+	output := text(t, ctx, `#detail .output`)
+	snapshots, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#detail div.snapshot").length`))
+	require.NoError(t, err)
+	counts := text(t, ctx, `#detail .agent-head .counts`)
+	screenshot(t, ctx, "viewer-fields.png")
+	assert.Equal(t, []string{"summary", "confidence", "sources"}, fields)
+	assert.Equal(t, "notes, call", sources)
+	assert.NotContains(t, output, `{"`, "no raw JSON")
+	assert.Equal(t, 2, snapshots, "an agent without a window has a snapshot per call")
+	assert.Contains(t, counts, "2 model calls · 1 tool call")
+}
+
+func TestViewerListsRunsByThreadWithTheirInputInChromium(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), pairGraph(t)), Recorder: recorder(t)})
+	e.thread(alice, "echo", "t")
+	e.thread(alice, "pair", "u")
+	for _, in := range []string{"hello", "and again"} {
+		ru := e.wait(alice, "t", map[string]any{"input": map[string]any{"text": in}})
+		require.Equal(t, "done", ru.Status, "%+v", ru.Error)
+	}
+	ru := e.wait(alice, "u", map[string]any{"input": map[string]any{"question": "Meet."}})
+	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
+
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/#token="+alice),
+		chromedp.WaitVisible(`tbody.thread[data-thread="u"] tr.run-row`),
+	))
+	type row struct{ Thread, Input, Workflow, Status, Started string }
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]row](`[...document.querySelectorAll("tr.run-row")].map((r) => ({
+		thread: r.closest("tbody").dataset.thread,
+		input: r.querySelector("td.input a").textContent,
+		workflow: r.querySelector("td.workflow").textContent,
+		status: r.querySelector("td.run-status").textContent,
+		started: r.querySelector("td.started").textContent,
+	}))`))
+	require.NoError(t, err)
+	heads, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr.thread-head")].map((h) => h.textContent)`))
+	require.NoError(t, err)
+	screenshot(t, ctx, "viewer-runs.png")
+
+	require.Len(t, rows, 3)
+	assert.Equal(t, []string{"Thread u · 1 run", "Thread t · 2 runs"}, heads, "the thread of the newest run first")
+	assert.Equal(t, row{Thread: "u", Input: "question: Meet.", Workflow: "pair", Status: "done", Started: rows[0].Started}, rows[0])
+	assert.Equal(t, []string{"t", "text: and again", "echo", "done"}, []string{rows[1].Thread, rows[1].Input, rows[1].Workflow, rows[1].Status})
+	assert.Equal(t, []string{"t", "text: hello"}, []string{rows[2].Thread, rows[2].Input})
+	for _, r := range rows {
+		assert.NotEmpty(t, r.Started, "the start time")
+	}
 }

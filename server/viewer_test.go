@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
@@ -53,7 +53,7 @@ func calcGraph(t *testing.T, wait func(context.Context) error) *graph.Runnable {
 	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
 	agent, err := react.New(react.Config{
-		Name: "solver", Model: windowed{inner: model, b: window.New(window.Config{})},
+		Name: "solver", Model: model, Window: window.New(window.Config{}), Budget: window.Budget{MaxInputTokens: 8000},
 		Info: llm.ModelInfo{Tier: "basic", Model: "scripted"}, SystemPrompt: "You solve arithmetic with tools.", Tools: reg,
 	})
 	require.NoError(t, err)
@@ -70,35 +70,6 @@ func calcGraph(t *testing.T, wait func(context.Context) error) *graph.Runnable {
 	r, err := g.Compile()
 	require.NoError(t, err)
 	return r
-}
-
-// windowed assembles a window from each call's messages (system prompt,
-// task, the rest as history), publishing its snapshot, then calls inner.
-type windowed struct {
-	inner llms.Model
-	b     *window.Builder
-}
-
-func (w windowed) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, w, prompt, opts...)
-}
-
-func (w windowed) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	text := func(m llms.MessageContent) string {
-		tc, _ := m.Parts[0].(llms.TextContent)
-		return tc.Text
-	}
-	parts := []window.Part{
-		{Name: "system", Kind: window.KindSystem, Text: text(msgs[0]), Required: true},
-		{Name: "task", Kind: window.KindTask, Text: text(msgs[1]), Required: true},
-	}
-	if len(msgs) > 2 {
-		parts = append(parts, window.Part{Name: "history", Kind: window.KindHistory, Messages: msgs[2:]})
-	}
-	if _, err := w.b.Assemble(ctx, window.Request{Parts: parts, Budget: window.Budget{MaxInputTokens: 8000}}); err != nil {
-		return nil, err
-	}
-	return w.inner.GenerateContent(ctx, msgs, opts...)
 }
 
 // recorder returns a Recorder over a SQLite store in the test's directory.
@@ -118,9 +89,16 @@ func recorder(t *testing.T) *trace.Recorder {
 // thread "t"; it returns the env and the run.
 func recordedCalc(t *testing.T) (*env, server.Run) {
 	t.Helper()
-	e := newEnv(t, server.Config{Workflows: workflows(calcGraph(t, nil)), Recorder: recorder(t)})
-	e.thread(alice, "calc", "t")
-	ru := e.wait(alice, "t", map[string]any{"input": map[string]any{"question": "What is 2 + 3?"}})
+	return recordedRun(t, calcGraph(t, nil), "t", map[string]any{"question": "What is 2 + 3?"})
+}
+
+// recordedRun serves wf with a recorder and runs it to its end once for
+// alice on thread with input; it returns the env and the run.
+func recordedRun(t *testing.T, wf *graph.Runnable, thread string, input map[string]any) (*env, server.Run) {
+	t.Helper()
+	e := newEnv(t, server.Config{Workflows: workflows(wf), Recorder: recorder(t)})
+	e.thread(alice, wf.Name(), thread)
+	ru := e.wait(alice, thread, map[string]any{"input": input})
 	require.Equal(t, "done", ru.Status, "%+v", ru.Error)
 	return e, ru
 }
@@ -311,5 +289,108 @@ func TestTheAPIRefusesATokenInTheQuery(t *testing.T) {
 	for _, path := range []string{"/v1/trace/runs?token=" + alice, "/v1/trace/runs/" + ru.ID + "?token=" + alice, "/v1/threads/t?token=" + alice} {
 		e.fails("GET", path, "", nil, http.StatusUnauthorized, server.ErrorDetail{Code: "unauthorized",
 			Message: "missing bearer token: send the header Authorization: Bearer <token>"})
+	}
+}
+
+// pairGraph is the workflow "pair": nodes left and right run in the same
+// step, each with a ReAct agent (alpha, beta) that calls the tool meet,
+// which returns only once both agents are in it: their runs overlap for
+// certain. alpha answers with JSON fields, beta with Markdown.
+func pairGraph(t *testing.T) *graph.Runnable {
+	t.Helper()
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{
+		"alpha": {
+			{ToolCalls: []scripted.ToolCall{{Name: "meet", Arguments: `{"who":"alpha"}`}}},
+			{Text: `{"summary":"met beta","confidence":0.9,"sources":["notes","call"]}`},
+		},
+		"beta": {
+			{ToolCalls: []scripted.ToolCall{{Name: "meet", Arguments: `{"who":"beta"}`}}},
+			{Text: "Met **alpha**."},
+		},
+	}})
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	meet := tools.Typed("meet", "Waits for the other agent.", json.RawMessage(`{"type":"object","properties":{"who":{"type":"string"}}}`),
+		func(ctx context.Context, a struct{ Who string }) (string, error) {
+			mu.Lock()
+			if arrived++; arrived == 2 {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+				return a.Who + " met the other", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+	reg, err := tools.NewRegistry(meet)
+	require.NoError(t, err)
+	g := graph.New("pair", questionKey, answerKey)
+	for node, name := range map[string]string{"left": "alpha", "right": "beta"} {
+		agent, err := react.New(react.Config{Name: name, Model: model, Info: llm.ModelInfo{Tier: "basic", Model: "scripted"},
+			SystemPrompt: "You meet.", Tools: reg})
+		require.NoError(t, err)
+		g.AddNode(node, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			res, err := agent.Run(ctx, react.Task{Input: questionKey.Get(s)})
+			if err != nil {
+				return graph.Command{}, err
+			}
+			if name != "beta" {
+				return graph.Command{}, nil
+			}
+			return graph.Update(answerKey.Set(res.Output)), nil
+		})
+		g.AddEdge(graph.Start, node)
+		g.AddEdge(node, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+// The run list gives each run's input in one line beside its thread; the
+// timeline gives the answer and when each step, node and agent ran.
+func TestViewerDataListsInputsAnswersAndTimes(t *testing.T) {
+	e, ru := recordedRun(t, pairGraph(t), "p", map[string]any{"question": "Meet,\n  please."})
+
+	var list server.TraceRunList
+	e.call("GET", "/v1/trace/runs", alice, nil, http.StatusOK, &list)
+	require.Len(t, list.Runs, 1)
+	assert.Equal(t, "question: Meet, please.", list.Runs[0].InputText, "one line")
+	assert.Equal(t, "p", list.Runs[0].Thread)
+	assert.Empty(t, list.Runs[0].FinalState, "lists stay small")
+
+	var tl trace.Timeline
+	e.call("GET", "/v1/trace/runs/"+ru.ID+"/timeline", alice, nil, http.StatusOK, &tl)
+	assert.Equal(t, "Met **alpha**.", tl.Answer, "the answer channel, as the model wrote it")
+	require.Len(t, tl.Steps, 1)
+	st := tl.Steps[0]
+	require.NotNil(t, st.End)
+	require.Len(t, st.Nodes, 2)
+	agents := map[string]trace.AgentSummary{}
+	for _, n := range st.Nodes {
+		require.NotNil(t, n.End, n.Node)
+		assert.False(t, n.Start.Before(st.Start), "%s starts in its step", n.Node)
+		assert.False(t, n.End.After(*st.End), "%s ends in its step", n.Node)
+		require.Len(t, n.Agents, 1)
+		a := n.Agents[0]
+		require.NotNil(t, a.End)
+		assert.False(t, a.Start.Before(n.Start), "%s starts in its node", a.Name)
+		assert.False(t, a.End.After(*n.End), "%s ends in its node", a.Name)
+		agents[a.Name] = a
+	}
+	alpha, beta := agents["alpha"], agents["beta"]
+	assert.True(t, alpha.Start.Before(*beta.End) && beta.Start.Before(*alpha.End), "the agents ran at the same time")
+
+	// Every agent recorded what each of its calls saw, and the counts of
+	// the summary are the calls of the detail.
+	for _, a := range agents {
+		var d trace.AgentDetail
+		e.call("GET", fmt.Sprintf("/v1/trace/runs/%s/agents/%d", ru.ID, a.ID), alice, nil, http.StatusOK, &d)
+		assert.Equal(t, 2, a.ModelCalls, a.Name)
+		assert.Len(t, d.ModelCalls, a.ModelCalls, a.Name)
+		assert.Len(t, d.Snapshots, a.ModelCalls, "%s: a snapshot per model call, without a window", a.Name)
+		assert.Len(t, d.ToolCalls, a.ToolCalls, a.Name)
 	}
 }

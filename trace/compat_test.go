@@ -39,7 +39,7 @@ func builtCalc(t *testing.T, model llms.Model) *graph.Runnable {
 	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
 	agent, err := react.New(react.Config{
-		Name: "solver", Model: windowed{inner: model, b: window.New(window.Config{})},
+		Name: "solver", Model: model, Window: window.New(window.Config{}), Budget: window.Budget{MaxInputTokens: 8000},
 		Info: llm.ModelInfo{Tier: "basic", Model: "scripted"}, SystemPrompt: defaultSystem, Tools: reg,
 	})
 	require.NoError(t, err)

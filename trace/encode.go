@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
@@ -107,4 +108,31 @@ func DecodeInput(r *graph.Runnable, raw json.RawMessage) ([]graph.Write, error) 
 		out = append(out, ws...)
 	}
 	return out, nil
+}
+
+// DescribeInput renders an input encoded by EncodeInput in one line for
+// people — "channel: value" for each write, strings as they are, other
+// values as JSON, each value cut to 120 characters — or "" when raw holds
+// no input.
+func DescribeInput(raw json.RawMessage) string {
+	var writes []struct {
+		Channel string          `json:"channel"`
+		Value   json.RawMessage `json:"value"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &writes) != nil {
+		return ""
+	}
+	parts := make([]string, 0, len(writes))
+	for _, w := range writes {
+		var s string
+		if json.Unmarshal(w.Value, &s) != nil {
+			s = string(w.Value)
+		}
+		s = strings.Join(strings.Fields(s), " ")
+		if r := []rune(s); len(r) > 120 {
+			s = string(r[:119]) + "…"
+		}
+		parts = append(parts, w.Channel+": "+s)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -62,7 +62,7 @@ func (c calc) build(t *testing.T, model llms.Model) *graph.Runnable {
 	reg, err := tools.NewRegistry(add)
 	require.NoError(t, err)
 	agent, err := react.New(react.Config{
-		Name: "solver", Model: windowed{inner: model, b: window.New(window.Config{})},
+		Name: "solver", Model: model, Window: window.New(window.Config{}), Budget: window.Budget{MaxInputTokens: 8000},
 		Info: llm.ModelInfo{Tier: "basic", Model: "scripted"}, SystemPrompt: c.system, Tools: reg,
 	})
 	require.NoError(t, err)
@@ -91,43 +91,6 @@ func script() *scripted.Model {
 		{ToolCalls: []scripted.ToolCall{{Name: "add", Arguments: `{"a":2,"b":3}`}}},
 		{Text: "2 + 3 = 5", Reasoning: "I added the numbers with the tool."},
 	}}})
-}
-
-// windowed assembles a window from each call's messages — system prompt,
-// task, history — so that every model call publishes a snapshot, as an
-// agent with a context window does, then calls inner.
-type windowed struct {
-	inner llms.Model
-	b     *window.Builder
-}
-
-func (w windowed) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, w, prompt, opts...)
-}
-
-func (w windowed) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	var parts []window.Part
-	for i, m := range msgs {
-		text := ""
-		if tc, ok := m.Parts[0].(llms.TextContent); ok {
-			text = tc.Text
-		}
-		switch {
-		case i == 0 && m.Role == llms.ChatMessageTypeSystem:
-			parts = append(parts, window.Part{Name: "system", Kind: window.KindSystem, Text: text, Required: true})
-		case i <= 1 && m.Role == llms.ChatMessageTypeHuman:
-			parts = append(parts, window.Part{Name: "task", Kind: window.KindTask, Text: text, Required: true})
-		default:
-			parts = append(parts, window.Part{Name: "history", Kind: window.KindHistory, Messages: msgs[i:]})
-		}
-		if parts[len(parts)-1].Kind == window.KindHistory {
-			break
-		}
-	}
-	if _, err := w.b.Assemble(ctx, window.Request{Parts: parts, Budget: window.Budget{MaxInputTokens: 8000}}); err != nil {
-		return nil, err
-	}
-	return w.inner.GenerateContent(ctx, msgs, opts...)
 }
 
 // record runs wf on question and records it as run id in a new memory

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,13 +33,25 @@ type Timeline struct {
 	Steps []TimelineStep `json:"steps"`
 	// Usage sums the run's model calls: tokens and cost.
 	Usage llm.Spend `json:"usage"`
+	// Answer is the run's final answer, as the model wrote it (untrusted
+	// Markdown): the AnswerChannel of its final state, or, when that holds
+	// no text, the output of the last agent that ended with one.
+	Answer string `json:"answer,omitempty"`
 	// LastSeq is the last event the timeline was built from.
 	LastSeq int64 `json:"last_seq"`
 }
 
-// TimelineStep is one step of a run.
+// AnswerChannel is the channel a Timeline reads a run's answer from: the
+// output channel of workflow files unless they name another
+// (workflows.File.OutputChannel), and nodes.Answer.
+const AnswerChannel = "answer"
+
+// TimelineStep is one step of a run. Start is when it started, End when
+// its last node ended (nil while one runs).
 type TimelineStep struct {
 	Step  int            `json:"step"`
+	Start time.Time      `json:"start"`
+	End   *time.Time     `json:"end,omitempty"`
 	Nodes []TimelineNode `json:"nodes"`
 }
 
@@ -50,6 +63,10 @@ type TimelineNode struct {
 	Attempt    int     `json:"attempt,omitempty"`
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Error      string  `json:"error,omitempty"`
+	// Start is when the node started (its first attempt), End when it
+	// ended (nil while it runs).
+	Start time.Time  `json:"start"`
+	End   *time.Time `json:"end,omitempty"`
 	// Created names the dynamic agents built in the node.
 	Created []string       `json:"created,omitempty"`
 	Agents  []AgentSummary `json:"agents"`
@@ -240,6 +257,7 @@ type indexed struct {
 
 type stepEntry struct {
 	step  int
+	start time.Time
 	nodes []*nodeEntry
 }
 
@@ -287,7 +305,7 @@ func (ix *indexed) add(e Event) {
 	switch e.Kind {
 	case graph.EventStepStart.String():
 		if e.Path == ix.root {
-			ix.step(e.Step)
+			ix.step(e.Step).start = e.Time
 		}
 	case graph.EventNodeStart.String():
 		if depth1 {
@@ -360,7 +378,7 @@ func (ix *indexed) nodeStart(label string, e Event) {
 		name = label
 	}
 	s := ix.step(e.Step)
-	n := &nodeEntry{TimelineNode: TimelineNode{Node: name, Path: e.Path, Status: ItemRunning, Attempt: e.Attempt}, step: e.Step}
+	n := &nodeEntry{TimelineNode: TimelineNode{Node: name, Path: e.Path, Status: ItemRunning, Attempt: e.Attempt, Start: e.Time}, step: e.Step}
 	s.nodes = append(s.nodes, n)
 	ix.current[label] = n
 }
@@ -372,12 +390,19 @@ func (ix *indexed) nodeEnd(label string, e Event) {
 		n.Status = ItemFailed
 	}
 	n.DurationMS = float64(e.Duration) / float64(time.Millisecond)
-	// What is still open inside the node ended with it.
+	end := e.Time
+	n.End = &end
+	// What is still open inside the node ended with it. An agent that
+	// never reported its start (a scope that made model calls) ended with
+	// its last event.
 	for path, a := range ix.open {
 		if a.node == n {
 			a.ended, a.sum.Status = true, n.Status
 			if a.sum.End == nil {
 				t := e.Time
+				if !a.started && len(a.events) > 0 {
+					t = a.events[len(a.events)-1].Time
+				}
 				a.sum.End = &t
 			}
 			delete(ix.open, path)
@@ -396,7 +421,7 @@ func (ix *indexed) node(label string, e Event) *nodeEntry {
 	if label != "" {
 		path += "/" + label
 	}
-	n := &nodeEntry{TimelineNode: TimelineNode{Node: label, Path: path, Status: ItemRunning}, step: e.Step}
+	n := &nodeEntry{TimelineNode: TimelineNode{Node: label, Path: path, Status: ItemRunning, Start: e.Time}, step: e.Step}
 	if label == "" {
 		n.Node = ix.root
 	}
@@ -426,8 +451,16 @@ func (ix *indexed) newAgent(label string, e Event) *agentEntry {
 		name = e.Path[strings.LastIndexByte(e.Path, '/')+1:]
 		name = strings.TrimPrefix(name, "agent:")
 	}
+	start := e.Time
+	if e.Kind == llm.EventModelCall {
+		// Recorded when the call ended: it started Duration before.
+		var mc llm.ModelCall
+		if json.Unmarshal(e.Payload, &mc) == nil {
+			start = start.Add(-mc.Duration)
+		}
+	}
 	a := &agentEntry{
-		sum:   AgentSummary{ID: e.Seq, Name: name, Path: e.Path, Status: ItemRunning, Start: e.Time},
+		sum:   AgentSummary{ID: e.Seq, Name: name, Path: e.Path, Status: ItemRunning, Start: start},
 		node:  ix.node(label, e),
 		first: e.Seq,
 	}
@@ -494,8 +527,11 @@ func summarize(s string) string {
 func (ix *indexed) timeline() Timeline {
 	tl := Timeline{Run: ix.run, Steps: make([]TimelineStep, 0, len(ix.steps)), LastSeq: ix.lastSeq}
 	for _, s := range ix.steps {
-		ts := TimelineStep{Step: s.step, Nodes: make([]TimelineNode, 0, len(s.nodes))}
+		ts := TimelineStep{Step: s.step, Start: s.start, Nodes: make([]TimelineNode, 0, len(s.nodes))}
 		for _, n := range s.nodes {
+			if ts.Start.IsZero() || n.Start.Before(ts.Start) {
+				ts.Start = n.Start
+			}
 			tn := n.TimelineNode
 			tn.Agents = make([]AgentSummary, 0, len(n.agents))
 			for _, a := range n.agents {
@@ -508,9 +544,50 @@ func (ix *indexed) timeline() Timeline {
 			}
 			ts.Nodes = append(ts.Nodes, tn)
 		}
+		ts.End = stepEnd(ts.Nodes)
 		tl.Steps = append(tl.Steps, ts)
 	}
+	tl.Answer = ix.answer()
 	return tl
+}
+
+// stepEnd is when the last of a step's nodes ended, or nil while one
+// runs (or none ran).
+func stepEnd(nodes []TimelineNode) *time.Time {
+	var end *time.Time
+	for _, n := range nodes {
+		if n.End == nil {
+			return nil
+		}
+		if end == nil || n.End.After(*end) {
+			end = n.End
+		}
+	}
+	return end
+}
+
+// answer is the run's final answer: the text of its AnswerChannel, else
+// the output of the last agent that ended with one.
+func (ix *indexed) answer() string {
+	var final map[string]json.RawMessage
+	if json.Unmarshal(ix.run.FinalState, &final) == nil {
+		var s string
+		if json.Unmarshal(final[AnswerChannel], &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	for _, a := range slices.Backward(ix.agents) {
+		for _, e := range slices.Backward(a.events) {
+			if e.Kind != agentevent.EventEnd {
+				continue
+			}
+			var ae agentevent.Info
+			if json.Unmarshal(e.Payload, &ae) == nil && ae.Output != "" {
+				return ae.Output
+			}
+		}
+	}
+	return ""
 }
 
 // recordedResponse is the part of a recorded model response (llm's

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,4 +199,54 @@ func TestTimelineAttributesEventsToAgents(t *testing.T) {
 	run.Status = trace.StatusRunning
 	tl = trace.BuildTimeline(run, evs)
 	assert.Equal(t, trace.ItemRunning, tl.Steps[2].Nodes[0].Agents[0].Status, "while the run goes on")
+}
+
+// The answer is the answer channel of the final state; without one, the
+// output of the last agent that ended with one.
+func TestTimelineAnswer(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ended := func(seq int64, out string) trace.Event {
+		payload, err := json.Marshal(agentevent.Ended{Agent: "writer", Output: out})
+		require.NoError(t, err)
+		return trace.Event{Seq: seq, Kind: agentevent.EventEnd, Path: "g/n/agent:writer", Time: at, Payload: payload}
+	}
+	events := []trace.Event{
+		{Seq: 1, Kind: graph.EventRunStart.String(), Path: "g", Time: at},
+		{Seq: 2, Kind: agentevent.EventStart, Path: "g/n/agent:writer", Time: at, Payload: json.RawMessage(`{"agent":"writer"}`)},
+		ended(3, "first draft"),
+		{Seq: 4, Kind: agentevent.EventStart, Path: "g/n/agent:writer", Time: at, Payload: json.RawMessage(`{"agent":"writer"}`)},
+		ended(5, "# Final\n\nthe report"),
+		{Seq: 6, Kind: agentevent.EventStart, Path: "g/n/agent:checker", Time: at, Payload: json.RawMessage(`{"agent":"checker"}`)},
+		ended(7, ""),
+	}
+	tests := []struct {
+		name  string
+		final string
+		want  string
+	}{
+		{"the answer channel", `{"answer":"**42**","other":"x"}`, "**42**"},
+		{"an empty answer channel", `{"answer":"  "}`, "# Final\n\nthe report"},
+		{"no final state", ``, "# Final\n\nthe report"},
+		{"an answer that is not text", `{"answer":{"n":42}}`, "# Final\n\nthe report"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := trace.RunInfo{ID: "r", Graph: "g", Status: trace.StatusDone, FinalState: json.RawMessage(tt.final)}
+			assert.Equal(t, tt.want, trace.BuildTimeline(run, events).Answer)
+		})
+	}
+	assert.Empty(t, trace.BuildTimeline(trace.RunInfo{ID: "r", Graph: "g"}, events[:2]).Answer, "no agent ended")
+}
+
+func TestDescribeInput(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`[{"channel":"question","value":"What is\n  2 + 3?"}]`, "question: What is 2 + 3?"},
+		{`[{"channel":"input","value":"hi"},{"channel":"n","value":{"a":1}}]`, `input: hi; n: {"a":1}`},
+		{``, ""},
+		{`not json`, ""},
+	} {
+		assert.Equal(t, tt.want, trace.DescribeInput(json.RawMessage(tt.raw)), tt.raw)
+	}
+	long := `[{"channel":"q","value":"` + strings.Repeat("é", 200) + `"}]`
+	assert.Equal(t, "q: "+strings.Repeat("é", 119)+"…", trace.DescribeInput(json.RawMessage(long)), "cut to 120 characters")
 }

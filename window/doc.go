@@ -48,6 +48,12 @@
 // the Offloader puts it: NewBoardStore keeps it on the run's mission
 // board.
 //
+// Agents that send their messages as they are (a coordinator, a planner,
+// a reporter, a ReAct agent without a Builder) wrap their model with
+// Observe, outside llm.Observe: each call publishes the snapshot Describe
+// gives of the messages sent, so that every model call of a run has one;
+// a call a Builder assembled keeps the Builder's.
+//
 // A typical agent turn:
 //
 //	w := window.New(window.Config{Offloader: window.NewBoardStore(b, who), Summarizer: basic})

@@ -26,7 +26,10 @@ func CallWithOverflowRetry(ctx context.Context, model llms.Model, build BuildFun
 	if err != nil {
 		return nil, Result{}, err
 	}
-	resp, err := model.GenerateContent(ctx, res.Messages, opts...)
+	// The snapshot of each call is published by build: a model wrapped
+	// with Observe does not publish another.
+	callCtx := withAssembled(ctx)
+	resp, err := model.GenerateContent(callCtx, res.Messages, opts...)
 	if err == nil || !errors.Is(llm.Classify(err), llm.ErrContextOverflow) {
 		return resp, res, err
 	}
@@ -38,7 +41,7 @@ func CallWithOverflowRetry(ctx context.Context, model llms.Model, build BuildFun
 	if retry.Snapshot.TotalTokens >= first {
 		return nil, retry, &OverflowError{Agent: retry.Snapshot.Agent, Tokens: first, Err: llm.Classify(err)}
 	}
-	resp, err = model.GenerateContent(ctx, retry.Messages, opts...)
+	resp, err = model.GenerateContent(callCtx, retry.Messages, opts...)
 	if err != nil && errors.Is(llm.Classify(err), llm.ErrContextOverflow) {
 		return nil, retry, &OverflowError{Agent: retry.Snapshot.Agent, Tokens: retry.Snapshot.TotalTokens,
 			Retried: true, Err: llm.Classify(err)}

@@ -20,6 +20,7 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
 )
 
 // addNode builds node n and adds it to g.
@@ -245,7 +246,7 @@ func (b *build) llmNode(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	model := llm.Observe(m, info)
+	model := window.Observe(llm.Observe(m, info))
 	out := n.output
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		sys, prompt, err := b.render(n, s)

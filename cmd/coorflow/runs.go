@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -151,7 +150,7 @@ func (a *app) showRun(ctx context.Context, base *db, traces trace.Store, id stri
 	if r.EndedAt != nil {
 		fmt.Fprintf(w, "ended       %s (took %s)\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), took(r))
 	}
-	if in := describeInput(r.Input); in != "" {
+	if in := trace.DescribeInput(r.Input); in != "" {
 		fmt.Fprintf(w, "input       %s\n", in)
 	}
 	if r.Error != "" {
@@ -177,27 +176,6 @@ func startedBy(start string) string {
 		return "answering a question of its thread"
 	}
 	return "continuing its thread"
-}
-
-// describeInput shows a recorded input — {"channel", "value"} writes — in
-// one line.
-func describeInput(raw json.RawMessage) string {
-	var writes []struct {
-		Channel string          `json:"channel"`
-		Value   json.RawMessage `json:"value"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &writes) != nil {
-		return ""
-	}
-	var parts []string
-	for _, w := range writes {
-		var s string
-		if json.Unmarshal(w.Value, &s) != nil {
-			s = string(w.Value)
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s", w.Channel, oneLine(s, 120)))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // printTimeline prints a run's steps: each node, then the agents that

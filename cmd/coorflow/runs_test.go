@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,6 +85,78 @@ func TestEveryRunIsRecordedInTheDatabaseAndListedWithItsThread(t *testing.T) {
 	assert.Len(t, c.listRuns("--status", "interrupted"), 1)
 	assert.Len(t, c.listRuns("--owner", "someone-else"), 0)
 	assert.Len(t, c.listRuns("--limit", "1"), 1)
+}
+
+// Every agent of the built-in workflows records what each of its model
+// calls saw, and runs show counts an agent's model calls as the viewer
+// does: the timeline's one count.
+func TestEveryAgentOfTheBuiltInWorkflowsHasItsSnapshotsAndOneCount(t *testing.T) {
+	c := newCLI(t)
+	code, stdout, stderr := c.run("run", "../../examples/coor", "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	ids := []string{runOf(t, stdout)}
+	code, stdout, _ = c.run("run", "../../examples/research", "--input", "How fast is SQLite?")
+	require.Equal(t, exitInterrupted, code)
+	research := threadOf(t, stdout)
+	code, stdout, stderr = c.run("run", "../../examples/research", "--thread", research, "--resume", "accept")
+	require.Equal(t, exitOK, code, stderr)
+	ids = append(ids, runOf(t, stdout))
+
+	agents := 0
+	for _, id := range ids {
+		code, show, stderr := c.run("runs", "show", id, "--json")
+		require.Equal(t, exitOK, code, stderr)
+		var tl trace.Timeline
+		require.NoError(t, json.Unmarshal([]byte(show), &tl))
+		code, text, stderr := c.run("runs", "show", id)
+		require.Equal(t, exitOK, code, stderr)
+		for _, st := range tl.Steps {
+			for _, n := range st.Nodes {
+				for _, a := range n.Agents {
+					agents++
+					assert.Positive(t, a.ModelCalls, "%s %s", id, a.Name)
+					assert.Equal(t, a.ModelCalls, a.Snapshots, "%s %s: a snapshot per model call", id, a.Name)
+					calls := fmt.Sprintf("%d model calls", a.ModelCalls)
+					if a.ModelCalls == 1 {
+						calls = "1 model call"
+					}
+					assert.Regexp(t, `(?m)^ +(\S+ )?`+regexp.QuoteMeta(a.Name)+` +\S+ +`+calls+`$`, text, "%s %s", id, a.Name)
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, agents, 10, "coordinator, planner, builders, step agents, workers, reporters")
+
+	// A builder's time ends with its last call, before the agents it built
+	// start: the time bars show the builders together, then the steps.
+	code, show, stderr := c.run("runs", "show", ids[0], "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var tl trace.Timeline
+	require.NoError(t, json.Unmarshal([]byte(show), &tl))
+	var builders, steps []trace.AgentSummary
+	for _, st := range tl.Steps {
+		for _, n := range st.Nodes {
+			for _, a := range n.Agents {
+				switch {
+				case strings.HasPrefix(a.Name, "builder:"):
+					builders = append(builders, a)
+				case a.Run != "":
+					steps = append(steps, a)
+				}
+			}
+		}
+	}
+	require.Len(t, builders, 2)
+	require.NotEmpty(t, steps)
+	require.NotNil(t, builders[0].End)
+	require.NotNil(t, builders[1].End)
+	assert.True(t, builders[0].Start.Before(*builders[1].End) && builders[1].Start.Before(*builders[0].End), "the builders ran at the same time")
+	for _, b := range builders {
+		require.NotNil(t, b.End)
+		for _, a := range steps {
+			assert.False(t, b.End.After(a.Start), "%s ended before %s started", b.Name, a.Name)
+		}
+	}
 }
 
 func TestRunsOfARunThatDoesNotExistOrABadCommandLine(t *testing.T) {

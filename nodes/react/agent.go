@@ -75,13 +75,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = DefaultMaxTurns
 	}
-	return &Agent{cfg: cfg, model: llm.Observe(cfg.Model, cfg.Info), tools: tools.Observe(cfg.Tools, tools.RecordFailures())}, nil
+	return &Agent{cfg: cfg, model: window.Observe(llm.Observe(cfg.Model, cfg.Info)), tools: tools.Observe(cfg.Tools, tools.RecordFailures())}, nil
 }
 
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.cfg.Name }
 
-// Model returns the agent's model, wrapped with llm.Observe.
+// Model returns the agent's model, wrapped with llm.Observe and window.Observe.
 func (a *Agent) Model() llms.Model { return a.model }
 
 // HasWindow reports whether the agent assembles its calls with a window.

@@ -38,7 +38,7 @@ function el(tag, attrs, ...children) {
     else if (k === "onclick") e.addEventListener("click", v);
     else e.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -99,7 +99,18 @@ async function api(path) {
 // ---- formatting ----
 
 function fmtTime(s) { return s ? new Date(s).toLocaleString() : ""; }
-function fmtMS(ms) { return ms >= 1000 ? (ms / 1000).toFixed(1) + " s" : Math.round(ms) + " ms"; }
+
+// timeMS reads an RFC 3339 time to the microsecond (Date.parse stops at
+// the millisecond, and agents of a fast run start within one).
+function timeMS(s) {
+  const m = /^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(s || "");
+  if (!m) return Date.parse(s);
+  return Date.parse(m[1] + m[3]) + (m[2] ? Number("0" + m[2]) * 1000 : 0);
+}
+function fmtMS(ms) {
+  if (ms >= 1000) return (ms / 1000).toFixed(1) + " s";
+  return ms >= 10 || ms === 0 ? Math.round(ms) + " ms" : ms.toFixed(1) + " ms";
+}
 function fmtInt(n) { return (n || 0).toLocaleString("en-US"); }
 function statusPill(s) { return el("span", { class: "status status-" + s, "data-status": s }, s); }
 
@@ -111,22 +122,239 @@ function block(title, ...content) {
   return el("section", { class: "block" }, el("h3", {}, title), ...content);
 }
 
+// plural says "1 model call", "2 model calls".
+function plural(n, what) { return fmtInt(n) + " " + what + (n === 1 ? "" : "s"); }
+
+// ---- Markdown ----
+//
+// Model output is untrusted. md renders a Markdown subset (headings,
+// paragraphs, emphasis, code, lists, quotes, tables, rules, links) into
+// elements built with createElement and text nodes: raw HTML in the text
+// stays text, and a link keeps its address only when it is http, https or
+// mailto (an image is shown as its link). Input is cut at MD_MAX_CHARS
+// and nesting at MD_MAX_DEPTH.
+
+const MD_MAX_CHARS = 200000;
+const MD_MAX_DEPTH = 8;
+// Lines and paragraphs longer than MD_MAX_LINE are shown as plain text:
+// the patterns below stay fast on what is shorter.
+const MD_MAX_LINE = 10000;
+const MD_SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+
+// safeURL returns url when it is a link a page may follow, else "".
+function safeURL(url) {
+  try {
+    const u = new URL(url, location.href);
+    return MD_SAFE_PROTOCOLS.has(u.protocol) ? u.href : "";
+  } catch (e) {
+    return "";
+  }
+}
+
+const MD_INLINE = /`([^`\n]+)`|(!?)\[([^\]\n]*)\]\(\s*([^()\s]*)(?:\s+"[^"\n]*")?\s*\)|<((?:https?|mailto):[^>\s]+)>|\*\*([^*\n]+?)\*\*|__([^_\n]+?)__|~~([^~\n]+?)~~|\*([^*\s][^*\n]*?)\*|\b_([^_\s][^_\n]*?)_\b/g;
+
+// mdInline renders one paragraph's text: code, links, emphasis.
+function mdInline(text, depth) {
+  const out = [];
+  if (depth > MD_MAX_DEPTH || text.length > MD_MAX_LINE) return [text];
+  const re = new RegExp(MD_INLINE.source, "g");
+  let at = 0, m;
+  while ((m = re.exec(text)) !== null) {
+    if (m.index > at) out.push(text.slice(at, m.index));
+    at = re.lastIndex;
+    if (m[1] !== undefined) out.push(el("code", {}, m[1]));
+    else if (m[3] !== undefined) {
+      const href = safeURL(m[4]);
+      const label = m[2] ? (m[3] || m[4]) : mdInline(m[3], depth + 1);
+      out.push(href ? el("a", { href, rel: "noopener noreferrer nofollow", target: "_blank" }, label)
+        : el("span", { class: "unsafe-link", title: "link not followed: " + m[4] }, label));
+    } else if (m[5] !== undefined) {
+      const href = safeURL(m[5]);
+      out.push(href ? el("a", { href, rel: "noopener noreferrer nofollow", target: "_blank" }, m[5]) : m[5]);
+    } else if (m[6] !== undefined || m[7] !== undefined) out.push(el("strong", {}, mdInline(m[6] ?? m[7], depth + 1)));
+    else if (m[8] !== undefined) out.push(el("del", {}, mdInline(m[8], depth + 1)));
+    else out.push(el("em", {}, mdInline(m[9] ?? m[10], depth + 1)));
+  }
+  if (at < text.length) out.push(text.slice(at));
+  // A line ending in two spaces or a backslash breaks the line.
+  return out.flatMap((n) => typeof n === "string"
+    ? n.split(/(?: {2,}|\\)\n/).flatMap((t, i) => (i ? [el("br"), t] : [t])) : [n]);
+}
+
+const MD_FENCE = /^\s{0,3}(`{3,}|~{3,})/;
+const MD_HEADING = /^\s{0,3}(#{1,6})\s+(.*)$/;
+const MD_RULE = /^\s{0,3}([-*_])(?:\s*\1){2,}\s*$/;
+const MD_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const MD_QUOTE = /^\s{0,3}>\s?(.*)$/;
+const MD_TABLE_RULE = /^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$/;
+
+function mdTableRule(line) { return line !== undefined && line.length <= MD_MAX_LINE && MD_TABLE_RULE.test(line.trim()); }
+
+function mdStartsBlock(line, next) {
+  if (line.length > MD_MAX_LINE) return false;
+  return MD_FENCE.test(line) || MD_HEADING.test(line) || MD_RULE.test(line) || MD_ITEM.test(line) ||
+    MD_QUOTE.test(line) || (line.includes("|") && mdTableRule(next));
+}
+
+function mdCells(line) {
+  return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+}
+
+// md renders text as Markdown into a div of class "markdown".
+function md(text, depth) {
+  depth = depth || 0;
+  let src = String(text || "");
+  const cut = src.length > MD_MAX_CHARS;
+  if (cut) src = src.slice(0, MD_MAX_CHARS);
+  const lines = src.replace(/\r\n?/g, "\n").split("\n");
+  const out = el("div", { class: "markdown" });
+  if (depth > MD_MAX_DEPTH) {
+    out.append(el("p", {}, src));
+    return out;
+  }
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    let m;
+    if (line.trim() === "") { i++; continue; }
+    if (line.length > MD_MAX_LINE) {
+      out.append(el("p", {}, line));
+      i++;
+    } else if ((m = line.match(MD_FENCE))) {
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(m[1]); i++) body.push(lines[i]);
+      i++;
+      out.append(el("pre", { class: "code" }, el("code", {}, body.join("\n"))));
+    } else if ((m = line.match(MD_HEADING))) {
+      out.append(el("h" + m[1].length, {}, mdInline(m[2].trimEnd().replace(/\s#+$/, ""), depth)));
+      i++;
+    } else if (MD_RULE.test(line)) {
+      out.append(el("hr"));
+      i++;
+    } else if (line.includes("|") && mdTableRule(lines[i + 1])) {
+      const head = mdCells(line);
+      const rows = [];
+      for (i += 2; i < lines.length && lines[i].includes("|") && lines[i].trim() !== ""; i++) rows.push(mdCells(lines[i]));
+      out.append(el("table", { class: "md-table" },
+        el("thead", {}, el("tr", {}, head.map((c) => el("th", {}, mdInline(c, depth))))),
+        el("tbody", {}, rows.map((r) => el("tr", {}, head.map((_, j) => el("td", {}, mdInline(r[j] || "", depth))))))));
+    } else if (MD_QUOTE.test(line)) {
+      const body = [];
+      for (; i < lines.length && (m = lines[i].match(MD_QUOTE)); i++) body.push(m[1]);
+      out.append(el("blockquote", {}, md(body.join("\n"), depth + 1)));
+    } else if ((m = line.match(MD_ITEM))) {
+      const ordered = /\d/.test(m[2]);
+      const indent = m[1].length;
+      const items = [];
+      while (i < lines.length) {
+        const im = lines[i].match(MD_ITEM);
+        if (!im || im[1].length !== indent || /\d/.test(im[2]) !== ordered) break;
+        const body = [im[3]];
+        for (i++; i < lines.length; i++) {
+          const l = lines[i];
+          const sub = l.match(MD_ITEM);
+          if (l.trim() === "" || (sub && sub[1].length <= indent) || (!sub && !/^\s/.test(l) && mdStartsBlock(l, lines[i + 1]))) break;
+          body.push(l.slice(Math.min(indent + 2, l.length - l.trimStart().length)));
+        }
+        items.push(body.length === 1 ? el("li", {}, mdInline(body[0], depth)) : el("li", {}, md(body.join("\n"), depth + 1)));
+      }
+      out.append(el(ordered ? "ol" : "ul", {}, items));
+    } else {
+      const para = [line.trim()];
+      for (i++; i < lines.length && lines[i].trim() !== "" && !mdStartsBlock(lines[i], lines[i + 1]); i++) para.push(lines[i].trim());
+      out.append(el("p", {}, mdInline(para.join("\n"), depth)));
+    }
+  }
+  if (cut) out.append(el("p", { class: "hint" }, "(cut: the text is longer than " + fmtInt(MD_MAX_CHARS) + " characters)"));
+  return out;
+}
+
+// ---- readable values ----
+
+// readable shows an agent's output or a tool's arguments for people: JSON
+// objects as fields (names and values, nested), lists as lists, and text
+// as Markdown.
+function readable(text, cls) {
+  const t = typeof text === "string" ? text.trim() : "";
+  if (typeof text !== "string") return el("div", { class: "readable " + (cls || "") }, fields(text, 0));
+  if (t.startsWith("{") || t.startsWith("[")) {
+    try {
+      return el("div", { class: "readable " + (cls || "") }, fields(JSON.parse(t), 0));
+    } catch (e) { /* not JSON: Markdown */ }
+  }
+  const d = md(text);
+  if (cls) d.classList.add(...cls.split(" "));
+  return d;
+}
+
+// summaryLine shows the start of an output in one line: a JSON object's
+// fields as "name: value · …", text as it is.
+function summaryLine(text) {
+  const t = text.trim();
+  if (!t.startsWith("{")) return text;
+  let v;
+  try {
+    v = JSON.parse(t);
+  } catch (e) {
+    // cut short: show what can be read of it
+    return t.replace(/[{}"]/g, "").replace(/,(?=\w+:)/g, " · ").replace(/:/g, ": ");
+  }
+  return Object.entries(v).map(([k, x]) => k.replace(/_/g, " ") + ": " + (typeof x === "object" ? JSON.stringify(x) : x)).join(" · ");
+}
+
+function fields(v, depth) {
+  if (v === null || v === undefined) return el("span", { class: "dim" }, "—");
+  if (depth > MD_MAX_DEPTH) return el("code", {}, JSON.stringify(v));
+  if (Array.isArray(v)) {
+    if (v.length === 0) return el("span", { class: "dim" }, "none");
+    if (v.every((x) => typeof x !== "object" || x === null)) return el("span", {}, v.map(String).join(", "));
+    return el("ol", { class: "fields-list" }, v.map((x) => el("li", {}, fields(x, depth + 1))));
+  }
+  if (typeof v === "object") {
+    return el("dl", { class: "fields" }, Object.entries(v).map(([k, x]) => [
+      el("dt", { "data-field": k }, k.replace(/_/g, " ")),
+      el("dd", { "data-field": k }, typeof x === "string" ? md(x, depth + 1) : fields(x, depth + 1)),
+    ]));
+  }
+  return el("span", {}, String(v));
+}
+
 // ---- runs list ----
 
+// What a run without a recorded input did, by RunInfo.start.
+const START_TEXT = { resume: "answered its thread's question", continue: "continued its thread" };
+
+// showRuns lists the recorded runs, newest first, the runs of one thread
+// together under it (the thread of the newest run first).
 async function showRuns() {
   show("#runs", true);
   $("#run-title").textContent = "";
   const { runs } = await api("/v1/trace/runs?limit=200");
-  const body = $("#runs-table tbody");
-  body.replaceChildren(...runs.map((r) => el("tr", { "data-run": r.run_id },
-    el("td", {}, el("a", { href: "?run=" + encodeURIComponent(r.run_id) }, r.run_id)),
-    el("td", {}, r.workflow || r.graph || ""),
-    el("td", {}, r.thread_id || ""),
-    el("td", {}, statusPill(r.status)),
-    el("td", {}, fmtTime(r.started_at)),
-    el("td", { class: "num" }, fmtInt(r.events)))));
+  const threads = new Map();
+  for (const r of runs) {
+    const key = r.thread_id || "";
+    if (!threads.has(key)) threads.set(key, []);
+    threads.get(key).push(r);
+  }
+  const groups = [...threads].map(([thread, rs]) => el("tbody", { class: "thread", "data-thread": thread },
+    el("tr", { class: "thread-head" }, el("th", { colspan: 5 },
+      thread ? ["Thread ", el("code", {}, thread)] : "Without a thread", " · ", plural(rs.length, "run"))),
+    rs.map(runRow)));
+  $("#runs-table").replaceChildren($("#runs-table thead"), ...groups);
   show("#runs-empty", runs.length === 0);
   document.body.dataset.state = "ready";
+}
+
+function runRow(r) {
+  const input = r.input_text || START_TEXT[r.start] || "";
+  return el("tr", { class: "run-row", "data-run": r.run_id },
+    el("td", { class: "input" }, el("a", { href: "?run=" + encodeURIComponent(r.run_id), title: r.run_id },
+      input || r.run_id), input ? el("div", { class: "dim" }, el("code", {}, r.run_id)) : null),
+    el("td", { class: "workflow" }, r.graph || r.workflow || "", r.graph && r.workflow && r.workflow !== r.graph
+      ? el("div", { class: "dim" }, r.workflow) : null),
+    el("td", { class: "run-status" }, statusPill(r.status)),
+    el("td", { class: "started" }, fmtTime(r.started_at)),
+    el("td", { class: "num" }, fmtInt(r.events)));
 }
 
 // ---- one run ----
@@ -137,6 +365,7 @@ async function showRun(id) {
   await refresh();
   const agent = Number(new URLSearchParams(location.search).get("agent"));
   if (agent) await selectAgent(agent);
+  else renderOverview(state.timeline);
   if (state.timeline.run.status === "running") startLive();
   document.body.dataset.state = "ready";
 }
@@ -167,6 +396,7 @@ async function reload() {
   renderHeader(tl.run);
   renderTimeline(tl);
   if (state.agentID) await loadAgent(state.agentID);
+  else renderOverview(tl);
   if (state.live && tl.last_seq < state.wantSeq) scheduleRefresh(300);
   if (tl.run.status !== "running") stopLive();
 }
@@ -177,19 +407,21 @@ function scheduleRefresh(ms) {
 }
 
 function renderHeader(run) {
-  $("#run-title").textContent = (run.workflow || run.graph || "run") + " · " + run.run_id;
+  $("#run-title").textContent = (run.graph || run.workflow || "run") + " · " + run.run_id;
   const st = $("#run-status");
   st.textContent = run.status;
   st.className = "status status-" + run.status;
   st.dataset.status = run.status;
   st.hidden = false;
-  document.title = "coorflow · " + (run.workflow || run.graph) + " · " + run.status;
+  document.title = "coorflow · " + (run.graph || run.workflow) + " · " + run.status;
 }
 
 function renderTimeline(tl) {
   const nav = $("#timeline");
   const meta = el("div", { class: "run-meta" },
+    el("button", { type: "button", id: "overview", class: state.agentID ? "" : "selected", onclick: showOverview }, "Answer and time bars"),
     el("div", {}, "Thread ", el("code", {}, tl.run.thread_id || "—")),
+    tl.run.input ? el("div", { class: "run-input" }, "Input ", inputFields(tl.run.input)) : null,
     el("div", {}, "Started ", fmtTime(tl.run.started_at)),
     tl.run.ended_at ? el("div", {}, "Ended ", fmtTime(tl.run.ended_at)) : null,
     tl.usage ? el("div", { class: "run-usage" }, "Usage ", fmtUsage(tl.usage)) : null,
@@ -218,14 +450,95 @@ function agentButton(a) {
   },
   el("span", { class: "agent-name" }, a.name),
   statusPill(a.status),
-  el("span", { class: "agent-meta" },
-    `${a.model_calls} calls · ${a.tool_calls} tools · ${fmtInt(a.prompt_tokens)}→${fmtInt(a.completion_tokens)} tokens` +
-    (a.usage && a.usage.calls ? " · " + fmtCost(a.usage) : "")),
-  a.summary ? el("span", { class: "agent-summary" }, a.summary) : null);
+  el("span", { class: "agent-meta" }, agentCounts(a) + (a.usage && a.usage.calls ? " · " + fmtCost(a.usage) : "")),
+  a.summary ? el("span", { class: "agent-summary" }, summaryLine(a.summary)) : null);
+}
+
+// agentCounts says what an agent did, from its AgentSummary (counts) or
+// its AgentDetail (the calls themselves): the one count of model calls per
+// agent that trace gives and runs show prints.
+function agentCounts(a) {
+  const n = (x) => (Array.isArray(x) ? x.length : x || 0);
+  return `${plural(n(a.model_calls), "model call")} · ${plural(n(a.tool_calls), "tool call")} · ` +
+    `${fmtInt(a.prompt_tokens)}→${fmtInt(a.completion_tokens)} tokens`;
+}
+
+// inputFields shows a run's recorded input writes as fields.
+function inputFields(raw) {
+  const obj = {};
+  for (const w of Array.isArray(raw) ? raw : []) obj[w.channel] = w.value;
+  return fields(obj, 0);
+}
+
+function showOverview() {
+  state.agentID = 0;
+  const url = new URL(location.href);
+  url.searchParams.delete("agent");
+  history.replaceState(null, "", url.pathname + url.search);
+  for (const b of document.querySelectorAll("button.agent")) b.classList.remove("selected");
+  renderOverview(state.timeline);
+}
+
+// ---- the landing pane: the answer and the time bars ----
+
+function renderOverview(tl) {
+  const ov = $("#overview");
+  if (ov) ov.classList.add("selected");
+  const parts = [];
+  parts.push(block("Answer", tl.answer
+    ? el("div", { id: "answer" }, md(tl.answer))
+    : el("p", { class: "hint", id: "no-answer" }, tl.run.status === "running" ? "The run has not answered yet." : "The run recorded no answer.")));
+  parts.push(block("Time bars", gantt(tl)));
+  $("#detail").replaceChildren(...parts);
+}
+
+// gantt draws a bar per step and per agent on one time axis, from the
+// recorded start and end events: bars that overlap ran at the same time.
+function gantt(tl) {
+  const t0 = timeMS(tl.run.started_at);
+  let t1 = tl.run.ended_at ? timeMS(tl.run.ended_at) : Date.now();
+  const rows = [];
+  for (const s of tl.steps) {
+    rows.push({ kind: "step", label: "Step " + s.step, start: s.start, end: s.end, step: s.step, status: stepStatus(s) });
+    for (const n of s.nodes) {
+      for (const a of n.agents) rows.push({ kind: "agent", label: a.name, start: a.start, end: a.end, step: s.step, agent: a, status: a.status });
+    }
+  }
+  for (const r of rows) if (r.end) t1 = Math.max(t1, timeMS(r.end));
+  const span = Math.max(t1 - t0, 0.001);
+  const pct = (ms) => Math.min(100, Math.max(0, (ms / span) * 100));
+  if (rows.length === 0) return el("p", { class: "hint" }, "No step recorded yet.");
+  return el("div", { class: "gantt", "data-span-ms": span },
+    el("div", { class: "gantt-axis" }, el("span", {}, "0"), el("span", {}, fmtMS(span))),
+    rows.map((r) => {
+      const start = r.start ? timeMS(r.start) - t0 : 0;
+      const end = (r.end ? timeMS(r.end) : t1) - t0;
+      const bar = el("div", {
+        class: "gantt-bar status-" + r.status, title: `${r.label}: ${fmtMS(start)} → ${fmtMS(end)} (${fmtMS(end - start)})`,
+        "data-start-ms": start.toFixed(3), "data-end-ms": end.toFixed(3),
+      });
+      // Set through the CSSOM: the page's CSP refuses style attributes.
+      bar.style.left = pct(start).toFixed(3) + "%";
+      bar.style.width = Math.max(pct(end) - pct(start), 0.4).toFixed(3) + "%";
+      const label = r.kind === "agent"
+        ? el("button", { type: "button", class: "gantt-label link", onclick: () => selectAgent(r.agent.id).catch(report) }, r.label)
+        : el("span", { class: "gantt-label" }, r.label);
+      return el("div", { class: "gantt-row gantt-" + r.kind, "data-step": r.step, "data-agent-id": r.agent ? r.agent.id : undefined,
+        "data-name": r.agent ? r.agent.name : undefined },
+      label, el("div", { class: "gantt-track" }, bar), el("span", { class: "dim gantt-took" }, fmtMS(end - start)));
+    }));
+}
+
+function stepStatus(s) {
+  const st = s.nodes.map((n) => n.status);
+  for (const k of ["failed", "running", "unfinished"]) if (st.includes(k)) return k;
+  return "done";
 }
 
 async function selectAgent(id) {
   state.agentID = id;
+  const ov = $("#overview");
+  if (ov) ov.classList.remove("selected");
   const url = new URL(location.href);
   url.searchParams.set("agent", String(id));
   history.replaceState(null, "", url.pathname + url.search);
@@ -251,12 +564,12 @@ function renderAgent(d) {
       d.role ? el("span", {}, "role " + d.role) : null,
       d.tier ? el("span", {}, "tier " + d.tier) : null,
       d.tools && d.tools.length ? el("span", {}, "tools: " + d.tools.join(", ")) : null,
-      el("span", {}, `${fmtInt(d.prompt_tokens)} tokens in, ${fmtInt(d.completion_tokens)} out`),
+      el("span", { class: "counts" }, agentCounts(d)),
       d.usage && d.usage.calls ? el("span", { class: "agent-usage" }, fmtUsage(d.usage)) : null));
   const parts = [head];
-  if (d.task) parts.push(block("Task", pre(d.task, "text task")));
+  if (d.task) parts.push(block("Task", readable(d.task, "task")));
   parts.push(block("What it saw", d.snapshots.length
-    ? d.snapshots.map((s, i) => snapshotView(s, i, d.snapshots.length))
+    ? d.snapshots.map((s, i) => snapshotView(s, i, d.snapshots.length, d.name))
     : el("p", { class: "hint" }, "No context snapshot was recorded for this agent.")));
   parts.push(block("Tool calls", d.tool_calls.length ? toolTable(d.tool_calls) : el("p", { class: "hint" }, "No tool call.")));
   parts.push(block("Model calls", d.model_calls.length ? d.model_calls.map(modelCallView) : el("p", { class: "hint" }, "No model call.")));
@@ -264,13 +577,15 @@ function renderAgent(d) {
     parts.push(block("Streaming now", el("pre", { id: "live-tokens", class: "text", "data-path": d.path }, keepLive)));
   }
   if (d.reasoning) parts.push(block("Reasoning", pre(d.reasoning, "text reasoning")));
-  if (d.output) parts.push(block("Output", pre(d.output, "text output")));
+  if (d.output) parts.push(block("Output", readable(d.output, "output")));
   if (d.error) parts.push(block("Error", pre(d.error, "text error-text")));
   if (d.warnings && d.warnings.length) parts.push(block("Warnings", el("ul", {}, d.warnings.map((w) => el("li", {}, w)))));
   $("#detail").replaceChildren(...parts);
 }
 
-function snapshotView(entry, i, n) {
+// snapshotView shows one snapshot; one labelled by another caller (the
+// meta-prompt stage of a builder, a summarizer) says whose it is.
+function snapshotView(entry, i, n, name) {
   const s = entry.snapshot || {};
   const budget = s.limit ? `${fmtInt(s.total_tokens)} of ${fmtInt(s.limit)} tokens` : `${fmtInt(s.total_tokens)} tokens`;
   const rows = (s.parts || []).map((p) => {
@@ -287,7 +602,8 @@ function snapshotView(entry, i, n) {
   const policies = (s.policies || []).map((a) => el("li", {}, el("b", {}, a.policy), a.part ? " · " + a.part : "", " — ", a.detail,
     ` (${fmtInt(a.tokens_before)} → ${fmtInt(a.tokens_after)} tokens)`));
   return el("div", { class: "snapshot", "data-seq": entry.seq },
-    el("h4", {}, `Call ${i + 1} of ${n}: ${budget}, ${s.messages || 0} messages`, s.forced ? " · rebuilt after an overflow" : ""),
+    el("h4", {}, `Call ${i + 1} of ${n}`, s.agent && s.agent !== name ? " (" + s.agent + ")" : "", `: ${budget}, ${plural(s.messages || 0, "message")}`,
+      s.forced ? " · rebuilt after an overflow" : ""),
     el("table", { class: "snapshot" },
       el("thead", {}, el("tr", {}, ["Part", "Kind", "Priority", "Tokens", "As given", "Fate", "Why"].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows)),
@@ -299,14 +615,14 @@ function toolTable(calls) {
     el("thead", {}, el("tr", {}, ["Tool", "Arguments", "Status", "Output", "Took"].map((h) => el("th", {}, h)))),
     el("tbody", {}, calls.map((c) => el("tr", { class: "tool-call", "data-tool": c.name, "data-call": c.id },
       el("td", { class: "tool-name" }, c.name),
-      el("td", {}, pre(c.args ? JSON.stringify(c.args) : "", "code")),
+      el("td", { class: "tool-args" }, c.args ? readable(c.args) : ""),
       el("td", {}, c.status ? statusPill(c.status) : statusPill("running")),
-      el("td", { class: "tool-output" }, pre(c.output, "text")),
+      el("td", { class: "tool-output" }, readable(c.output || "")),
       el("td", { class: "num" }, c.duration_ms ? fmtMS(c.duration_ms) : "")))));
 }
 
 function modelCallView(c, i) {
-  return el("details", { class: "model-call", "data-seq": c.seq, open: i === 0 ? false : false },
+  return el("details", { class: "model-call", "data-seq": c.seq, open: false },
     el("summary", {}, `#${i + 1} ${c.model || ""} ${c.tier ? "(" + c.tier + ")" : ""} · ${fmtInt(c.prompt_tokens)}→${fmtInt(c.completion_tokens)} tokens` +
       (c.cached_tokens ? ` (${fmtInt(c.cached_tokens)} cached)` : "") + (c.reasoning_tokens ? ` (${fmtInt(c.reasoning_tokens)} reasoning)` : "") +
       (c.estimated ? " (estimated)" : "") + ` · ${c.cost_usd === undefined ? "cost unknown" : fmtUSD(c.cost_usd)} · ${fmtMS(c.duration_ms)}`,
@@ -314,9 +630,9 @@ function modelCallView(c, i) {
     el("div", { class: "dim" }, "request hash ", el("code", {}, c.hash || "—")),
     c.error ? pre(c.error, "text error-text") : null,
     c.reasoning ? el("div", {}, el("h5", {}, "Reasoning"), pre(c.reasoning)) : null,
-    c.content ? el("div", {}, el("h5", {}, "Answer"), pre(c.content)) : null,
+    c.content ? el("div", {}, el("h5", {}, "Answer"), readable(c.content, "model-answer")) : null,
     c.tool_calls && c.tool_calls.length ? el("div", {}, el("h5", {}, "Asked for"),
-      el("ul", {}, c.tool_calls.map((t) => el("li", {}, el("code", {}, t.name), " ", t.arguments)))) : null);
+      el("ul", {}, c.tool_calls.map((t) => el("li", {}, el("code", {}, t.name), readable(t.arguments || ""))))) : null);
 }
 
 // ---- live ----
