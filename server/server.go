@@ -118,6 +118,16 @@ type Config struct {
 	// and the server serves the run viewer at /viewer/ and its JSON under
 	// /v1/trace/. The server does not close it.
 	Recorder *runtrace.Recorder
+	// Store, when set, is served as the LangGraph Platform API's store
+	// (/store/...), each owner's items apart; without it those routes
+	// answer 501.
+	Store store.Store
+	// WebhookAllow lists the URL prefixes a Platform run's webhook may
+	// call (for example "https://hooks.example.com/"); without any, runs
+	// with a webhook are refused. Redirects are not followed.
+	WebhookAllow []string
+	// WebhookTimeout bounds each webhook call (default 10s).
+	WebhookTimeout time.Duration
 }
 
 // Server is the HTTP API over a set of workflows: an http.Handler. Create
@@ -251,6 +261,7 @@ func (s *Server) addRoutes() {
 	s.handle("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
 	s.handle("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
 	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
+	s.platformRoutes()
 	s.mcpRoutes()
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
