@@ -94,7 +94,7 @@ type run struct {
 	// startCheckpoint is the thread's checkpoint when the run started
 	// ("" for a new thread): a rollback returns the thread to it.
 	startCheckpoint string
-	err        *apiError
+	err             *apiError
 	// failedEarly: the run ended before it started; its error is the
 	// answer to the request that made it.
 	failedEarly bool
