@@ -15,3 +15,8 @@ func RunCounts(s *Server) map[string][2]int {
 	}
 	return out
 }
+
+// PlatformNotServed lists the Platform routes the server answers 501.
+func PlatformNotServed() []string {
+	return sortedKeys(platformNotServed)
+}
