@@ -20,7 +20,7 @@ func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, route := range []string{
 		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
-		"POST /threads/prune", "PATCH /threads/t/state", "GET /threads/t/stream",
+		"POST /threads/prune", "PATCH /threads/t/state", "GET /threads/t/stream", "POST /threads/t/commands", "POST /threads/t/stream/events",
 		"POST /runs", "POST /runs/stream", "POST /runs/wait", "POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
 		"POST /runs/crons", "POST /threads/t/runs/crons", "PATCH /runs/crons/c", "DELETE /runs/crons/c",
 		"POST /runs/crons/search", "POST /runs/crons/count",
