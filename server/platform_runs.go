@@ -398,10 +398,20 @@ func (s *Server) preempt(ctx context.Context, key string, rollback bool) error {
 func (s *Server) rollback(ctx context.Context, ru *run) error {
 	s.forget(ru)
 	ru.mu.Lock()
-	start := ru.startCheckpoint
+	start, checked := ru.startCheckpoint, ru.checked
 	ru.mu.Unlock()
+	if !checked {
+		return nil // it never ran: the thread is as it was
+	}
 	if start != "" {
-		_, err := ru.wf.UpdateState(ctx, ru.key, "", nil, graph.WithSaver(s.saver), graph.FromCheckpoint(start))
+		head, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: ru.key})
+		if err != nil {
+			return fmt.Errorf("server: roll back run %q: %w", ru.id, err)
+		}
+		if head.ID == start {
+			return nil // it stored nothing
+		}
+		_, err = ru.wf.UpdateState(ctx, ru.key, "", nil, graph.WithSaver(s.saver), graph.FromCheckpoint(start))
 		return err
 	}
 	th, _, err := s.threadRecord(ctx, ru.owner, ru.thread)

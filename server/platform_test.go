@@ -372,3 +372,42 @@ func platformOwnerChecks(e *env, ra, live string) map[string]func(t *testing.T) 
 	}
 	return checks
 }
+
+func TestPlatformCancelWithRollbackOfAQueuedRunKeepsTheThread(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r)})
+	id := e.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "block"}})
+	var r1, r2 map[string]any
+	e.call("POST", "/threads/"+id+"/runs", alice, map[string]any{"assistant_id": "block", "input": map[string]any{}}, http.StatusOK, &r1)
+	b.waitEntered(t)
+	e.call("POST", "/threads/"+id+"/runs", alice, map[string]any{"assistant_id": "block", "input": map[string]any{}, "multitask_strategy": "enqueue"}, http.StatusOK, &r2)
+	require.Equal(t, "pending", r2["status"])
+	var before map[string]any
+	e.call("GET", "/threads/"+id+"/state", alice, nil, http.StatusOK, &before)
+
+	// Rolling back the queued run forgets it; the thread is untouched.
+	e.call("POST", "/threads/"+id+"/runs/"+r2["run_id"].(string)+"/cancel?action=rollback", alice, nil, http.StatusNoContent, nil)
+	e.fails("GET", "/threads/"+id+"/runs/"+r2["run_id"].(string), alice, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_run",
+		Message: `unknown run "` + r2["run_id"].(string) + `" on thread "` + id + `"`})
+	var after map[string]any
+	e.call("GET", "/threads/"+id+"/state", alice, nil, http.StatusOK, &after)
+	assert.Equal(t, before, after)
+
+	// Rolling back the running one returns the thread to where it started:
+	// a new thread, so no state at all.
+	e.call("POST", "/threads/"+id+"/runs/"+r1["run_id"].(string)+"/cancel?action=rollback", alice, nil, http.StatusNoContent, nil)
+	e.call("GET", "/threads/"+id+"/state", alice, nil, http.StatusOK, &after)
+	assert.Equal(t, map[string]any{}, after["values"])
+	assert.Nil(t, after["checkpoint"])
+	var th map[string]any
+	e.call("GET", "/threads/"+id, alice, nil, http.StatusOK, &th)
+	assert.Equal(t, "idle", th["status"], "the thread and its record are kept")
+	assert.Zero(t, b.counts()["c"], "the cancelled run did not finish")
+}
+
+func TestPlatformThreadWithoutARunCanBeDeleted(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	id := e.platformThread(alice, nil)
+	e.call("DELETE", "/threads/"+id, alice, nil, http.StatusNoContent, nil)
+	e.fails("GET", "/threads/"+id, alice, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_thread", Message: `unknown thread "` + id + `"`})
+}

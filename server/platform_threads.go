@@ -225,8 +225,9 @@ type lgThreadQuery struct {
 const maxThreadScan = 10000
 
 // searchThreads returns the owner's threads that q selects, most recently
-// updated first.
-func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) ([]lgThread, lgThreadQuery, bool) {
+// updated first: all of them (at most maxThreadScan) when all is set, else
+// enough for q's page.
+func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request, all bool) ([]lgThread, lgThreadQuery, bool) {
 	var q lgThreadQuery
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &q); e != nil {
 		writeError(w, e)
@@ -241,6 +242,9 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) ([]lgThre
 	prefix := threadKey(owner, "")
 	var out []lgThread
 	for _, info := range infos {
+		if !all && len(out) >= q.Offset+max(q.Limit, 10) {
+			break
+		}
 		id, ok := strings.CutPrefix(info.ID, prefix)
 		if !ok || (len(q.IDs) > 0 && !slices.Contains(q.IDs, id)) {
 			continue
@@ -263,7 +267,7 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) ([]lgThre
 }
 
 func (s *Server) lgSearchThreads(w http.ResponseWriter, r *http.Request) {
-	all, q, ok := s.searchThreads(w, r)
+	all, q, ok := s.searchThreads(w, r, false)
 	if !ok {
 		return
 	}
@@ -276,7 +280,7 @@ func (s *Server) lgSearchThreads(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lgCountThreads(w http.ResponseWriter, r *http.Request) {
-	if all, _, ok := s.searchThreads(w, r); ok {
+	if all, _, ok := s.searchThreads(w, r, true); ok {
 		writeJSON(w, http.StatusOK, len(all))
 	}
 }

@@ -92,8 +92,10 @@ type run struct {
 	isStarted  bool
 	checkpoint string
 	// startCheckpoint is the thread's checkpoint when the run started
-	// ("" for a new thread): a rollback returns the thread to it.
+	// ("" for a new thread): a rollback returns the thread to it. checked
+	// says the run got that far.
 	startCheckpoint string
+	checked         bool
 	err             *apiError
 	// failedEarly: the run ended before it started; its error is the
 	// answer to the request that made it.
@@ -238,6 +240,9 @@ func (s *Server) precheck(ru *run) error {
 		stateOpts = append(stateOpts, graph.FromCheckpoint(ru.from))
 	}
 	snap, err := ru.wf.State(ru.ctx, ru.key, stateOpts...)
+	ru.mu.Lock()
+	ru.checked = err == nil || errors.Is(err, graph.ErrNotFound)
+	ru.mu.Unlock()
 	if errors.Is(err, graph.ErrNotFound) && ru.from != "" {
 		return errorf(http.StatusNotFound, CodeUnknownCheckpt, "thread %q has no checkpoint %q", ru.thread, ru.from)
 	}

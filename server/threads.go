@@ -210,8 +210,10 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
-	th, _, ok := s.threadFor(w, r)
-	if !ok {
+	// A thread no run has bound to a workflow yet is deleted too.
+	th, _, err := s.threadRecord(r.Context(), ownerFrom(r.Context()), r.PathValue("thread"))
+	if err != nil {
+		writeError(w, s.internal(r, err))
 		return
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)
