@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,9 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/store"
 	storemem "github.com/coorflow/coorflow/store/memory"
+	"github.com/coorflow/coorflow/tools"
 )
 
 func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
@@ -410,4 +415,101 @@ func TestPlatformThreadWithoutARunCanBeDeleted(t *testing.T) {
 	id := e.platformThread(alice, nil)
 	e.call("DELETE", "/threads/"+id, alice, nil, http.StatusNoContent, nil)
 	e.fails("GET", "/threads/"+id, alice, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_thread", Message: `unknown thread "` + id + `"`})
+}
+
+// chatGraph: talk streams two tokens of a model call, then writes text.
+func chatGraph(t *testing.T) *graph.Runnable {
+	t.Helper()
+	g := graph.New("chat", textKey)
+	g.AddNode("talk", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, llm.Token("Hel"))
+		graph.Emit(ctx, llm.Token("lo"))
+		graph.Emit(ctx, llm.ModelCall{Model: "m", PromptTokens: 3, CompletionTokens: 2})
+		graph.Emit(ctx, tools.CallEvent{ID: "c1", Name: "shout", Args: json.RawMessage(`{}`)})
+		return graph.Update(textKey.Set("Hello")), nil
+	})
+	g.AddEdge(graph.Start, "talk")
+	g.AddEdge("talk", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+func TestPlatformStreamModesHaveTheShapesOfLangGraph(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(chatGraph(t))})
+	stream := func(modes ...string) []sse {
+		id := e.platformThread(alice, nil)
+		resp := e.request("POST", "/threads/"+id+"/runs/stream", alice, map[string]any{"assistant_id": "chat", "input": map[string]any{"text": "hi"}, "stream_mode": modes})
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		assert.Regexp(t, `^/threads/`+id+`/runs/[0-9a-f]+$`, resp.Header.Get("Content-Location"))
+		assert.Equal(t, resp.Header.Get("Content-Location")+"/stream", resp.Header.Get("Location"))
+		evs := readEvents(t, resp.Body, nil)
+		require.Equal(t, "metadata", evs[0].Event)
+		assert.Contains(t, resp.Header.Get("Content-Location"), mustMap(t, json.RawMessage(evs[0].Data))["run_id"])
+		return evs[1:]
+	}
+	data := func(ev sse) any {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &v))
+		return v
+	}
+
+	evs := stream("values", "updates")
+	assert.Equal(t, []string{"updates", "values"}, names(evs))
+	assert.Equal(t, map[string]any{"talk": map[string]any{"text": "Hello"}}, data(evs[0]))
+	assert.Equal(t, map[string]any{"text": "Hello"}, data(evs[1]))
+
+	evs = stream("messages")
+	assert.Equal(t, []string{"messages/metadata", "messages/partial", "messages/partial", "messages/complete"}, names(evs))
+	assert.Equal(t, "Hel", data(evs[1]).([]any)[0].(map[string]any)["content"])
+	done := data(evs[3]).([]any)[0].(map[string]any)
+	assert.Equal(t, "Hello", done["content"])
+	assert.Equal(t, map[string]any{"input_tokens": float64(3), "output_tokens": float64(2), "total_tokens": float64(5)}, done["usage_metadata"])
+
+	evs = stream("messages-tuple")
+	assert.Equal(t, []string{"messages", "messages"}, names(evs))
+	tuple := data(evs[1]).([]any)
+	assert.Equal(t, "lo", tuple[0].(map[string]any)["content"])
+	assert.Equal(t, "talk", tuple[1].(map[string]any)["langgraph_node"])
+
+	evs = stream("custom")
+	assert.Equal(t, []string{"custom", "custom"}, names(evs), "the model call and the tool call")
+	assert.Equal(t, "tool_call", data(evs[1]).(map[string]any)["name"])
+
+	evs = stream("events")
+	var kinds []string
+	for _, ev := range evs {
+		kinds = append(kinds, data(ev).(map[string]any)["event"].(string))
+	}
+	assert.Equal(t, []string{"on_chain_start", "on_chat_model_stream", "on_chat_model_stream", "on_chat_model_end", "on_tool_start", "on_chain_end"}, kinds)
+
+	evs = stream("tasks", "checkpoints")
+	assert.Equal(t, []string{"checkpoints", "tasks", "tasks", "checkpoints"}, names(evs))
+	cp := data(evs[3]).(map[string]any)["config"].(map[string]any)["configurable"].(map[string]any)
+	assert.NotEmpty(t, cp["checkpoint_id"])
+}
+
+func TestPlatformStreamOfAFailedRunEndsWithAnErrorEvent(t *testing.T) {
+	g := graph.New("fail", textKey)
+	g.AddNode("boom", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Command{}, errors.New("the node broke")
+	})
+	g.AddEdge(graph.Start, "boom")
+	g.AddEdge("boom", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	e := newEnv(t, server.Config{Workflows: workflows(r)})
+	id := e.platformThread(alice, nil)
+	evs := e.stream("POST", "/threads/"+id+"/runs/stream", alice, map[string]any{"assistant_id": "fail", "input": map[string]any{"text": "x"}})
+	last := evs[len(evs)-1]
+	assert.Equal(t, "error", last.Event)
+	assert.Equal(t, map[string]any{"error": "node_failed", "message": `graph: node "boom" (step 0, attempt 1): the node broke`}, mustMap(t, json.RawMessage(last.Data)))
+	var ru []map[string]any
+	e.call("GET", "/threads/"+id+"/runs", alice, nil, http.StatusOK, &ru)
+	assert.Equal(t, "error", ru[0]["status"])
+	var th map[string]any
+	e.call("GET", "/threads/"+id, alice, nil, http.StatusOK, &th)
+	assert.Equal(t, "error", th["status"])
 }
