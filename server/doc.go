@@ -54,11 +54,11 @@
 // The routes the LangGraph Platform SDKs call are served at the root
 // (platform*.go): assistants (the workflows), threads, state and history,
 // runs (background, wait, stream by mode, join, cancel, multitask
-// strategies), webhooks (Config.WebhookAllow) and the store
-// (Config.Store). They are an adapter of shapes over the same threads and
-// runs as /v1; the SDK's apiKey (header X-Api-Key) is a bearer token. The
-// routes the SDK can call that are not served (crons, stateless runs,
-// assistant editing) answer 501 not_served naming the route.
+// strategies), webhooks (Config.WebhookAllow), crons (Config.MaxCrons) and
+// the store (Config.Store). They are an adapter of shapes over the same
+// threads and runs as /v1; the SDK's apiKey (header X-Api-Key) is a bearer
+// token. The routes the SDK can call that are not served (stateless and
+// batch runs, assistant editing) answer 501 not_served naming the route.
 // docs/platform.md lists them all.
 //
 // A thread belongs to one workflow and one owner. The Saver stores it under

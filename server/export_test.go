@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // Routes lists the patterns s serves, for tests that must cover them all.
 func Routes(s *Server) []string {
 	return append([]string(nil), s.routes...)
@@ -20,3 +22,7 @@ func RunCounts(s *Server) map[string][2]int {
 func PlatformNotServed() []string {
 	return sortedKeys(platformNotServed)
 }
+
+// FireCrons starts the runs of the crons due at now, as the scheduler
+// does when its timer fires.
+func FireCrons(s *Server, now time.Time) { s.fireCrons(now) }

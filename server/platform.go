@@ -57,6 +57,13 @@ func (s *Server) platformRoutes() {
 	s.handle("GET /threads/{thread}/runs/{run}/join", a(s.lgJoinRun))
 	s.handle("GET /threads/{thread}/runs/{run}/stream", a(s.lgJoinStream))
 
+	s.handle("POST /runs/crons", a(s.lgCreateCron))
+	s.handle("POST /threads/{thread}/runs/crons", a(s.lgCreateCron))
+	s.handle("PATCH /runs/crons/{cron}", a(s.lgUpdateCron))
+	s.handle("DELETE /runs/crons/{cron}", a(s.lgDeleteCron))
+	s.handle("POST /runs/crons/search", a(s.lgSearchCrons))
+	s.handle("POST /runs/crons/count", a(s.lgCountCrons))
+
 	s.handle("PUT /store/items", a(s.lgPutItem))
 	s.handle("GET /store/items", a(s.lgGetItem))
 	s.handle("DELETE /store/items", a(s.lgDeleteItem))
@@ -86,12 +93,6 @@ var platformNotServed = map[string]string{
 	"POST /runs/batch":                     "create runs one by one",
 	"POST /runs/cancel":                    "cancel runs one by one (POST /threads/{thread_id}/runs/{run_id}/cancel)",
 	"GET /runs/{run}/stream":               "join a run's stream on its thread (GET /threads/{thread_id}/runs/{run_id}/stream)",
-	"POST /runs/crons":                     "crons are not served",
-	"POST /threads/{thread}/runs/crons":    "crons are not served",
-	"PATCH /runs/crons/{cron}":             "crons are not served",
-	"DELETE /runs/crons/{cron}":            "crons are not served",
-	"POST /runs/crons/search":              "crons are not served",
-	"POST /runs/crons/count":               "crons are not served",
 }
 
 // notServed answers a Platform route coorflow does not serve with 501.
@@ -104,7 +105,7 @@ func (s *Server) notServed(route, why string) http.HandlerFunc {
 func (s *Server) lgInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"version": "coorflow", "langgraph_js_version": nil, "langgraph_py_version": nil,
-		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false},
+		"flags": map[string]bool{"assistants": true, "crons": true, "langsmith": false},
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,8 +28,6 @@ func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
 		"POST /threads/prune", "PATCH /threads/t/state", "GET /threads/t/stream", "POST /threads/t/commands", "POST /threads/t/stream/events",
 		"POST /runs", "POST /runs/stream", "POST /runs/wait", "POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
-		"POST /runs/crons", "POST /threads/t/runs/crons", "PATCH /runs/crons/c", "DELETE /runs/crons/c",
-		"POST /runs/crons/search", "POST /runs/crons/count",
 	} {
 		method, path, _ := strings.Cut(route, " ")
 		var got server.ErrorBody
@@ -367,6 +366,40 @@ func platformOwnerChecks(e *env, ra, live string) map[string]func(t *testing.T) 
 			assert.NotContains(t, got["namespaces"], []string{"alices"})
 		},
 	}
+	cronOf := func(t *testing.T) string {
+		var c map[string]any
+		e.call("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@yearly", "input": map[string]any{"text": "x"}}, http.StatusOK, &c)
+		return c["cron_id"].(string)
+	}
+	noCron := func(id string) server.ErrorDetail {
+		return server.ErrorDetail{Code: "not_found", Message: `unknown cron "` + id + `"`}
+	}
+	checks["POST /runs/crons"] = func(t *testing.T) {
+		cronOf(t)
+		var n int
+		e.call("POST", "/runs/crons/count", bob, map[string]any{}, http.StatusOK, &n)
+		assert.Zero(t, n, "alice's crons are not bob's")
+	}
+	checks["POST /threads/{thread}/runs/crons"] = threadOnly("POST", "/threads/{thread}/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "@daily"})
+	checks["PATCH /runs/crons/{cron}"] = func(t *testing.T) {
+		id := cronOf(t)
+		e.fails("PATCH", "/runs/crons/"+id, bob, map[string]any{"enabled": false}, http.StatusNotFound, noCron(id))
+	}
+	checks["DELETE /runs/crons/{cron}"] = func(t *testing.T) {
+		id := cronOf(t)
+		e.fails("DELETE", "/runs/crons/"+id, bob, nil, http.StatusNotFound, noCron(id))
+	}
+	checks["POST /runs/crons/search"] = func(t *testing.T) {
+		cronOf(t)
+		var list []any
+		e.call("POST", "/runs/crons/search", bob, map[string]any{}, http.StatusOK, &list)
+		assert.Empty(t, list)
+	}
+	checks["POST /runs/crons/count"] = func(t *testing.T) {
+		var n int
+		e.call("POST", "/runs/crons/count", bob, map[string]any{}, http.StatusOK, &n)
+		assert.Zero(t, n)
+	}
 	for _, route := range server.PlatformNotServed() {
 		checks[route] = func(t *testing.T) {
 			method, path, _ := strings.Cut(route, " ")
@@ -512,4 +545,58 @@ func TestPlatformStreamOfAFailedRunEndsWithAnErrorEvent(t *testing.T) {
 	var th map[string]any
 	e.call("GET", "/threads/"+id, alice, nil, http.StatusOK, &th)
 	assert.Equal(t, "error", th["status"])
+}
+
+func TestPlatformCronsStartRunsWhenDueWithinACountPerOwner(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MaxCrons: 2})
+	id := e.platformThread(alice, nil)
+	var onThread, fresh map[string]any
+	e.call("POST", "/threads/"+id+"/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "*/5 * * * *",
+		"input": map[string]any{"text": "tick"}}, http.StatusOK, &onThread)
+	e.call("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@hourly",
+		"input": map[string]any{"text": "new"}, "metadata": map[string]any{"k": "v"}}, http.StatusOK, &fresh)
+	assert.Equal(t, id, onThread["thread_id"])
+	assert.Nil(t, fresh["thread_id"])
+
+	// Bad requests store nothing; a third cron is beyond alice's count.
+	var got server.ErrorBody
+	e.call("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "every day"}, http.StatusBadRequest, &got)
+	assert.Equal(t, "schedule", got.Error.Field)
+	e.call("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@daily", "input": map[string]any{"nope": 1}}, http.StatusBadRequest, &got)
+	assert.Equal(t, "input.nope", got.Error.Field)
+	e.fails("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@daily"}, http.StatusTooManyRequests,
+		server.ErrorDetail{Code: "quota_exceeded", Message: `owner "alice" has 2 crons, the most allowed: delete one first`, Quota: "crons", Limit: 2})
+	var n int
+	e.call("POST", "/runs/crons/count", alice, map[string]any{}, http.StatusOK, &n)
+	assert.Equal(t, 2, n)
+	e.call("POST", "/runs/crons/count", bob, map[string]any{}, http.StatusOK, &n)
+	assert.Zero(t, n, "bob sees none of alice's crons")
+
+	// When due, each starts its run: on its thread, or on a new one.
+	due, err := time.Parse(time.RFC3339, fresh["next_run_date"].(string))
+	require.NoError(t, err)
+	server.FireCrons(e.srv, due)
+	var runs []map[string]any
+	e.call("GET", "/threads/"+id+"/runs", alice, nil, http.StatusOK, &runs)
+	require.Len(t, runs, 1)
+	var out map[string]any
+	e.call("GET", "/threads/"+id+"/runs/"+runs[0]["run_id"].(string)+"/join", alice, nil, http.StatusOK, &out)
+	assert.Equal(t, "TICK", out["text"])
+	var made []map[string]any
+	e.call("POST", "/threads/search", alice, map[string]any{"metadata": map[string]any{"cron_id": fresh["cron_id"]}}, http.StatusOK, &made)
+	require.Len(t, made, 1, "the cron without a thread made one")
+
+	// Disabled, it does not run; deleted, it is gone (bob cannot delete it).
+	e.call("PATCH", "/runs/crons/"+onThread["cron_id"].(string), alice, map[string]any{"enabled": false}, http.StatusOK, &out)
+	assert.Nil(t, out["next_run_date"])
+	server.FireCrons(e.srv, due.Add(time.Hour))
+	e.call("GET", "/threads/"+id+"/runs", alice, nil, http.StatusOK, &runs)
+	assert.Len(t, runs, 1)
+	e.fails("DELETE", "/runs/crons/"+onThread["cron_id"].(string), bob, nil, http.StatusNotFound, server.ErrorDetail{Code: "not_found",
+		Message: `unknown cron "` + onThread["cron_id"].(string) + `"`})
+	e.call("DELETE", "/runs/crons/"+onThread["cron_id"].(string), alice, nil, http.StatusNoContent, nil)
+	var list []map[string]any
+	e.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+	require.Len(t, list, 1)
+	assert.Equal(t, fresh["cron_id"], list[0]["cron_id"])
 }

@@ -128,6 +128,9 @@ type Config struct {
 	WebhookAllow []string
 	// WebhookTimeout bounds each webhook call (default 10s).
 	WebhookTimeout time.Duration
+	// MaxCrons caps the Platform crons of each owner (default 10; negative:
+	// no limit). Crons live in the server's memory.
+	MaxCrons int
 }
 
 // Server is the HTTP API over a set of workflows: an http.Handler. Create
@@ -154,6 +157,7 @@ type Server struct {
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
+	crons    cronState              // Platform crons (platform_crons.go)
 }
 
 // threadRuns is what the server knows of the runs of one thread.
@@ -221,6 +225,7 @@ func New(cfg Config) (*Server, error) {
 	s.cfg.MaxActiveRuns = orDefault(s.cfg.MaxActiveRuns, DefaultMaxActiveRuns)
 	s.cfg.MaxQueuedRuns = orDefault(s.cfg.MaxQueuedRuns, DefaultMaxQueuedRuns)
 	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
+	s.cfg.MaxCrons = orDefault(s.cfg.MaxCrons, DefaultMaxCrons)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -358,6 +363,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	drained := s.drained
 	s.mu.Unlock()
 	s.stopMCP()
+	s.stopCrons()
 	for _, ru := range queued {
 		ru.cancel(errShutdown)
 		s.finishUnstarted(ru, errShutdown)

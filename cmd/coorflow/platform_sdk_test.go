@@ -87,7 +87,7 @@ func TestTheLangGraphSDKDrivesServeThroughThePlatformAPI(t *testing.T) {
 
 	rep := lgsdktest.Run(t, lgsdktest.Env{URL: url, Token: "sdk-secret", Coor: "coor", Slow: "slow"})
 
-	assert.Equal(t, []string{"assistants", "stream", "interrupted", "resume", "state", "rejoin", "fork", "cancel", "store", "multitask", "unserved"}, rep.Steps)
+	assert.Equal(t, []string{"assistants", "stream", "interrupted", "resume", "state", "rejoin", "fork", "cancel", "store", "multitask", "crons", "unserved"}, rep.Steps)
 	assert.Equal(t, []string{"coor", "slow"}, rep.Assistants)
 	assert.Equal(t, []string{"__start__", "coordinator", "planner", "review", "reporter", "team", "__end__"}, rep.GraphNodes)
 	assert.Equal(t, 1, rep.FirstStream["metadata"])

@@ -195,10 +195,19 @@ await client.runs.cancel(busy.thread_id, r4.run_id, true);
 report.multitask = (await client.runs.list(busy.thread_id)).map((r) => r.status);
 step("multitask");
 
+// Crons: one on the thread, listed, then deleted.
+const cron = await client.crons.createForThread(thread.thread_id, LG_COOR, { schedule: "0 9 * * 1", input: { input: "weekly" } });
+assert.equal(cron.thread_id, thread.thread_id);
+assert.ok(cron.next_run_date);
+assert.deepEqual((await client.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id), [cron.cron_id]);
+await client.crons.delete(cron.cron_id);
+assert.equal(await client.crons.count({}), 0);
+step("crons");
+
 // A route coorflow does not serve answers 501, naming it.
-const crons = await httpStatus(() => client.crons.create(LG_COOR, { schedule: "* * * * *" }));
-assert.equal(crons.status, 501);
-assert.match(crons.message, /POST \/runs\/crons/);
+const batch = await httpStatus(() => client.runs.createBatch([{ assistantId: LG_COOR, input: {} }]));
+assert.equal(batch.status, 501);
+assert.match(batch.message, /POST \/runs\/batch/);
 step("unserved");
 
 console.log(JSON.stringify(report));
