@@ -108,6 +108,9 @@ func (ru *run) continueWithInput(input []Write) error {
 	if ru.cfg.resume != nil {
 		return errors.New("graph: pass either an input or graph.Resume, not both")
 	}
+	if !ru.sched.empty() && ru.cfg.discardUnfinished {
+		ru.sched.triggered, ru.sched.packets = nil, nil
+	}
 	if !ru.sched.empty() {
 		return fmt.Errorf("graph: thread %q has an unfinished run (next: %s); continue it without input, with graph.Resume if it is interrupted",
 			ru.p.thread, strings.Join(ru.sched.names(), ", "))

@@ -7,19 +7,20 @@ import "slices"
 type Option func(*config)
 
 type config struct {
-	saver           Saver
-	stepLimit       int
-	stepLimitHint   string
-	maxConcurrency  int
-	thread          string
-	checkpointID    string
-	interruptBefore map[string]bool
-	interruptAfter  map[string]bool
-	events          eventFilter
-	durability      Durability
-	resume          *resumeSpec
-	historyLimit    int
-	runtime         map[string]any
+	saver             Saver
+	stepLimit         int
+	stepLimitHint     string
+	maxConcurrency    int
+	thread            string
+	checkpointID      string
+	discardUnfinished bool
+	interruptBefore   map[string]bool
+	interruptAfter    map[string]bool
+	events            eventFilter
+	durability        Durability
+	resume            *resumeSpec
+	historyLimit      int
+	runtime           map[string]any
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
 	// subgraph is the namespace InSubgraph names, for reading a thread.
@@ -65,6 +66,14 @@ func Thread(id string) Option { return func(c *config) { c.thread = id } }
 // answers) is reused. With State, History and UpdateState it names the
 // checkpoint to read or write after.
 func FromCheckpoint(id string) Option { return func(c *config) { c.checkpointID = id } }
+
+// DiscardUnfinished lets an input start a new run on a thread whose last
+// run did not finish (it was cancelled, or waits on interrupts): the
+// unfinished step — its pending tasks and questions — is dropped, and the
+// input is applied to the thread's newest state as to a finished one.
+// Without it such an input is refused. (LangGraph's multitask "interrupt"
+// and a new input on an interrupted thread behave this way.)
+func DiscardUnfinished() Option { return func(c *config) { c.discardUnfinished = true } }
 
 // InterruptBefore pauses a run before a step that would run any of nodes.
 func InterruptBefore(nodes ...string) Option {

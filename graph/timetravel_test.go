@@ -207,3 +207,26 @@ func TestPacketOverlaysOnAnAppendChannelDoNotShareMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [][]string{{"base", "p0"}, {"base", "p1"}, {"base", "p2"}}, seen)
 }
+
+func TestDiscardUnfinishedLetsAnInputReplaceTheUnfinishedStep(t *testing.T) {
+	var c counter
+	r := durableChain(t, memory.New(), &c, graph.InterruptBefore("b"))
+	_, err := r.Invoke(t.Context(), graph.Input(countKey.Set(1)), graph.Thread("t"))
+	require.NoError(t, err)
+
+	// Without the option the input is refused and the thread kept.
+	_, err = r.Invoke(t.Context(), graph.Input(countKey.Set(10)), graph.Thread("t"))
+	require.ErrorContains(t, err, `graph: thread "t" has an unfinished run (next: b)`)
+	snap, err := r.State(t.Context(), "t")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, snap.Next)
+	assert.Equal(t, 1, countKey.Get(snap.State))
+
+	// With it, b's pending step is dropped: the input starts from Start on
+	// the thread's state.
+	res, err := r.Invoke(t.Context(), graph.Input(countKey.Set(10)), graph.Thread("t"), graph.DiscardUnfinished())
+	require.NoError(t, err)
+	assert.Equal(t, 11, countKey.Get(res.State))
+	assert.Equal(t, []string{"a", "a"}, logKey.Get(res.State), "a ran again; the unfinished b did not")
+	assert.Equal(t, 0, c.get("b"))
+}

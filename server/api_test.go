@@ -46,9 +46,9 @@ func TestAuthRequiresAKnownBearerToken(t *testing.T) {
 		message   string
 		challenge string
 	}{
-		{"NoHeader", "", "missing bearer token: send the header Authorization: Bearer <token>", `Bearer realm="coorflow"`},
-		{"OtherScheme", "Basic YWxpY2U6eA==", "missing bearer token: send the header Authorization: Bearer <token>", `Bearer realm="coorflow"`},
-		{"EmptyToken", "Bearer ", "missing bearer token: send the header Authorization: Bearer <token>", `Bearer realm="coorflow"`},
+		{"NoHeader", "", "missing bearer token: send the header Authorization: Bearer <token> (or X-Api-Key: <token>)", `Bearer realm="coorflow"`},
+		{"OtherScheme", "Basic YWxpY2U6eA==", "missing bearer token: send the header Authorization: Bearer <token> (or X-Api-Key: <token>)", `Bearer realm="coorflow"`},
+		{"EmptyToken", "Bearer ", "missing bearer token: send the header Authorization: Bearer <token> (or X-Api-Key: <token>)", `Bearer realm="coorflow"`},
 		{"UnknownToken", "Bearer tok-mallory", "unknown bearer token", `Bearer realm="coorflow", error="invalid_token"`},
 	}
 	for _, tt := range tests {

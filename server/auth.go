@@ -17,14 +17,19 @@ func ownerFrom(ctx context.Context) string {
 }
 
 // auth lets a request through when it carries a known bearer token, with
-// the token's owner in its context; otherwise it answers 401.
+// the token's owner in its context; otherwise it answers 401. The token
+// comes in the header Authorization: Bearer <token>, or X-Api-Key, where
+// the LangGraph SDKs send their apiKey.
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		tok = strings.TrimSpace(tok)
+		if r.Header.Get("Authorization") == "" {
+			scheme, tok = "Bearer", strings.TrimSpace(r.Header.Get("X-Api-Key"))
+		}
 		if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="coorflow"`)
-			writeError(w, errorf(http.StatusUnauthorized, CodeUnauthorized, "missing bearer token: send the header Authorization: Bearer <token>"))
+			writeError(w, errorf(http.StatusUnauthorized, CodeUnauthorized, "missing bearer token: send the header Authorization: Bearer <token> (or X-Api-Key: <token>)"))
 			return
 		}
 		// Tokens are looked up by their hash, so the lookup's timing tells

@@ -18,7 +18,8 @@
 //
 // # Routes
 //
-// Every route but /healthz needs the header "Authorization: Bearer <token>";
+// Every route but /healthz (and /ok, /info) needs the header
+// "Authorization: Bearer <token>" (or "X-Api-Key: <token>");
 // the token names its owner (Config.Tokens). Bodies and answers are JSON.
 //
 //	GET    /healthz                                    200 {"status":"ok"}; 503 while shutting down
@@ -47,6 +48,18 @@
 //	GET    /v1/trace/runs/{run}/timeline               trace.Timeline: the answer; steps, nodes, agents with their times
 //	GET    /v1/trace/runs/{run}/agents/{agent}         trace.AgentDetail: snapshots, model calls, tool calls, output
 //	GET    /v1/trace/runs/{run}/events?after=&until=&kinds=&path=&limit=&bodies=   {"events": [trace.Event]}
+//
+// # LangGraph Platform API
+//
+// The routes the LangGraph Platform SDKs call are served at the root
+// (platform*.go): assistants (the workflows), threads, state and history,
+// runs (background, wait, stream by mode, join, cancel, multitask
+// strategies), webhooks (Config.WebhookAllow), crons (Config.MaxCrons) and
+// the store (Config.Store). They are an adapter of shapes over the same
+// threads and runs as /v1; the SDK's apiKey (header X-Api-Key) is a bearer
+// token. The routes the SDK can call that are not served (stateless and
+// batch runs, assistant editing) answer 501 not_served naming the route.
+// docs/platform.md lists them all.
 //
 // A thread belongs to one workflow and one owner. The Saver stores it under
 // an id derived from both (see threadKey), so another owner's thread does

@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // Routes lists the patterns s serves, for tests that must cover them all.
 func Routes(s *Server) []string {
 	return append([]string(nil), s.routes...)
@@ -15,3 +17,12 @@ func RunCounts(s *Server) map[string][2]int {
 	}
 	return out
 }
+
+// PlatformNotServed lists the Platform routes the server answers 501.
+func PlatformNotServed() []string {
+	return sortedKeys(platformNotServed)
+}
+
+// FireCrons starts the runs of the crons due at now, as the scheduler
+// does when its timer fires.
+func FireCrons(s *Server, now time.Time) { s.fireCrons(now) }

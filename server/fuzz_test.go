@@ -12,6 +12,8 @@ import (
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/store"
+	storemem "github.com/coorflow/coorflow/store/memory"
 )
 
 // jsonRoutes are the routes whose handlers decode a JSON body.
@@ -20,6 +22,16 @@ var jsonRoutes = []string{
 	"/v1/threads/t/runs",
 	"/v1/threads/t/runs/wait",
 	"/v1/threads/t/runs/stream",
+	// The Platform API's.
+	"/threads",
+	"/threads/t/runs",
+	"/threads/t/runs/wait",
+	"/threads/t/state",
+	"/threads/t/history",
+	"/threads/search",
+	"/assistants/search",
+	"/store/items/search",
+	"/store/namespaces",
 }
 
 // FuzzJSONBodies sends arbitrary bodies to every route that decodes JSON:
@@ -31,6 +43,7 @@ var jsonRoutes = []string{
 func FuzzJSONBodies(f *testing.F) {
 	srv, err := server.New(server.Config{
 		Workflows: workflows(echoGraph(f)), Saver: memory.New(), Tokens: tokens, Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: 64 << 10,
+		Store: storemem.New(store.Config{}),
 	})
 	if err != nil {
 		f.Fatal(err)
@@ -56,6 +69,9 @@ func FuzzJSONBodies(f *testing.F) {
 		`{"workflow": "echo", "metadata": {"a": [1, {"b": null}]}}`, `{"input": {"text": "hi"}}`, `{"input": null}`,
 		`{"input": {"count": 1.5}}`, `{"input": {"nope": 1}}`, `{"resume": true}`, `{"resume_each": {}}`,
 		`{"resume_each": {"x": null}}`, `{"input": {}, "resume": 1}`, `{"input": {"text": "x"}} {}`, `{"input": {"text": "\ud800"}}`,
+		`{"assistant_id": "echo", "input": {"text": "hi"}}`, `{"assistant_id": "echo", "command": {"resume": 1}}`,
+		`{"assistant_id": "echo", "input": null, "checkpoint_id": "x", "stream_mode": ["values", 1]}`,
+		`{"values": {"text": "x"}, "as_node": "upper"}`, `{"limit": -1}`, `{"namespace_prefix": ["a.b"]}`,
 		strings.Repeat("[", 20000), `{"workflow": "` + strings.Repeat("é", 100) + `"}`, "\xff\xfe{}",
 	} {
 		for route := range jsonRoutes {

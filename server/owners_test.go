@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/store"
+	storemem "github.com/coorflow/coorflow/store/memory"
 )
 
 // ownerAgents lists each owner's agents.
@@ -26,7 +28,8 @@ func (a ownerAgents) ListAgents(_ context.Context, owner string) ([]server.Agent
 func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 	b := newBlocker(t)
 	agents := ownerAgents{"alice": {{Name: "alice-agent"}}, "bob": {{Name: "bob-agent"}}}
-	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), b.r), Recorder: recorder(t), Agents: agents, MCPTools: mcpTools})
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), b.r), Recorder: recorder(t), Agents: agents, MCPTools: mcpTools,
+		Store: storemem.New(store.Config{})})
 
 	// Alice: a finished run on a1, a run in progress on live. Bob: a run on b1.
 	e.thread(alice, "echo", "a1")
@@ -182,6 +185,9 @@ func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 		},
 	}
 
+	for pattern, check := range platformOwnerChecks(e, ra, live.ID) {
+		checks[pattern] = check
+	}
 	routes := server.Routes(e.srv)
 	for _, pattern := range routes {
 		check, ok := checks[pattern]

@@ -21,7 +21,7 @@ const replayPage = 256
 // for the state of values events, which the Recorder does not keep. It
 // returns the id it got to — until, unless reading the recording failed
 // (logged) — and the error of a write to the client.
-func (s *Server) replayRecorded(r *http.Request, out sseWriter, ru *run, after, until int64, kinds kindFilter) (int64, error) {
+func (s *Server) replayRecorded(r *http.Request, out sseWriter, ru *run, after, until int64, format streamFormat) (int64, error) {
 	store := s.cfg.Recorder.Store()
 	info, err := store.Run(r.Context(), ru.id)
 	if err != nil {
@@ -31,7 +31,7 @@ func (s *Server) replayRecorded(r *http.Request, out sseWriter, ru *run, after, 
 		return after, nil
 	}
 	q := trace.EventQuery{After: after, Until: until, Limit: replayPage, Bodies: true}
-	for k := range kinds {
+	for k := range format.filter() {
 		q.Kinds = append(q.Kinds, k)
 	}
 	slices.Sort(q.Kinds)
@@ -42,8 +42,11 @@ func (s *Server) replayRecorded(r *http.Request, out sseWriter, ru *run, after, 
 			return q.After, nil
 		}
 		for _, ev := range evs {
-			if err := out.write(recordedFrame(ev, info)); err != nil {
-				return q.After, err
+			b := format.event(frame{id: ev.Seq, name: ev.Kind, data: recordedFrame(ev, info)})
+			if b != nil {
+				if err := out.write(b); err != nil {
+					return q.After, err
+				}
 			}
 			q.After = ev.Seq
 		}

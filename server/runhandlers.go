@@ -108,7 +108,7 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 			s.extendWrite(rc)
 			writeJSON(w, http.StatusOK, v)
 		case modeStream:
-			s.serveEvents(w, r, rc, ru, 0, kinds)
+			s.serveEvents(w, r, rc, ru, 0, nativeFormat{kinds})
 		}
 	}
 }

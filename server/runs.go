@@ -69,6 +69,18 @@ type run struct {
 	// the thread's turn spent against the run budget.
 	budget      *llm.Budget
 	meter, turn *llm.Meter
+	// from is the checkpoint the run starts from (graph.FromCheckpoint);
+	// empty: the thread's newest.
+	from string
+	// discard lets an input drop the thread's unfinished step
+	// (graph.DiscardUnfinished), as Platform runs do.
+	discard bool
+	// busy says what to do when the thread has a run in progress; the
+	// Platform's multitask strategies set it per run.
+	busy busyPolicy
+	// platform holds what a Platform API request adds (platform_runs.go);
+	// nil for /v1 runs.
+	platform *platformRun
 
 	// ctx carries the caller's trace context, not its cancellation.
 	ctx    context.Context
@@ -89,7 +101,12 @@ type run struct {
 	endedAt    time.Time
 	isStarted  bool
 	checkpoint string
-	err        *apiError
+	// startCheckpoint is the thread's checkpoint when the run started
+	// ("" for a new thread): a rollback returns the thread to it. checked
+	// says the run got that far.
+	startCheckpoint string
+	checked         bool
+	err             *apiError
 	// failedEarly: the run ended before it started; its error is the
 	// answer to the request that made it.
 	failedEarly bool
@@ -111,6 +128,16 @@ func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
 	return ru
 }
 
+// busyPolicy says what becomes of a run started on a thread that has one
+// in progress.
+type busyPolicy int
+
+const (
+	busyDefault busyPolicy = iota // queue it when Config.QueueBusy is set, else refuse it
+	busyQueue                     // queue it
+	busyRefuse                    // refuse it (409 thread_busy)
+)
+
 // submit registers ru and starts it, or queues it behind the thread's run
 // in progress when the server allows it. It returns whether ru was queued.
 // A run beyond one of the owner's quotas is refused.
@@ -128,7 +155,7 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 	}
 	ts := s.threads[ru.key]
 	busy := ts != nil && ts.active != nil
-	if busy && !s.cfg.QueueBusy {
+	if busy && (ru.busy == busyRefuse || (ru.busy == busyDefault && !s.cfg.QueueBusy)) {
 		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, ts.active.id)
 		e.Run = ts.active.id
 		return false, e
@@ -188,6 +215,15 @@ func (s *Server) execute(ru *run) {
 	if ru.resume != nil {
 		opts = append(opts, ru.resume)
 	}
+	if ru.from != "" {
+		opts = append(opts, graph.FromCheckpoint(ru.from))
+	}
+	if ru.discard {
+		opts = append(opts, graph.DiscardUnfinished())
+	}
+	if ru.platform != nil {
+		opts = append(opts, ru.platform.opts...)
+	}
 	opts = append(opts, s.cfg.RunOptions...)
 	obs := telemetry.NewObserver(ru.ctx, s.tracer,
 		attribute.String("coorflow.thread", ru.thread), attribute.String("coorflow.run", ru.id),
@@ -207,6 +243,7 @@ func (s *Server) execute(ru *run) {
 	obs.Finish(detail)
 	s.finishRecording(ru, rec, runErr)
 	s.complete(ru, runErr)
+	s.notifyWebhook(ru)
 	st := ru.view()
 	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)
 }
@@ -216,7 +253,17 @@ func (s *Server) execute(ru *run) {
 // thread whose run did not finish, one answer for several questions, a
 // continuation with nothing to continue.
 func (s *Server) precheck(ru *run) error {
-	snap, err := ru.wf.State(ru.ctx, ru.key, graph.WithSaver(s.saver))
+	stateOpts := []graph.Option{graph.WithSaver(s.saver)}
+	if ru.from != "" {
+		stateOpts = append(stateOpts, graph.FromCheckpoint(ru.from))
+	}
+	snap, err := ru.wf.State(ru.ctx, ru.key, stateOpts...)
+	ru.mu.Lock()
+	ru.checked = err == nil || errors.Is(err, graph.ErrNotFound)
+	ru.mu.Unlock()
+	if errors.Is(err, graph.ErrNotFound) && ru.from != "" {
+		return errorf(http.StatusNotFound, CodeUnknownCheckpt, "thread %q has no checkpoint %q", ru.thread, ru.from)
+	}
 	if errors.Is(err, graph.ErrNotFound) {
 		switch {
 		case ru.resume != nil:
@@ -232,8 +279,13 @@ func (s *Server) precheck(ru *run) error {
 	// The run ends at this checkpoint unless it stores another (an answer
 	// that leaves other questions pending stores none).
 	ru.mu.Lock()
-	ru.checkpoint = snap.Checkpoint
+	ru.checkpoint, ru.startCheckpoint = snap.Checkpoint, snap.Checkpoint
 	ru.mu.Unlock()
+	if ru.from != "" || (ru.discard && ru.input != nil) {
+		// A replay or fork runs whatever the checkpoint holds; an input
+		// that may discard the unfinished step needs no answer first.
+		return nil
+	}
 	pending := make([]string, len(snap.Interrupts))
 	for i, in := range snap.Interrupts {
 		pending[i] = in.ID

@@ -132,6 +132,19 @@ type Config struct {
 	// and the server serves the run viewer at /viewer/ and its JSON under
 	// /v1/trace/. The server does not close it.
 	Recorder *runtrace.Recorder
+	// Store, when set, is served as the LangGraph Platform API's store
+	// (/store/...), each owner's items apart; without it those routes
+	// answer 501.
+	Store store.Store
+	// WebhookAllow lists the URL prefixes a Platform run's webhook may
+	// call (for example "https://hooks.example.com/"); without any, runs
+	// with a webhook are refused. Redirects are not followed.
+	WebhookAllow []string
+	// WebhookTimeout bounds each webhook call (default 10s).
+	WebhookTimeout time.Duration
+	// MaxCrons caps the Platform crons of each owner (default 10; negative:
+	// no limit). Crons live in the server's memory.
+	MaxCrons int
 }
 
 // Server is the HTTP API over a set of workflows: an http.Handler. Create
@@ -160,6 +173,7 @@ type Server struct {
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
+	crons    cronState              // Platform crons (platform_crons.go)
 }
 
 // threadRuns is what the server knows of the runs of one thread.
@@ -231,6 +245,7 @@ func New(cfg Config) (*Server, error) {
 	s.cfg.MaxActiveRuns = orDefault(s.cfg.MaxActiveRuns, DefaultMaxActiveRuns)
 	s.cfg.MaxQueuedRuns = orDefault(s.cfg.MaxQueuedRuns, DefaultMaxQueuedRuns)
 	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
+	s.cfg.MaxCrons = orDefault(s.cfg.MaxCrons, DefaultMaxCrons)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -272,6 +287,7 @@ func (s *Server) addRoutes() {
 	s.handle("GET /v1/threads/{thread}/runs/{run}", s.auth(s.handleGetRun))
 	s.handle("GET /v1/threads/{thread}/runs/{run}/stream", s.auth(s.handleJoinStream))
 	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
+	s.platformRoutes()
 	s.mcpRoutes()
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
@@ -368,6 +384,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	drained := s.drained
 	s.mu.Unlock()
 	s.stopMCP()
+	s.stopCrons()
 	for _, ru := range queued {
 		ru.cancel(errShutdown)
 		s.finishUnstarted(ru, errShutdown)

@@ -84,7 +84,46 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ru.events.attach()
 	defer ru.events.detach()
-	s.serveEvents(w, r, http.NewResponseController(w), ru, after, kinds)
+	s.serveEvents(w, r, http.NewResponseController(w), ru, after, nativeFormat{kinds})
+}
+
+// streamFormat renders a run's events for one stream: coorflow's own
+// (nativeFormat) or the LangGraph Platform's (platformFormat).
+type streamFormat interface {
+	// filter selects the events to read back from a recording (nil: all).
+	filter() kindFilter
+	// head is written before the events (nil: nothing).
+	head() []byte
+	// event renders one of the run's frames (nil: not sent).
+	event(f frame) []byte
+	// truncated says that dropped events from firstID on are lost.
+	truncated(dropped, firstID int64) []byte
+	// end is written when the run has ended, after its last event id.
+	end(v Run, last int64) []byte
+}
+
+// nativeFormat sends the frames as the run recorded them, those kinds
+// selects, and the run itself in a last end event.
+type nativeFormat struct{ kinds kindFilter }
+
+func (f nativeFormat) filter() kindFilter { return f.kinds }
+func (nativeFormat) head() []byte         { return nil }
+
+func (f nativeFormat) event(fr frame) []byte {
+	if f.kinds != nil && !f.kinds[fr.name] {
+		return nil
+	}
+	return fr.data
+}
+
+func (nativeFormat) truncated(dropped, firstID int64) []byte {
+	data, _ := json.Marshal(map[string]int64{"dropped": dropped, "first_id": firstID})
+	return sseFrame("", EventTruncated, data)
+}
+
+func (nativeFormat) end(v Run, last int64) []byte {
+	data, _ := json.Marshal(v)
+	return sseFrame(strconv.FormatInt(last+1, 10), EventEnd, data)
 }
 
 // extendWrite gives the next write Config.WriteTimeout, in place of the
@@ -121,13 +160,16 @@ func (sw sseWriter) flush() error {
 // event log. Events the log no longer holds are read from the Recorder
 // once the run has ended; otherwise a truncated event says how many were
 // dropped.
-func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, ru *run, after int64, kinds kindFilter) {
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, ru *run, after int64, format streamFormat) {
 	out := sseWriter{s: s, w: w, rc: rc}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if head := format.head(); head != nil && out.write(head) != nil {
+		return
+	}
 	if out.flush() != nil {
 		return
 	}
@@ -138,7 +180,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 		frames, dropped, closed, wake := ru.events.since(after, buf[:0])
 		buf = frames
 		if dropped > 0 && closed && s.cfg.Recorder != nil {
-			got, err := s.replayRecorded(r, out, ru, after, after+dropped, kinds)
+			got, err := s.replayRecorded(r, out, ru, after, after+dropped, format)
 			if err != nil {
 				return
 			}
@@ -146,18 +188,14 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 			after = got
 		}
 		if dropped > 0 {
-			data, _ := json.Marshal(map[string]int64{"dropped": dropped, "first_id": after + dropped + 1})
-			if out.write(sseFrame("", EventTruncated, data)) != nil {
+			if out.write(format.truncated(dropped, after+dropped+1)) != nil {
 				return
 			}
 			after += dropped
 		}
 		for _, f := range frames {
 			after = f.id
-			if kinds != nil && !kinds[f.name] {
-				continue
-			}
-			if out.write(f.data) != nil {
+			if b := format.event(f); b != nil && out.write(b) != nil {
 				return
 			}
 		}
@@ -166,8 +204,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 			if err != nil {
 				s.log.ErrorContext(r.Context(), "server: the end of a stream has no values", "request_id", requestID(r.Context()), "run", ru.id, "err", err)
 			}
-			data, _ := json.Marshal(v)
-			if out.write(sseFrame(strconv.FormatInt(after+1, 10), EventEnd, data)) == nil {
+			if b := format.end(v, after); b == nil || out.write(b) == nil {
 				_ = out.flush()
 			}
 			return

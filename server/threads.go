@@ -127,19 +127,53 @@ func (s *Server) storeThread(ctx context.Context, owner string, th Thread) error
 	return nil
 }
 
-// loadThread reads the owner's thread id, with its workflow; a thread that
-// does not exist, or is another owner's, is a 404.
-func (s *Server) loadThread(ctx context.Context, owner, id string) (Thread, *graph.Runnable, error) {
-	rec, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: threadKey(owner, id), NS: threadNS, ID: threadRecordID})
+// threadRecord reads the owner's thread id and the id of its newest
+// record; a thread that does not exist, or is another owner's, is a 404.
+// A thread's record changes (its metadata, the workflow a Platform run
+// binds it to) by a new checkpoint in threadNS after the previous one.
+func (s *Server) threadRecord(ctx context.Context, owner, id string) (Thread, string, error) {
+	rec, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: threadKey(owner, id), NS: threadNS})
 	if errors.Is(err, graph.ErrNotFound) {
-		return Thread{}, nil, unknownThread(id)
+		return Thread{}, "", unknownThread(id)
 	}
 	if err != nil {
-		return Thread{}, nil, fmt.Errorf("server: read thread %q: %w", id, err)
+		return Thread{}, "", fmt.Errorf("server: read thread %q: %w", id, err)
 	}
 	var th Thread
 	if err := json.Unmarshal(rec.Meta, &th); err != nil {
-		return Thread{}, nil, fmt.Errorf("server: thread %q has a corrupt record: %w", id, err)
+		return Thread{}, "", fmt.Errorf("server: thread %q has a corrupt record: %w", id, err)
+	}
+	return th, rec.ID, nil
+}
+
+// updateThread stores th as the thread's record in place of the record
+// head; a concurrent change of the record is a 409.
+func (s *Server) updateThread(ctx context.Context, owner string, th Thread, head string) error {
+	meta, err := json.Marshal(th)
+	if err != nil {
+		return fieldErrorf(CodeInvalidField, "metadata", "field \"metadata\" cannot be stored: %v", err)
+	}
+	rec := graph.CheckpointRecord{Thread: threadKey(owner, th.ID), NS: threadNS, ID: newID(), ParentID: head, Head: head,
+		Source: "server", Created: time.Now().UTC(), Meta: meta}
+	if err := s.saver.PutCheckpoint(ctx, rec, nil); err != nil {
+		var conflict *graph.CheckpointConflictError
+		if errors.As(err, &conflict) {
+			return errorf(http.StatusConflict, CodeThreadBusy, "thread %q was changed by another request at the same time: try again", th.ID)
+		}
+		return fmt.Errorf("server: update thread %q: %w", th.ID, err)
+	}
+	return nil
+}
+
+// loadThread reads the owner's thread id, with its workflow; a thread that
+// does not exist, or is another owner's, is a 404.
+func (s *Server) loadThread(ctx context.Context, owner, id string) (Thread, *graph.Runnable, error) {
+	th, _, err := s.threadRecord(ctx, owner, id)
+	if err != nil {
+		return th, nil, err
+	}
+	if th.Workflow == "" {
+		return th, nil, errorf(http.StatusConflict, CodeNoWorkflow, "thread %q has no workflow yet: a Platform run (assistant_id) binds it to one", id)
 	}
 	wf := s.cfg.Workflows[th.Workflow]
 	if wf == nil {
@@ -176,8 +210,10 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
-	th, _, ok := s.threadFor(w, r)
-	if !ok {
+	// A thread no run has bound to a workflow yet is deleted too.
+	th, _, err := s.threadRecord(r.Context(), ownerFrom(r.Context()), r.PathValue("thread"))
+	if err != nil {
+		writeError(w, s.internal(r, err))
 		return
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)

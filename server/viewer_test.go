@@ -288,7 +288,7 @@ func TestTheAPIRefusesATokenInTheQuery(t *testing.T) {
 	e, ru := recordedCalc(t)
 	for _, path := range []string{"/v1/trace/runs?token=" + alice, "/v1/trace/runs/" + ru.ID + "?token=" + alice, "/v1/threads/t?token=" + alice} {
 		e.fails("GET", path, "", nil, http.StatusUnauthorized, server.ErrorDetail{Code: "unauthorized",
-			Message: "missing bearer token: send the header Authorization: Bearer <token>"})
+			Message: "missing bearer token: send the header Authorization: Bearer <token> (or X-Api-Key: <token>)"})
 	}
 }
 

@@ -233,6 +233,7 @@ Usage:
                                        $COORFLOW_TOKENS (tok=owner,...) or $COORFLOW_TOKEN, removed once read
       --prune-max-age 30d --prune-max-runs 10000 --prune-every 1h
                                        prune the recorded runs at start and then periodically (none: never)
+      --webhook-allow PREFIX           a URL prefix the webhooks of LangGraph Platform runs may call (repeatable)
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)

@@ -25,10 +25,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	fs := newFlags("serve")
 	d := a.addDBFlags(fs)
 	addr := fs.String("addr", ":8080", "the address to listen on")
-	var tokenFlags, modelFlags multiFlag
+	var tokenFlags, modelFlags, webhookFlags multiFlag
 	tokenFile := fs.String("token-file", "", "a file (chmod 600) of bearer tokens clients send: lines TOKEN or TOKEN=OWNER")
 	fs.Var(&tokenFlags, "token", "refused: a token on the command line is visible to every user (use --token-file)")
 	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
+	fs.Var(&webhookFlags, "webhook-allow", "a URL prefix the webhooks of Platform API runs may call (repeatable; none: webhooks are refused)")
 	demo := fs.Bool("demo", false, "run every workflow on its demo model (its script, or the reactive demo)")
 	showModels := fs.Bool("show-models", false, "print each workflow's tiers: provider, model and endpoint")
 	keep := addRetentionFlags(fs, "prune-")
@@ -102,7 +103,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	srv, err := server.New(server.Config{
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
-		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget,
+		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,102 @@
+// Package lgsdktest runs the official LangGraph Platform SDK for
+// JavaScript (@langchain/langgraph-sdk, at the version pinned in
+// npm/package.json and installed by `npm ci` in npm/ — .ci/run does it)
+// against a coorflow server: scenario.mjs is the scenario, the Go tests
+// of cmd/coorflow start `coorflow serve` and check its report.
+//
+// A test that needs the SDK skips, saying why, only when node or the
+// installed package is absent; under CI=true that is a failure. The
+// Python SDK (langgraph-sdk on PyPI) is not tested: PyPI is not
+// reachable from where the tests are made.
+package lgsdktest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// NodeModulesEnv names a node_modules directory to use instead of
+// npm/node_modules (CI keeps one per lockfile hash).
+const NodeModulesEnv = "COORFLOW_LGSDK_NODE_MODULES"
+
+// SDKPackage is the npm package of the SDK.
+const SDKPackage = "@langchain/langgraph-sdk"
+
+// unavailable skips t, or fails it when CI=true.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("lgsdktest: %s (CI=true: the SDK must be installed; see .ci/run)", msg)
+	}
+	t.Skipf("lgsdktest: %s", msg)
+}
+
+// Dir returns the directory of this package (the scenario) .
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// NodeModules returns the node_modules directory holding the pinned SDK,
+// or skips t.
+func NodeModules(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		unavailable(t, "node is not installed: %v", err)
+	}
+	nm := os.Getenv(NodeModulesEnv)
+	if nm == "" {
+		nm = filepath.Join(Dir(), "npm", "node_modules")
+	}
+	if _, err := os.Stat(filepath.Join(nm, SDKPackage, "package.json")); err != nil {
+		unavailable(t, "%s is not installed in %s: run `npm ci` in %s", SDKPackage, nm, filepath.Join(Dir(), "npm"))
+	}
+	return nm
+}
+
+// Env is what the scenario is given: the server, a token, the assistant
+// that stops for a review of its plan and the one whose model never
+// answers.
+type Env struct {
+	URL, Token, Coor, Slow string
+}
+
+// Report is what the scenario saw.
+type Report struct {
+	Steps           []string       `json:"steps"`
+	Assistants      []string       `json:"assistants"`
+	GraphNodes      []string       `json:"graphNodes"`
+	FirstStream     map[string]int `json:"firstStream"`
+	SecondStream    map[string]int `json:"secondStream"`
+	AgentPaths      []string       `json:"agentPaths"`
+	HistoryLength   int            `json:"historyLength"`
+	RejoinedFirstID int64          `json:"rejoinedFirstId"`
+	Multitask       []string       `json:"multitask"`
+}
+
+// Run runs scenario.mjs against env and returns its report; a failed
+// check of the scenario fails t with the SDK's output.
+func Run(t testing.TB, env Env) Report {
+	t.Helper()
+	modules := NodeModules(t)
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "scenario.mjs"), modules)
+	cmd.Env = append(os.Environ(), "LG_URL="+env.URL, "LG_KEY="+env.Token, "LG_COOR="+env.Coor, "LG_SLOW="+env.Slow,
+		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lgsdktest: the scenario failed: %v\n%s%s", err, stderr.String(), stdout.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, stdout.String())
+	}
+	return rep
+}

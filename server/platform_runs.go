@@ -1,0 +1,634 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// platformRun is what a Platform API request adds to a run.
+type platformRun struct {
+	assistant string
+	metadata  map[string]any
+	strategy  string
+	modes     []string
+	subgraphs bool
+	webhook   string
+	kwargs    map[string]any
+	// opts are the run's graph options (interrupt_before, interrupt_after).
+	opts []graph.Option
+}
+
+// lgRun is a run as the Platform shows it.
+type lgRun struct {
+	RunID       string    `json:"run_id"`
+	ThreadID    string    `json:"thread_id"`
+	AssistantID string    `json:"assistant_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// Status is pending, running, success, error, timeout or interrupted
+	// (a run that paused on an interrupt, or was cancelled).
+	Status            string         `json:"status"`
+	Metadata          map[string]any `json:"metadata"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Kwargs            map[string]any `json:"kwargs"`
+}
+
+// lgStatus is the Platform's name of a run status.
+func lgStatus(st string) string {
+	switch st {
+	case StatusQueued:
+		return "pending"
+	case StatusDone:
+		return "success"
+	case StatusCancelled:
+		return "interrupted"
+	}
+	return st // running, interrupted, error
+}
+
+func (ru *run) platformView() lgRun {
+	v := ru.view()
+	out := lgRun{RunID: v.ID, ThreadID: v.ThreadID, AssistantID: v.Workflow, CreatedAt: v.CreatedAt, UpdatedAt: v.CreatedAt,
+		Status: lgStatus(v.Status), Metadata: map[string]any{}, MultitaskStrategy: "reject", Kwargs: map[string]any{}}
+	if v.EndedAt != nil {
+		out.UpdatedAt = *v.EndedAt
+	} else if v.StartedAt != nil {
+		out.UpdatedAt = *v.StartedAt
+	}
+	if p := ru.platform; p != nil {
+		out.AssistantID, out.MultitaskStrategy = p.assistant, p.strategy
+		if p.metadata != nil {
+			out.Metadata = p.metadata
+		}
+		out.Kwargs = p.kwargs
+	}
+	return out
+}
+
+// lgCommand is a run's Command: resume answers the pending interrupts.
+type lgCommand struct {
+	Resume json.RawMessage `json:"resume"`
+	Update json.RawMessage `json:"update"`
+	Goto   json.RawMessage `json:"goto"`
+}
+
+// lgRunRequest is the body of the Platform's run creation, every field the
+// SDK sends.
+type lgRunRequest struct {
+	AssistantID       string           `json:"assistant_id"`
+	Input             json.RawMessage  `json:"input"`
+	Command           *lgCommand       `json:"command"`
+	Config            json.RawMessage  `json:"config"`
+	Context           json.RawMessage  `json:"context"`
+	Metadata          map[string]any   `json:"metadata"`
+	StreamMode        json.RawMessage  `json:"stream_mode"`
+	StreamSubgraphs   bool             `json:"stream_subgraphs"`
+	StreamResumable   bool             `json:"stream_resumable"`
+	FeedbackKeys      []string         `json:"feedback_keys"`
+	InterruptBefore   json.RawMessage  `json:"interrupt_before"`
+	InterruptAfter    json.RawMessage  `json:"interrupt_after"`
+	Checkpoint        *lgCheckpointRef `json:"checkpoint"`
+	CheckpointID      string           `json:"checkpoint_id"`
+	Webhook           string           `json:"webhook"`
+	StrictResume      bool             `json:"strict_resume"`
+	MultitaskStrategy string           `json:"multitask_strategy"`
+	OnCompletion      string           `json:"on_completion"`
+	OnDisconnect      string           `json:"on_disconnect"`
+	AfterSeconds      float64          `json:"after_seconds"`
+	IfNotExists       string           `json:"if_not_exists"`
+	CheckpointDuring  *bool            `json:"checkpoint_during"`
+	Durability        string           `json:"durability"`
+	LangsmithTracer   json.RawMessage  `json:"langsmith_tracer"`
+}
+
+// streamModes are the Platform's stream modes coorflow serves.
+var streamModes = []string{"values", "updates", "messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints"}
+
+// parseModes reads a stream_mode: a string or a list of them.
+func parseModes(raw json.RawMessage, field string) ([]string, *apiError) {
+	var modes []string
+	if len(raw) == 0 || string(raw) == "null" {
+		return []string{"values"}, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		modes = []string{one}
+	} else if err := json.Unmarshal(raw, &modes); err != nil {
+		return nil, fieldErrorf(CodeInvalidField, field, "field %q must be a stream mode or a list of them", field)
+	}
+	for _, m := range modes {
+		if !slices.Contains(streamModes, m) {
+			return nil, fieldErrorf(CodeInvalidField, field, "unknown stream mode %q (served: %s)", m, strings.Join(streamModes, ", "))
+		}
+	}
+	if len(modes) == 0 {
+		modes = []string{"values"}
+	}
+	return modes, nil
+}
+
+// nodeList reads interrupt_before/after: "*" or a list of node names.
+func nodeList(wf *graph.Runnable, raw json.RawMessage, field string) ([]string, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var all string
+	if json.Unmarshal(raw, &all) == nil && all == "*" {
+		return wf.Nodes(), nil
+	}
+	var nodes []string
+	if err := json.Unmarshal(raw, &nodes); err != nil {
+		return nil, fieldErrorf(CodeInvalidField, field, "field %q must be \"*\" or a list of node names", field)
+	}
+	for _, n := range nodes {
+		if !slices.Contains(wf.Nodes(), n) {
+			return nil, fieldErrorf(CodeInvalidField, field, "field %q: the workflow has no node %q (nodes: %s)", field, n, strings.Join(wf.Nodes(), ", "))
+		}
+	}
+	return nodes, nil
+}
+
+// lgCreateRun starts a run the Platform's way: in the background, waiting
+// for its values, or streaming its events in the requested modes.
+func (s *Server) lgCreateRun(mode runMode) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req lgRunRequest
+		if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		th, wf, e := s.runThread(r, req)
+		if e != nil {
+			writeError(w, s.internal(r, e))
+			return
+		}
+		ru, e := s.platformRunFor(r, th, wf, req)
+		if e != nil {
+			writeError(w, s.internal(r, e))
+			return
+		}
+		switch ru.platform.strategy {
+		case "interrupt", "rollback":
+			if err := s.preempt(r.Context(), ru.key, ru.platform.strategy == "rollback"); err != nil {
+				writeError(w, s.internal(r, err))
+				return
+			}
+		}
+		if mode == modeStream {
+			ru.events.attach()
+			defer ru.events.detach()
+		}
+		if !s.launch(w, r, ru, mode) {
+			return
+		}
+		loc := "/threads/" + th.ID + "/runs/" + ru.id
+		w.Header().Set("Content-Location", loc)
+		switch mode {
+		case modeBackground:
+			writeJSON(w, http.StatusOK, ru.platformView())
+		case modeWait:
+			s.writeResult(w, r, ru)
+		case modeStream:
+			w.Header().Set("Location", loc+"/stream")
+			s.serveEvents(w, r, http.NewResponseController(w), ru, 0, s.newPlatformFormat(ru, ru.platform.modes, ru.platform.subgraphs))
+			if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
+				s.cancelRun(ru)
+			}
+		}
+	}
+}
+
+// runThread loads the run's thread, creating it when if_not_exists asks,
+// and binds it to the run's assistant when no run has yet.
+func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Runnable, error) {
+	owner, id := ownerFrom(r.Context()), r.PathValue("thread")
+	if req.AssistantID == "" {
+		return Thread{}, nil, fieldErrorf(CodeInvalidField, "assistant_id", "field \"assistant_id\" is required: name a workflow (POST /assistants/search lists them)")
+	}
+	wf := s.cfg.Workflows[req.AssistantID]
+	if wf == nil {
+		return Thread{}, nil, unknownAssistant(req.AssistantID)
+	}
+	th, head, err := s.threadRecord(r.Context(), owner, id)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == CodeUnknownThread && req.IfNotExists == "create" {
+		th = Thread{ID: id, Workflow: req.AssistantID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		if !threadIDPattern.MatchString(id) {
+			return th, nil, fieldErrorf(CodeInvalidField, "thread_id", "thread id %q must be 1 to 128 letters, digits, '.', '_', ':' or '-'", id)
+		}
+		if e := s.storageQuota(owner); e != nil {
+			return th, nil, e
+		}
+		return th, wf, s.storeThread(r.Context(), owner, th)
+	}
+	if err != nil {
+		return th, nil, err
+	}
+	switch th.Workflow {
+	case req.AssistantID:
+	case "":
+		th.Workflow = req.AssistantID
+		if err := s.updateThread(r.Context(), owner, th, head); err != nil {
+			return th, nil, err
+		}
+	default:
+		return th, nil, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs assistant %q, not %q: create another thread for it", th.ID, th.Workflow, req.AssistantID)
+	}
+	return th, wf, nil
+}
+
+// platformRunFor makes the run a Platform request asks for.
+func (s *Server) platformRunFor(r *http.Request, th Thread, wf *graph.Runnable, req lgRunRequest) (*run, error) {
+	p := &platformRun{assistant: req.AssistantID, metadata: req.Metadata, strategy: req.MultitaskStrategy, subgraphs: req.StreamSubgraphs,
+		webhook: req.Webhook, kwargs: map[string]any{}}
+	if p.strategy == "" {
+		p.strategy = "reject"
+	}
+	if !slices.Contains([]string{"reject", "enqueue", "interrupt", "rollback"}, p.strategy) {
+		return nil, fieldErrorf(CodeInvalidField, "multitask_strategy", "field \"multitask_strategy\" must be reject, enqueue, interrupt or rollback, not %q", p.strategy)
+	}
+	if req.AfterSeconds > 0 {
+		return nil, fieldErrorf(CodeInvalidField, "after_seconds", "field \"after_seconds\" is not supported: start the run when it should run")
+	}
+	if req.OnDisconnect != "" && req.OnDisconnect != "cancel" && req.OnDisconnect != "continue" {
+		return nil, fieldErrorf(CodeInvalidField, "on_disconnect", "field \"on_disconnect\" must be cancel or continue, not %q", req.OnDisconnect)
+	}
+	var e *apiError
+	if p.modes, e = parseModes(req.StreamMode, "stream_mode"); e != nil {
+		return nil, e
+	}
+	if p.webhook != "" {
+		if e := s.checkWebhook(p.webhook); e != nil {
+			return nil, e
+		}
+	}
+	for _, f := range []struct {
+		raw   json.RawMessage
+		field string
+		opt   func(...string) graph.Option
+	}{{req.InterruptBefore, "interrupt_before", graph.InterruptBefore}, {req.InterruptAfter, "interrupt_after", graph.InterruptAfter}} {
+		nodes, e := nodeList(wf, f.raw, f.field)
+		if e != nil {
+			return nil, e
+		}
+		if len(nodes) > 0 {
+			p.opts = append(p.opts, f.opt(nodes...))
+		}
+	}
+	ru := s.newRun(r, th, wf)
+	ru.platform = p
+	ru.busy = busyRefuse
+	if p.strategy != "reject" {
+		ru.busy = busyQueue
+	}
+	if req.Checkpoint != nil {
+		ru.from = req.Checkpoint.CheckpointID
+	}
+	if req.CheckpointID != "" {
+		ru.from = req.CheckpointID
+	}
+	hasInput := len(req.Input) > 0 && string(req.Input) != "null"
+	if hasInput {
+		p.kwargs["input"] = req.Input
+		input, e := decodeInput(wf, req.Input)
+		if e != nil {
+			return nil, e
+		}
+		ru.input, ru.discard = input, true
+	}
+	if c := req.Command; c != nil {
+		p.kwargs["command"] = c
+		switch {
+		case len(c.Update) > 0 && string(c.Update) != "null":
+			return nil, fieldErrorf(CodeInvalidField, "command.update", "field \"command.update\" is not supported: update the state first (POST /threads/{thread_id}/state)")
+		case len(c.Goto) > 0 && string(c.Goto) != "null":
+			return nil, fieldErrorf(CodeInvalidField, "command.goto", "field \"command.goto\" is not supported")
+		case len(c.Resume) == 0:
+			return nil, fieldErrorf(CodeInvalidField, "command.resume", "field \"command\" needs \"resume\": the answer to the pending interrupts")
+		case hasInput:
+			return nil, fieldErrorf(CodeInvalidField, "command", "send \"input\" (a new run) or \"command\" (answers to interrupts), not both")
+		case ru.from != "":
+			return nil, fieldErrorf(CodeInvalidField, "command", "a run from a checkpoint (checkpoint_id) replays it and cannot answer interrupts: fork with POST /threads/{thread_id}/state first")
+		}
+		if err := s.setResume(r.Context(), ru, c.Resume); err != nil {
+			return nil, err
+		}
+	}
+	p.kwargs["stream_mode"] = p.modes
+	return ru, nil
+}
+
+// setResume sets the run's answers: an object keyed by the ids of pending
+// interrupts answers each; any other value answers the only one.
+func (s *Server) setResume(ctx context.Context, ru *run, raw json.RawMessage) error {
+	var byID map[string]json.RawMessage
+	if json.Unmarshal(raw, &byID) == nil && len(byID) > 0 {
+		snap, err := ru.wf.State(ctx, ru.key, graph.WithSaver(s.saver))
+		if err != nil && !errors.Is(err, graph.ErrNotFound) {
+			return err
+		}
+		pending := map[string]bool{}
+		for _, in := range snap.Interrupts {
+			pending[in.ID] = true
+		}
+		each := true
+		for id := range byID {
+			each = each && pending[id]
+		}
+		if each {
+			answers := make(map[string]any, len(byID))
+			for id, v := range byID {
+				answers[id] = v
+			}
+			ru.resume = graph.ResumeEach(answers)
+			return nil
+		}
+	}
+	ru.resume, ru.resumeOne = graph.Resume(raw), true
+	return nil
+}
+
+// preempt makes room on the thread for a new run (multitask interrupt or
+// rollback): its queued runs and its run in progress are cancelled, as
+// LangGraph does; for a rollback they are forgotten too, and the thread is
+// put back where the run in progress started.
+func (s *Server) preempt(ctx context.Context, key string, rollback bool) error {
+	s.mu.Lock()
+	var active *run
+	var queued []*run
+	if ts := s.threads[key]; ts != nil {
+		active, queued = ts.active, slices.Clone(ts.queue)
+	}
+	s.mu.Unlock()
+	for _, q := range queued {
+		s.cancelRun(q)
+		if rollback {
+			s.forget(q)
+		}
+	}
+	if active == nil || !s.cancelRun(active) {
+		return nil
+	}
+	timer := time.NewTimer(cancelWait)
+	defer timer.Stop()
+	select {
+	case <-active.done:
+	case <-timer.C:
+		return errorf(http.StatusConflict, CodeThreadBusy, "run %q did not stop within %s of its cancellation; try again", active.id, cancelWait)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if rollback {
+		return s.rollback(ctx, active)
+	}
+	return nil
+}
+
+// rollback forgets the ended run ru and returns its thread to the
+// checkpoint it started from (a thread it created is emptied): the
+// checkpoints it stored stay on a branch of the history no run continues.
+func (s *Server) rollback(ctx context.Context, ru *run) error {
+	s.forget(ru)
+	ru.mu.Lock()
+	start, checked := ru.startCheckpoint, ru.checked
+	ru.mu.Unlock()
+	if !checked {
+		return nil // it never ran: the thread is as it was
+	}
+	if start != "" {
+		head, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: ru.key})
+		if err != nil {
+			return fmt.Errorf("server: roll back run %q: %w", ru.id, err)
+		}
+		if head.ID == start {
+			return nil // it stored nothing
+		}
+		_, err = ru.wf.UpdateState(ctx, ru.key, "", nil, graph.WithSaver(s.saver), graph.FromCheckpoint(start))
+		return err
+	}
+	th, _, err := s.threadRecord(ctx, ru.owner, ru.thread)
+	if err != nil {
+		return err
+	}
+	if err := s.saver.DeleteThread(ctx, ru.key); err != nil {
+		return fmt.Errorf("server: roll back run %q: %w", ru.id, err)
+	}
+	return s.storeThread(ctx, ru.owner, th)
+}
+
+// launch submits ru and waits until it has started (background and
+// stream runs) or ended (wait). It writes the error and returns false when
+// the run was refused or failed before it started; false too when the
+// client left (the run goes on).
+func (s *Server) launch(w http.ResponseWriter, r *http.Request, ru *run, mode runMode) bool {
+	queued, e := s.submit(ru)
+	if e != nil {
+		writeError(w, e)
+		return false
+	}
+	wait := ru.started
+	if mode == modeWait {
+		wait = ru.done
+	}
+	if !queued || mode == modeWait {
+		select {
+		case <-wait:
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if e := ru.earlyError(); e != nil {
+		s.forget(ru)
+		writeError(w, e)
+		return false
+	}
+	return true
+}
+
+// writeResult answers a run that has ended the Platform's way: the
+// thread's values, with the pending interrupts under "__interrupt__", or
+// {"__error__": {"error", "message"}} for a run that failed.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, ru *run) {
+	v, err := s.runView(r.Context(), ru)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	s.extendWrite(http.NewResponseController(w))
+	if v.Error != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"__error__": map[string]string{"error": v.Error.Code, "message": v.Error.Message}})
+		return
+	}
+	out := map[string]json.RawMessage{}
+	if len(v.Values) > 0 {
+		if err := json.Unmarshal(v.Values, &out); err != nil {
+			writeError(w, s.internal(r, fmt.Errorf("server: decode the values of run %q: %w", ru.id, err)))
+			return
+		}
+	}
+	if len(v.Interrupts) > 0 {
+		ins := make([]lgInterrupt, len(v.Interrupts))
+		for i, in := range v.Interrupts {
+			ins[i] = lgInterrupt{ID: in.ID, Value: in.Payload}
+		}
+		out["__interrupt__"], _ = json.Marshal(ins)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) lgGetRun(w http.ResponseWriter, r *http.Request) {
+	if ru := s.runFor(w, r); ru != nil {
+		writeJSON(w, http.StatusOK, ru.platformView())
+	}
+}
+
+// lgListRuns lists the runs the server remembers of the thread, newest
+// first.
+func (s *Server) lgListRuns(w http.ResponseWriter, r *http.Request) {
+	th, _, ok := s.platformThread(w, r)
+	if !ok {
+		return
+	}
+	limit, e := queryInt(r, "limit", 10, 1, maxPage)
+	if e == nil {
+		var offset int
+		if offset, e = queryInt(r, "offset", 0, 0, 1<<30); e == nil {
+			status := r.URL.Query().Get("status")
+			s.mu.Lock()
+			var runs []*run
+			if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
+				runs = slices.Clone(ts.runs)
+			}
+			s.mu.Unlock()
+			out := []lgRun{}
+			for _, ru := range slices.Backward(runs) {
+				if v := ru.platformView(); status == "" || v.Status == status {
+					out = append(out, v)
+				}
+			}
+			page, _ := pageOf(out, limit, offset)
+			writeJSON(w, http.StatusOK, page)
+			return
+		}
+	}
+	writeError(w, e)
+}
+
+// lgDeleteRun forgets a run that has ended.
+func (s *Server) lgDeleteRun(w http.ResponseWriter, r *http.Request) {
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
+	}
+	select {
+	case <-ru.done:
+	default:
+		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "run %q has not ended: cancel it first", ru.id))
+		return
+	}
+	s.forget(ru)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lgCancelRun cancels a run: ?action=interrupt (default) keeps what it
+// did, rollback forgets it and puts the thread back where it started;
+// ?wait=1 answers once it has ended.
+func (s *Server) lgCancelRun(w http.ResponseWriter, r *http.Request) {
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
+	}
+	q := r.URL.Query()
+	action, wait := q.Get("action"), q.Get("wait") == "1" || q.Get("wait") == "true"
+	if action == "" {
+		action = "interrupt"
+	}
+	if action != "interrupt" && action != "rollback" {
+		writeError(w, fieldErrorf(CodeInvalidQuery, "action", "query parameter \"action\" must be interrupt or rollback, not %q", action))
+		return
+	}
+	if !s.cancelRun(ru) {
+		e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", ru.id, ru.platformView().Status)
+		e.Run = ru.id
+		writeError(w, e)
+		return
+	}
+	if !wait && action == "interrupt" {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	timer := time.NewTimer(cancelWait)
+	defer timer.Stop()
+	select {
+	case <-ru.done:
+	case <-timer.C:
+		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "run %q did not stop within %s of its cancellation", ru.id, cancelWait))
+		return
+	case <-r.Context().Done():
+		return
+	}
+	if action == "rollback" {
+		if err := s.rollback(r.Context(), ru); err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lgJoinRun waits for the run to end and answers its result.
+func (s *Server) lgJoinRun(w http.ResponseWriter, r *http.Request) {
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
+	}
+	select {
+	case <-ru.done:
+	case <-r.Context().Done():
+		return
+	}
+	s.writeResult(w, r, ru)
+}
+
+// lgJoinStream streams the run's events in the Platform's format, from
+// after Last-Event-ID; ?stream_mode= (repeated) picks the modes, by
+// default those the run was started with.
+func (s *Server) lgJoinStream(w http.ResponseWriter, r *http.Request) {
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
+	}
+	after := int64(0)
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		if _, err := fmt.Sscan(v, &after); err != nil || after < 0 {
+			writeError(w, fieldErrorf(CodeInvalidQuery, "Last-Event-ID", "Last-Event-ID must be an event id (an integer >= 0), not %q", v))
+			return
+		}
+	}
+	modes, subgraphs := []string{"values"}, false
+	if ru.platform != nil {
+		modes, subgraphs = ru.platform.modes, ru.platform.subgraphs
+	}
+	if qm := r.URL.Query()["stream_mode"]; len(qm) > 0 {
+		raw, _ := json.Marshal(qm)
+		var e *apiError
+		if modes, e = parseModes(raw, "stream_mode"); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+	ru.events.attach()
+	defer ru.events.detach()
+	s.serveEvents(w, r, http.NewResponseController(w), ru, after, s.newPlatformFormat(ru, modes, subgraphs))
+	if q := r.URL.Query().Get("cancel_on_disconnect"); (q == "1" || q == "true") && r.Context().Err() != nil {
+		s.cancelRun(ru)
+	}
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultWebhookTimeout bounds a webhook call when Config.WebhookTimeout
+// is zero.
+const DefaultWebhookTimeout = 10 * time.Second
+
+// maxWebhookURL caps the length of a webhook URL.
+const maxWebhookURL = 2048
+
+// checkWebhook refuses a webhook URL that Config.WebhookAllow does not
+// allow: the URL is the caller's, the request is the server's, so only
+// the operator's prefixes may be called.
+func (s *Server) checkWebhook(raw string) *apiError {
+	u, err := url.Parse(raw)
+	switch {
+	case len(raw) > maxWebhookURL:
+		return fieldErrorf(CodeInvalidField, "webhook", "field \"webhook\" is longer than %d bytes", maxWebhookURL)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+		return fieldErrorf(CodeInvalidField, "webhook", "field \"webhook\" must be an http or https URL without credentials, not %q", raw)
+	case len(s.cfg.WebhookAllow) == 0:
+		return fieldErrorf(CodeInvalidField, "webhook", "webhooks are off on this server: its operator allows URL prefixes with --webhook-allow (Config.WebhookAllow)")
+	}
+	for _, p := range s.cfg.WebhookAllow {
+		if strings.HasPrefix(u.String(), p) {
+			return nil
+		}
+	}
+	return fieldErrorf(CodeInvalidField, "webhook", "webhook %q is not under a URL prefix this server allows (--webhook-allow)", raw)
+}
+
+// webhookClient follows no redirect: an allowed URL must not send the
+// server on to one that is not.
+var webhookClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// notifyWebhook posts the ended run, with its values or error, to the
+// run's webhook, within Config.WebhookTimeout. A failure is logged; the
+// run's outcome stays as it was.
+func (s *Server) notifyWebhook(ru *run) {
+	if ru.platform == nil || ru.platform.webhook == "" {
+		return
+	}
+	timeout := s.cfg.WebhookTimeout
+	if timeout <= 0 {
+		timeout = DefaultWebhookTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ru.ctx), timeout)
+	defer cancel()
+	body := map[string]any{}
+	b, _ := json.Marshal(ru.platformView())
+	_ = json.Unmarshal(b, &body)
+	if v, err := s.runView(ctx, ru); err == nil {
+		if v.Error != nil {
+			body["error"] = v.Error.Message
+		} else {
+			body["values"] = v.Values
+		}
+	}
+	data, err := json.Marshal(body)
+	if err == nil {
+		err = postWebhook(ctx, ru.platform.webhook, data)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "server: webhook failed", "run", ru.id, "webhook", ru.platform.webhook, "err", err)
+	}
+}
+
+func postWebhook(ctx context.Context, target string, data []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := webhookClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 {
+		return errors.New("server: webhook answered " + resp.Status)
+	}
+	return nil
+}
