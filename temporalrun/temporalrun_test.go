@@ -148,9 +148,9 @@ func TestResumeIsAnUpdateAndAWrongAnswerIsRefusedBeforeItIsRecorded(t *testing.T
 	// Cancelled while it waits, the run stops; its question stays, and a
 	// later answer resumes the thread in a new workflow.
 	require.NoError(t, run.Cancel(t.Context(), thread))
-	desc, err := e.client.DescribeWorkflowExecution(t.Context(), thread, "")
+	desc, err := e.client.DescribeWorkflow(t.Context(), thread, "")
 	require.NoError(t, err)
-	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.GetWorkflowExecutionInfo().GetStatus())
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 	res, err = run.Invoke(t.Context(), nil, graph.Thread(thread), graph.Resume("Grace"))
 	require.NoError(t, err)
 	require.Equal(t, graph.StatusDone, res.Status)
