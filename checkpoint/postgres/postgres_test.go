@@ -38,7 +38,7 @@ func TestOpenCreatesTheSchemaAndOwnsThePool(t *testing.T) {
 
 	var version int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT max(version) FROM `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema`).Scan(&version))
-	assert.Equal(t, 1, version)
+	assert.Equal(t, 2, version)
 
 	require.NoError(t, s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
 	require.NoError(t, s.Close())
