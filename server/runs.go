@@ -169,15 +169,15 @@ func (s *Server) execute(ru *run) {
 	ru.mu.Lock()
 	ru.startedAt = time.Now().UTC()
 	ru.mu.Unlock()
-	if err := s.precheck(ru); err != nil {
-		s.complete(ru, s.runFailure(ru, err))
-		return
-	}
 	if ru.claim != nil {
 		ru.stopLease = s.holdLease(ru)
 		if s.takenOverEnded(ru) {
 			return
 		}
+	}
+	if err := s.precheck(ru); err != nil {
+		s.complete(ru, s.runFailure(ru, err))
+		return
 	}
 	var saver graph.Saver = s.saver
 	if ru.claim != nil {

@@ -221,8 +221,12 @@ func (s *Server) takenOverEnded(ru *run) bool {
 			ru.status = StatusInterrupted
 		}
 	}
+	status := ru.status
 	ru.mu.Unlock()
 	if over {
+		// The run's end, which the replica that died did not get to say.
+		ru.record(graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
+			Data: graph.Status(status), Time: time.Now()})
 		s.complete(ru, nil)
 	}
 	return over

@@ -170,3 +170,14 @@ func (f *fencedSaver) inFence(ctx context.Context, thread string, write func(pgx
 		return write(tx)
 	})
 }
+
+// LeasesTable returns the quoted, schema-qualified name of the leases
+// table (thread_id, holder, token, expires), for queries that join it,
+// creating the schema if needed.
+func (s *Saver) LeasesTable(ctx context.Context) (string, error) {
+	schema, err := s.share.Init(ctx)
+	if err != nil {
+		return "", err
+	}
+	return schema + ".thread_leases", nil
+}

@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/server/replicas"
 	"github.com/coorflow/coorflow/telemetry"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
@@ -34,6 +36,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	pruneEvery := ageFlag{defaultPruneEvery}
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
 	load := addLoadFlags(fs)
+	replicaName := fs.String("replica", "", "with --db postgres://…: this replica's name among the servers on the database (default host:pid)")
+	leaseTTL := fs.Duration("lease-ttl", server.DefaultLeaseTTL, "with --db postgres://…: how long a replica's hold on a run lasts unless renewed; another replica takes the run over after it")
 	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	pos, err := a.parse(fs, args)
 	if err != nil {
@@ -88,11 +92,25 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		served[name], mcpTools[name] = r, mcpToolOf(wf.file)
 		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
-	srv, err := server.New(server.Config{
+	cfg := server.Config{
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec,
-	})
+	}
+	replicaLine := ""
+	if base.pool != nil {
+		reps, err := replicas.New(base.pool, replicas.Config{Saver: base.saver.(*postgres.Saver), Name: *replicaName, LeaseTTL: *leaseTTL})
+		if err != nil {
+			return err
+		}
+		if err := reps.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = reps.Close() }()
+		cfg.Replicas, cfg.LeaseTTL = reps, *leaseTTL
+		replicaLine = fmt.Sprintf("replica %s: runs are shared with every server on this database (lease %v)\n", reps.Name(), *leaseTTL)
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -106,7 +124,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		kept = fmt.Sprintf("threads and recorded runs (run viewer at http://%s/viewer/)", ln.Addr())
 	}
 	fmt.Fprintf(a.stdout, "serving http://%s (%s in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), kept, base.where, len(tokens), strings.Join(names, "\n"))
-	fmt.Fprintf(a.stdout, "code execution: %s\n", codeExec)
+	fmt.Fprintf(a.stdout, "%scode execution: %s\n", replicaLine, codeExec)
 	hs := server.NewHTTPServer(srv, server.Limits{})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
