@@ -223,13 +223,31 @@ func (s *Server) takenOverEnded(ru *run) bool {
 	}
 	status := ru.status
 	ru.mu.Unlock()
-	if over {
+	if !over {
+		return false
+	}
+	if !s.saidEnd(ru) {
 		// The run's end, which the replica that died did not get to say.
 		ru.record(graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
 			Data: graph.Status(status), Time: time.Now()})
-		s.complete(ru, nil)
 	}
-	return over
+	s.complete(ru, nil)
+	return true
+}
+
+// saidEnd reports whether the last event of the run taken over is its
+// end: the replica that died got that far.
+func (s *Server) saidEnd(ru *run) bool {
+	last := ru.claim.Run.Events
+	if last == 0 {
+		return false
+	}
+	evs, err := s.cfg.Replicas.Events(ru.ctx, ru.id, last-1, 1)
+	if err != nil {
+		s.log.ErrorContext(ru.ctx, "server: read a run's last event", "run", ru.id, "err", err)
+		return false
+	}
+	return len(evs) == 1 && evs[0].Name == graph.EventRunEnd.String()
 }
 
 // finishShared tells the other replicas how ru ended; a run stopped by

@@ -173,6 +173,12 @@ func follow(t *testing.T, path string, replicas func() []*replica, seen func(sse
 				continue
 			}
 			attaches++
+			if resp.StatusCode != http.StatusOK {
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				t.Errorf("GET %s from %s: %s: %s", path, r.name, resp.Status, data)
+				return got, attaches
+			}
 			done := readStream(resp.Body, &got, seen)
 			resp.Body.Close()
 			if done || t.Context().Err() != nil {
@@ -202,10 +208,12 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	const runs, calls = 100, 3
+	// The lease is short for a test, long enough for a loaded machine to
+	// renew it in time: only the killed replica's runs are taken over.
+	const runs, calls, leaseTTL = 100, 3, 3 * time.Second
 	responses := make([]openaitest.Response, 2*runs*calls)
 	for i := range responses {
-		responses[i] = openaitest.Delayed(40*time.Millisecond, openaitest.Text("fine"))
+		responses[i] = openaitest.Delayed(100*time.Millisecond, openaitest.Text("fine"))
 	}
 	model := openaitest.NewServer(responses...)
 	t.Cleanup(model.Close)
@@ -216,7 +224,7 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 
 	reps := make([]*replica, 3)
 	for i := range reps {
-		reps[i] = startReplica(t, bin, fmt.Sprintf("r%d", i), wf, "--db", dbURL, "--token-file", tokens, "--lease-ttl", "1s")
+		reps[i] = startReplica(t, bin, fmt.Sprintf("r%d", i), wf, "--db", dbURL, "--token-file", tokens, "--lease-ttl", leaseTTL.String())
 	}
 	victim := reps[0]
 	var mu sync.Mutex
@@ -236,32 +244,18 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 		}
 	}
 
-	// Submit the runs, each to replica i%3, which runs it.
+	// Submit the runs at once, each to replica i%3, which runs it, and
+	// follow each from a replica that does not run it; kill the victim
+	// once three of its runs are between their first and last model
+	// calls.
 	type runRef struct {
 		thread, id string
 		on         int
 	}
 	refs := make([]runRef, runs)
-	for i := range refs {
-		r := reps[i%3]
-		var th struct {
-			ID string `json:"thread_id"`
-		}
-		api(t, http.MethodPost, r.url+"/v1/threads", map[string]any{"workflow": "chain"}, &th)
-		var ru struct {
-			ID      string `json:"run_id"`
-			Replica string `json:"replica"`
-		}
-		api(t, http.MethodPost, r.url+"/v1/threads/"+th.ID+"/runs", map[string]any{"input": map[string]string{"topic": fmt.Sprintf("topic-%d", i)}}, &ru)
-		require.Equal(t, r.name, ru.Replica, "the replica that took the request runs the run")
-		refs[i] = runRef{thread: th.ID, id: ru.ID, on: i % 3}
-	}
-
-	// Follow every run from a replica that does not run it; kill the
-	// victim once a third of the runs have ended while some of its own
-	// are between model calls.
 	kill := make(chan struct{})
-	var ended, victimMidway int
+	ended := 0
+	midway := map[int]bool{} // the victim's runs between their first and last call
 	var once sync.Once
 	seen := func(i int) func(sse) {
 		return func(ev sse) {
@@ -270,10 +264,13 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			switch {
 			case ev.name == "end":
 				ended++
-			case ev.name == "node_end" && refs[i].on == 0 && strings.Contains(ev.data, `"node":"one"`):
-				victimMidway++
+				delete(midway, i)
+			case ev.name == "node_end" && i%3 == 0 && strings.Contains(ev.data, `"node":"one"`):
+				midway[i] = true
+			case ev.name == "node_start" && i%3 == 0 && strings.Contains(ev.data, `"node":"three"`):
+				delete(midway, i)
 			}
-			if ended >= runs/3 && victimMidway > 0 {
+			if len(midway) >= 3 {
 				once.Do(func() { close(kill) })
 			}
 		}
@@ -281,23 +278,45 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 	streams := make([][]sse, runs)
 	attaches := make([]int, runs)
 	var wg sync.WaitGroup
-	for i, ref := range refs {
+	for i := range refs {
 		wg.Go(func() {
-			path := "/v1/threads/" + ref.thread + "/runs/" + ref.id + "/stream"
-			streams[i], attaches[i] = follow(t, path, alive(ref.on+1), seen(i))
+			r := reps[i%3]
+			var th struct {
+				ID string `json:"thread_id"`
+			}
+			api(t, http.MethodPost, r.url+"/v1/threads", map[string]any{"workflow": "chain"}, &th)
+			var ru struct {
+				ID      string `json:"run_id"`
+				Replica string `json:"replica"`
+			}
+			api(t, http.MethodPost, r.url+"/v1/threads/"+th.ID+"/runs", map[string]any{"input": map[string]string{"topic": fmt.Sprintf("topic-%d", i)}}, &ru)
+			assert.Equal(t, r.name, ru.Replica, "the replica that took the request runs the run")
+			refs[i] = runRef{thread: th.ID, id: ru.ID, on: i % 3}
+			path := "/v1/threads/" + th.ID + "/runs/" + ru.ID + "/stream"
+			streams[i], attaches[i] = follow(t, path, alive(i%3+1), seen(i))
 		})
 	}
+	allDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allDone)
+	}()
 	var killedAt time.Time
+	endedAtKill, callsAtKill := 0, 0
 	select {
+	case <-allDone:
 	case <-kill:
+		callsAtKill = len(model.Requests())
+		mu.Lock()
+		endedAtKill = ended
+		mu.Unlock()
 		require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
 		killedAt = time.Now()
 		mu.Lock()
 		killed = true
 		mu.Unlock()
-	case <-t.Context().Done():
 	}
-	wg.Wait()
+	<-allDone
 	require.False(t, killedAt.IsZero(), "the victim was killed mid-way")
 
 	// Every run ended done, once, with the answer of its last call.
@@ -392,10 +411,10 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			reattached++
 		}
 	}
-	t.Logf("replicas: %d runs on 3 replicas, 1 killed (SIGKILL) after %d runs ended; %d runs taken over (%d takeovers), %d calls repeated (in flight at the kill), %d streams re-attached with Last-Event-ID",
-		runs, runs/3, takenOver, takeovers, repeats, reattached)
+	t.Logf("replicas: %d runs on 3 replicas, 1 killed (SIGKILL) when %d runs had ended and %d of %d model calls had been asked; %d runs taken over (%d takeovers), %d calls repeated (in flight at the kill), %d streams re-attached with Last-Event-ID",
+		runs, endedAtKill, callsAtKill, runs*calls, takenOver, takeovers, repeats, reattached)
 	if n := len(takeoverTimes); n > 0 {
-		t.Logf("replicas: time from the kill to the taking replica's first event (lease 1s): min %v, median %v, max %v",
-			takeoverTimes[0].Round(time.Millisecond), takeoverTimes[n/2].Round(time.Millisecond), takeoverTimes[n-1].Round(time.Millisecond))
+		t.Logf("replicas: time from the kill to the taking replica's first event (lease %v): min %v, median %v, max %v",
+			leaseTTL, takeoverTimes[0].Round(time.Millisecond), takeoverTimes[n/2].Round(time.Millisecond), takeoverTimes[n-1].Round(time.Millisecond))
 	}
 }
