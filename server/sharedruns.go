@@ -526,6 +526,24 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, rc *http.Re
 	}
 }
 
+// sharedActivity returns the run in progress on the thread key, on any
+// replica, and how many runs wait behind it.
+func (s *Server) sharedActivity(ctx context.Context, key string) (active string, queued int, err error) {
+	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	if err != nil {
+		return "", 0, err
+	}
+	for _, sr := range runs {
+		switch {
+		case sr.Status == StatusRunning && active == "":
+			active = sr.ID
+		case sr.Status == StatusQueued:
+			queued++
+		}
+	}
+	return active, queued, nil
+}
+
 // checkReplicaConfig sets the defaults of the replica settings.
 func (s *Server) checkReplicaConfig() error {
 	if s.cfg.LeaseTTL <= 0 {

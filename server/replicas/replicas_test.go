@@ -150,6 +150,13 @@ func TestAnotherReplicaStreamsGetsAndListsARun(t *testing.T) {
 	assert.Equal(t, server.StatusRunning, got.Status)
 	assert.Equal(t, "r0", got.Replica)
 
+	var busy server.Thread
+	require.Equal(t, http.StatusOK, call(t, http.MethodGet, b+"/v1/threads/"+th, "", &busy))
+	assert.Equal(t, run.ID, busy.ActiveRun, "replica B knows the thread is busy")
+	var undeleted struct{ Error server.ErrorDetail }
+	require.Equal(t, http.StatusConflict, call(t, http.MethodDelete, b+"/v1/threads/"+th, "", &undeleted))
+	assert.Equal(t, `thread "`+th+`" has a run in progress: cancel it first`, undeleted.Error.Message)
+
 	var refused struct{ Error server.ErrorDetail }
 	require.Equal(t, http.StatusConflict, call(t, http.MethodPost, b+"/v1/threads/"+th+"/runs", `{"input":{"text":"again"}}`, &refused))
 	assert.Equal(t, server.ErrorDetail{Code: server.CodeThreadBusy, RunID: run.ID,
