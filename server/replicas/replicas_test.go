@@ -48,6 +48,7 @@ func gateGraph(t *testing.T, gate <-chan struct{}) *graph.Runnable {
 type cluster struct {
 	saver  *postgres.Saver
 	schema string
+	srvs   []*server.Server
 	urls   []string
 }
 
@@ -73,7 +74,7 @@ func newCluster(t *testing.T, n int, wf *graph.Runnable, ttl time.Duration) *clu
 			assert.NoError(t, srv.Shutdown(ctx))
 			assert.NoError(t, reps.Close())
 		})
-		c.urls = append(c.urls, hs.URL)
+		c.urls, c.srvs = append(c.urls, hs.URL), append(c.srvs, srv)
 	}
 	return c
 }
@@ -236,4 +237,37 @@ func TestARunWhoseReplicaStoppedRenewingIsTakenOver(t *testing.T) {
 	assert.ErrorIs(t, err, graph.ErrCheckpointConflict, "the dead replica's lease is gone")
 	err = dead.Publish(t.Context(), claim, server.SharedEvent{ID: 99, Name: "x", Frame: []byte("x")})
 	assert.ErrorIs(t, err, graph.ErrCheckpointConflict, "and its events are refused")
+}
+
+func TestAReplicaShuttingDownHandsItsRunOver(t *testing.T) {
+	gate := make(chan struct{})
+	c := newCluster(t, 2, gateGraph(t, gate), time.Minute)
+	a, b := c.urls[0], c.urls[1]
+	th := thread(t, a)
+	var run server.Run
+	require.Equal(t, http.StatusAccepted, call(t, http.MethodPost, a+"/v1/threads/"+th+"/runs", `{"input":{"text":"hi"}}`, &run))
+	require.Equal(t, "r0", run.Replica)
+	events := stream(t, b+"/v1/threads/"+th+"/runs/"+run.ID+"/stream")
+
+	require.NoError(t, c.srvs[0].Shutdown(t.Context()))
+	// B takes the run over at once, without waiting for the lease (a
+	// minute) to expire, and continues it from its last checkpoint.
+	var taken server.Run
+	for taken.Replica != "r1" {
+		name, _ := nextEvent(t, events)
+		require.NotEqual(t, "end", name)
+		require.Equal(t, http.StatusOK, call(t, http.MethodGet, b+"/v1/threads/"+th+"/runs/"+run.ID, "", &taken))
+	}
+	close(gate)
+	var got server.Run
+	for name := ""; name != "end"; {
+		var data []byte
+		name, data = nextEvent(t, events)
+		if name == "end" {
+			require.NoError(t, json.Unmarshal(data, &got))
+		}
+	}
+	assert.Equal(t, server.StatusDone, got.Status)
+	assert.Equal(t, 1, got.Takeovers)
+	assert.JSONEq(t, `{"text":"HI"}`, string(got.Values))
 }
