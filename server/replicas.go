@@ -49,6 +49,9 @@ type Replicas interface {
 	// a running one when its replica notices. It reports false when the
 	// run had already ended.
 	Cancel(ctx context.Context, id string) (bool, error)
+	// OwnerRuns counts the owner's runs in progress and queued, on every
+	// replica.
+	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)
 	// Changed returns a channel closed at the next change of the run —
 	// an event, its end, a request to cancel — on any replica; "" is any
 	// run that becomes due.

@@ -289,6 +289,13 @@ func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMo
 		writeError(w, e)
 		return
 	}
+	if e, err := s.sharedQuota(r.Context(), ru); e != nil || err != nil {
+		if err != nil {
+			e = s.internal(r, err)
+		}
+		writeError(w, e)
+		return
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		writeError(w, s.internal(r, err))
@@ -524,6 +531,21 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, rc *http.Re
 			return
 		}
 	}
+}
+
+// sharedQuota refuses a run its owner has no room for among the runs of
+// every replica (Config.MaxActiveRuns, MaxQueuedRuns). Two requests at
+// once on two replicas may both pass.
+func (s *Server) sharedQuota(ctx context.Context, ru *run) (*apiError, error) {
+	running, queued, err := s.cfg.Replicas.OwnerRuns(ctx, ru.owner)
+	if err != nil {
+		return nil, err
+	}
+	active, behind, err := s.sharedActivity(ctx, ru.key)
+	if err != nil {
+		return nil, err
+	}
+	return s.runQuota(ru.owner, usage{active: running, queued: queued}, active != "" || behind > 0), nil
 }
 
 // sharedActivity returns the run in progress on the thread key, on any

@@ -181,7 +181,7 @@ func (r *Replicas) wakeAll() {
 type queries struct {
 	channel                                                  string
 	busy, insert, candidates, claim, cancel, finish, publish string
-	run, runs, events, cancelled                             string
+	run, runs, events, cancelled, ownerRuns                  string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -237,6 +237,8 @@ func newQueries(schema, leases string) *queries {
 				RETURNING run_id
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
+		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
+			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
 		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
 		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
 		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
@@ -506,6 +508,18 @@ func (r *Replicas) Events(ctx context.Context, run string, after int64, limit in
 		return nil, fmt.Errorf("replicas: events of run %q: %w", run, err)
 	}
 	return out, nil
+}
+
+// OwnerRuns implements server.Replicas.
+func (r *Replicas) OwnerRuns(ctx context.Context, owner string) (running, queued int, err error) {
+	q, err := r.ready(ctx)
+	if err == nil {
+		err = r.pool.QueryRow(ctx, q.ownerRuns, owner).Scan(&running, &queued)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("replicas: runs of owner %q: %w", owner, err)
+	}
+	return running, queued, nil
 }
 
 // cancelledQueued is the error of a run cancelled before it started, as

@@ -52,7 +52,7 @@ type cluster struct {
 	urls   []string
 }
 
-func newCluster(t *testing.T, n int, wf *graph.Runnable, ttl time.Duration) *cluster {
+func newCluster(t *testing.T, n int, wf *graph.Runnable, ttl time.Duration, opts ...func(*server.Config)) *cluster {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool, "coorflow_test_")
@@ -61,10 +61,14 @@ func newCluster(t *testing.T, n int, wf *graph.Runnable, ttl time.Duration) *clu
 		reps, err := replicas.New(pool, replicas.Config{Saver: c.saver, Name: "r" + string(rune('0'+i)), LeaseTTL: ttl, Schema: schema})
 		require.NoError(t, err)
 		require.NoError(t, reps.Start(t.Context()))
-		srv, err := server.New(server.Config{
+		cfg := server.Config{
 			Workflows: map[string]*graph.Runnable{"gate": wf}, Saver: c.saver, Tokens: map[string]string{"tok": "alice"},
 			Replicas: reps, LeaseTTL: ttl,
-		})
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		srv, err := server.New(cfg)
 		require.NoError(t, err)
 		hs := httptest.NewServer(srv)
 		t.Cleanup(func() {
@@ -270,4 +274,27 @@ func TestAReplicaShuttingDownHandsItsRunOver(t *testing.T) {
 	assert.Equal(t, server.StatusDone, got.Status)
 	assert.Equal(t, 1, got.Takeovers)
 	assert.JSONEq(t, `{"text":"HI"}`, string(got.Values))
+}
+
+func TestAnOwnersQuotaCountsTheRunsOfEveryReplica(t *testing.T) {
+	c := newCluster(t, 2, gateGraph(t, make(chan struct{})), time.Minute, func(cfg *server.Config) { cfg.MaxActiveRuns = 1 })
+	a, b := c.urls[0], c.urls[1]
+	first, second := thread(t, a), thread(t, b)
+	var run server.Run
+	require.Equal(t, http.StatusAccepted, call(t, http.MethodPost, a+"/v1/threads/"+first+"/runs", `{"input":{"text":"hi"}}`, &run))
+
+	var refused struct{ Error server.ErrorDetail }
+	require.Equal(t, http.StatusTooManyRequests, call(t, http.MethodPost, b+"/v1/threads/"+second+"/runs", `{"input":{"text":"hi"}}`, &refused))
+	assert.Equal(t, server.ErrorDetail{Code: server.CodeQuotaExceeded, Quota: server.QuotaActiveRuns, Limit: 1,
+		Message: `owner "alice" has 1 runs in progress, the most allowed: wait for one to end, or cancel one, then try again`}, refused.Error)
+	var list server.RunList
+	require.Equal(t, http.StatusOK, call(t, http.MethodGet, b+"/v1/threads/"+second+"/runs", "", &list))
+	assert.Empty(t, list.Runs, "the refused run was not stored")
+
+	var got server.Run
+	require.Equal(t, http.StatusOK, call(t, http.MethodPost, b+"/v1/threads/"+first+"/runs/"+run.ID+"/cancel", "", &got))
+	require.Equal(t, http.StatusAccepted, call(t, http.MethodPost, b+"/v1/threads/"+second+"/runs", `{"input":{"text":"hi"}}`, &run),
+		"the quota has room once the first run ended")
+	assert.Equal(t, "r1", run.Replica)
+	require.Equal(t, http.StatusOK, call(t, http.MethodPost, a+"/v1/threads/"+second+"/runs/"+run.ID+"/cancel", "", &got))
 }

@@ -42,6 +42,7 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX server_runs_by_thread ON {schema}.server_runs (thread_key, seq)`,
 		`CREATE INDEX server_runs_open ON {schema}.server_runs (seq) WHERE status IN ('queued', 'running')`,
+		`CREATE INDEX server_runs_open_by_owner ON {schema}.server_runs (owner) WHERE status IN ('queued', 'running')`,
 		// The events of each run, as the streams send them.
 		`CREATE TABLE {schema}.server_run_events (
 			run_id text COLLATE "C" NOT NULL REFERENCES {schema}.server_runs ON DELETE CASCADE,
