@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,6 +42,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	pos, err := a.parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := checkReplicaFlags(fs, d.db, *leaseTTL); err != nil {
 		return err
 	}
 	tokens, err := a.tokens(*tokenFile, tokenFlags)
@@ -139,6 +143,28 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	<-errc
 	fmt.Fprintln(a.stdout, "stopped")
 	return err
+}
+
+// minLeaseTTL is the shortest lease a replica may hold: it renews it every
+// third of that.
+const minLeaseTTL = 100 * time.Millisecond
+
+// checkReplicaFlags refuses the replica flags where they mean nothing
+// (SQLite, one process) or cannot work.
+func checkReplicaFlags(fs *flag.FlagSet, db string, ttl time.Duration) error {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "replica" || f.Name == "lease-ttl" {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(set) > 0 && !isPostgres(db):
+		return usagef("serve: %s: replicas share a PostgreSQL database (--db postgres://…); on SQLite, coorflow serve is one process", strings.Join(set, " and "))
+	case ttl < minLeaseTTL:
+		return usagef("serve: --lease-ttl %v is too short: a replica renews its lease every third of it; give at least %v", ttl, minLeaseTTL)
+	}
+	return nil
 }
 
 // findWorkflows loads the workflows to serve: files, directories (their
