@@ -181,7 +181,7 @@ func (r *Replicas) wakeAll() {
 type queries struct {
 	channel                                                  string
 	busy, insert, candidates, claim, cancel, finish, publish string
-	run, runs, events, cancelled, ownerRuns                  string
+	run, runs, events, lastEvent, cancelled, ownerRuns       string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -233,7 +233,7 @@ func newQueries(schema, leases string) *queries {
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM up) x`),
 		publish: rep.Replace(`WITH ins AS (
 				INSERT INTO {schema}.server_run_events (run_id, id, name, frame)
-				SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM {schema}.server_runs WHERE run_id = $1 AND token = $5)
+				SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM {schema}.server_runs WHERE run_id = $1 AND token = $5 FOR SHARE)
 				RETURNING run_id
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
@@ -242,6 +242,7 @@ func newQueries(schema, leases string) *queries {
 		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
 		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
 		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
+		lastEvent: rep.Replace(`SELECT coalesce(max(id), 0) FROM {schema}.server_run_events WHERE run_id = $1`),
 		events:    rep.Replace(`SELECT id, name, frame FROM {schema}.server_run_events WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
 	}
 }
@@ -365,6 +366,12 @@ func (r *Replicas) claim(ctx context.Context, q *queries, id, key string) (*serv
 		return nil, r.saver.Release(ctx, lease)
 	}
 	if err != nil {
+		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
+	}
+	// The last event once the claim is committed: an event the former
+	// holder was storing meanwhile (under the run's row lock, FOR SHARE)
+	// is in, and it can store no more.
+	if err := r.pool.QueryRow(ctx, q.lastEvent, id).Scan(&c.Run.Events); err != nil {
 		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
 	}
 	c.Run.Started = started
