@@ -90,8 +90,8 @@ func startReplica(t *testing.T, bin, name string, args ...string) *replica {
 	return r
 }
 
-// api calls a replica's /v1 API as owner alice.
-func api(t *testing.T, method, url string, body any, out any) int {
+// api calls a replica's /v1 API with the bearer token tok.
+func api(t *testing.T, tok, method, url string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -101,7 +101,7 @@ func api(t *testing.T, method, url string, body any, out any) int {
 	}
 	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -155,7 +155,7 @@ func readStream(body io.Reader, got *[]sse, seen func(sse)) bool {
 // follow streams a run from the replicas in order, from the first that
 // answers, re-attaching with Last-Event-ID after a replica goes away,
 // until the run's end event.
-func follow(t *testing.T, path string, replicas func() []*replica, seen func(sse)) ([]sse, int) {
+func follow(t *testing.T, tok, path string, replicas func() []*replica, seen func(sse)) ([]sse, int) {
 	var got []sse
 	attaches := 0
 	for {
@@ -164,7 +164,7 @@ func follow(t *testing.T, path string, replicas func() []*replica, seen func(sse
 			if err != nil {
 				return got, attaches
 			}
-			req.Header.Set("Authorization", "Bearer tok")
+			req.Header.Set("Authorization", "Bearer "+tok)
 			if n := len(got); n > 0 {
 				req.Header.Set("Last-Event-ID", strconv.FormatInt(got[n-1].id, 10))
 			}
@@ -220,7 +220,13 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 	wf := filepath.Join(dir, "chain.yaml")
 	require.NoError(t, os.WriteFile(wf, fmt.Appendf(nil, chainWorkflow, model.BaseURL()), 0o600))
 	tokens := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokens, []byte("tok=alice\n"), 0o600))
+	// Ten owners, ten runs each: within an owner's quota of runs at once.
+	var lines strings.Builder
+	for o := range 10 {
+		fmt.Fprintf(&lines, "tok%d=owner%d\n", o, o)
+	}
+	require.NoError(t, os.WriteFile(tokens, []byte(lines.String()), 0o600))
+	tokenOf := func(i int) string { return fmt.Sprintf("tok%d", i%10) }
 
 	reps := make([]*replica, 3)
 	for i := range reps {
@@ -284,16 +290,16 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			var th struct {
 				ID string `json:"thread_id"`
 			}
-			api(t, http.MethodPost, r.url+"/v1/threads", map[string]any{"workflow": "chain"}, &th)
+			api(t, tokenOf(i), http.MethodPost, r.url+"/v1/threads", map[string]any{"workflow": "chain"}, &th)
 			var ru struct {
 				ID      string `json:"run_id"`
 				Replica string `json:"replica"`
 			}
-			api(t, http.MethodPost, r.url+"/v1/threads/"+th.ID+"/runs", map[string]any{"input": map[string]string{"topic": fmt.Sprintf("topic-%d", i)}}, &ru)
+			api(t, tokenOf(i), http.MethodPost, r.url+"/v1/threads/"+th.ID+"/runs", map[string]any{"input": map[string]string{"topic": fmt.Sprintf("topic-%d", i)}}, &ru)
 			assert.Equal(t, r.name, ru.Replica, "the replica that took the request runs the run")
 			refs[i] = runRef{thread: th.ID, id: ru.ID, on: i % 3}
 			path := "/v1/threads/" + th.ID + "/runs/" + ru.ID + "/stream"
-			streams[i], attaches[i] = follow(t, path, alive(i%3+1), seen(i))
+			streams[i], attaches[i] = follow(t, tokenOf(i), path, alive(i%3+1), seen(i))
 		})
 	}
 	allDone := make(chan struct{})
@@ -331,7 +337,7 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			Values    map[string]string `json:"values"`
 			Error     json.RawMessage   `json:"error"`
 		}
-		api(t, http.MethodGet, survivor.url+"/v1/threads/"+ref.thread+"/runs/"+ref.id, nil, &v)
+		api(t, tokenOf(i), http.MethodGet, survivor.url+"/v1/threads/"+ref.thread+"/runs/"+ref.id, nil, &v)
 		assert.Equal(t, "done", v.Status, "run %d: %s", i, v.Error)
 		assert.Equal(t, "fine", v.Values["c"], "run %d", i)
 		takeovers += v.Takeovers
@@ -356,7 +362,7 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 		assert.Equal(t, 1, ends, "run %d ended once", i)
 		assert.Equal(t, "end", got[len(got)-1].name)
 		// A replay from the start is what the stream got.
-		replay, _ := follow(t, "/v1/threads/"+ref.thread+"/runs/"+ref.id+"/stream", alive(2), func(sse) {})
+		replay, _ := follow(t, tokenOf(i), "/v1/threads/"+ref.thread+"/runs/"+ref.id+"/stream", alive(2), func(sse) {})
 		assert.Equal(t, len(got), len(replay), "run %d", i)
 		if len(replay) == len(got) {
 			for k := range got[:len(got)-1] {
