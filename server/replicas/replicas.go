@@ -147,11 +147,19 @@ func (r *Replicas) listen(ctx context.Context, conn *pgxpool.Conn, channel strin
 	}
 }
 
+// maxWaits bounds the runs waited on: beyond it, every waiter is woken
+// (they look again, and wait anew) and the map starts empty. A run that
+// ended leaves its entry until then.
+const maxWaits = 4096
+
 // Changed implements server.Replicas.
 func (r *Replicas) Changed(key string) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ch := r.waits[key]
+	if ch == nil && len(r.waits) >= maxWaits {
+		r.wakeAllLocked()
+	}
 	if ch == nil {
 		ch = make(chan struct{})
 		r.waits[key] = ch
@@ -171,6 +179,10 @@ func (r *Replicas) wake(key string) {
 func (r *Replicas) wakeAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.wakeAllLocked()
+}
+
+func (r *Replicas) wakeAllLocked() {
 	for k, ch := range r.waits {
 		close(ch)
 		delete(r.waits, k)
