@@ -18,10 +18,15 @@ import (
 // and when it dies, another replica takes the run over from its last
 // checkpoint once the lease has expired.
 type Replicas interface {
-	// Enqueue stores a new run, queued. Unless queue is set, a thread
-	// with a queued or running run refuses it: Enqueue returns that run's
-	// id as busy and stores nothing.
+	// Enqueue stores a new run, queued, for this replica to claim: the
+	// others leave it to this one for a lease's time, unless it is
+	// offered (Offer). Unless queue is set, a thread with a queued or
+	// running run refuses it: Enqueue returns that run's id as busy and
+	// stores nothing.
 	Enqueue(ctx context.Context, run SharedRun, queue bool) (busy string, err error)
+	// Offer leaves a queued run that this replica enqueued but has no
+	// room for to any replica, at once.
+	Offer(ctx context.Context, id string) error
 	// Claim takes a run for this replica to execute, with the lease of
 	// its thread: the run id names, or the oldest run that is due (queued
 	// behind no other run of its thread, or running under a lease that

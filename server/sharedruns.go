@@ -317,7 +317,12 @@ func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMo
 	s.mu.Lock()
 	room := !s.closing && s.replica.active < s.cfg.ReplicaRuns
 	s.mu.Unlock()
-	if room {
+	if !room {
+		if err := s.cfg.Replicas.Offer(r.Context(), ru.id); err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+	} else {
 		c, err := s.cfg.Replicas.Claim(r.Context(), ru.id)
 		if err != nil {
 			writeError(w, s.internal(r, err))

@@ -191,9 +191,9 @@ func (r *Replicas) wakeAllLocked() {
 
 // queries are the statements, with their tables qualified.
 type queries struct {
-	channel                                                  string
-	busy, insert, candidates, claim, cancel, finish, publish string
-	run, runs, events, lastEvent, cancelled, ownerRuns       string
+	channel                                                   string
+	busy, insert, candidates, claim, cancel, finish, publish  string
+	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -249,6 +249,7 @@ func newQueries(schema, leases string) *queries {
 				RETURNING run_id
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
+		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
 		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
@@ -319,6 +320,21 @@ func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, queue bool
 		return "", fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
 	}
 	return busy, nil
+}
+
+// Offer implements server.Replicas.
+func (r *Replicas) Offer(ctx context.Context, id string) error {
+	q, err := r.ready(ctx)
+	if err == nil {
+		_, err = r.pool.Exec(ctx, q.offer, id)
+	}
+	if err == nil {
+		err = r.notify(ctx, q, "")
+	}
+	if err != nil {
+		return fmt.Errorf("replicas: offer run %q: %w", id, err)
+	}
+	return nil
 }
 
 // Claim implements server.Replicas.

@@ -298,3 +298,21 @@ func TestAnOwnersQuotaCountsTheRunsOfEveryReplica(t *testing.T) {
 	assert.Equal(t, "r1", run.Replica)
 	require.Equal(t, http.StatusOK, call(t, http.MethodPost, a+"/v1/threads/"+second+"/runs/"+run.ID+"/cancel", "", &got))
 }
+
+func TestARunTheReplicaHasNoRoomForGoesToAnother(t *testing.T) {
+	gate := make(chan struct{})
+	c := newCluster(t, 2, gateGraph(t, gate), time.Minute, func(cfg *server.Config) { cfg.ReplicaRuns = 1 })
+	a := c.urls[0]
+	first, second := thread(t, a), thread(t, a)
+	var run1, run2 server.Run
+	require.Equal(t, http.StatusAccepted, call(t, http.MethodPost, a+"/v1/threads/"+first+"/runs", `{"input":{"text":"one"}}`, &run1))
+	require.Equal(t, "r0", run1.Replica)
+	require.Equal(t, http.StatusAccepted, call(t, http.MethodPost, a+"/v1/threads/"+second+"/runs", `{"input":{"text":"two"}}`, &run2))
+
+	events := stream(t, a+"/v1/threads/"+second+"/runs/"+run2.ID+"/stream")
+	name, _ := nextEvent(t, events)
+	require.Equal(t, "run_start", name)
+	require.Equal(t, http.StatusOK, call(t, http.MethodGet, a+"/v1/threads/"+second+"/runs/"+run2.ID, "", &run2))
+	assert.Equal(t, "r1", run2.Replica, "the replica with room took the run at once")
+	close(gate)
+}
