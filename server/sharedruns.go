@@ -226,11 +226,15 @@ func (s *Server) takenOverEnded(ru *run) bool {
 	if !over {
 		return false
 	}
+	rec := s.startRecording(ru)
 	if !s.saidEnd(ru) {
 		// The run's end, which the replica that died did not get to say.
-		ru.record(graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
-			Data: graph.Status(status), Time: time.Now()})
+		end := graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
+			Data: graph.Status(status), Time: time.Now()}
+		rec.Observe(end)
+		ru.record(end)
 	}
+	s.finishRecording(ru, rec, nil)
 	s.complete(ru, nil)
 	return true
 }

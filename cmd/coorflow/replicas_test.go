@@ -370,6 +370,14 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			}
 		}
 		if v.Takeovers > 0 {
+			// The recording the first replica began goes on to the end.
+			var rec struct {
+				Status string `json:"status"`
+				Events int64  `json:"events"`
+			}
+			api(t, tokenOf(i), http.MethodGet, survivor.url+"/v1/trace/runs/"+ref.id, nil, &rec)
+			assert.Equal(t, "done", rec.Status, "run %d", i)
+			assert.Equal(t, got[len(got)-2].id, rec.Events, "run %d", i)
 			for _, ev := range got {
 				var e struct {
 					Kind string    `json:"kind"`
