@@ -29,6 +29,12 @@ type CheckpointConflictError struct {
 	// ("" for none: the thread was deleted).
 	Expected string
 	Newest   string
+	// Token and LeaseToken are set when the write was refused by a fence:
+	// the writer held the thread's lease with fencing token Token, and the
+	// thread's lease now has LeaseToken (0: no lease) — another writer
+	// took the thread over. Expected and Newest are empty then.
+	Token      int64
+	LeaseToken int64
 }
 
 func (e *CheckpointConflictError) Error() string {
@@ -38,6 +44,8 @@ func (e *CheckpointConflictError) Error() string {
 	}
 	var what string
 	switch {
+	case e.Token != 0:
+		what = fmt.Sprintf("was taken over by another writer: its lease has fencing token %d, this write held token %d", e.LeaseToken, e.Token)
 	case e.Expected == "":
 		what = fmt.Sprintf("was started by another writer (its newest checkpoint is %q)", e.Newest)
 	case e.Newest == "":

@@ -131,6 +131,21 @@
 // "truncated" event. The run's final values are always in the Run, read
 // from the Saver.
 //
+// # Replicas
+//
+// With Config.Replicas (package server/replicas, on PostgreSQL), any
+// number of servers share their runs: a run is executed by the replica
+// that took the request, under a lease on its thread whose token fences
+// its checkpoints, and every event is stored in the database as it is
+// streamed, so that any replica answers runs/{run}, its stream (from the
+// start, or after Last-Event-ID: no buffer limit, nothing truncated),
+// runs/wait, cancel, the thread's runs and its active run; the owners'
+// quotas count the runs of every replica. A replica that dies holds its
+// runs until their leases expire (Config.LeaseTTL); another then takes
+// each over from its last checkpoint, replaying its journaled calls. One
+// that shuts down hands its runs over at once. The runs the MCP endpoint
+// starts stay on their replica.
+//
 // # Errors
 //
 // Every error is {"error": {"code", "message", "field"?}} (ErrorBody):

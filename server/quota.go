@@ -59,6 +59,11 @@ func (s *Server) runQuotaLocked(owner string, busy bool) *apiError {
 	if p := s.usage[owner]; p != nil {
 		u = *p
 	}
+	return s.runQuota(owner, u, busy)
+}
+
+// runQuota refuses a run the owner, with runs u, has no room for.
+func (s *Server) runQuota(owner string, u usage, busy bool) *apiError {
 	if max := s.cfg.MaxQueuedRuns; busy && max >= 0 && u.queued >= max {
 		return quotaError(QuotaQueuedRuns, int64(max),
 			"owner %q has %d runs queued, the most allowed: wait for some to start, or cancel one, then try again", owner, u.queued)

@@ -67,6 +67,10 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
+		if s.cfg.Replicas != nil {
+			s.createShared(w, r, mode, ru, req, kinds)
+			return
+		}
 		if mode == modeStream {
 			// Attached before the run starts, the stream gets every event
 			// however soon the run ends.
@@ -196,6 +200,10 @@ func (s *Server) runFor(w http.ResponseWriter, r *http.Request) *run {
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replicas != nil {
+		s.getShared(w, r)
+		return
+	}
 	ru := s.runFor(w, r)
 	if ru == nil {
 		return
@@ -219,6 +227,10 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if s.cfg.Replicas != nil {
+		s.listShared(w, r, threadKey(ownerFrom(r.Context()), th.ID))
+		return
+	}
 	s.mu.Lock()
 	var runs []*run
 	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
@@ -233,6 +245,10 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replicas != nil {
+		s.cancelShared(w, r)
+		return
+	}
 	ru := s.runFor(w, r)
 	if ru == nil {
 		return

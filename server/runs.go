@@ -55,6 +55,11 @@ type Run struct {
 	// cost nothing); Budget the run's budget, if it has one.
 	Usage  llm.Spend   `json:"usage"`
 	Budget *llm.Budget `json:"budget,omitempty"`
+	// Replica names the replica that runs or ran it, and Takeovers counts
+	// the times another replica took it over from one that stopped (only
+	// with Config.Replicas).
+	Replica   string `json:"replica,omitempty"`
+	Takeovers int    `json:"takeovers,omitempty"`
 }
 
 // run is one run the server started or queued.
@@ -111,6 +116,11 @@ type run struct {
 	// answer to the request that made it.
 	failedEarly bool
 	events      eventLog
+	// claim is the run's claim among replicas (Config.Replicas), or nil;
+	// publish shares each of its events with the other replicas.
+	claim     *Claim
+	publish   func(id int64, name string, frame []byte)
+	stopLease func() // stops renewing the claim's lease
 }
 
 func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
@@ -199,6 +209,12 @@ func (s *Server) execute(ru *run) {
 	ru.mu.Lock()
 	ru.startedAt = time.Now().UTC()
 	ru.mu.Unlock()
+	if ru.claim != nil {
+		ru.stopLease = s.holdLease(ru)
+		if s.takenOverEnded(ru) {
+			return
+		}
+	}
 	if err := s.precheck(ru); err != nil {
 		s.complete(ru, s.runFailure(ru, err))
 		return
@@ -208,8 +224,12 @@ func (s *Server) execute(ru *run) {
 		s.complete(ru, s.runFailure(ru, err))
 		return
 	}
+	var saver graph.Saver = s.saver
+	if ru.claim != nil {
+		saver = ru.claim.Saver
+	}
 	opts := []graph.Option{
-		graph.WithSaver(s.saver), graph.Thread(ru.key),
+		graph.WithSaver(saver), graph.Thread(ru.key),
 		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
 	}
 	if ru.resume != nil {
@@ -315,6 +335,7 @@ func (s *Server) precheck(ru *run) error {
 // one at once.
 func (s *Server) complete(ru *run, err error) {
 	ru.settle(err)
+	s.finishShared(ru)
 	s.mu.Lock()
 	if ts := s.threads[ru.key]; ts != nil && ts.active == ru {
 		ts.active = nil
@@ -407,7 +428,8 @@ func (s *Server) forget(ru *run) {
 func (ru *run) record(ev graph.Event) {
 	root := ev.Path == ru.wf.Name()
 	name := ev.Name()
-	frame := encodeFrame(ru.events.nextID(), ru.id, name, ev)
+	id := ru.events.nextID()
+	frame := encodeFrame(id, ru.id, name, ev)
 	ru.mu.Lock()
 	if root {
 		switch ev.Kind {
@@ -425,6 +447,9 @@ func (ru *run) record(ev graph.Event) {
 	}
 	ru.mu.Unlock()
 	ru.events.append(name, frame)
+	if ru.publish != nil {
+		ru.publish(id, name, frame)
+	}
 	if markStarted {
 		close(ru.started)
 	}
@@ -540,6 +565,9 @@ func (ru *run) view() Run {
 		ID: ru.id, ThreadID: ru.thread, Workflow: ru.workflow, Status: ru.status, CreatedAt: ru.created,
 		Checkpoint: ru.checkpoint, Events: ru.events.count(),
 	}
+	if ru.claim != nil {
+		v.Replica, v.Takeovers = ru.claim.Run.Replica, ru.claim.Run.Takeovers
+	}
 	if !ru.startedAt.IsZero() {
 		t := ru.startedAt
 		v.StartedAt = &t
@@ -564,16 +592,21 @@ func (ru *run) view() Run {
 // interrupts of a run that ended done or interrupted read from the Saver
 // at its last checkpoint: the server keeps none in memory.
 func (s *Server) runView(ctx context.Context, ru *run) (Run, error) {
-	v := ru.view()
+	return s.withValues(ctx, ru.view(), ru.wf, ru.key)
+}
+
+// withValues adds to v, a run of the thread key on wf, its values and
+// interrupts when it ended done or interrupted.
+func (s *Server) withValues(ctx context.Context, v Run, wf *graph.Runnable, key string) (Run, error) {
 	if (v.Status != StatusDone && v.Status != StatusInterrupted) || v.Checkpoint == "" {
 		return v, nil
 	}
-	snap, err := ru.wf.State(ctx, ru.key, graph.WithSaver(s.saver), graph.FromCheckpoint(v.Checkpoint))
+	snap, err := wf.State(ctx, key, graph.WithSaver(s.saver), graph.FromCheckpoint(v.Checkpoint))
 	if err != nil {
-		return v, fmt.Errorf("server: read the values of run %q at checkpoint %q: %w", ru.id, v.Checkpoint, err)
+		return v, fmt.Errorf("server: read the values of run %q at checkpoint %q: %w", v.ID, v.Checkpoint, err)
 	}
 	if v.Values, err = json.Marshal(snap.State); err != nil {
-		return v, fmt.Errorf("server: encode the values of run %q: %w", ru.id, err)
+		return v, fmt.Errorf("server: encode the values of run %q: %w", v.ID, err)
 	}
 	v.Interrupts = snap.Interrupts
 	return v, nil

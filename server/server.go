@@ -145,6 +145,17 @@ type Config struct {
 	// MaxCrons caps the Platform crons of each owner (default 10; negative:
 	// no limit). Crons live in the server's memory.
 	MaxCrons int
+	// Replicas, when set, shares runs with the other replicas of the
+	// server on one database: any replica answers for any run, and a run
+	// whose replica dies is taken over by another (see Replicas).
+	Replicas Replicas
+	// LeaseTTL is how long a replica's lease on the thread of a run it
+	// executes lasts unless renewed (default 10s); it renews it every
+	// third of that. A replica that dies holds its runs this long.
+	LeaseTTL time.Duration
+	// ReplicaRuns caps the runs one replica executes at once (default
+	// 64); the others wait for a replica with room.
+	ReplicaRuns int
 }
 
 // Server is the HTTP API over a set of workflows: an http.Handler. Create
@@ -174,6 +185,15 @@ type Server struct {
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
 	crons    cronState              // Platform crons (platform_crons.go)
+	replica  replicaState           // with Config.Replicas (sharedruns.go)
+}
+
+// replicaState is the claim loop of a replica and the runs it executes.
+type replicaState struct {
+	ctx    context.Context // of the claimed runs; cancelled by Shutdown
+	stop   context.CancelFunc
+	done   chan struct{} // closed when the claim loop has ended
+	active int           // claimed runs executing; guarded by Server.mu
 }
 
 // threadRuns is what the server knows of the runs of one thread.
@@ -258,6 +278,12 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	s.addRoutes()
+	if cfg.Replicas != nil {
+		if err := s.checkReplicaConfig(); err != nil {
+			return nil, err
+		}
+		s.startReplica()
+	}
 	return s, nil
 }
 
@@ -383,6 +409,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	drained := s.drained
 	s.mu.Unlock()
+	s.stopReplica()
 	s.stopMCP()
 	s.stopCrons()
 	for _, ru := range queued {

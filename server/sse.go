@@ -60,8 +60,15 @@ func (s *Server) parseKinds(r *http.Request) (kindFilter, *apiError) {
 // the Last-Event-ID header (all that are buffered when neither is set),
 // then the live ones, then an end event.
 func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
-	ru := s.runFor(w, r)
-	if ru == nil {
+	var ru *run
+	var shared SharedRun
+	var sharedWF *graph.Runnable
+	if s.cfg.Replicas != nil {
+		var ok bool
+		if shared, sharedWF, ok = s.sharedRunFor(w, r); !ok {
+			return
+		}
+	} else if ru = s.runFor(w, r); ru == nil {
 		return
 	}
 	after := int64(0)
@@ -80,6 +87,10 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 	kinds, e := s.parseKinds(r)
 	if e != nil {
 		writeError(w, e)
+		return
+	}
+	if s.cfg.Replicas != nil {
+		s.serveShared(w, r, http.NewResponseController(w), shared.ID, sharedWF, shared.Key, after, kinds)
 		return
 	}
 	ru.events.attach()

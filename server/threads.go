@@ -198,6 +198,15 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if s.cfg.Replicas != nil {
+		var err error
+		if th.ActiveRun, th.Queued, err = s.sharedActivity(r.Context(), threadKey(ownerFrom(r.Context()), th.ID)); err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, th)
+		return
+	}
 	s.mu.Lock()
 	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
 		if ts.active != nil {
@@ -217,6 +226,17 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)
+	if s.cfg.Replicas != nil {
+		active, queued, err := s.sharedActivity(r.Context(), key)
+		if err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+		if active != "" || queued > 0 {
+			writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID))
+			return
+		}
+	}
 	s.mu.Lock()
 	ts := s.threads[key]
 	if ts != nil && (ts.active != nil || len(ts.queue) > 0) {

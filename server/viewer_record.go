@@ -30,7 +30,15 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 	default:
 		info.Start = trace.StartContinue
 	}
-	rr, err := s.cfg.Recorder.Begin(context.WithoutCancel(ru.ctx), info)
+	var rr *trace.RunRecorder
+	var err error
+	if ru.claim != nil && ru.claim.Takeover {
+		// The replica that began the run began its recording: its
+		// events go on from the last one it shared.
+		rr, err = s.cfg.Recorder.Continue(info, ru.claim.Run.Events)
+	} else {
+		rr, err = s.cfg.Recorder.Begin(context.WithoutCancel(ru.ctx), info)
+	}
 	if err != nil {
 		s.log.ErrorContext(ru.ctx, "server: the run will not be recorded", "run", ru.id, "err", err)
 		return nil

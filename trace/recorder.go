@@ -132,6 +132,19 @@ func (r *Recorder) Begin(ctx context.Context, run RunInfo) (*RunRecorder, error)
 	return &RunRecorder{r: r, info: run}, nil
 }
 
+// Continue returns the recorder of run, which is in the index already,
+// for its events after sequence number after: a run that another process
+// began and this one took over (server replicas). Events with a sequence
+// number already stored are ignored.
+func (r *Recorder) Continue(run RunInfo, after int64) (*RunRecorder, error) {
+	select {
+	case <-r.closing:
+		return nil, fmt.Errorf("trace: continue run %q: %w", run.ID, ErrClosed)
+	default:
+	}
+	return &RunRecorder{r: r, info: run, seq: after}, nil
+}
+
 // Record runs events (a graph.Runnable's Stream) and records them as run,
 // passing every event on. A failure to record is yielded last, as an
 // EventError with the error; the run itself is not stopped by it.

@@ -107,6 +107,7 @@ type queries struct {
 	blobsAt       string
 	tasks         string
 	threads       string
+	lease         leaseQueries
 }
 
 // checkpointColumns are the columns scanCheckpoint reads, in order.
@@ -199,6 +200,7 @@ func newQueries(quoted string) queries {
 		threads: r.Replace(`SELECT thread_id, sum(checkpoints)::bigint, min(created), max(updated)
 			FROM {schema}.checkpoint_heads GROUP BY thread_id ORDER BY max(last_seq) DESC LIMIT $1`),
 	}
+	q.lease = newLeaseQueries(r)
 	// Heads first: their row locks make a concurrent PutCheckpoint of the
 	// thread wait for the deletion, or the deletion for it.
 	for i, table := range []string{"checkpoint_heads", "checkpoint_tasks", "checkpoint_blobs", "checkpoints"} {

@@ -28,13 +28,20 @@ const headsKey = "checkpoint_heads_pkey"
 // checkpoint with the same id already exists in the thread and namespace,
 // or when the namespace's newest checkpoint is not the one cp expects.
 func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
-	if err := s.putCheckpoint(ctx, cp, blobs); err != nil {
+	if err := s.putCheckpoint(ctx, s.pool, cp, blobs); err != nil {
 		return fmt.Errorf("postgres: put checkpoint %q of thread %q: %w", cp.ID, cp.Thread, err)
 	}
 	return nil
 }
 
-func (s *Saver) putCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+// dbtx is what the writes run on: the pool, or the transaction of a
+// fenced write.
+type dbtx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *Saver) putCheckpoint(ctx context.Context, db dbtx, cp graph.CheckpointRecord, blobs []graph.Blob) error {
 	if err := s.checkReady(ctx); err != nil {
 		return err
 	}
@@ -48,26 +55,26 @@ func (s *Saver) putCheckpoint(ctx context.Context, cp graph.CheckpointRecord, bl
 	if expected != "" {
 		query, args = s.q.putAfter, append(args, expected)
 	}
-	tag, err := s.pool.Exec(ctx, query, args...)
+	tag, err := db.Exec(ctx, query, args...)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == headsKey:
-		return s.conflict(ctx, cp, expected)
+		return s.conflict(ctx, s.pool, cp, expected)
 	case pgCode(err) == uniqueViolation:
 		return errors.New("already exists")
 	case err != nil:
 		return err
 	case tag.RowsAffected() == 0:
-		return s.conflict(ctx, cp, expected)
+		return s.conflict(ctx, db, cp, expected)
 	}
 	return nil
 }
 
 // conflict returns the error for cp, which was not stored because the
 // newest checkpoint of its namespace is not expected.
-func (s *Saver) conflict(ctx context.Context, cp graph.CheckpointRecord, expected string) error {
+func (s *Saver) conflict(ctx context.Context, db dbtx, cp graph.CheckpointRecord, expected string) error {
 	var newest string
-	err := s.pool.QueryRow(ctx, s.q.newestID, cp.Thread, cp.NS).Scan(&newest)
+	err := db.QueryRow(ctx, s.q.newestID, cp.Thread, cp.NS).Scan(&newest)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("read the newest checkpoint after a conflict: %w", err)
 	}
@@ -206,13 +213,13 @@ func (s *Saver) queryBlobs(ctx context.Context, query, thread, ns string, arg an
 // PutTaskRecords implements graph.Saver. It returns an error wrapping
 // graph.ErrNotFound, storing nothing, when the checkpoint does not exist.
 func (s *Saver) PutTaskRecords(ctx context.Context, ref graph.CheckpointRef, recs []graph.TaskRecord) error {
-	if err := s.putTaskRecords(ctx, ref, recs); err != nil {
+	if err := s.putTaskRecords(ctx, s.pool, ref, recs); err != nil {
 		return fmt.Errorf("postgres: put task records of checkpoint %q of thread %q namespace %q: %w", ref.ID, ref.Thread, ref.NS, err)
 	}
 	return nil
 }
 
-func (s *Saver) putTaskRecords(ctx context.Context, ref graph.CheckpointRef, recs []graph.TaskRecord) error {
+func (s *Saver) putTaskRecords(ctx context.Context, db dbtx, ref graph.CheckpointRef, recs []graph.TaskRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -227,7 +234,7 @@ func (s *Saver) putTaskRecords(ctx context.Context, ref graph.CheckpointRef, rec
 	for i, r := range recs {
 		tasks[i], kinds[i], keys[i], data[i] = r.TaskID, r.Kind, r.Key, notNil(r.Data)
 	}
-	tag, err := s.pool.Exec(ctx, s.q.upsertTasks, ref.Thread, ref.NS, ref.ID, tasks, kinds, keys, data)
+	tag, err := db.Exec(ctx, s.q.upsertTasks, ref.Thread, ref.NS, ref.ID, tasks, kinds, keys, data)
 	if pgCode(err) == foreignKeyViolation {
 		return graph.ErrNotFound // the checkpoint was deleted meanwhile
 	}

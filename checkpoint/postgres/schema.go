@@ -63,6 +63,18 @@ var migrations = [][]string{
 				REFERENCES {schema}.checkpoints (thread_id, ns, checkpoint_id) ON DELETE CASCADE
 		)`,
 	},
+	{
+		// The lease of each thread that a server replica runs: who holds
+		// it, until when (by the database's clock), and its fencing
+		// token, which grows with every new holder and is never reset (a
+		// released lease expires instead of being deleted).
+		`CREATE TABLE {schema}.thread_leases (
+			thread_id text COLLATE "C" PRIMARY KEY,
+			holder    text NOT NULL,
+			token     bigint NOT NULL,
+			expires   timestamptz NOT NULL
+		)`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table

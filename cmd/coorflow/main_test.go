@@ -343,6 +343,10 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 			"coorflow: no database at " + missingDB + ": nothing has run here yet (or pass --db)"},
 		{"agents edit without change", []string{"agents", "edit", "researcher"}, nil, exitUsage, "coorflow: agents edit: say what to change: --prompt, --description, --tier or --tools"},
 		{"serve without token", []string{"serve"}, nil, exitUsage, "coorflow: serve: every request needs a bearer token: give --token-file FILE (lines TOKEN or TOKEN=OWNER), or set COORFLOW_TOKENS or COORFLOW_TOKEN"},
+		{"replica flags on SQLite", []string{"serve", "--replica", "a", "--lease-ttl", "5s"}, nil, exitUsage,
+			"coorflow: serve: --lease-ttl and --replica: replicas share a PostgreSQL database (--db postgres://…); on SQLite, coorflow serve is one process"},
+		{"lease too short", []string{"serve", "--db", "postgres://nobody@127.0.0.1:1/none", "--lease-ttl", "10ms"}, nil, exitUsage,
+			"coorflow: serve: --lease-ttl 10ms is too short: a replica renews its lease every third of it; give at least 100ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

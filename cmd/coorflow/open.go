@@ -14,6 +14,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
@@ -118,6 +120,8 @@ type db struct {
 	url string
 	// newTraces returns the store of recorded runs on the handle.
 	newTraces func() traceBackend
+	// pool is the Postgres pool (nil on SQLite).
+	pool *pgxpool.Pool
 	// backends are closed in reverse order, then the handle.
 	backends    []backend
 	closeHandle func()
@@ -175,7 +179,7 @@ func (a *app) openDB(ctx context.Context, where string, mustExist bool) (*db, er
 			return nil, err
 		}
 		saver, st := postgres.New(pool), spostgres.New(pool)
-		d := &db{saver: saver, store: st, where: redact(where), url: where, closeHandle: pool.Close,
+		d := &db{saver: saver, store: st, where: redact(where), url: where, closeHandle: pool.Close, pool: pool,
 			newTraces: func() traceBackend { return tpostgres.New(pool) }}
 		return d.setUp(ctx, saver, st)
 	}

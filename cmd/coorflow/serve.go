@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/server/replicas"
 	"github.com/coorflow/coorflow/telemetry"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
@@ -36,6 +39,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	pruneEvery := ageFlag{defaultPruneEvery}
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
 	load := addLoadFlags(fs)
+	replicaName := fs.String("replica", "", "with --db postgres://…: this replica's name among the servers on the database (default host:pid)")
+	leaseTTL := fs.Duration("lease-ttl", server.DefaultLeaseTTL, "with --db postgres://…: how long a replica's hold on a run lasts unless renewed; another replica takes the run over after it")
 	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	var ownerBudget llm.Budget
 	fs.IntVar(&ownerBudget.Tokens, "owner-budget-tokens", 0, "the most tokens each owner's runs may spend together, counted over its recorded runs (0: no limit)")
@@ -46,6 +51,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	if ownerBudget.Tokens < 0 || ownerBudget.USD < 0 {
 		return usagef("serve: an owner budget cannot be negative")
+	}
+	if err := checkReplicaFlags(fs, d.db, *leaseTTL); err != nil {
+		return err
 	}
 	tokens, err := a.tokens(*tokenFile, tokenFlags)
 	if err != nil {
@@ -100,11 +108,25 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		}
 		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
-	srv, err := server.New(server.Config{
+	cfg := server.Config{
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags,
-	})
+	}
+	replicaLine := ""
+	if base.pool != nil {
+		reps, err := replicas.New(base.pool, replicas.Config{Saver: base.saver.(*postgres.Saver), Name: *replicaName, LeaseTTL: *leaseTTL})
+		if err != nil {
+			return err
+		}
+		if err := reps.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = reps.Close() }()
+		cfg.Replicas, cfg.LeaseTTL = reps, *leaseTTL
+		replicaLine = fmt.Sprintf("replica %s: runs are shared with every server on this database (lease %v)\n", reps.Name(), *leaseTTL)
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -118,7 +140,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		kept = fmt.Sprintf("threads and recorded runs (run viewer at http://%s/viewer/)", ln.Addr())
 	}
 	fmt.Fprintf(a.stdout, "serving http://%s (%s in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), kept, base.where, len(tokens), strings.Join(names, "\n"))
-	fmt.Fprintf(a.stdout, "code execution: %s\n", codeExec)
+	fmt.Fprintf(a.stdout, "%scode execution: %s\n", replicaLine, codeExec)
 	hs := server.NewHTTPServer(srv, server.Limits{})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -133,6 +155,28 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	<-errc
 	fmt.Fprintln(a.stdout, "stopped")
 	return err
+}
+
+// minLeaseTTL is the shortest lease a replica may hold: it renews it every
+// third of that.
+const minLeaseTTL = 100 * time.Millisecond
+
+// checkReplicaFlags refuses the replica flags where they mean nothing
+// (SQLite, one process) or cannot work.
+func checkReplicaFlags(fs *flag.FlagSet, db string, ttl time.Duration) error {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "replica" || f.Name == "lease-ttl" {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(set) > 0 && !isPostgres(db):
+		return usagef("serve: %s: replicas share a PostgreSQL database (--db postgres://…); on SQLite, coorflow serve is one process", strings.Join(set, " and "))
+	case ttl < minLeaseTTL:
+		return usagef("serve: --lease-ttl %v is too short: a replica renews its lease every third of it; give at least %v", ttl, minLeaseTTL)
+	}
+	return nil
 }
 
 // findWorkflows loads the workflows to serve: files, directories (their

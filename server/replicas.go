@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Replicas shares runs between the replicas of a server on one database
+// (package server/replicas implements it on PostgreSQL). With
+// Config.Replicas set, a run is a row every replica reads: the replica
+// that executes it holds a lease on its thread and writes its checkpoints
+// through a Saver fenced by the lease's token; it publishes each event, so
+// that any replica streams, joins, waits on, lists and cancels any run;
+// and when it dies, another replica takes the run over from its last
+// checkpoint once the lease has expired.
+type Replicas interface {
+	// Enqueue stores a new run, queued, for this replica to claim: the
+	// others leave it to this one for a lease's time, unless it is
+	// offered (Offer). Unless queue is set, a thread with a queued or
+	// running run refuses it: Enqueue returns that run's id as busy and
+	// stores nothing.
+	Enqueue(ctx context.Context, run SharedRun, queue bool) (busy string, err error)
+	// Offer leaves a queued run that this replica enqueued but has no
+	// room for to any replica, at once.
+	Offer(ctx context.Context, id string) error
+	// Claim takes a run for this replica to execute, with the lease of
+	// its thread: the run id names, or the oldest run that is due (queued
+	// behind no other run of its thread, or running under a lease that
+	// has expired: a takeover). It returns nil when no run is due.
+	Claim(ctx context.Context, id string) (*Claim, error)
+	// Renew extends the claim's lease and reports whether the run was
+	// asked to cancel. A lease taken over by another replica is an error
+	// wrapping graph.ErrCheckpointConflict.
+	Renew(ctx context.Context, c *Claim) (cancel bool, err error)
+	// Publish stores an event of the claimed run and wakes the replicas
+	// following it. It stores nothing once the lease was taken over.
+	Publish(ctx context.Context, c *Claim, ev SharedEvent) error
+	// Finish stores how the claimed run ended and releases its lease.
+	Finish(ctx context.Context, c *Claim, run SharedRun) error
+	// Release gives the claimed run up unfinished, so that another
+	// replica continues it at once.
+	Release(ctx context.Context, c *Claim) error
+	// Run returns a run; an unknown id is graph.ErrNotFound.
+	Run(ctx context.Context, id string) (SharedRun, error)
+	// Runs returns the runs of a thread (its Saver key), oldest first.
+	Runs(ctx context.Context, threadKey string) ([]SharedRun, error)
+	// Events returns up to limit events of a run after id after, in order.
+	Events(ctx context.Context, run string, after int64, limit int) ([]SharedEvent, error)
+	// Cancel asks for a run to stop: a queued one ends cancelled at once,
+	// a running one when its replica notices. It reports false when the
+	// run had already ended.
+	Cancel(ctx context.Context, id string) (bool, error)
+	// OwnerRuns counts the owner's runs in progress and queued, on every
+	// replica.
+	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)
+	// Changed returns a channel closed at the next change of the run —
+	// an event, its end, a request to cancel — on any replica; "" is any
+	// run that becomes due.
+	Changed(run string) <-chan struct{}
+}
+
+// SharedRun is a run as the replicas share it.
+type SharedRun struct {
+	ID       string
+	Thread   string // the thread's id, as the client names it
+	Key      string // the thread's Saver key
+	Owner    string
+	Workflow string
+	// Request is the RunRequest that started it, as JSON.
+	Request json.RawMessage
+	Status  string
+	// Base is the thread's newest checkpoint when the run first started
+	// ("" before it started, or on a thread without one, see Started): a
+	// replica taking the run over applies its input again only when the
+	// thread is still there.
+	Base       string
+	Started    bool
+	Checkpoint string
+	Error      *ErrorDetail
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	EndedAt    time.Time
+	// Events is the id of its newest event.
+	Events int64
+	// Replica is the replica that runs or ran it; Takeovers counts the
+	// times a replica took it over from another that stopped renewing
+	// its lease.
+	Replica   string
+	Takeovers int
+}
+
+// SharedEvent is one event of a shared run: its id, name and the
+// server-sent event the streams send.
+type SharedEvent struct {
+	ID    int64
+	Name  string
+	Frame []byte
+}
+
+// Claim is a run a replica executes: the run, the Saver fenced by its
+// thread's lease, and whether it was taken over from another replica.
+type Claim struct {
+	Run      SharedRun
+	Saver    graph.Saver
+	Takeover bool
+	// Token is the fencing token of the lease.
+	Token int64
+}
+
+// errLeaseLost cancels a run whose replica lost its lease: another replica
+// has taken it over.
+var errLeaseLost = errors.New("server: the run's lease was taken over by another replica")
+
+// sharedView is the run as the API shows it.
+func (sr SharedRun) view() Run {
+	v := Run{
+		ID: sr.ID, ThreadID: sr.Thread, Workflow: sr.Workflow, Status: sr.Status, CreatedAt: sr.CreatedAt,
+		Checkpoint: sr.Checkpoint, Events: sr.Events, Error: sr.Error, Replica: sr.Replica, Takeovers: sr.Takeovers,
+	}
+	if !sr.StartedAt.IsZero() {
+		t := sr.StartedAt
+		v.StartedAt = &t
+	}
+	if !sr.EndedAt.IsZero() {
+		t := sr.EndedAt
+		v.EndedAt = &t
+	}
+	return v
+}
+
+// ended reports whether the run's status is final.
+func ended(status string) bool {
+	return status != StatusQueued && status != StatusRunning
+}

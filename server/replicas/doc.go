@@ -1,0 +1,31 @@
+// Package replicas lets several coorflow servers — replicas — share their
+// runs through one PostgreSQL database: it implements server.Replicas.
+//
+// A run is a row of server_runs; its events, as the streams send them, are
+// rows of server_run_events; LISTEN/NOTIFY on one channel per schema wakes
+// the replicas that follow a run (its id is the payload), that wait for a
+// run to become due ("") or that hold a run a client asked to cancel
+// ("cancel:" and its id). A replica executes a run under the lease of its
+// thread (checkpoint/postgres: Acquire, Renew, Release) and writes its
+// checkpoints and journal through the Saver fenced by the lease's token, so
+// a replica that lost the lease — it stalled, and another took the run over
+// — stores nothing more: its checkpoints, task records, events and end are
+// refused with a *graph.CheckpointConflictError.
+//
+// A run is due when it is the oldest open run of its thread and no live
+// lease holds the thread: queued (its replica claims it at once; the
+// others leave it to that replica for a lease's time), or running under a
+// lease that expired because its replica died. The replica that takes a
+// run over continues it from the thread's last checkpoint; the model and
+// tool calls the first replica journaled are replayed, not made again.
+//
+//	reps, err := replicas.New(pool, replicas.Config{Saver: saver, LeaseTTL: 10 * time.Second})
+//	if err != nil {
+//		return err
+//	}
+//	if err := reps.Start(ctx); err != nil {
+//		return err
+//	}
+//	defer reps.Close()
+//	srv, err := server.New(server.Config{Saver: saver, Replicas: reps, LeaseTTL: 10 * time.Second, ...})
+package replicas

@@ -1,0 +1,609 @@
+package replicas
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coorflow/coorflow/checkpoint/postgres"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgdb"
+	"github.com/coorflow/coorflow/server"
+)
+
+// Config configures New.
+type Config struct {
+	// Saver keeps the threads and their leases; its writes for a claimed
+	// run are fenced by the run's lease. Required.
+	Saver *postgres.Saver
+	// Name names this replica: the holder of its leases (default
+	// host:pid).
+	Name string
+	// LeaseTTL is how long a lease lasts unless renewed (default
+	// server.DefaultLeaseTTL); give the server the same.
+	LeaseTTL time.Duration
+	// Schema keeps the tables in this PostgreSQL schema, as the Saver's
+	// WithSchema; "" is the connection's current schema.
+	Schema string
+}
+
+// Replicas implements server.Replicas on PostgreSQL. Create it with New,
+// start it with Start and stop it with Close.
+type Replicas struct {
+	pool  *pgxpool.Pool
+	share *pgdb.Share
+	saver *postgres.Saver
+	name  string
+	ttl   time.Duration
+
+	initMu sync.Mutex
+	q      *queries // set once the schema is ready
+
+	mu    sync.Mutex
+	waits map[string]chan struct{} // by notification payload
+
+	stop context.CancelFunc
+	done chan struct{} // closed when the listener has ended
+}
+
+var _ server.Replicas = (*Replicas)(nil)
+
+// errClosed is returned after Close.
+var errClosed = errors.New("replicas: closed")
+
+// New returns the Replicas of pool, which the caller owns. It does no I/O.
+func New(pool *pgxpool.Pool, cfg Config) (*Replicas, error) {
+	if cfg.Saver == nil {
+		return nil, errors.New("replicas: Config.Saver is nil: the runs' threads and leases need the PostgreSQL saver")
+	}
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = server.DefaultLeaseTTL
+	}
+	return &Replicas{
+		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL,
+		share: pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
+		waits: make(map[string]chan struct{}),
+	}, nil
+}
+
+// Name is the replica's name, the holder of its leases.
+func (r *Replicas) Name() string { return r.name }
+
+// Start creates or upgrades the tables and starts listening for the
+// notifications of the other replicas, until Close.
+func (r *Replicas) Start(ctx context.Context) error {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return err
+	}
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("replicas: listen: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{q.channel}.Sanitize()); err != nil {
+		conn.Release()
+		return fmt.Errorf("replicas: listen: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	r.stop, r.done = cancel, make(chan struct{})
+	go r.listen(lctx, conn, q.channel)
+	return nil
+}
+
+// Close stops listening. It does not close the pool.
+func (r *Replicas) Close() error {
+	if r.stop != nil {
+		r.stop()
+		<-r.done
+	}
+	r.share.Close()
+	return nil
+}
+
+// listen wakes the waiters of each notification until ctx ends. After a
+// lost connection it wakes everyone — they look again — and listens on a
+// new one.
+func (r *Replicas) listen(ctx context.Context, conn *pgxpool.Conn, channel string) {
+	defer close(r.done)
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err == nil {
+			r.wake(n.Payload)
+			continue
+		}
+		conn.Release()
+		if ctx.Err() != nil {
+			return
+		}
+		r.wakeAll()
+		for {
+			if conn, err = r.pool.Acquire(ctx); err == nil {
+				if _, err = conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err == nil {
+					break
+				}
+				conn.Release()
+			}
+			retry := time.NewTimer(r.ttl / 4)
+			select {
+			case <-ctx.Done():
+				retry.Stop()
+				return
+			case <-retry.C:
+			}
+		}
+		r.wakeAll() // what was notified meanwhile
+	}
+}
+
+// maxWaits bounds the runs waited on: beyond it, every waiter is woken
+// (they look again, and wait anew) and the map starts empty. A run that
+// ended leaves its entry until then.
+const maxWaits = 4096
+
+// Changed implements server.Replicas.
+func (r *Replicas) Changed(key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.waits[key]
+	if ch == nil && len(r.waits) >= maxWaits {
+		r.wakeAllLocked()
+	}
+	if ch == nil {
+		ch = make(chan struct{})
+		r.waits[key] = ch
+	}
+	return ch
+}
+
+func (r *Replicas) wake(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ch := r.waits[key]; ch != nil {
+		close(ch)
+		delete(r.waits, key)
+	}
+}
+
+func (r *Replicas) wakeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wakeAllLocked()
+}
+
+func (r *Replicas) wakeAllLocked() {
+	for k, ch := range r.waits {
+		close(ch)
+		delete(r.waits, k)
+	}
+}
+
+// queries are the statements, with their tables qualified.
+type queries struct {
+	channel                                                   string
+	busy, insert, candidates, claim, cancel, finish, publish  string
+	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
+}
+
+// runColumns are what scanRun reads, in order.
+const runColumns = `r.run_id, r.thread_id, r.thread_key, r.owner, r.workflow, r.request, r.status, r.started, r.base,
+	r.checkpoint, r.error, r.created, r.started_at, r.ended_at, r.holder, r.takeovers,
+	(SELECT coalesce(max(e.id), 0) FROM {schema}.server_run_events e WHERE e.run_id = r.run_id)`
+
+func newQueries(schema, leases string) *queries {
+	rep := strings.NewReplacer("{schema}", schema, "{leases}", leases, "{columns}", strings.ReplaceAll(runColumns, "{schema}", schema))
+	open := `status IN ('queued', 'running')`
+	return &queries{
+		// One channel per schema: replicas of other schemas share nothing.
+		channel: "coorflow_runs:" + strings.Trim(schema, `"`),
+		busy:    rep.Replace(`SELECT run_id FROM {schema}.server_runs WHERE thread_key = $1 AND ` + open + ` ORDER BY seq LIMIT 1`),
+		// The replica that enqueues a run is its holder until it claims
+		// it: the others leave it alone for a lease's time.
+		insert: rep.Replace(`INSERT INTO {schema}.server_runs (run_id, thread_key, thread_id, owner, workflow, request, status, created, holder)
+			VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)`),
+		// The oldest open run of each thread, unless a live lease holds
+		// the thread or another replica enqueued it a moment ago.
+		candidates: rep.Replace(`SELECT r.run_id, r.thread_key FROM {schema}.server_runs r
+			LEFT JOIN {leases} l ON l.thread_id = r.thread_key
+			WHERE r.` + open + ` AND ($1 = '' OR r.run_id = $1)
+				AND NOT EXISTS (SELECT 1 FROM {schema}.server_runs o WHERE o.thread_key = r.thread_key AND o.` + open + ` AND o.seq < r.seq)
+				AND (l.expires IS NULL OR l.expires < clock_timestamp())
+				AND ($1 <> '' OR r.status = 'running' OR r.holder IN ('', $2) OR r.created < clock_timestamp() - $3 * interval '1 microsecond')
+			ORDER BY r.seq LIMIT 16`),
+		claim: rep.Replace(`WITH old AS (
+				SELECT run_id, status, started FROM {schema}.server_runs WHERE run_id = $1 AND ` + open + ` FOR UPDATE
+			), up AS (
+				UPDATE {schema}.server_runs r SET
+					takeovers  = r.takeovers + CASE WHEN old.status = 'running' THEN 1 ELSE 0 END,
+					status     = 'running', holder = $2, token = $3, started = true,
+					base       = CASE WHEN old.started THEN r.base ELSE $4 END,
+					started_at = coalesce(r.started_at, clock_timestamp())
+				FROM old WHERE r.run_id = old.run_id
+				RETURNING r.*
+			)
+			SELECT {columns}, old.status = 'running', old.started FROM up r JOIN old ON old.run_id = r.run_id`),
+		cancel: rep.Replace(`UPDATE {schema}.server_runs SET cancel = true,
+				ended_at = CASE WHEN status = 'queued' THEN clock_timestamp() ELSE ended_at END,
+				error    = CASE WHEN status = 'queued' THEN $2::jsonb ELSE error END,
+				status   = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END
+			WHERE run_id = $1 AND ` + open + ` RETURNING status`),
+		finish: rep.Replace(`WITH up AS (
+				UPDATE {schema}.server_runs SET status = $3, checkpoint = $4, error = $5, ended_at = clock_timestamp()
+				WHERE run_id = $1 AND token = $2 RETURNING run_id
+			)
+			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM up) x`),
+		publish: rep.Replace(`WITH ins AS (
+				INSERT INTO {schema}.server_run_events (run_id, id, name, frame)
+				SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM {schema}.server_runs WHERE run_id = $1 AND token = $5 FOR SHARE)
+				RETURNING run_id
+			)
+			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
+		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
+		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
+			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
+		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
+		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
+		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
+		lastEvent: rep.Replace(`SELECT coalesce(max(id), 0) FROM {schema}.server_run_events WHERE run_id = $1`),
+		events:    rep.Replace(`SELECT id, name, frame FROM {schema}.server_run_events WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+	}
+}
+
+// ready creates or upgrades the tables once and returns the queries.
+func (r *Replicas) ready(ctx context.Context) (*queries, error) {
+	r.initMu.Lock()
+	defer r.initMu.Unlock()
+	if r.q != nil {
+		return r.q, nil
+	}
+	schema, err := r.share.Init(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := r.saver.LeasesTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.q = newQueries(schema, leases)
+	return r.q, nil
+}
+
+// notify sends the payloads on the replicas' channel.
+func (r *Replicas) notify(ctx context.Context, q *queries, payloads ...string) error {
+	for _, p := range payloads {
+		if _, err := r.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, q.channel, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Enqueue implements server.Replicas. The runs of one thread are enqueued
+// one at a time, under an advisory lock on the thread.
+func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, queue bool) (string, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return "", fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
+	}
+	var busy string
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "coorflow/run:"+run.Key); err != nil {
+			return err
+		}
+		if !queue {
+			err := tx.QueryRow(ctx, q.busy, run.Key).Scan(&busy)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		// No notification: the replica that enqueues a run claims it
+		// itself when it has room; the others find it due when a run
+		// ends, or at their next look.
+		_, err := tx.Exec(ctx, q.insert, run.ID, run.Key, run.Thread, run.Owner, run.Workflow, []byte(run.Request), run.CreatedAt, r.name)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
+	}
+	return busy, nil
+}
+
+// Offer implements server.Replicas.
+func (r *Replicas) Offer(ctx context.Context, id string) error {
+	q, err := r.ready(ctx)
+	if err == nil {
+		_, err = r.pool.Exec(ctx, q.offer, id)
+	}
+	if err == nil {
+		err = r.notify(ctx, q, "")
+	}
+	if err != nil {
+		return fmt.Errorf("replicas: offer run %q: %w", id, err)
+	}
+	return nil
+}
+
+// Claim implements server.Replicas.
+func (r *Replicas) Claim(ctx context.Context, id string) (*server.Claim, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("replicas: claim: %w", err)
+	}
+	rows, err := r.pool.Query(ctx, q.candidates, id, r.name, r.ttl.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("replicas: claim: %w", err)
+	}
+	type candidate struct{ id, key string }
+	cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		return c, row.Scan(&c.id, &c.key)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replicas: claim: %w", err)
+	}
+	for _, c := range cands {
+		claim, err := r.claim(ctx, q, c.id, c.key)
+		if err != nil {
+			return nil, fmt.Errorf("replicas: claim run %q: %w", c.id, err)
+		}
+		if claim != nil {
+			return claim, nil
+		}
+	}
+	return nil, nil
+}
+
+// claim leases the thread key and takes run id, or returns nil when
+// another replica was first.
+func (r *Replicas) claim(ctx context.Context, q *queries, id, key string) (*server.Claim, error) {
+	lease, err := r.saver.Acquire(ctx, key, r.name, r.ttl)
+	if errors.Is(err, postgres.ErrLeaseHeld) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	base := ""
+	head, err := r.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key})
+	switch {
+	case err == nil:
+		base = head.ID
+	case !errors.Is(err, graph.ErrNotFound):
+		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
+	}
+	var c server.Claim
+	var started bool
+	row := r.pool.QueryRow(ctx, q.claim, id, r.name, lease.Token, base)
+	err = scanRun(row, &c.Run, &c.Takeover, &started)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// It ended meanwhile.
+		return nil, r.saver.Release(ctx, lease)
+	}
+	if err != nil {
+		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
+	}
+	// The last event once the claim is committed: an event the former
+	// holder was storing meanwhile (under the run's row lock, FOR SHARE)
+	// is in, and it can store no more.
+	if err := r.pool.QueryRow(ctx, q.lastEvent, id).Scan(&c.Run.Events); err != nil {
+		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
+	}
+	c.Run.Started = started
+	c.Token = lease.Token
+	c.Saver = r.saver.Fenced(lease)
+	return &c, nil
+}
+
+// lease is the claim's lease.
+func (r *Replicas) lease(c *server.Claim) postgres.Lease {
+	return postgres.Lease{Thread: c.Run.Key, Holder: r.name, Token: c.Token}
+}
+
+// Renew implements server.Replicas.
+func (r *Replicas) Renew(ctx context.Context, c *server.Claim) (bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return false, fmt.Errorf("replicas: renew: %w", err)
+	}
+	if _, err := r.saver.Renew(ctx, r.lease(c), r.ttl); err != nil {
+		return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
+	}
+	var cancel bool
+	if err := r.pool.QueryRow(ctx, q.cancelled, c.Run.ID).Scan(&cancel); err != nil {
+		return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
+	}
+	return cancel, nil
+}
+
+// Publish implements server.Replicas.
+func (r *Replicas) Publish(ctx context.Context, c *server.Claim, ev server.SharedEvent) error {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return fmt.Errorf("replicas: publish: %w", err)
+	}
+	var n int
+	if err := r.pool.QueryRow(ctx, q.publish, c.Run.ID, ev.ID, ev.Name, ev.Frame, c.Token, q.channel).Scan(&n); err != nil {
+		return fmt.Errorf("replicas: publish event %d of run %q: %w", ev.ID, c.Run.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("replicas: publish event %d of run %q: %w", ev.ID, c.Run.ID, r.takenOver(c))
+	}
+	return nil
+}
+
+// takenOver is the error of a write under a claim whose lease another
+// replica took over.
+func (r *Replicas) takenOver(c *server.Claim) error {
+	return &graph.CheckpointConflictError{Thread: c.Run.Key, Token: c.Token, LeaseToken: c.Token + 1}
+}
+
+// Finish implements server.Replicas.
+func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.SharedRun) error {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return fmt.Errorf("replicas: finish: %w", err)
+	}
+	var detail []byte
+	if run.Error != nil {
+		if detail, err = json.Marshal(run.Error); err != nil {
+			return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
+		}
+	}
+	var n int
+	if err := r.pool.QueryRow(ctx, q.finish, run.ID, c.Token, run.Status, run.Checkpoint, detail, q.channel).Scan(&n); err != nil {
+		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("replicas: finish run %q: %w", run.ID, r.takenOver(c))
+	}
+	// The next run of the thread is due once the lease is released.
+	if err := r.saver.Release(ctx, r.lease(c)); err != nil {
+		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
+	}
+	return r.notify(ctx, q, "")
+}
+
+// Release implements server.Replicas.
+func (r *Replicas) Release(ctx context.Context, c *server.Claim) error {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return fmt.Errorf("replicas: release: %w", err)
+	}
+	if err := r.saver.Release(ctx, r.lease(c)); err != nil {
+		return fmt.Errorf("replicas: release run %q: %w", c.Run.ID, err)
+	}
+	return r.notify(ctx, q, "")
+}
+
+// Run implements server.Replicas.
+func (r *Replicas) Run(ctx context.Context, id string) (server.SharedRun, error) {
+	var sr server.SharedRun
+	q, err := r.ready(ctx)
+	if err == nil {
+		err = scanRun(r.pool.QueryRow(ctx, q.run, id), &sr)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = graph.ErrNotFound
+	}
+	if err != nil {
+		return sr, fmt.Errorf("replicas: run %q: %w", id, err)
+	}
+	return sr, nil
+}
+
+// Runs implements server.Replicas.
+func (r *Replicas) Runs(ctx context.Context, threadKey string) ([]server.SharedRun, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("replicas: runs: %w", err)
+	}
+	rows, err := r.pool.Query(ctx, q.runs, threadKey)
+	if err != nil {
+		return nil, fmt.Errorf("replicas: runs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (server.SharedRun, error) {
+		var sr server.SharedRun
+		return sr, scanRun(row, &sr)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replicas: runs: %w", err)
+	}
+	return out, nil
+}
+
+// Events implements server.Replicas.
+func (r *Replicas) Events(ctx context.Context, run string, after int64, limit int) ([]server.SharedEvent, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("replicas: events: %w", err)
+	}
+	rows, err := r.pool.Query(ctx, q.events, run, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("replicas: events of run %q: %w", run, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (server.SharedEvent, error) {
+		var ev server.SharedEvent
+		return ev, row.Scan(&ev.ID, &ev.Name, &ev.Frame)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replicas: events of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// OwnerRuns implements server.Replicas.
+func (r *Replicas) OwnerRuns(ctx context.Context, owner string) (running, queued int, err error) {
+	q, err := r.ready(ctx)
+	if err == nil {
+		err = r.pool.QueryRow(ctx, q.ownerRuns, owner).Scan(&running, &queued)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("replicas: runs of owner %q: %w", owner, err)
+	}
+	return running, queued, nil
+}
+
+// cancelledQueued is the error of a run cancelled before it started, as
+// the server words it.
+var cancelledQueued = server.ErrorDetail{Code: server.StatusCancelled, Message: "run cancelled: cancelled by request"}
+
+// Cancel implements server.Replicas.
+func (r *Replicas) Cancel(ctx context.Context, id string) (bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return false, fmt.Errorf("replicas: cancel: %w", err)
+	}
+	detail, _ := json.Marshal(cancelledQueued)
+	var status string
+	err = r.pool.QueryRow(ctx, q.cancel, id, detail).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err == nil {
+		err = r.notify(ctx, q, id, "cancel:"+id, "")
+	}
+	if err != nil {
+		return false, fmt.Errorf("replicas: cancel run %q: %w", id, err)
+	}
+	return true, nil
+}
+
+// scanRun reads the runColumns of row into sr, and then extra.
+func scanRun(row pgx.Row, sr *server.SharedRun, extra ...any) error {
+	var request, detail []byte
+	var startedAt, endedAt *time.Time
+	dest := append([]any{&sr.ID, &sr.Thread, &sr.Key, &sr.Owner, &sr.Workflow, &request, &sr.Status, &sr.Started, &sr.Base,
+		&sr.Checkpoint, &detail, &sr.CreatedAt, &startedAt, &endedAt, &sr.Replica, &sr.Takeovers, &sr.Events}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	sr.Request = request
+	sr.CreatedAt = sr.CreatedAt.UTC()
+	if startedAt != nil {
+		sr.StartedAt = startedAt.UTC()
+	}
+	if endedAt != nil {
+		sr.EndedAt = endedAt.UTC()
+	}
+	if len(detail) > 0 {
+		sr.Error = &server.ErrorDetail{}
+		if err := json.Unmarshal(detail, sr.Error); err != nil {
+			return fmt.Errorf("the run's error: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package replicas
+
+import (
+	"errors"
+
+	"github.com/coorflow/coorflow/internal/pgdb"
+)
+
+// ErrSchemaTooNew is returned when the tables were created by a newer
+// version of this package, whose schema this version does not know.
+var ErrSchemaTooNew = errors.New("replicas: schema is newer than this version supports")
+
+// migrations[v-1] brings the schema from version v-1 to v; "{schema}"
+// stands for the quoted schema name. Append to it; never edit a migration
+// that has been released.
+var migrations = [][]string{
+	{
+		// One row per run; seq orders the runs of a thread. token is the
+		// fencing token of the lease its replica holds on the thread;
+		// started says whether a replica got past the run's start, base
+		// the thread's newest checkpoint then.
+		`CREATE TABLE {schema}.server_runs (
+			run_id     text COLLATE "C" PRIMARY KEY,
+			seq        bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+			thread_key text COLLATE "C" NOT NULL,
+			thread_id  text NOT NULL,
+			owner      text NOT NULL,
+			workflow   text NOT NULL,
+			request    bytea NOT NULL,
+			status     text NOT NULL,
+			started    boolean NOT NULL DEFAULT false,
+			base       text NOT NULL DEFAULT '',
+			checkpoint text NOT NULL DEFAULT '',
+			error      jsonb,
+			created    timestamptz NOT NULL,
+			started_at timestamptz,
+			ended_at   timestamptz,
+			holder     text NOT NULL DEFAULT '',
+			token      bigint NOT NULL DEFAULT 0,
+			takeovers  integer NOT NULL DEFAULT 0,
+			cancel     boolean NOT NULL DEFAULT false
+		)`,
+		`CREATE INDEX server_runs_by_thread ON {schema}.server_runs (thread_key, seq)`,
+		`CREATE INDEX server_runs_open ON {schema}.server_runs (seq) WHERE status IN ('queued', 'running')`,
+		`CREATE INDEX server_runs_open_by_owner ON {schema}.server_runs (owner) WHERE status IN ('queued', 'running')`,
+		// The events of each run, as the streams send them.
+		`CREATE TABLE {schema}.server_run_events (
+			run_id text COLLATE "C" NOT NULL REFERENCES {schema}.server_runs ON DELETE CASCADE,
+			id     bigint NOT NULL,
+			name   text NOT NULL,
+			frame  bytea NOT NULL,
+			PRIMARY KEY (run_id, id)
+		)`,
+	},
+}
+
+// schemaMigrations are migrations with the lock and the version table
+// they are applied under.
+var schemaMigrations = pgdb.Migrations{
+	Lock:   "coorflow/replicas:",
+	Table:  "server_runs_schema",
+	Steps:  migrations,
+	TooNew: ErrSchemaTooNew,
+}

@@ -1,0 +1,590 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Defaults of the replica settings of Config.
+const (
+	DefaultLeaseTTL    = 10 * time.Second
+	DefaultReplicaRuns = 64
+)
+
+// errCancelRequested is the cause of a run cancelled by a client of any
+// replica.
+var errCancelRequested = errors.New("server: cancelled by request")
+
+// startReplica starts the loop that claims the runs that are due; Shutdown
+// stops it.
+func (s *Server) startReplica() {
+	// Claimed runs do not end with the loop: Shutdown cancels each.
+	s.replica.ctx = context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.replica.stop, s.replica.done = cancel, make(chan struct{})
+	go s.claimLoop(ctx)
+}
+
+// stopReplica stops the claim loop and waits for it.
+func (s *Server) stopReplica() {
+	if s.replica.stop == nil {
+		return
+	}
+	s.replica.stop()
+	<-s.replica.done
+}
+
+// claimLoop claims due runs whenever a replica says one may be due, and
+// every half lease: a lease that expired says nothing.
+func (s *Server) claimLoop(ctx context.Context) {
+	defer close(s.replica.done)
+	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
+	defer tick.Stop()
+	for {
+		due := s.cfg.Replicas.Changed("")
+		s.claimDue(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-due:
+		case <-tick.C:
+		}
+	}
+}
+
+// claimDue claims and starts due runs while this replica has room.
+func (s *Server) claimDue(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		room := !s.closing && s.replica.active < s.cfg.ReplicaRuns
+		s.mu.Unlock()
+		if !room {
+			return
+		}
+		c, err := s.cfg.Replicas.Claim(ctx, "")
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.ErrorContext(ctx, "server: claim a run", "err", err)
+			}
+			return
+		}
+		if c == nil {
+			return
+		}
+		if s.startClaim(c) == nil {
+			return
+		}
+	}
+}
+
+// startClaim starts the claimed run on this replica and returns it; a
+// replica shutting down gives the claim up and returns nil.
+func (s *Server) startClaim(c *Claim) *run {
+	sr := c.Run
+	ctx, cancel := context.WithCancelCause(s.replica.ctx)
+	ru := &run{
+		id: sr.ID, thread: sr.Thread, key: sr.Key, owner: sr.Owner, workflow: sr.Workflow, wf: s.cfg.Workflows[sr.Workflow],
+		ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
+		status: StatusRunning, created: sr.CreatedAt, claim: c,
+	}
+	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
+	ru.events.next = sr.Events + 1
+	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
+	var setupErr *apiError
+	if ru.wf == nil {
+		setupErr = errorf(http.StatusInternalServerError, CodeUnknownWorkflow, "workflow %q is not served by replica %q", sr.Workflow, sr.Replica)
+	} else {
+		var req RunRequest
+		if err := json.Unmarshal(sr.Request, &req); err != nil {
+			setupErr = errorf(http.StatusInternalServerError, "run_failed", "the run's request cannot be read: %v", err)
+		} else {
+			setupErr = ru.setRequest(req)
+		}
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		cancel(errShutdown)
+		if err := s.cfg.Replicas.Release(context.WithoutCancel(ctx), c); err != nil {
+			s.log.Error("server: give a claimed run up", "run", c.Run.ID, "err", err)
+		}
+		return nil
+	}
+	s.runs[ru.id] = ru
+	ts := s.threads[ru.key]
+	if ts == nil {
+		ts = &threadRuns{}
+		s.threads[ru.key] = ts
+	}
+	ts.runs = append(ts.runs, ru)
+	ts.active = ru
+	s.countLocked(ru.owner, 1, 0)
+	s.replica.active++
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if setupErr != nil {
+		go func() {
+			defer s.wg.Done()
+			s.complete(ru, setupErr)
+		}()
+		return ru
+	}
+	go s.execute(ru)
+	return ru
+}
+
+// publish shares an event of ru with the other replicas; a run whose
+// lease was taken over stops.
+func (s *Server) publish(ru *run, id int64, name string, frame []byte) {
+	err := s.cfg.Replicas.Publish(context.WithoutCancel(ru.ctx), ru.claim, SharedEvent{ID: id, Name: name, Frame: frame})
+	switch {
+	case errors.Is(err, graph.ErrCheckpointConflict):
+		ru.cancel(errLeaseLost)
+	case err != nil:
+		s.log.ErrorContext(ru.ctx, "server: publish a run's event", "run", ru.id, "event", id, "err", err)
+	}
+}
+
+// holdLease renews the lease of ru's thread every third of its time to
+// live until the returned function is called, and cancels ru when a
+// client asks it to or when another replica has taken the thread over.
+func (s *Server) holdLease(ru *run) (stop func()) {
+	ctx, cancel := context.WithCancel(ru.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(s.cfg.LeaseTTL / 3)
+		defer tick.Stop()
+		for {
+			cancelled := s.cfg.Replicas.Changed("cancel:" + ru.id)
+			stopRun, err := s.cfg.Replicas.Renew(ctx, ru.claim)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, graph.ErrCheckpointConflict):
+				s.log.WarnContext(ctx, "server: the run was taken over by another replica", "run", ru.id, "err", err)
+				ru.cancel(errLeaseLost)
+				return
+			case err != nil:
+				s.log.ErrorContext(ctx, "server: renew a run's lease", "run", ru.id, "err", err)
+			case stopRun:
+				ru.cancel(errCancelRequested)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-cancelled:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// takenOverEnded prepares a run taken over from another replica: it
+// continues from the thread's last checkpoint when the first replica got
+// past its input, and it ends at once when that replica got to its end
+// but died before saying so. It reports whether ru has ended.
+func (s *Server) takenOverEnded(ru *run) bool {
+	sr := ru.claim.Run
+	if !ru.claim.Takeover || !sr.Started {
+		return false
+	}
+	snap, err := ru.wf.State(ru.ctx, ru.key, graph.WithSaver(s.saver))
+	if errors.Is(err, graph.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		s.complete(ru, s.runFailure(ru, err))
+		return true
+	}
+	if snap.Checkpoint == sr.Base {
+		return false // the input was not applied: apply it again
+	}
+	ru.mu.Lock()
+	ru.input, ru.resume, ru.resumeOne = nil, nil, false
+	ru.checkpoint = snap.Checkpoint
+	over := len(snap.Next) == 0 || len(snap.Interrupts) > 0
+	if over {
+		ru.status = StatusDone
+		if len(snap.Interrupts) > 0 {
+			ru.status = StatusInterrupted
+		}
+	}
+	status := ru.status
+	ru.mu.Unlock()
+	if !over {
+		return false
+	}
+	rec := s.startRecording(ru)
+	if !s.saidEnd(ru) {
+		// The run's end, which the replica that died did not get to say.
+		end := graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
+			Data: graph.Status(status), Time: time.Now()}
+		rec.Observe(end)
+		ru.record(end)
+	}
+	s.finishRecording(ru, rec, nil)
+	s.complete(ru, nil)
+	return true
+}
+
+// saidEnd reports whether the last event of the run taken over is its
+// end: the replica that died got that far.
+func (s *Server) saidEnd(ru *run) bool {
+	last := ru.claim.Run.Events
+	if last == 0 {
+		return false
+	}
+	evs, err := s.cfg.Replicas.Events(ru.ctx, ru.id, last-1, 1)
+	if err != nil {
+		s.log.ErrorContext(ru.ctx, "server: read a run's last event", "run", ru.id, "err", err)
+		return false
+	}
+	return len(evs) == 1 && evs[0].Name == graph.EventRunEnd.String()
+}
+
+// finishShared tells the other replicas how ru ended; a run stopped by
+// Shutdown is released for another replica to continue, and one taken
+// over is the new holder's to finish.
+func (s *Server) finishShared(ru *run) {
+	if ru.claim == nil {
+		return
+	}
+	if ru.stopLease != nil {
+		ru.stopLease()
+	}
+	s.mu.Lock()
+	s.replica.active--
+	s.mu.Unlock()
+	ctx := context.WithoutCancel(ru.ctx)
+	var err error
+	switch cause := context.Cause(ru.ctx); {
+	case errors.Is(cause, errLeaseLost):
+		return
+	case errors.Is(cause, errShutdown):
+		err = s.cfg.Replicas.Release(ctx, ru.claim)
+	default:
+		v := ru.view()
+		sr := ru.claim.Run
+		sr.Status, sr.Checkpoint, sr.Error, sr.Events = v.Status, v.Checkpoint, v.Error, v.Events
+		sr.EndedAt = time.Now().UTC()
+		err = s.cfg.Replicas.Finish(ctx, ru.claim, sr)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "server: share how a run ended", "run", ru.id, "err", err)
+	}
+}
+
+// createShared starts a run among the replicas: stored, then claimed by
+// this replica unless its thread is busy, and answered as mode says.
+func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMode, ru *run, req RunRequest, kinds kindFilter) {
+	if e := s.storageQuota(ru.owner); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e, err := s.sharedQuota(r.Context(), ru); e != nil || err != nil {
+		if err != nil {
+			e = s.internal(r, err)
+		}
+		writeError(w, e)
+		return
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued, CreatedAt: ru.created}
+	busy, err := s.cfg.Replicas.Enqueue(r.Context(), sr, s.cfg.QueueBusy)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	if busy != "" {
+		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, busy)
+		e.Run = busy
+		writeError(w, e)
+		return
+	}
+	var local *run
+	s.mu.Lock()
+	room := !s.closing && s.replica.active < s.cfg.ReplicaRuns
+	s.mu.Unlock()
+	if !room {
+		if err := s.cfg.Replicas.Offer(r.Context(), ru.id); err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+	} else {
+		c, err := s.cfg.Replicas.Claim(r.Context(), ru.id)
+		if err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+		if c != nil {
+			local = s.startClaim(c)
+		}
+	}
+	switch mode {
+	case modeStream:
+		s.serveShared(w, r, http.NewResponseController(w), ru.id, ru.wf, ru.key, 0, kinds)
+		return
+	case modeWait:
+		v, ok := s.waitShared(w, r, ru.id, ru.wf, ru.key, 0)
+		if ok {
+			writeJSON(w, http.StatusOK, v)
+		}
+		return
+	}
+	if local != nil {
+		select {
+		case <-local.started:
+		case <-r.Context().Done():
+			return
+		}
+		if e := local.earlyError(); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+	v, err := s.cfg.Replicas.Run(r.Context(), ru.id)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	w.Header().Set("Location", "/v1/threads/"+ru.thread+"/runs/"+ru.id)
+	writeJSON(w, http.StatusAccepted, v.view())
+}
+
+// waitShared waits until the run has ended, or until limit when it is
+// not zero, and returns it with its values. ok is false when the answer
+// was written already (an error) or the client left.
+func (s *Server) waitShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, limit time.Duration) (Run, bool) {
+	var timeout <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		timeout = t.C
+	}
+	rc := http.NewResponseController(w)
+	for {
+		changed := s.cfg.Replicas.Changed(id)
+		sr, err := s.cfg.Replicas.Run(r.Context(), id)
+		if err != nil {
+			writeError(w, s.internal(r, err))
+			return Run{}, false
+		}
+		if ended(sr.Status) || timeout == nil && limit > 0 {
+			v, err := s.withValues(r.Context(), sr.view(), wf, key)
+			if err != nil {
+				writeError(w, s.internal(r, err))
+				return Run{}, false
+			}
+			s.extendWrite(rc)
+			return v, true
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			timeout = nil // one more look, then the answer as it is
+		case <-r.Context().Done():
+			return Run{}, false
+		}
+	}
+}
+
+// sharedRunFor finds the run the request names, on the owner's thread,
+// among the replicas' runs; or writes a 404.
+func (s *Server) sharedRunFor(w http.ResponseWriter, r *http.Request) (SharedRun, *graph.Runnable, bool) {
+	key := threadKey(ownerFrom(r.Context()), r.PathValue("thread"))
+	id := r.PathValue("run")
+	sr, err := s.cfg.Replicas.Run(r.Context(), id)
+	switch {
+	case errors.Is(err, graph.ErrNotFound) || err == nil && sr.Key != key:
+		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", id, r.PathValue("thread")))
+		return sr, nil, false
+	case err != nil:
+		writeError(w, s.internal(r, err))
+		return sr, nil, false
+	}
+	return sr, s.cfg.Workflows[sr.Workflow], true
+}
+
+func (s *Server) getShared(w http.ResponseWriter, r *http.Request) {
+	sr, wf, ok := s.sharedRunFor(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.withValues(r.Context(), sr.view(), wf, sr.Key)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) listShared(w http.ResponseWriter, r *http.Request, key string) {
+	runs, err := s.cfg.Replicas.Runs(r.Context(), key)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	out := RunList{Runs: make([]Run, 0, len(runs))}
+	for i := len(runs) - 1; i >= 0; i-- {
+		out.Runs = append(out.Runs, runs[i].view())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
+	sr, wf, ok := s.sharedRunFor(w, r)
+	if !ok {
+		return
+	}
+	live, err := s.cfg.Replicas.Cancel(r.Context(), sr.ID)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	if !live {
+		e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", sr.ID, sr.Status)
+		e.Run = sr.ID
+		writeError(w, e)
+		return
+	}
+	v, ok := s.waitShared(w, r, sr.ID, wf, sr.Key, cancelWait)
+	if !ok {
+		return
+	}
+	status := http.StatusOK
+	if !ended(v.Status) {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, v)
+}
+
+// serveShared writes the run's events after id after as server-sent
+// events, read from the replicas' shared log, whichever replica runs it,
+// until the run ends (then an end event) or the client leaves.
+func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, id string, wf *graph.Runnable, key string, after int64, kinds kindFilter) {
+	out := sseWriter{s: s, w: w, rc: rc}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if out.flush() != nil {
+		return
+	}
+	heartbeat := time.NewTicker(s.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	ctx := r.Context()
+	for {
+		changed := s.cfg.Replicas.Changed(id)
+		// The run before its events: the events of an ended run were
+		// stored before its end.
+		sr, err := s.cfg.Replicas.Run(ctx, id)
+		if err != nil {
+			s.log.ErrorContext(ctx, "server: read a shared run", "request_id", requestID(ctx), "run", id, "err", err)
+			return
+		}
+		evs, err := s.cfg.Replicas.Events(ctx, id, after, replayPage)
+		if err != nil {
+			s.log.ErrorContext(ctx, "server: read a shared run's events", "request_id", requestID(ctx), "run", id, "err", err)
+			return
+		}
+		for _, ev := range evs {
+			after = ev.ID
+			if kinds != nil && !kinds[ev.Name] {
+				continue
+			}
+			if out.write(ev.Frame) != nil {
+				return
+			}
+		}
+		if len(evs) > 0 {
+			if out.flush() != nil {
+				return
+			}
+			continue
+		}
+		if ended(sr.Status) {
+			v, err := s.withValues(ctx, sr.view(), wf, key)
+			if err != nil {
+				s.log.ErrorContext(ctx, "server: the end of a stream has no values", "request_id", requestID(ctx), "run", id, "err", err)
+			}
+			data, _ := json.Marshal(v)
+			if out.write(sseFrame(strconv.FormatInt(after+1, 10), EventEnd, data)) == nil {
+				_ = out.flush()
+			}
+			return
+		}
+		select {
+		case <-changed:
+		case <-heartbeat.C:
+			if out.write([]byte(": ping\n\n")) != nil || out.flush() != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sharedQuota refuses a run its owner has no room for among the runs of
+// every replica (Config.MaxActiveRuns, MaxQueuedRuns). Two requests at
+// once on two replicas may both pass.
+func (s *Server) sharedQuota(ctx context.Context, ru *run) (*apiError, error) {
+	running, queued, err := s.cfg.Replicas.OwnerRuns(ctx, ru.owner)
+	if err != nil {
+		return nil, err
+	}
+	active, behind, err := s.sharedActivity(ctx, ru.key)
+	if err != nil {
+		return nil, err
+	}
+	return s.runQuota(ru.owner, usage{active: running, queued: queued}, active != "" || behind > 0), nil
+}
+
+// sharedActivity returns the run in progress on the thread key, on any
+// replica, and how many runs wait behind it.
+func (s *Server) sharedActivity(ctx context.Context, key string) (active string, queued int, err error) {
+	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	if err != nil {
+		return "", 0, err
+	}
+	for _, sr := range runs {
+		switch {
+		case sr.Status == StatusRunning && active == "":
+			active = sr.ID
+		case sr.Status == StatusQueued:
+			queued++
+		}
+	}
+	return active, queued, nil
+}
+
+// checkReplicaConfig sets the defaults of the replica settings.
+func (s *Server) checkReplicaConfig() error {
+	if s.cfg.LeaseTTL <= 0 {
+		s.cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if s.cfg.LeaseTTL < 3*time.Millisecond {
+		return fmt.Errorf("server: Config.LeaseTTL %v is too short to be renewed", s.cfg.LeaseTTL)
+	}
+	if s.cfg.ReplicaRuns <= 0 {
+		s.cfg.ReplicaRuns = DefaultReplicaRuns
+	}
+	return nil
+}
