@@ -3,6 +3,8 @@ package telemetry_test
 import (
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"io"
@@ -243,16 +245,27 @@ func TestSetupRejectsMalformedOTLPSettings(t *testing.T) {
 	}
 }
 
-func TestSetupOTLPTrustsTheConfiguredCertificate(t *testing.T) {
+func TestSetupOTLPTrustsTheConfiguredCertificateAndPresentsTheClientOne(t *testing.T) {
 	restoreGlobals(t)
 	clearEnv(t)
 	var c collector
-	srv := httptest.NewTLSServer(&c)
+	srv := httptest.NewUnstartedServer(&c)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	srv.StartTLS()
 	defer srv.Close()
-	ca := filepath.Join(t.TempDir(), "ca.pem")
+	// The client presents the server's own certificate and key: the
+	// server only asks for one.
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	key, err := x509.MarshalPKCS8PrivateKey(srv.TLS.Certificates[0].PrivateKey)
+	require.NoError(t, err)
+	keyFile := filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600))
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv.URL+"/custom/path")
 	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+	t.Setenv("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", ca)
+	t.Setenv("OTEL_EXPORTER_OTLP_CLIENT_KEY", keyFile)
 
 	shutdown, err := telemetry.Setup(t.Context())
 	require.NoError(t, err)
