@@ -28,5 +28,7 @@
 //	obs.Finish(nil)
 //
 // Setup installs a tracer provider whose exporter OTEL_TRACES_EXPORTER
-// selects (otlp, console or none).
+// selects (otlp, console or none). The OTLP exporter is this package's own:
+// OTLP over HTTP with protobuf, encoded without the protobuf runtime, so
+// that a program that exports traces does not link gRPC.
 package telemetry

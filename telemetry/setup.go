@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -25,8 +24,10 @@ var ErrUnsupportedExporter = errors.New("telemetry: unsupported exporter")
 // variables, and returns the function that flushes and stops it.
 //
 // OTEL_TRACES_EXPORTER selects the exporter: "otlp" (OTLP over HTTP with
-// protobuf; OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-// OTEL_EXPORTER_OTLP_HEADERS and the rest are read by the exporter),
+// protobuf, configured by OTEL_EXPORTER_OTLP_ENDPOINT and the
+// OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,COMPRESSION,
+// CERTIFICATE,CLIENT_CERTIFICATE,CLIENT_KEY} variables; a malformed value
+// is an error),
 // "console" (JSON lines on standard output) or "none". When it is unset,
 // the exporter is "otlp" if an OTLP endpoint is set and "none" otherwise,
 // so a developer's run never fails to reach a collector it did not ask
@@ -39,7 +40,7 @@ var ErrUnsupportedExporter = errors.New("telemetry: unsupported exporter")
 func Setup(ctx context.Context) (shutdown func(context.Context) error, err error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	noop := func(context.Context) error { return nil }
-	exp, err := exporterFromEnv(ctx)
+	exp, err := exporterFromEnv()
 	if err != nil || exp == nil {
 		return noop, err
 	}
@@ -76,7 +77,7 @@ func Exporter() string {
 	return "none"
 }
 
-func exporterFromEnv(ctx context.Context) (sdktrace.SpanExporter, error) {
+func exporterFromEnv() (sdktrace.SpanExporter, error) {
 	switch name := Exporter(); name {
 	case "none":
 		return nil, nil
@@ -94,11 +95,11 @@ func exporterFromEnv(ctx context.Context) (sdktrace.SpanExporter, error) {
 		if proto != "" && proto != "http/protobuf" {
 			return nil, fmt.Errorf("%w: OTLP protocol %q (coorflow speaks http/protobuf)", ErrUnsupportedExporter, proto)
 		}
-		exp, err := otlptracehttp.New(ctx)
+		cfg, err := otlpConfigFromEnv()
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: otlp exporter: %w", err)
+			return nil, err
 		}
-		return exp, nil
+		return newOTLPExporter(cfg), nil
 	default:
 		return nil, fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q (use otlp, console or none)", ErrUnsupportedExporter, name)
 	}

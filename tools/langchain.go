@@ -3,21 +3,30 @@ package tools
 import (
 	"context"
 	"encoding/json"
-
-	lctools "github.com/tmc/langchaingo/tools"
 )
 
 // langchainSchema is the argument schema of an adapted langchaingo tool.
 var langchainSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"The input passed to the tool."}},"required":["input"]}`)
 
+// LangChainTool is the method set of langchaingo's tools.Tool: a named tool
+// whose input and output are one string. Every langchaingo tool satisfies
+// it. It is declared here rather than imported so that programs that never
+// adapt a langchaingo tool do not link langchaingo's tools package (and the
+// Starlark interpreter its calculator brings).
+type LangChainTool interface {
+	Name() string
+	Description() string
+	Call(ctx context.Context, input string) (string, error)
+}
+
 // FromLangChain adapts a langchaingo tool, whose input is one string, to a
 // Tool whose arguments are {"input": "..."}.
-func FromLangChain(t lctools.Tool) Tool {
+func FromLangChain(t LangChainTool) Tool {
 	return &langchainTool{t: t}
 }
 
 type langchainTool struct {
-	t lctools.Tool
+	t LangChainTool
 }
 
 func (l *langchainTool) Name() string            { return l.t.Name() }

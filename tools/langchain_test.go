@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	lctools "github.com/tmc/langchaingo/tools"
 
 	"github.com/coorflow/coorflow/tools"
 )
@@ -55,4 +56,18 @@ func TestFromLangChainToolError(t *testing.T) {
 	res := tools.Run(t.Context(), tl, json.RawMessage(`{"input":"1/0"}`), tools.RunOptions{})
 	require.Equal(t, tools.StatusFailed, res.Status)
 	assert.Equal(t, `Error: tool "calculator" failed: division by zero`, res.Text())
+}
+
+// Every langchaingo tool is a LangChainTool: the interface keeps
+// langchaingo's method set without importing it.
+var _ tools.LangChainTool = lctools.Tool(nil)
+
+// TestFromLangChainAdaptsLangchaingosCalculator runs langchaingo's own
+// calculator tool through the adapter.
+func TestFromLangChainAdaptsLangchaingosCalculator(t *testing.T) {
+	tl := tools.FromLangChain(lctools.Calculator{})
+	assert.Equal(t, "calculator", tl.Name())
+	res := tools.Run(t.Context(), tl, json.RawMessage(`{"input":"6*7"}`), tools.RunOptions{})
+	require.Equal(t, tools.StatusOK, res.Status, res.Text())
+	assert.Equal(t, "42", res.Output)
 }

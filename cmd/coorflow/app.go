@@ -237,7 +237,7 @@ Usage:
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)
-  coorflow worker [FILE|DIR|NAME...] [--temporal HOST:PORT] [--namespace NS] [--queue Q] [--steps-only] [--db] [--model] [--demo]
+  coorflow worker [FILE|DIR|NAME...] (a build with -tags temporal) [--temporal HOST:PORT] [--namespace NS] [--queue Q] [--steps-only] [--db] [--model] [--demo]
                                        run the workflows' runs on Temporal: poll the task queue for their
                                        workflow code and steps (--steps-only: steps alone, for a queue of
                                        one kind of node); threads live in --db (postgres:// across machines)

@@ -17,7 +17,6 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
-	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -153,7 +152,7 @@ type runner struct {
 	spent  llm.Spend
 	used   *llm.Meter
 	// remote runs the graph on Temporal (--temporal); nil runs it here.
-	remote *temporalrun.Runner
+	remote graph.Invoker
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -542,4 +541,15 @@ func (r *runner) budgetHint(err error) string {
 // continueCommand is the command that continues the thread.
 func (r *runner) continueCommand() string {
 	return strings.Join(r.threadCommand(), " ")
+}
+
+// invokeRemote runs the graph on Temporal to its end or an interrupt. The
+// workers run it, so no event reaches this process: the run is not
+// recorded here, and only its outcome is shown.
+func (r *runner) invokeRemote(ctx context.Context, input []graph.Write, opts []graph.Option) (outcome, error) {
+	res, err := r.remote.Invoke(ctx, input, opts...)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{status: res.Status, state: res.State, interrupts: res.Interrupts}, nil
 }

@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -108,15 +110,4 @@ func (r *runner) submitTo(addr, queue string) (func(), error) {
 		return nil, err
 	}
 	return c.Close, nil
-}
-
-// invokeRemote runs the graph on Temporal to its end or an interrupt. The
-// workers run it, so no event reaches this process: the run is not
-// recorded here, and only its outcome is shown.
-func (r *runner) invokeRemote(ctx context.Context, input []graph.Write, opts []graph.Option) (outcome, error) {
-	res, err := r.remote.Invoke(ctx, input, opts...)
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{status: res.Status, state: res.State, interrupts: res.Interrupts}, nil
 }

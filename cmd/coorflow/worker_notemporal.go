@@ -1,0 +1,19 @@
+//go:build !temporal
+
+package main
+
+import "context"
+
+// withoutTemporal is what worker and run --temporal say in a build without
+// the Temporal SDK: it links gRPC and doubles the binary, so it is opt-in.
+const withoutTemporal = "this coorflow was built without Temporal; build one with it: go build -tags temporal ./cmd/coorflow (or go install -tags temporal)"
+
+// worker would run a Temporal worker (worker.go, built with -tags temporal).
+func (a *app) worker(ctx context.Context, args []string) error {
+	return usagef("worker: %s", withoutTemporal)
+}
+
+// submitTo would send the run to Temporal's workers.
+func (r *runner) submitTo(addr, queue string) (func(), error) {
+	return nil, usagef("run --temporal: %s", withoutTemporal)
+}
