@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -263,6 +264,10 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 	ended := 0
 	midway := map[int]bool{} // the victim's runs between their first and last call
 	var once sync.Once
+	// posted counts the runs every replica has accepted: the kill waits
+	// for all of them, or a request still on its way to the victim would
+	// fail with the connection rather than test a takeover.
+	var posted atomic.Int32
 	seen := func(i int) func(sse) {
 		return func(ev sse) {
 			mu.Lock()
@@ -276,7 +281,7 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			case ev.name == "node_start" && i%3 == 0 && strings.Contains(ev.data, `"node":"three"`):
 				delete(midway, i)
 			}
-			if len(midway) >= 3 {
+			if len(midway) >= 3 && posted.Load() == runs {
 				once.Do(func() { close(kill) })
 			}
 		}
@@ -298,6 +303,7 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			api(t, tokenOf(i), http.MethodPost, r.url+"/v1/threads/"+th.ID+"/runs", map[string]any{"input": map[string]string{"topic": fmt.Sprintf("topic-%d", i)}}, &ru)
 			assert.Equal(t, r.name, ru.Replica, "the replica that took the request runs the run")
 			refs[i] = runRef{thread: th.ID, id: ru.ID, on: i % 3}
+			posted.Add(1)
 			path := "/v1/threads/" + th.ID + "/runs/" + ru.ID + "/stream"
 			streams[i], attaches[i] = follow(t, tokenOf(i), path, alive(i%3+1), seen(i))
 		})
