@@ -22,28 +22,16 @@ import (
 func (a *app) mcpServe(ctx context.Context, args []string) error {
 	fs := newFlags("mcp")
 	d := a.addDBFlags(fs)
-	var modelFlags multiFlag
-	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
-	demo := fs.Bool("demo", false, "run every workflow on its demo model (its script, or the reactive demo)")
-	showModels := fs.Bool("show-models", false, "print each workflow's tiers on stderr: provider, model and endpoint")
-	load := addLoadFlags(fs)
-	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
+	sf := addServedFlags(fs)
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	overrides, err := parseModels(modelFlags)
+	overrides, files, err := a.servedWorkflows("mcp", sf, pos)
 	if err != nil {
 		return err
 	}
-	files, skipped, err := findWorkflows(pos, load.options()...)
-	if err != nil {
-		return err
-	}
-	for _, s := range skipped {
-		a.notice("mcp: left out %s", s)
-	}
-	python, codeExec := codeExecution(ctx, *allowCodeExec)
+	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
 	a.notice("mcp: code execution: %s", codeExec)
 	base, err := a.openDB(ctx, d.db, false)
 	if err != nil {
@@ -59,7 +47,7 @@ func (a *app) mcpServe(ctx context.Context, args []string) error {
 		if _, dup := served[name]; dup {
 			return usagef("mcp: two workflows are named %q; MCP tools are named by workflow", name)
 		}
-		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, *showModels, python)
+		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
 		if err != nil {
 			return err
 		}

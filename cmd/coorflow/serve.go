@@ -28,20 +28,16 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	fs := newFlags("serve")
 	d := a.addDBFlags(fs)
 	addr := fs.String("addr", ":8080", "the address to listen on")
-	var tokenFlags, modelFlags, webhookFlags multiFlag
+	var tokenFlags, webhookFlags multiFlag
 	tokenFile := fs.String("token-file", "", "a file (chmod 600) of bearer tokens clients send: lines TOKEN or TOKEN=OWNER")
 	fs.Var(&tokenFlags, "token", "refused: a token on the command line is visible to every user (use --token-file)")
-	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
 	fs.Var(&webhookFlags, "webhook-allow", "a URL prefix the webhooks of Platform API runs may call (repeatable; none: webhooks are refused)")
-	demo := fs.Bool("demo", false, "run every workflow on its demo model (its script, or the reactive demo)")
-	showModels := fs.Bool("show-models", false, "print each workflow's tiers: provider, model and endpoint")
+	sf := addServedFlags(fs)
 	keep := addRetentionFlags(fs, "prune-")
 	pruneEvery := ageFlag{defaultPruneEvery}
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
-	load := addLoadFlags(fs)
 	replicaName := fs.String("replica", "", "with --db postgres://…: this replica's name among the servers on the database (default host:pid)")
 	leaseTTL := fs.Duration("lease-ttl", server.DefaultLeaseTTL, "with --db postgres://…: how long a replica's hold on a run lasts unless renewed; another replica takes the run over after it")
-	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
 	var ownerBudget llm.Budget
 	fs.IntVar(&ownerBudget.Tokens, "owner-budget-tokens", 0, "the most tokens each owner's runs may spend together, counted over its recorded runs (0: no limit)")
 	fs.Float64Var(&ownerBudget.USD, "owner-budget-usd", 0, "the most US dollars each owner's runs may spend together, counted over its recorded runs (0: no limit)")
@@ -59,16 +55,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	overrides, err := parseModels(modelFlags)
+	overrides, files, err := a.servedWorkflows("serve", sf, pos)
 	if err != nil {
 		return err
-	}
-	files, skipped, err := findWorkflows(pos, load.options()...)
-	if err != nil {
-		return err
-	}
-	for _, s := range skipped {
-		a.notice("serve: left out %s", s)
 	}
 	shutdownTracing, err := telemetry.Setup(ctx)
 	if err != nil {
@@ -88,7 +77,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	defer a.closeRecorder(ctx, rec)
 	stopPruning := a.startPruner(ctx, base.traces, keep, pruneEvery.d)
 	defer stopPruning()
-	python, codeExec := codeExecution(ctx, *allowCodeExec)
+	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
 	served := map[string]*graph.Runnable{}
 	mcpTools := map[string]server.MCPTool{}
 	budgets := map[string]llm.Budget{}
@@ -98,7 +87,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		if _, dup := served[name]; dup {
 			return usagef("serve: two workflows are named %q; the API names workflows by name", name)
 		}
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, *showModels, python)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
 		if err != nil {
 			return err
 		}

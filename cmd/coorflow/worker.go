@@ -31,25 +31,14 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	namespace := fs.String("namespace", "default", "the Temporal namespace")
 	queue := fs.String("queue", "coorflow", "the task queue to poll")
 	stepsOnly := fs.Bool("steps-only", false, "run steps only, no workflow code: a worker for a queue of one kind of node (model, tool, code)")
-	var modelFlags multiFlag
-	fs.Var(&modelFlags, "model", "TIER=provider:model (repeatable)")
-	demo := fs.Bool("demo", false, "run every workflow on its scripted demo model")
-	load := addLoadFlags(fs)
-	allowCodeExec := fs.Bool("allow-code-exec", false, "let workflows run code (the python tool), always in a bubblewrap sandbox; off by default")
+	sf := addServedFlags(fs)
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	overrides, err := parseModels(modelFlags)
+	overrides, files, err := a.servedWorkflows("worker", sf, pos)
 	if err != nil {
 		return err
-	}
-	files, skipped, err := findWorkflows(pos, load.options()...)
-	if err != nil {
-		return err
-	}
-	for _, s := range skipped {
-		a.notice("worker: left out %s", s)
 	}
 	base, err := a.openDB(ctx, d.db, false)
 	if err != nil {
@@ -59,11 +48,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	if !isPostgres(d.db) {
 		a.notice("worker: threads are in %s: every worker and runner must run on this machine (use --db postgres://... to spread them)", base.where)
 	}
-	python, codeExec := codeExecution(ctx, *allowCodeExec)
+	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
 	var compiled []*graph.Runnable
 	var names []string
 	for _, wf := range files {
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *demo, false, python)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
 		if err != nil {
 			return err
 		}
