@@ -275,19 +275,16 @@ func (s *Server) lgSearchItems(w http.ResponseWriter, r *http.Request) {
 // listAll lists the owner's items under prefix, at most maxStoreScan.
 func listAll(r *http.Request, st store.Store, owner, prefix string) ([]store.Meta, error) {
 	var out []store.Meta
-	opts := store.ListOptions{Limit: store.MaxListLimit}
-	for len(out) < maxStoreScan {
-		page, err := st.List(r.Context(), owner, prefix, opts)
+	for m, err := range store.All(r.Context(), st, owner, prefix) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Items...)
-		if page.Next == "" {
+		out = append(out, m)
+		if len(out) == maxStoreScan {
 			break
 		}
-		opts.After = page.Next
 	}
-	return out[:min(len(out), maxStoreScan)], nil
+	return out, nil
 }
 
 type lgNamespacesRequest struct {

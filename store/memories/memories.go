@@ -177,7 +177,7 @@ func cut(s string, n int) string {
 
 // evict forgets the owner's oldest memories beyond MaxMemories.
 func (m *Memories) evict(ctx context.Context, owner string) error {
-	metas, err := m.list(ctx, owner)
+	metas, err := m.list(ctx, owner, Prefix)
 	if err != nil {
 		return err
 	}
@@ -190,21 +190,17 @@ func (m *Memories) evict(ctx context.Context, owner string) error {
 	return nil
 }
 
-// list returns the metadata of the owner's memories, oldest first.
-func (m *Memories) list(ctx context.Context, owner string) ([]store.Meta, error) {
+// list returns the metadata of the owner's items under prefix (Prefix or
+// vectorPrefix), oldest first: ids sort by time.
+func (m *Memories) list(ctx context.Context, owner, prefix string) ([]store.Meta, error) {
 	var out []store.Meta
-	after := ""
-	for {
-		page, err := m.cfg.Store.List(ctx, owner, Prefix, store.ListOptions{Limit: store.MaxListLimit, After: after})
+	for meta, err := range store.All(ctx, m.cfg.Store, owner, prefix) {
 		if err != nil {
 			return nil, fmt.Errorf("memories: list: %w", err)
 		}
-		out = append(out, page.Items...)
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
+		out = append(out, meta)
 	}
+	return out, nil
 }
 
 func (m *Memories) forget(ctx context.Context, owner string, meta store.Meta) error {
@@ -286,7 +282,7 @@ func (m *Memories) nearest(ctx context.Context, owner, query string, n int) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("memories: embed the query: %w", err)
 	}
-	metas, err := m.listVectors(ctx, owner)
+	metas, err := m.list(ctx, owner, vectorPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -325,22 +321,6 @@ func (m *Memories) nearest(ctx context.Context, owner, query string, n int) ([]s
 	return ids, nil
 }
 
-func (m *Memories) listVectors(ctx context.Context, owner string) ([]store.Meta, error) {
-	var out []store.Meta
-	after := ""
-	for {
-		page, err := m.cfg.Store.List(ctx, owner, vectorPrefix, store.ListOptions{Limit: store.MaxListLimit, After: after})
-		if err != nil {
-			return nil, fmt.Errorf("memories: list vectors: %w", err)
-		}
-		out = append(out, page.Items...)
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
-	}
-}
-
 func cosine(a, b []float32) float64 {
 	var dot, na, nb float64
 	for i := range a {
@@ -377,7 +357,7 @@ func decodeVector(s string) ([]float32, error) {
 // Prune forgets the owner's memories older than MaxAge, oldest first, and
 // returns how many it forgot.
 func (m *Memories) Prune(ctx context.Context, owner string, now time.Time) (int, error) {
-	metas, err := m.list(ctx, owner)
+	metas, err := m.list(ctx, owner, Prefix)
 	if err != nil {
 		return 0, err
 	}
