@@ -16,6 +16,9 @@ type Set struct {
 
 // NewSet returns the set of list; two skills of one name are an error.
 func NewSet(list ...Skill) (*Set, error) {
+	if len(list) > MaxSkills {
+		return nil, fmt.Errorf("skills: %d skills, more than the %d a set may hold", len(list), MaxSkills)
+	}
 	seen := map[string]string{}
 	for _, s := range list {
 		if dir, dup := seen[s.Name]; dup {
@@ -58,6 +61,9 @@ func loadPath(p string) ([]Skill, error) {
 	}
 	var list []Skill
 	var errs []error
+	if len(entries) > 20*MaxSkills {
+		return nil, fmt.Errorf("skills: %s has %d entries; a folder of skills may have at most %d", p, len(entries), 20*MaxSkills)
+	}
 	for _, e := range entries {
 		sub := filepath.Join(p, e.Name())
 		if _, err := os.Stat(filepath.Join(sub, FileName)); err != nil {
@@ -69,6 +75,9 @@ func loadPath(p string) ([]Skill, error) {
 			continue
 		}
 		list = append(list, s)
+		if len(list) > MaxSkills {
+			return nil, fmt.Errorf("skills: %s holds more than the %d skills a set may hold", p, MaxSkills)
+		}
 	}
 	if len(list) == 0 && len(errs) == 0 {
 		return nil, fmt.Errorf("skills: %s has no %s, and no folder in it has one", p, FileName)

@@ -25,6 +25,12 @@ const (
 	MaxFiles = 200
 	// MaxFileRead is how much of one file read_skill_file returns.
 	MaxFileRead = 64 << 10
+	// MaxSkills is how many skills a set holds: their catalogue is in
+	// every prompt of the agents that have them.
+	MaxSkills = 200
+	// maxVisit is how many entries of a skill's folder open_skill walks
+	// to find its files, folders included.
+	maxVisit = 20 * MaxFiles
 )
 
 // FileName is the name of a skill's main file.

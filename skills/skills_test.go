@@ -3,6 +3,7 @@ package skills_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,4 +222,33 @@ func TestErrorsAreTyped(t *testing.T) {
 	require.True(t, errors.As(err, &se))
 	assert.Equal(t, 1, se.Line)
 	assert.Equal(t, "p/SKILL.md", se.Path)
+}
+
+func TestAHostileSkillFolderCostsABoundedWalk(t *testing.T) {
+	dir := writeSkill(t, filepath.Join(t.TempDir(), "s"), "---\nname: s\ndescription: d\n---\n", map[string]string{"a.md": "x"})
+	for i := range 4100 { // more entries than open_skill visits, and no files in them
+		require.NoError(t, os.Mkdir(filepath.Join(dir, fmt.Sprintf("d%05d", i)), 0o755))
+	}
+	res := call(t, skillTools(t, dir), skills.OpenTool, map[string]string{"name": "s"})
+	require.NoError(t, res.Err)
+	assert.Contains(t, res.Output, "- a.md (1 bytes)")
+	assert.Contains(t, res.Output, "more files not listed (the list stops at 200 files or 4000 entries)")
+}
+
+func TestASetHoldsAtMostMaxSkills(t *testing.T) {
+	list := make([]skills.Skill, skills.MaxSkills+1)
+	for i := range list {
+		list[i] = skills.Skill{Name: fmt.Sprintf("s%d", i), Description: "d"}
+	}
+	_, err := skills.NewSet(list...)
+	require.Error(t, err)
+	assert.Equal(t, "skills: 201 skills, more than the 200 a set may hold", err.Error())
+
+	root := t.TempDir()
+	for i := range skills.MaxSkills + 1 {
+		writeSkill(t, filepath.Join(root, fmt.Sprintf("s%d", i)), fmt.Sprintf("---\nname: s%d\ndescription: d\n---\n", i), nil)
+	}
+	_, err = skills.LoadDirs(root)
+	require.Error(t, err)
+	assert.Equal(t, "skills: "+root+" holds more than the 200 skills a set may hold", err.Error())
 }

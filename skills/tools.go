@@ -72,7 +72,7 @@ func (sk Skill) open() (string, error) {
 			b.WriteString("- " + f + "\n")
 		}
 		if more {
-			fmt.Fprintf(&b, "- … more files not listed (the list stops at %d)\n", MaxFiles)
+			fmt.Fprintf(&b, "- … more files not listed (the list stops at %d files or %d entries)\n", MaxFiles, maxVisit)
 		}
 	}
 	return b.String(), nil
@@ -84,7 +84,12 @@ func (sk Skill) files() (list []string, more bool, err error) {
 	if sk.Dir == "" {
 		return nil, false, nil
 	}
+	visited := 0
 	err = filepath.WalkDir(sk.Dir, func(path string, d fs.DirEntry, err error) error {
+		if visited++; visited > maxVisit {
+			more = true
+			return fs.SkipAll
+		}
 		if err != nil {
 			return nil // an unreadable entry is left out
 		}
