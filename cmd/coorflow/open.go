@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -169,6 +170,9 @@ func isPostgres(where string) bool {
 	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://")
 }
 
+// errNoDatabase: the SQLite file a command reads does not exist.
+var errNoDatabase = errors.New("no database")
+
 // openDB opens the database and sets up the saver and the store on it. A
 // SQLite file is created with its directory unless mustExist; its files
 // are kept from other users (see sqlitedb.Open and a.private).
@@ -184,7 +188,10 @@ func (a *app) openDB(ctx context.Context, where string, mustExist bool) (*db, er
 		return d.setUp(ctx, saver, st)
 	}
 	if _, err := os.Stat(where); err != nil && mustExist {
-		return nil, fmt.Errorf("no database at %s: nothing has run here yet (or pass --db)", where)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s: nothing has run here yet (or pass --db)", errNoDatabase, where)
+		}
+		return nil, fmt.Errorf("database %s: %w", where, err)
 	}
 	a.private(where)
 	handle, err := sqlitedb.Open(where, sqlitedb.Options{})

@@ -30,6 +30,11 @@ func TestADatabaseOfANewerVersionIsRefusedAndKept(t *testing.T) {
 	assert.Equal(t, "coorflow: sqlite: store schema is newer than this version supports: the database is at version 99, "+
 		"this package knows up to 3 (opening "+c.db+")\n", stderr)
 
+	code, stdout, stderr = c.run("threads", "list")
+	assert.Equal(t, exitFailed, code, "a database that cannot be opened is not an empty one")
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "store schema is newer than this version supports")
+
 	execSQL(t, c.db, `DELETE FROM store_schema WHERE version = 99`)
 	code, stdout, stderr = c.run("threads", "list")
 	require.Equal(t, exitOK, code, stderr)
@@ -54,4 +59,12 @@ func TestARunGoesOnUnrecordedWhenTheRecordedRunsAreOfANewerVersion(t *testing.T)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "status      done\n", "the run was saved")
 	assert.Len(t, c.listRuns(), 1, "though not recorded: only the first run is")
+}
+
+func TestThreadsListOfAMissingDatabaseSaysThereAreNone(t *testing.T) {
+	c := newCLI(t)
+	missing := t.TempDir() + "/none.db"
+	code, stdout, stderr := c.run("threads", "list", "--db", missing)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "no threads (no database at "+missing+")\n", stdout)
 }

@@ -41,7 +41,7 @@ func (a *app) threads(ctx context.Context, args []string) error {
 	}
 	base, err := a.openDB(ctx, d.db, true)
 	if err != nil {
-		if sub == "list" && !isPostgres(d.db) {
+		if sub == "list" && errors.Is(err, errNoDatabase) {
 			fmt.Fprintf(a.stdout, "no threads (no database at %s)\n", d.db)
 			return nil
 		}
