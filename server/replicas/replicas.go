@@ -194,6 +194,7 @@ type queries struct {
 	channel                                                   string
 	busy, insert, candidates, claim, cancel, finish, publish  string
 	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
+	remove                                                    string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -249,6 +250,10 @@ func newQueries(schema, leases string) *queries {
 				RETURNING run_id
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
+		// An ended run goes, with its events; "" says the run is open.
+		remove: rep.Replace(`WITH old AS (SELECT run_id, status FROM {schema}.server_runs WHERE run_id = $1),
+				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id)
+			SELECT old.status, (SELECT count(*) FROM del) FROM old`),
 		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
@@ -555,6 +560,24 @@ func (r *Replicas) OwnerRuns(ctx context.Context, owner string) (running, queued
 		return 0, 0, fmt.Errorf("replicas: runs of owner %q: %w", owner, err)
 	}
 	return running, queued, nil
+}
+
+// Delete implements server.Replicas.
+func (r *Replicas) Delete(ctx context.Context, id string) (bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return false, fmt.Errorf("replicas: delete: %w", err)
+	}
+	var status string
+	var deleted int
+	err = r.pool.QueryRow(ctx, q.remove, id).Scan(&status, &deleted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = graph.ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("replicas: delete run %q: %w", id, err)
+	}
+	return deleted == 1, nil
 }
 
 // cancelledQueued is the error of a run cancelled before it started, as
