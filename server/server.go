@@ -194,6 +194,8 @@ type replicaState struct {
 	stop   context.CancelFunc
 	done   chan struct{} // closed when the claim loop has ended
 	active int           // claimed runs executing; guarded by Server.mu
+	// claimMu makes this replica's claims one at a time (claim).
+	claimMu sync.Mutex
 }
 
 // threadRuns is what the server knows of the runs of one thread.

@@ -68,20 +68,40 @@ func (s *Server) claimDue(ctx context.Context) {
 		if !room {
 			return
 		}
-		c, err := s.cfg.Replicas.Claim(ctx, "")
+		started, err := s.claim(ctx, "")
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.ErrorContext(ctx, "server: claim a run", "err", err)
 			}
 			return
 		}
-		if c == nil {
-			return
-		}
-		if s.startClaim(c) == nil {
+		if started == nil {
 			return
 		}
 	}
+}
+
+// claim claims run id (or any due run, see Replicas.Claim) and starts it
+// on this replica; it returns the run this replica executes under id,
+// which the claim loop may have claimed first, or nil. Claims are made
+// one at a time, so that a request that finds its run claimed by the
+// loop finds it started.
+func (s *Server) claim(ctx context.Context, id string) (*run, error) {
+	s.replica.claimMu.Lock()
+	defer s.replica.claimMu.Unlock()
+	c, err := s.cfg.Replicas.Claim(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		return s.startClaim(c), nil
+	}
+	if id == "" {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[id], nil
 }
 
 // startClaim starts the claimed run on this replica and returns it; a
@@ -358,11 +378,7 @@ func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (
 	if !room {
 		return nil, s.cfg.Replicas.Offer(ctx, ru.id)
 	}
-	c, err := s.cfg.Replicas.Claim(ctx, ru.id)
-	if err != nil || c == nil {
-		return nil, err
-	}
-	return s.startClaim(c), nil
+	return s.claim(ctx, ru.id)
 }
 
 // createShared starts a /v1 run among the replicas and answers as mode

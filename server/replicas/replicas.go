@@ -239,9 +239,13 @@ func newQueries(schema, leases string) *queries {
 				error    = CASE WHEN status = 'queued' THEN $2::jsonb ELSE error END,
 				status   = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END
 			WHERE run_id = $1 AND ` + open + ` RETURNING status`),
+		// The lease goes with the run's end, in one transaction: a
+		// client told that the run ended finds its thread free.
 		finish: rep.Replace(`WITH up AS (
 				UPDATE {schema}.server_runs SET status = $3, checkpoint = $4, error = $5, ended_at = clock_timestamp()
-				WHERE run_id = $1 AND token = $2 RETURNING run_id
+				WHERE run_id = $1 AND token = $2 RETURNING run_id, thread_key
+			), released AS (
+				UPDATE {leases} l SET expires = '-infinity' FROM up WHERE l.thread_id = up.thread_key AND l.token = $2
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM up) x`),
 		publish: rep.Replace(`WITH ins AS (
@@ -475,10 +479,7 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 	if n == 0 {
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, r.takenOver(c))
 	}
-	// The next run of the thread is due once the lease is released.
-	if err := r.saver.Release(ctx, r.lease(c)); err != nil {
-		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
-	}
+	// The next run of the thread is due.
 	return r.notify(ctx, q, "")
 }
 
