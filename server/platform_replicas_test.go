@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coorflow/coorflow/checkpoint/postgres"
+	sqlitesaver "github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
+	storepg "github.com/coorflow/coorflow/store/postgres"
+	storesqlite "github.com/coorflow/coorflow/store/sqlite"
 )
 
 // replicaSet is servers sharing their runs on one PostgreSQL schema, each
@@ -329,4 +334,99 @@ func TestAPlatformRunWhoseReplicaDiedIsTakenOverWithItsRequest(t *testing.T) {
 	live.call("GET", "/threads/"+th+"/runs/run-1", alice, nil, http.StatusOK, &got)
 	assert.Equal(t, lgRun{RunID: "run-1", ThreadID: th, AssistantID: "gate", Status: "success", MultitaskStrategy: "enqueue",
 		Metadata: map[string]any{"k": "v"}}, got)
+}
+
+// cronOf creates a cron as alice on e and returns it.
+func (e *env) cronOf(body map[string]any) map[string]any {
+	e.t.Helper()
+	var c map[string]any
+	e.call("POST", "/runs/crons", alice, body, http.StatusOK, &c)
+	return c
+}
+
+// cronThreads counts alice's threads that cron id made.
+func (e *env) cronThreads(id any) int {
+	e.t.Helper()
+	var made []map[string]any
+	e.call("POST", "/threads/search", alice, map[string]any{"metadata": map[string]any{"cron_id": id}}, http.StatusOK, &made)
+	return len(made)
+}
+
+func TestACronOfTwoReplicasFiresOncePerTick(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	pool := pgtest.Pool(t)
+	st := storepg.New(pool, storepg.WithSchema(pgtest.Schema(t, pool, "coorflow_test_store_")))
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, open)), Store: st, MaxCrons: 1})
+	a, b := rs.envs[0], rs.envs[1]
+	c := a.cronOf(map[string]any{"assistant_id": "gate", "schedule": "@yearly", "input": map[string]any{"text": "tick"}})
+	var n int
+	b.call("POST", "/runs/crons/count", alice, map[string]any{}, http.StatusOK, &n)
+	assert.Equal(t, 1, n, "replica B sees the cron A created")
+	b.fails("POST", "/runs/crons", alice, map[string]any{"assistant_id": "gate", "schedule": "@daily"}, http.StatusTooManyRequests,
+		server.ErrorDetail{Code: "quota_exceeded", Message: `owner "alice" has 1 crons, the most allowed: delete one first`, Quota: "crons", Limit: 1})
+
+	due, err := time.Parse(time.RFC3339, c["next_run_date"].(string))
+	require.NoError(t, err)
+	for tick := range 3 {
+		// Both replicas find the cron due at the same tick.
+		var wg sync.WaitGroup
+		for _, e := range rs.envs {
+			wg.Go(func() { server.FireCrons(e.srv, due) })
+		}
+		wg.Wait()
+		assert.Equal(t, tick+1, a.cronThreads(c["cron_id"]), "tick %d started one run", tick)
+		var list []map[string]any
+		a.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+		require.Len(t, list, 1)
+		next, err := time.Parse(time.RFC3339, list[0]["next_run_date"].(string))
+		require.NoError(t, err)
+		require.True(t, next.After(due), "the next run date moved on from %v to %v", due, next)
+		due = next
+	}
+}
+
+func TestACronOutlivesItsServer(t *testing.T) {
+	dir := t.TempDir()
+	serve := func() *env {
+		ctx := t.Context()
+		saver, err := sqlitesaver.Open(ctx, filepath.Join(dir, "threads.db"))
+		require.NoError(t, err)
+		st, err := storesqlite.Open(ctx, filepath.Join(dir, "store.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			assert.NoError(t, st.Close())
+			assert.NoError(t, saver.Close())
+		})
+		return newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Saver: saver, Store: st})
+	}
+	first := serve()
+	c := first.cronOf(map[string]any{"assistant_id": "echo", "schedule": "0 9 * * 1", "timezone": "Europe/Paris",
+		"input": map[string]any{"text": "monday"}})
+	require.NoError(t, first.srv.Shutdown(t.Context()))
+
+	second := serve()
+	var list []map[string]any
+	second.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+	require.Len(t, list, 1, "the restarted server has the cron")
+	assert.Equal(t, c["cron_id"], list[0]["cron_id"])
+	assert.Equal(t, c["next_run_date"], list[0]["next_run_date"])
+	due, err := time.Parse(time.RFC3339, c["next_run_date"].(string))
+	require.NoError(t, err)
+	assert.Equal(t, 9, due.In(must(time.LoadLocation("Europe/Paris"))).Hour())
+	server.FireCrons(second.srv, due)
+	assert.Equal(t, 1, second.cronThreads(c["cron_id"]), "and fires it")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestReplicasWithoutAStoreServeNoCrons(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(echoGraph(t))})
+	rs.envs[0].fails("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@daily"}, http.StatusNotImplemented,
+		server.ErrorDetail{Code: server.CodeNotServed, Message: "crons need a store shared by the replicas (Config.Store): this server has none"})
 }

@@ -143,7 +143,10 @@ type Config struct {
 	// WebhookTimeout bounds each webhook call (default 10s).
 	WebhookTimeout time.Duration
 	// MaxCrons caps the Platform crons of each owner (default 10; negative:
-	// no limit). Crons live in the server's memory.
+	// no limit). Crons live in Config.Store, so that they outlive the
+	// server and replicas sharing the store fire each once; without a
+	// Store they live in the server's memory, and with Config.Replicas
+	// they are not served.
 	MaxCrons int
 	// Replicas, when set, shares runs with the other replicas of the
 	// server on one database: any replica answers for any run, and a run
@@ -232,6 +235,9 @@ func New(cfg Config) (*Server, error) {
 		if tok == "" || owner == "" {
 			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
 		}
+		if strings.HasPrefix(owner, "#") {
+			return nil, fmt.Errorf("server: Config.Tokens: owner %q: owners starting with '#' are the server's own", owner)
+		}
 		s.tokens[sha256.Sum256([]byte(tok))] = owner
 	}
 	for name, r := range cfg.Workflows {
@@ -286,6 +292,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.startReplica()
 	}
+	s.startCrons()
 	return s, nil
 }
 
