@@ -197,7 +197,8 @@ type replicaState struct {
 	stop   context.CancelFunc
 	done   chan struct{} // closed when the claim loop has ended
 	active int           // claimed runs executing; guarded by Server.mu
-	// claimMu makes this replica's claims one at a time (claim).
+	// claimMu is held by the claim loop from a claim to the start of its
+	// run (claim).
 	claimMu sync.Mutex
 }
 

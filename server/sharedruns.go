@@ -83,12 +83,14 @@ func (s *Server) claimDue(ctx context.Context) {
 
 // claim claims run id (or any due run, see Replicas.Claim) and starts it
 // on this replica; it returns the run this replica executes under id,
-// which the claim loop may have claimed first, or nil. Claims are made
-// one at a time, so that a request that finds its run claimed by the
-// loop finds it started.
+// which the claim loop may have claimed first, or nil. The loop's claims
+// hold claimMu until the run is started, so that a request that finds its
+// run claimed by the loop finds it started.
 func (s *Server) claim(ctx context.Context, id string) (*run, error) {
-	s.replica.claimMu.Lock()
-	defer s.replica.claimMu.Unlock()
+	if id == "" {
+		s.replica.claimMu.Lock()
+		defer s.replica.claimMu.Unlock()
+	}
 	c, err := s.cfg.Replicas.Claim(ctx, id)
 	if err != nil {
 		return nil, err
@@ -99,6 +101,8 @@ func (s *Server) claim(ctx context.Context, id string) (*run, error) {
 	if id == "" {
 		return nil, nil
 	}
+	s.replica.claimMu.Lock() // a claim of the loop's in progress ends
+	s.replica.claimMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.runs[id], nil
