@@ -267,7 +267,7 @@ func (s *Server) takenOverEnded(ru *run) bool {
 		return false // the input was not applied: apply it again
 	}
 	ru.mu.Lock()
-	ru.input, ru.resume, ru.resumeOne = nil, nil, false
+	ru.input, ru.resume, ru.resumeOne, ru.from = nil, nil, false, "" // continue from the thread's last checkpoint
 	ru.checkpoint = snap.Checkpoint
 	over := len(snap.Next) == 0 || len(snap.Interrupts) > 0
 	if over {

@@ -482,7 +482,7 @@ func TestTheLangGraphSDKFollowsRunsAcrossReplicas(t *testing.T) {
 	})
 
 	assert.Equal(t, []string{"across", "cancel", "multitask", "takeover"}, rep.Steps)
-	assert.Equal(t, []string{"interrupted", "interrupted", "interrupted"}, rep.Multitask, "r3 cancelled, r2 rolled back (gone), r1 preempted")
+	assert.Equal(t, []string{"interrupted", "interrupted"}, rep.Multitask, "r3 cancelled, r2 rolled back (gone), r1 preempted")
 	require.False(t, killedAt.IsZero(), "replica A was killed")
 	v := rep.Victim
 	var run struct {
