@@ -101,8 +101,8 @@ func (s *Server) claim(ctx context.Context, id string) (*run, error) {
 	if id == "" {
 		return nil, nil
 	}
-	s.replica.claimMu.Lock() // a claim of the loop's in progress ends
-	s.replica.claimMu.Unlock()
+	s.replica.claimMu.Lock() // once a claim of the loop's in progress has ended
+	defer s.replica.claimMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.runs[id], nil
