@@ -1,8 +1,10 @@
 // Package lgsdktest runs the official LangGraph Platform SDK for
 // JavaScript (@langchain/langgraph-sdk, at the version pinned in
 // npm/package.json and installed by `npm ci` in npm/ — .ci/run does it)
-// against a coorflow server: scenario.mjs is the scenario, the Go tests
-// of cmd/coorflow start `coorflow serve` and check its report.
+// against a coorflow server: scenario.mjs is the scenario, replicas.mjs
+// the one across two replicas on one database (one of them killed
+// mid-run); the Go tests of cmd/coorflow start `coorflow serve` and check
+// their reports.
 //
 // A test that needs the SDK skips, saying why, only when node or the
 // installed package is absent; under CI=true that is a failure. The
