@@ -222,11 +222,12 @@ func (s *Server) writeCron(ctx context.Context, c *cronJob) error {
 		return fmt.Errorf("server: store cron %q: %w", c.ID, err)
 	}
 	path := cronDir(c.Owner) + c.ID
+	attrs := store.Attrs{Labels: c.labels()}
 	var m store.Meta
 	if c.rev == 0 {
-		m, err = s.crons.store.Add(ctx, cronOwner, path, string(data), store.Attrs{})
+		m, err = s.crons.store.Add(ctx, cronOwner, path, string(data), attrs)
 	} else {
-		m, err = s.crons.store.Edit(ctx, cronOwner, path, store.Replace(c.rev, string(data)))
+		m, err = s.crons.store.Edit(ctx, cronOwner, path, store.Replace(c.rev, string(data)).WithAttrs(attrs))
 	}
 	if err != nil {
 		return fmt.Errorf("server: store cron %q: %w", c.ID, err)
@@ -235,18 +236,50 @@ func (s *Server) writeCron(ctx context.Context, c *cronJob) error {
 	return nil
 }
 
+// labels are what the scheduler reads of a cron from a listing, without
+// its content: when it is due, whether it is enabled and when it ends (an
+// empty label is none).
+func (c *cronJob) labels() map[string]string {
+	l := map[string]string{"next": c.Next.Format(time.RFC3339Nano), "enabled": "", "end": ""}
+	if c.Enabled {
+		l["enabled"] = "true"
+	}
+	if c.End != nil {
+		l["end"] = c.End.UTC().Format(time.RFC3339Nano)
+	}
+	return l
+}
+
+// cronDue reports, from its labels, whether the cron m may be due at now:
+// to fire, or to be deleted past its end. A cron without them may be.
+func cronDue(m store.Meta, now time.Time) bool {
+	l := m.Labels
+	next, err := time.Parse(time.RFC3339Nano, l["next"])
+	if err != nil {
+		return true
+	}
+	if end, err := time.Parse(time.RFC3339Nano, l["end"]); err == nil && !now.Before(end) {
+		return true
+	}
+	return l["enabled"] == "true" && !next.After(now)
+}
+
 // cronConflict is the answer to a change of a cron that another request
 // changed at the same time.
 func cronConflict(id string) *apiError {
 	return errorf(http.StatusConflict, CodeThreadBusy, "cron %q was changed by another request at the same time: try again", id)
 }
 
-// listCrons reads the crons under prefix.
-func (s *Server) listCrons(ctx context.Context, prefix string) ([]*cronJob, error) {
+// listCrons reads the crons under prefix whose listing keep says to read
+// (nil: all).
+func (s *Server) listCrons(ctx context.Context, prefix string, keep func(store.Meta) bool) ([]*cronJob, error) {
 	var out []*cronJob
 	for m, err := range store.All(ctx, s.crons.store, cronOwner, prefix) {
 		if err != nil {
 			return nil, fmt.Errorf("server: list crons: %w", err)
+		}
+		if keep != nil && !keep(m) {
+			continue
 		}
 		it, err := s.crons.store.Get(ctx, cronOwner, m.Path)
 		if errors.Is(err, store.ErrNotFound) {
@@ -308,7 +341,7 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 	}
 	check.cancel(nil)
 	// Two creations at once, on two replicas, may both pass the count.
-	mine, err := s.listCrons(r.Context(), cronDir(owner))
+	mine, err := s.listCrons(r.Context(), cronDir(owner), nil)
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return
@@ -421,7 +454,7 @@ func (s *Server) searchCrons(w http.ResponseWriter, r *http.Request) ([]lgCron, 
 		writeError(w, e)
 		return nil, q, false
 	}
-	jobs, err := s.listCrons(r.Context(), cronDir(ownerFrom(r.Context())))
+	jobs, err := s.listCrons(r.Context(), cronDir(ownerFrom(r.Context())), nil)
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return nil, q, false
@@ -499,24 +532,29 @@ func (s *Server) cronLoop(ctx context.Context) {
 	}
 }
 
-// nextCron is the next run date of the enabled crons (zero: none).
+// nextCron is the next run date of the enabled crons (zero: none), read
+// from their listing.
 func (s *Server) nextCron(ctx context.Context) (time.Time, error) {
-	jobs, err := s.listCrons(ctx, cronPrefix)
 	var next time.Time
-	for _, j := range jobs {
-		if j.Enabled && (next.IsZero() || j.Next.Before(next)) {
-			next = j.Next
+	for m, err := range store.All(ctx, s.crons.store, cronOwner, cronPrefix) {
+		if err != nil {
+			return next, fmt.Errorf("server: list crons: %w", err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, m.Labels["next"])
+		if err == nil && m.Labels["enabled"] == "true" && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
 	}
-	return next, err
+	return next, nil
 }
 
 // fireCrons starts the run of every enabled cron due at now, and
 // schedules its next; a cron past its end time is deleted. Of the
 // replicas firing a cron at once, the one that stores its next run date
-// first starts the run.
+// first starts the run. Only the crons whose listing says they are due
+// are read.
 func (s *Server) fireCrons(ctx context.Context, now time.Time) {
-	jobs, err := s.listCrons(ctx, cronPrefix)
+	jobs, err := s.listCrons(ctx, cronPrefix, func(m store.Meta) bool { return cronDue(m, now) })
 	if err != nil {
 		s.log.Error("server: read the crons", "err", err)
 		return

@@ -430,3 +430,14 @@ func TestReplicasWithoutAStoreServeNoCrons(t *testing.T) {
 	rs.envs[0].fails("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@daily"}, http.StatusNotImplemented,
 		server.ErrorDetail{Code: server.CodeNotServed, Message: "crons need a store shared by the replicas (Config.Store): this server has none"})
 }
+
+func TestACronPastItsEndTimeIsDeletedInsteadOfFired(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	end := time.Now().UTC().Add(2 * time.Hour).Truncate(time.Second)
+	c := e.cronOf(map[string]any{"assistant_id": "echo", "schedule": "@daily", "end_time": end, "input": map[string]any{"text": "x"}})
+	server.FireCrons(e.srv, end)
+	var n int
+	e.call("POST", "/runs/crons/count", alice, map[string]any{}, http.StatusOK, &n)
+	assert.Zero(t, n, "the cron is gone")
+	assert.Zero(t, e.cronThreads(c["cron_id"]), "and started nothing")
+}
