@@ -149,9 +149,10 @@
 // shared runs too: they are stored with the Platform request that made
 // them, which the replica that claims one sets it up from, and any
 // replica streams them in the Platform's format from the stored events;
-// the multitask strategies act on the thread's runs on every replica. The
-// runs the MCP endpoint starts stay on their replica (an MCP session lives
-// in its memory).
+// the multitask strategies act on the thread's runs on every replica. So
+// are the runs of the MCP endpoint's tool calls, followed by the call
+// through the shared events; an MCP session lives in the memory of the
+// replica that opened it.
 //
 // # Crons
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -440,4 +441,34 @@ func TestACronPastItsEndTimeIsDeletedInsteadOfFired(t *testing.T) {
 	e.call("POST", "/runs/crons/count", alice, map[string]any{}, http.StatusOK, &n)
 	assert.Zero(t, n, "the cron is gone")
 	assert.Zero(t, e.cronThreads(c["cron_id"]), "and started nothing")
+}
+
+func TestMCPRunsAreSharedByReplicas(t *testing.T) {
+	open := make(chan struct{})
+	tools := map[string]server.MCPTool{"ask": mcpTools["ask"], "gate": {Description: "Waits, then shouts.", Input: "text", Output: "text"}}
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(askGraph(t, false), gate(t, open)), MCPTools: tools})
+	a, b := rs.envs[0], rs.envs[1]
+	cs := a.mcpClient(alice, "", nil)
+
+	// A question asked on A is answered through A; the runs are B's to see.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "x", "thread_id": "m-1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "interrupted", structured(t, res)["status"], callText(t, res))
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"thread_id": "m-1", "resume": map[string]any{"ok": true}}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"draft ok=true", "after"}, structured(t, res)["output"])
+	var list server.RunList
+	b.call("GET", "/v1/threads/m-1/runs", alice, nil, http.StatusOK, &list)
+	require.Len(t, list.Runs, 2, "replica B lists the runs of the MCP calls on A")
+	assert.Equal(t, []string{server.StatusDone, server.StatusInterrupted}, []string{list.Runs[0].Status, list.Runs[1].Status})
+
+	// A thread B runs is busy for a call on A.
+	b.thread(alice, "gate", "m-2")
+	var run server.Run
+	b.call("POST", "/v1/threads/m-2/runs", alice, map[string]any{"input": map[string]any{"text": "hi"}}, http.StatusAccepted, &run)
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "gate", Arguments: map[string]any{"text": "x", "thread_id": "m-2"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, `thread "m-2" already has run "`+run.ID+`" in progress: wait for it, cancel it, or enable queueing`, callText(t, res))
+	close(open)
 }
