@@ -311,7 +311,10 @@ func TestAPlatformStreamResumesOnAnotherReplicaAfterLastEventID(t *testing.T) {
 func TestAPlatformRunWhoseReplicaDiedIsTakenOverWithItsRequest(t *testing.T) {
 	open := make(chan struct{})
 	close(open)
-	rs := newReplicaSet(t, 1, 200*time.Millisecond, server.Config{Workflows: workflows(gate(t, open))})
+	// The live replica leaves a run another enqueued to it for its lease,
+	// 2s: long enough for the dead one to claim it first on a loaded
+	// machine.
+	rs := newReplicaSet(t, 1, 2*time.Second, server.Config{Workflows: workflows(gate(t, open))})
 	live := rs.envs[0]
 	th := live.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
 	// A replica that claims the run and dies at once: its lease of no
