@@ -24,6 +24,8 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 		{"NoSaver", server.Config{Tokens: tokens}, "server: Config.Saver is nil"},
 		{"NoTokens", server.Config{Saver: memory.New()}, "server: Config.Tokens is empty"},
 		{"EmptyOwner", server.Config{Saver: memory.New(), Tokens: map[string]string{"t": ""}}, "a token and its owner must both be non-empty"},
+		{"ServerOwner", server.Config{Saver: memory.New(), Tokens: map[string]string{"t": "#coorflow-server"}},
+			`server: Config.Tokens: owner "#coorflow-server": owners starting with '#' are the server's own`},
 		{"SlashInWorkflowName", server.Config{Saver: memory.New(), Tokens: tokens, Workflows: map[string]*graph.Runnable{"a/b": echoGraph(t)}},
 			`server: Config.Workflows: "a/b" must be a non-empty name without '/'`},
 		{"NilWorkflow", server.Config{Saver: memory.New(), Tokens: tokens, Workflows: map[string]*graph.Runnable{"x": nil}},

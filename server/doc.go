@@ -54,8 +54,8 @@
 // The routes the LangGraph Platform SDKs call are served at the root
 // (platform*.go): assistants (the workflows), threads, state and history,
 // runs (background, wait, stream by mode, join, cancel, multitask
-// strategies), webhooks (Config.WebhookAllow), crons (Config.MaxCrons) and
-// the store (Config.Store). They are an adapter of shapes over the same
+// strategies), webhooks (Config.WebhookAllow), crons (Config.MaxCrons, kept
+// in Config.Store) and the store (Config.Store). They are an adapter of shapes over the same
 // threads and runs as /v1; the SDK's apiKey (header X-Api-Key) is a bearer
 // token. The routes the SDK can call that are not served (stateless and
 // batch runs, assistant editing) answer 501 not_served naming the route.
@@ -70,7 +70,9 @@
 // server's memory: the last Config.RetainRuns finished runs are kept
 // (within Config.RetainBytes). A finished run keeps no values, input or
 // events in memory: its values and interrupts are read from the Saver at
-// its checkpoint when a client asks, its events from the Recorder.
+// its checkpoint when a client asks, its events from the Recorder (with
+// Config.Replicas, runs and their events are in the database instead: see
+// Replicas).
 //
 // # Quotas
 //
@@ -143,8 +145,23 @@
 // quotas count the runs of every replica. A replica that dies holds its
 // runs until their leases expire (Config.LeaseTTL); another then takes
 // each over from its last checkpoint, replaying its journaled calls. One
-// that shuts down hands its runs over at once. The runs the MCP endpoint
-// starts stay on their replica.
+// that shuts down hands its runs over at once. The Platform API's runs are
+// shared runs too: they are stored with the Platform request that made
+// them, which the replica that claims one sets it up from, and any
+// replica streams them in the Platform's format from the stored events;
+// the multitask strategies act on the thread's runs on every replica. So
+// are the runs of the MCP endpoint's tool calls, followed by the call
+// through the shared events; an MCP session lives in the memory of the
+// replica that opened it.
+//
+// # Crons
+//
+// The Platform's crons are items of the store (Config.Store, or a memory
+// store without one) of the owner "#coorflow-server", which no token may
+// name: they outlive a restart, and replicas sharing the store share them.
+// A firing is claimed by writing the cron's next run date at the revision
+// it was read at, so that of the replicas due to fire a cron, one starts
+// its run. Replicas without a Store serve no crons (501).
 //
 // # Errors
 //

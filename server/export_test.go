@@ -1,6 +1,9 @@
 package server
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Routes lists the patterns s serves, for tests that must cover them all.
 func Routes(s *Server) []string {
@@ -25,4 +28,4 @@ func PlatformNotServed() []string {
 
 // FireCrons starts the runs of the crons due at now, as the scheduler
 // does when its timer fires.
-func FireCrons(s *Server, now time.Time) { s.fireCrons(now) }
+func FireCrons(s *Server, now time.Time) { s.fireCrons(context.Background(), now) }

@@ -221,34 +221,22 @@ type mcpCall struct {
 // questions it stops on when the client can answer them, and returns its
 // result.
 func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
-	th, start, problem := c.prepare(ctx)
+	th, req, problem := c.prepare(ctx)
 	if problem != nil {
 		return problem, nil
 	}
 	for round := 0; ; round++ {
 		ru := c.s.newMCPRun(ctx, c.owner, th, c.wf)
-		start(ru)
-		// The call reads the run's events for progress: attached, they
-		// are kept until it has read them, even after the run ends.
-		ru.events.attach()
-		if _, e := c.s.submit(ru); e != nil {
-			ru.events.detach()
+		if e := ru.setRequest(req); e != nil {
 			return toolError(e.Message), nil
 		}
-		err := c.wait(ctx, ru)
-		ru.events.detach()
-		if err != nil {
-			return nil, err
+		run := c.run
+		if c.s.cfg.Replicas != nil {
+			run = c.runShared
 		}
-		if e := ru.earlyError(); e != nil {
-			c.s.forget(ru)
-			return toolError(e.Message), nil
-		}
-		// The server keeps no values of an ended run in memory: they
-		// are read back from the saver.
-		v, err := c.s.runView(ctx, ru)
-		if err != nil {
-			return nil, err
+		v, problem, err := run(ctx, ru, req)
+		if problem != nil || err != nil {
+			return problem, err
 		}
 		switch {
 		case v.Status == StatusDone:
@@ -271,8 +259,121 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 		if !ok {
 			return c.pausedResult(v), nil
 		}
-		start = func(ru *run) { ru.resume = graph.ResumeEach(answers) }
+		req = resumeEach(answers)
 	}
+}
+
+// run runs ru on this server until it ends and returns it with its
+// values; problem is the tool's error when it was refused or failed
+// before it started.
+func (c *mcpCall) run(ctx context.Context, ru *run, _ RunRequest) (v Run, problem *mcp.CallToolResult, err error) {
+	// The call reads the run's events for progress: attached, they are
+	// kept until it has read them, even after the run ends.
+	ru.events.attach()
+	if _, e := c.s.submit(ru); e != nil {
+		ru.events.detach()
+		return v, toolError(e.Message), nil
+	}
+	err = c.wait(ctx, ru)
+	ru.events.detach()
+	if err != nil {
+		return v, nil, err
+	}
+	if e := ru.earlyError(); e != nil {
+		c.s.forget(ru)
+		return v, toolError(e.Message), nil
+	}
+	// The server keeps no values of an ended run in memory: they are
+	// read back from the saver.
+	v, err = c.s.runView(ctx, ru)
+	return v, nil, err
+}
+
+// runShared is run among the replicas (Config.Replicas): the run is
+// stored with req, executed by this replica or another, and followed
+// through the events the replicas share.
+func (c *mcpCall) runShared(ctx context.Context, ru *run, req RunRequest) (v Run, problem *mcp.CallToolResult, err error) {
+	local, err := c.s.submitShared(ctx, ru, storedRequest{RunRequest: req})
+	var e *apiError
+	if errors.As(err, &e) {
+		return v, toolError(e.Message), nil
+	}
+	if err != nil {
+		return v, nil, err
+	}
+	if err := c.waitShared(ctx, ru.id); err != nil {
+		return v, nil, err
+	}
+	if local != nil {
+		<-local.done
+		if e := local.earlyError(); e != nil {
+			return v, toolError(e.Message), nil
+		}
+	}
+	sr, err := c.s.cfg.Replicas.Run(ctx, ru.id)
+	if err != nil {
+		return v, nil, err
+	}
+	v, err = c.s.withValues(ctx, sr.view(), ru.wf, ru.key)
+	return v, nil, err
+}
+
+// waitShared follows the shared run id until it has ended, reporting each
+// node that ends as progress; a cancelled call cancels the run.
+func (c *mcpCall) waitShared(ctx context.Context, id string) error {
+	err := c.followShared(ctx, id)
+	if ctx.Err() == nil {
+		return err
+	}
+	left := context.WithoutCancel(ctx)
+	if _, err := c.s.cfg.Replicas.Cancel(left, id); err != nil {
+		return errors.Join(ctx.Err(), err)
+	}
+	_, err = c.s.awaitShared(left, id, cancelWait)
+	return errors.Join(ctx.Err(), err)
+}
+
+// followShared reads the events of the shared run id, whichever replica
+// runs it, until it has ended.
+func (c *mcpCall) followShared(ctx context.Context, id string) error {
+	var after int64
+	for {
+		changed := c.s.cfg.Replicas.Changed(id)
+		sr, err := c.s.cfg.Replicas.Run(ctx, id)
+		if err != nil {
+			return err
+		}
+		evs, err := c.s.cfg.Replicas.Events(ctx, id, after, replayPage)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			after = ev.ID
+			if ev.Name == graph.EventNodeEnd.String() {
+				c.progress(ctx, frame{id: ev.ID, name: ev.Name, data: ev.Frame})
+			}
+		}
+		switch {
+		case len(evs) > 0:
+			continue
+		case ended(sr.Status):
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// resumeEach is the request that answers interrupts by id.
+func resumeEach(answers map[string]any) RunRequest {
+	each := make(map[string]json.RawMessage, len(answers))
+	for id, v := range answers {
+		each[id] = mustJSON(v)
+	}
+	return RunRequest{ResumeEach: each}
 }
 
 // args reads the call's arguments.
@@ -286,18 +387,18 @@ func (c *mcpCall) args() (map[string]json.RawMessage, error) {
 	return args, nil
 }
 
-// prepare finds or creates the thread and says how the first run starts:
-// with the input, with the answers given as arguments, or with the answers
+// prepare finds or creates the thread and returns the request of the
+// first run: the input, with the answers given as arguments, or with the answers
 // the client sent back to the questions this server asked (multi
 // round-trip requests).
-func (c *mcpCall) prepare(ctx context.Context) (Thread, func(*run), *mcp.CallToolResult) {
+func (c *mcpCall) prepare(ctx context.Context) (Thread, RunRequest, *mcp.CallToolResult) {
 	args, err := c.args()
 	if err != nil {
-		return Thread{}, nil, toolError(err.Error())
+		return Thread{}, RunRequest{}, toolError(err.Error())
 	}
 	var threadID string
 	if raw, ok := args[argThread]; ok && json.Unmarshal(raw, &threadID) != nil {
-		return Thread{}, nil, toolError("thread_id must be a string")
+		return Thread{}, RunRequest{}, toolError("thread_id must be a string")
 	}
 	if state := c.req.Params.RequestState; state != "" {
 		threadID = state
@@ -308,44 +409,40 @@ func (c *mcpCall) prepare(ctx context.Context) (Thread, func(*run), *mcp.CallToo
 	answering := hasResume || hasEach || c.req.Params.RequestState != ""
 	switch {
 	case answering && threadID == "":
-		return Thread{}, nil, toolError("resume and resume_each answer a thread's question: give its thread_id too")
+		return Thread{}, RunRequest{}, toolError("resume and resume_each answer a thread's question: give its thread_id too")
 	case answering && hasInput && c.req.Params.RequestState == "":
-		return Thread{}, nil, toolError(fmt.Sprintf("give %s to start a run, or resume to answer a question, not both", c.desc.Input))
+		return Thread{}, RunRequest{}, toolError(fmt.Sprintf("give %s to start a run, or resume to answer a question, not both", c.desc.Input))
 	case !answering && !hasInput:
-		return Thread{}, nil, toolError(fmt.Sprintf("%s is required: it is the run's input", c.desc.Input))
+		return Thread{}, RunRequest{}, toolError(fmt.Sprintf("%s is required: it is the run's input", c.desc.Input))
 	}
 	th, problem := c.thread(ctx, threadID, !answering)
 	if problem != nil {
-		return Thread{}, nil, problem
+		return Thread{}, RunRequest{}, problem
 	}
 	switch {
 	case c.req.Params.RequestState != "":
 		answers, ok, err := c.returnedAnswers(ctx, th)
 		if err != nil {
-			return Thread{}, nil, toolError(err.Error())
+			return Thread{}, RunRequest{}, toolError(err.Error())
 		}
 		if !ok {
-			return Thread{}, nil, c.pausedResult(Run{ThreadID: th.ID, Status: StatusInterrupted, Interrupts: c.pending(ctx, th)})
+			return Thread{}, RunRequest{}, c.pausedResult(Run{ThreadID: th.ID, Status: StatusInterrupted, Interrupts: c.pending(ctx, th)})
 		}
-		return th, func(ru *run) { ru.resume = graph.ResumeEach(answers) }, nil
+		return th, resumeEach(answers), nil
 	case hasResume:
-		return th, func(ru *run) { ru.resume, ru.resumeOne = graph.Resume(resume), true }, nil
+		return th, RunRequest{Resume: resume}, nil
 	case hasEach:
 		var answers map[string]json.RawMessage
 		if json.Unmarshal(each, &answers) != nil || len(answers) == 0 {
-			return Thread{}, nil, toolError("resume_each must be an object of answers by question id")
+			return Thread{}, RunRequest{}, toolError("resume_each must be an object of answers by question id")
 		}
-		m := make(map[string]any, len(answers))
-		for id, v := range answers {
-			m[id] = v
-		}
-		return th, func(ru *run) { ru.resume = graph.ResumeEach(m) }, nil
+		return th, RunRequest{ResumeEach: answers}, nil
 	}
-	writes, e := decodeInput(c.wf, mustJSON(map[string]json.RawMessage{c.desc.Input: input}))
-	if e != nil {
-		return Thread{}, nil, toolError(e.Message)
+	req := RunRequest{Input: mustJSON(map[string]json.RawMessage{c.desc.Input: input})}
+	if _, e := decodeInput(c.wf, req.Input); e != nil {
+		return Thread{}, RunRequest{}, toolError(e.Message)
 	}
-	return th, func(ru *run) { ru.input = writes }, nil
+	return th, req, nil
 }
 
 // thread loads the owner's thread id, or creates it (a new id when empty)

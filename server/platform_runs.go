@@ -15,13 +15,13 @@ import (
 
 // platformRun is what a Platform API request adds to a run.
 type platformRun struct {
-	assistant string
-	metadata  map[string]any
+	// req is the request as the client sent it: the run's views show its
+	// fields, and the replicas share it (storedRequest).
+	req       lgRunRequest
 	strategy  string
 	modes     []string
 	subgraphs bool
 	webhook   string
-	kwargs    map[string]any
 	// opts are the run's graph options (interrupt_before, interrupt_after).
 	opts []graph.Option
 }
@@ -55,7 +55,16 @@ func lgStatus(st string) string {
 }
 
 func (ru *run) platformView() lgRun {
-	v := ru.view()
+	var req *lgRunRequest
+	if ru.platform != nil {
+		req = &ru.platform.req
+	}
+	return lgRunOf(ru.view(), req)
+}
+
+// lgRunOf is the run v as the Platform shows it, with the fields of the
+// Platform request req that started it (nil: a /v1 run).
+func lgRunOf(v Run, req *lgRunRequest) lgRun {
 	out := lgRun{RunID: v.ID, ThreadID: v.ThreadID, AssistantID: v.Workflow, CreatedAt: v.CreatedAt, UpdatedAt: v.CreatedAt,
 		Status: lgStatus(v.Status), Metadata: map[string]any{}, MultitaskStrategy: "reject", Kwargs: map[string]any{}}
 	if v.EndedAt != nil {
@@ -63,13 +72,23 @@ func (ru *run) platformView() lgRun {
 	} else if v.StartedAt != nil {
 		out.UpdatedAt = *v.StartedAt
 	}
-	if p := ru.platform; p != nil {
-		out.AssistantID, out.MultitaskStrategy = p.assistant, p.strategy
-		if p.metadata != nil {
-			out.Metadata = p.metadata
-		}
-		out.Kwargs = p.kwargs
+	if req == nil {
+		return out
 	}
+	out.AssistantID = req.AssistantID
+	if req.MultitaskStrategy != "" {
+		out.MultitaskStrategy = req.MultitaskStrategy
+	}
+	if req.Metadata != nil {
+		out.Metadata = req.Metadata
+	}
+	if len(req.Input) > 0 && string(req.Input) != "null" {
+		out.Kwargs["input"] = req.Input
+	}
+	if req.Command != nil {
+		out.Kwargs["command"] = req.Command
+	}
+	out.Kwargs["stream_mode"], _ = parseModes(req.StreamMode, "stream_mode")
 	return out
 }
 
@@ -175,6 +194,10 @@ func (s *Server) lgCreateRun(mode runMode) http.HandlerFunc {
 			writeError(w, s.internal(r, e))
 			return
 		}
+		if s.cfg.Replicas != nil {
+			s.lgCreateShared(w, r, mode, ru)
+			return
+		}
 		switch ru.platform.strategy {
 		case "interrupt", "rollback":
 			if err := s.preempt(r.Context(), ru.key, ru.platform.strategy == "rollback"); err != nil {
@@ -198,7 +221,7 @@ func (s *Server) lgCreateRun(mode runMode) http.HandlerFunc {
 			s.writeResult(w, r, ru)
 		case modeStream:
 			w.Header().Set("Location", loc+"/stream")
-			s.serveEvents(w, r, http.NewResponseController(w), ru, 0, s.newPlatformFormat(ru, ru.platform.modes, ru.platform.subgraphs))
+			s.serveEvents(w, r, http.NewResponseController(w), ru, 0, newPlatformFormat(ru.wf, ru.id, ru.thread, ru.platform.modes, ru.platform.subgraphs))
 			if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
 				s.cancelRun(ru)
 			}
@@ -247,27 +270,40 @@ func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Ru
 
 // platformRunFor makes the run a Platform request asks for.
 func (s *Server) platformRunFor(r *http.Request, th Thread, wf *graph.Runnable, req lgRunRequest) (*run, error) {
-	p := &platformRun{assistant: req.AssistantID, metadata: req.Metadata, strategy: req.MultitaskStrategy, subgraphs: req.StreamSubgraphs,
-		webhook: req.Webhook, kwargs: map[string]any{}}
+	ru := s.newRun(r, th, wf)
+	if err := s.setPlatform(r.Context(), ru, req); err != nil {
+		ru.cancel(nil)
+		return nil, err
+	}
+	return ru, nil
+}
+
+// setPlatform checks a Platform request and sets what it asks of the run
+// ru: its input or answers, the checkpoint it starts from, its stream
+// modes and multitask strategy. The replica that executes a run another
+// took sets it from the same request.
+func (s *Server) setPlatform(ctx context.Context, ru *run, req lgRunRequest) error {
+	wf := ru.wf
+	p := &platformRun{req: req, strategy: req.MultitaskStrategy, subgraphs: req.StreamSubgraphs, webhook: req.Webhook}
 	if p.strategy == "" {
 		p.strategy = "reject"
 	}
 	if !slices.Contains([]string{"reject", "enqueue", "interrupt", "rollback"}, p.strategy) {
-		return nil, fieldErrorf(CodeInvalidField, "multitask_strategy", "field \"multitask_strategy\" must be reject, enqueue, interrupt or rollback, not %q", p.strategy)
+		return fieldErrorf(CodeInvalidField, "multitask_strategy", "field \"multitask_strategy\" must be reject, enqueue, interrupt or rollback, not %q", p.strategy)
 	}
 	if req.AfterSeconds > 0 {
-		return nil, fieldErrorf(CodeInvalidField, "after_seconds", "field \"after_seconds\" is not supported: start the run when it should run")
+		return fieldErrorf(CodeInvalidField, "after_seconds", "field \"after_seconds\" is not supported: start the run when it should run")
 	}
 	if req.OnDisconnect != "" && req.OnDisconnect != "cancel" && req.OnDisconnect != "continue" {
-		return nil, fieldErrorf(CodeInvalidField, "on_disconnect", "field \"on_disconnect\" must be cancel or continue, not %q", req.OnDisconnect)
+		return fieldErrorf(CodeInvalidField, "on_disconnect", "field \"on_disconnect\" must be cancel or continue, not %q", req.OnDisconnect)
 	}
 	var e *apiError
 	if p.modes, e = parseModes(req.StreamMode, "stream_mode"); e != nil {
-		return nil, e
+		return e
 	}
 	if p.webhook != "" {
 		if e := s.checkWebhook(p.webhook); e != nil {
-			return nil, e
+			return e
 		}
 	}
 	for _, f := range []struct {
@@ -277,13 +313,12 @@ func (s *Server) platformRunFor(r *http.Request, th Thread, wf *graph.Runnable, 
 	}{{req.InterruptBefore, "interrupt_before", graph.InterruptBefore}, {req.InterruptAfter, "interrupt_after", graph.InterruptAfter}} {
 		nodes, e := nodeList(wf, f.raw, f.field)
 		if e != nil {
-			return nil, e
+			return e
 		}
 		if len(nodes) > 0 {
 			p.opts = append(p.opts, f.opt(nodes...))
 		}
 	}
-	ru := s.newRun(r, th, wf)
 	ru.platform = p
 	ru.busy = busyRefuse
 	if p.strategy != "reject" {
@@ -297,33 +332,30 @@ func (s *Server) platformRunFor(r *http.Request, th Thread, wf *graph.Runnable, 
 	}
 	hasInput := len(req.Input) > 0 && string(req.Input) != "null"
 	if hasInput {
-		p.kwargs["input"] = req.Input
 		input, e := decodeInput(wf, req.Input)
 		if e != nil {
-			return nil, e
+			return e
 		}
 		ru.input, ru.discard = input, true
 	}
 	if c := req.Command; c != nil {
-		p.kwargs["command"] = c
 		switch {
 		case len(c.Update) > 0 && string(c.Update) != "null":
-			return nil, fieldErrorf(CodeInvalidField, "command.update", "field \"command.update\" is not supported: update the state first (POST /threads/{thread_id}/state)")
+			return fieldErrorf(CodeInvalidField, "command.update", "field \"command.update\" is not supported: update the state first (POST /threads/{thread_id}/state)")
 		case len(c.Goto) > 0 && string(c.Goto) != "null":
-			return nil, fieldErrorf(CodeInvalidField, "command.goto", "field \"command.goto\" is not supported")
+			return fieldErrorf(CodeInvalidField, "command.goto", "field \"command.goto\" is not supported")
 		case len(c.Resume) == 0:
-			return nil, fieldErrorf(CodeInvalidField, "command.resume", "field \"command\" needs \"resume\": the answer to the pending interrupts")
+			return fieldErrorf(CodeInvalidField, "command.resume", "field \"command\" needs \"resume\": the answer to the pending interrupts")
 		case hasInput:
-			return nil, fieldErrorf(CodeInvalidField, "command", "send \"input\" (a new run) or \"command\" (answers to interrupts), not both")
+			return fieldErrorf(CodeInvalidField, "command", "send \"input\" (a new run) or \"command\" (answers to interrupts), not both")
 		case ru.from != "":
-			return nil, fieldErrorf(CodeInvalidField, "command", "a run from a checkpoint (checkpoint_id) replays it and cannot answer interrupts: fork with POST /threads/{thread_id}/state first")
+			return fieldErrorf(CodeInvalidField, "command", "a run from a checkpoint (checkpoint_id) replays it and cannot answer interrupts: fork with POST /threads/{thread_id}/state first")
 		}
-		if err := s.setResume(r.Context(), ru, c.Resume); err != nil {
-			return nil, err
+		if err := s.setResume(ctx, ru, c.Resume); err != nil {
+			return err
 		}
 	}
-	p.kwargs["stream_mode"] = p.modes
-	return ru, nil
+	return nil
 }
 
 // setResume sets the run's answers: an object keyed by the ids of pending
@@ -393,8 +425,7 @@ func (s *Server) preempt(ctx context.Context, key string, rollback bool) error {
 }
 
 // rollback forgets the ended run ru and returns its thread to the
-// checkpoint it started from (a thread it created is emptied): the
-// checkpoints it stored stay on a branch of the history no run continues.
+// checkpoint it started from (see rollbackTo).
 func (s *Server) rollback(ctx context.Context, ru *run) error {
 	s.forget(ru)
 	ru.mu.Lock()
@@ -403,25 +434,34 @@ func (s *Server) rollback(ctx context.Context, ru *run) error {
 	if !checked {
 		return nil // it never ran: the thread is as it was
 	}
+	return s.rollbackTo(ctx, ru.owner, ru.thread, ru.wf, ru.id, start)
+}
+
+// rollbackTo returns the owner's thread, which run ran on workflow wf, to
+// checkpoint start ("" empties a thread the run created): the
+// checkpoints the run stored stay on a branch of the history no run
+// continues.
+func (s *Server) rollbackTo(ctx context.Context, owner, thread string, wf *graph.Runnable, run, start string) error {
+	key := threadKey(owner, thread)
 	if start != "" {
-		head, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: ru.key})
+		head, err := s.saver.GetCheckpoint(ctx, graph.CheckpointRef{Thread: key})
 		if err != nil {
-			return fmt.Errorf("server: roll back run %q: %w", ru.id, err)
+			return fmt.Errorf("server: roll back run %q: %w", run, err)
 		}
 		if head.ID == start {
 			return nil // it stored nothing
 		}
-		_, err = ru.wf.UpdateState(ctx, ru.key, "", nil, graph.WithSaver(s.saver), graph.FromCheckpoint(start))
+		_, err = wf.UpdateState(ctx, key, "", nil, graph.WithSaver(s.saver), graph.FromCheckpoint(start))
 		return err
 	}
-	th, _, err := s.threadRecord(ctx, ru.owner, ru.thread)
+	th, _, err := s.threadRecord(ctx, owner, thread)
 	if err != nil {
 		return err
 	}
-	if err := s.saver.DeleteThread(ctx, ru.key); err != nil {
-		return fmt.Errorf("server: roll back run %q: %w", ru.id, err)
+	if err := s.saver.DeleteThread(ctx, key); err != nil {
+		return fmt.Errorf("server: roll back run %q: %w", run, err)
 	}
-	return s.storeThread(ctx, ru.owner, th)
+	return s.storeThread(ctx, owner, th)
 }
 
 // launch submits ru and waits until it has started (background and
@@ -463,6 +503,11 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, ru *run) {
 		return
 	}
 	s.extendWrite(http.NewResponseController(w))
+	writeResultOf(w, r, s, v)
+}
+
+// writeResultOf answers the ended run v, with its values, as writeResult.
+func writeResultOf(w http.ResponseWriter, r *http.Request, s *Server, v Run) {
 	if v.Error != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"__error__": map[string]string{"error": v.Error.Code, "message": v.Error.Message}})
 		return
@@ -470,7 +515,7 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, ru *run) {
 	out := map[string]json.RawMessage{}
 	if len(v.Values) > 0 {
 		if err := json.Unmarshal(v.Values, &out); err != nil {
-			writeError(w, s.internal(r, fmt.Errorf("server: decode the values of run %q: %w", ru.id, err)))
+			writeError(w, s.internal(r, fmt.Errorf("server: decode the values of run %q: %w", v.ID, err)))
 			return
 		}
 	}
@@ -485,6 +530,12 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, ru *run) {
 }
 
 func (s *Server) lgGetRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replicas != nil {
+		if sr, _, ok := s.sharedRunFor(w, r); ok {
+			writeJSON(w, http.StatusOK, sr.platformView())
+		}
+		return
+	}
 	if ru := s.runFor(w, r); ru != nil {
 		writeJSON(w, http.StatusOK, ru.platformView())
 	}
@@ -502,15 +553,14 @@ func (s *Server) lgListRuns(w http.ResponseWriter, r *http.Request) {
 		var offset int
 		if offset, e = queryInt(r, "offset", 0, 0, 1<<30); e == nil {
 			status := r.URL.Query().Get("status")
-			s.mu.Lock()
-			var runs []*run
-			if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
-				runs = slices.Clone(ts.runs)
+			all, err := s.lgRuns(r.Context(), threadKey(ownerFrom(r.Context()), th.ID))
+			if err != nil {
+				writeError(w, s.internal(r, err))
+				return
 			}
-			s.mu.Unlock()
 			out := []lgRun{}
-			for _, ru := range slices.Backward(runs) {
-				if v := ru.platformView(); status == "" || v.Status == status {
+			for _, v := range slices.Backward(all) {
+				if status == "" || v.Status == status {
 					out = append(out, v)
 				}
 			}
@@ -522,8 +572,36 @@ func (s *Server) lgListRuns(w http.ResponseWriter, r *http.Request) {
 	writeError(w, e)
 }
 
+// lgRuns returns the runs of the thread key that the server remembers, or
+// that the replicas share, oldest first.
+func (s *Server) lgRuns(ctx context.Context, key string) ([]lgRun, error) {
+	if s.cfg.Replicas != nil {
+		runs, err := s.cfg.Replicas.Runs(ctx, key)
+		out := make([]lgRun, len(runs))
+		for i, sr := range runs {
+			out[i] = sr.platformView()
+		}
+		return out, err
+	}
+	s.mu.Lock()
+	var runs []*run
+	if ts := s.threads[key]; ts != nil {
+		runs = slices.Clone(ts.runs)
+	}
+	s.mu.Unlock()
+	out := make([]lgRun, len(runs))
+	for i, ru := range runs {
+		out[i] = ru.platformView()
+	}
+	return out, nil
+}
+
 // lgDeleteRun forgets a run that has ended.
 func (s *Server) lgDeleteRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replicas != nil {
+		s.lgDeleteShared(w, r)
+		return
+	}
 	ru := s.runFor(w, r)
 	if ru == nil {
 		return
@@ -542,17 +620,17 @@ func (s *Server) lgDeleteRun(w http.ResponseWriter, r *http.Request) {
 // did, rollback forgets it and puts the thread back where it started;
 // ?wait=1 answers once it has ended.
 func (s *Server) lgCancelRun(w http.ResponseWriter, r *http.Request) {
-	ru := s.runFor(w, r)
-	if ru == nil {
+	action, wait, e := cancelQuery(r)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	q := r.URL.Query()
-	action, wait := q.Get("action"), q.Get("wait") == "1" || q.Get("wait") == "true"
-	if action == "" {
-		action = "interrupt"
+	if s.cfg.Replicas != nil {
+		s.lgCancelShared(w, r, action, wait)
+		return
 	}
-	if action != "interrupt" && action != "rollback" {
-		writeError(w, fieldErrorf(CodeInvalidQuery, "action", "query parameter \"action\" must be interrupt or rollback, not %q", action))
+	ru := s.runFor(w, r)
+	if ru == nil {
 		return
 	}
 	if !s.cancelRun(ru) {
@@ -584,8 +662,30 @@ func (s *Server) lgCancelRun(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// cancelQuery reads a cancel's ?action= (interrupt, the default, or
+// rollback) and ?wait=.
+func cancelQuery(r *http.Request) (action string, wait bool, e *apiError) {
+	q := r.URL.Query()
+	action, wait = q.Get("action"), q.Get("wait") == "1" || q.Get("wait") == "true"
+	if action == "" {
+		action = "interrupt"
+	}
+	if action != "interrupt" && action != "rollback" {
+		return "", false, fieldErrorf(CodeInvalidQuery, "action", "query parameter \"action\" must be interrupt or rollback, not %q", action)
+	}
+	return action, wait, nil
+}
+
 // lgJoinRun waits for the run to end and answers its result.
 func (s *Server) lgJoinRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Replicas != nil {
+		if sr, wf, ok := s.sharedRunFor(w, r); ok {
+			if v, ok := s.waitShared(w, r, sr.ID, wf, sr.Key, 0); ok {
+				writeResultOf(w, r, s, v)
+			}
+		}
+		return
+	}
 	ru := s.runFor(w, r)
 	if ru == nil {
 		return
@@ -602,10 +702,6 @@ func (s *Server) lgJoinRun(w http.ResponseWriter, r *http.Request) {
 // after Last-Event-ID; ?stream_mode= (repeated) picks the modes, by
 // default those the run was started with.
 func (s *Server) lgJoinStream(w http.ResponseWriter, r *http.Request) {
-	ru := s.runFor(w, r)
-	if ru == nil {
-		return
-	}
 	after := int64(0)
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		if _, err := fmt.Sscan(v, &after); err != nil || after < 0 {
@@ -613,22 +709,52 @@ func (s *Server) lgJoinStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	modes, subgraphs := []string{"values"}, false
-	if ru.platform != nil {
-		modes, subgraphs = ru.platform.modes, ru.platform.subgraphs
+	if s.cfg.Replicas != nil {
+		s.lgJoinShared(w, r, after)
+		return
 	}
-	if qm := r.URL.Query()["stream_mode"]; len(qm) > 0 {
-		raw, _ := json.Marshal(qm)
-		var e *apiError
-		if modes, e = parseModes(raw, "stream_mode"); e != nil {
-			writeError(w, e)
-			return
-		}
+	ru := s.runFor(w, r)
+	if ru == nil {
+		return
+	}
+	var req *lgRunRequest
+	if ru.platform != nil {
+		req = &ru.platform.req
+	}
+	modes, subgraphs, e := joinModes(r, req)
+	if e != nil {
+		writeError(w, e)
+		return
 	}
 	ru.events.attach()
 	defer ru.events.detach()
-	s.serveEvents(w, r, http.NewResponseController(w), ru, after, s.newPlatformFormat(ru, modes, subgraphs))
-	if q := r.URL.Query().Get("cancel_on_disconnect"); (q == "1" || q == "true") && r.Context().Err() != nil {
+	s.serveEvents(w, r, http.NewResponseController(w), ru, after, newPlatformFormat(ru.wf, ru.id, ru.thread, modes, subgraphs))
+	if cancelOnDisconnect(r) {
 		s.cancelRun(ru)
 	}
+}
+
+// joinModes are the stream modes of a joined stream: ?stream_mode=
+// (repeated), or those of the request req that started the run (nil: a
+// /v1 run, values).
+func joinModes(r *http.Request, req *lgRunRequest) (modes []string, subgraphs bool, e *apiError) {
+	modes = []string{"values"}
+	if req != nil {
+		modes, _ = parseModes(req.StreamMode, "stream_mode")
+		subgraphs = req.StreamSubgraphs
+	}
+	if qm := r.URL.Query()["stream_mode"]; len(qm) > 0 {
+		raw, _ := json.Marshal(qm)
+		if modes, e = parseModes(raw, "stream_mode"); e != nil {
+			return nil, false, e
+		}
+	}
+	return modes, subgraphs, nil
+}
+
+// cancelOnDisconnect reports whether a joined stream whose client left
+// (?cancel_on_disconnect=) cancels its run.
+func cancelOnDisconnect(r *http.Request) bool {
+	q := r.URL.Query().Get("cancel_on_disconnect")
+	return (q == "1" || q == "true") && r.Context().Err() != nil
 }

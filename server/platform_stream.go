@@ -40,8 +40,10 @@ type lgMessage struct {
 	id, content string
 }
 
-func (s *Server) newPlatformFormat(ru *run, modes []string, subgraphs bool) *platformFormat {
-	f := &platformFormat{root: ru.wf.Name(), runID: ru.id, threadID: ru.thread, modes: map[string]bool{}, subgraphs: subgraphs,
+// newPlatformFormat renders the events of run runID of workflow wf on
+// thread, in modes.
+func newPlatformFormat(wf *graph.Runnable, runID, thread string, modes []string, subgraphs bool) *platformFormat {
+	f := &platformFormat{root: wf.Name(), runID: runID, threadID: thread, modes: map[string]bool{}, subgraphs: subgraphs,
 		open: map[string]*lgMessage{}}
 	for _, m := range modes {
 		f.modes[m] = true

@@ -112,6 +112,33 @@ func (s *Server) lgCreateThread(w http.ResponseWriter, r *http.Request) {
 	s.writeThread(w, r, th)
 }
 
+// threadActivity reports whether the thread key has a run in progress or
+// queued, on this server or, with Config.Replicas, on any replica, and
+// the status of its newest run ("" when none is remembered).
+func (s *Server) threadActivity(ctx context.Context, key string) (busy bool, last string, err error) {
+	if s.cfg.Replicas != nil {
+		runs, err := s.cfg.Replicas.Runs(ctx, key)
+		if err != nil {
+			return false, "", err
+		}
+		for _, sr := range runs {
+			busy = busy || !ended(sr.Status)
+			last = sr.Status
+		}
+		return busy, last, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.threads[key]
+	if ts == nil {
+		return false, "", nil
+	}
+	if len(ts.runs) > 0 {
+		last = ts.runs[len(ts.runs)-1].view().Status
+	}
+	return ts.active != nil || len(ts.queue) > 0, last, nil
+}
+
 // threadView builds the Platform's view of th: its status and, when it
 // has run, its newest values and pending interrupts.
 func (s *Server) threadView(ctx context.Context, owner string, th Thread) (lgThread, error) {
@@ -126,14 +153,10 @@ func (s *Server) threadView(ctx context.Context, owner string, th Thread) (lgThr
 		out.Metadata["assistant_id"] = th.Workflow
 	}
 	key := threadKey(owner, th.ID)
-	s.mu.Lock()
-	ts := s.threads[key]
-	busy := ts != nil && (ts.active != nil || len(ts.queue) > 0)
-	var last *run
-	if ts != nil && len(ts.runs) > 0 {
-		last = ts.runs[len(ts.runs)-1]
+	busy, lastStatus, err := s.threadActivity(ctx, key)
+	if err != nil {
+		return out, err
 	}
-	s.mu.Unlock()
 	if wf := s.cfg.Workflows[th.Workflow]; wf != nil {
 		snap, err := wf.State(ctx, key, graph.WithSaver(s.saver))
 		switch {
@@ -153,7 +176,7 @@ func (s *Server) threadView(ctx context.Context, owner string, th Thread) (lgThr
 			}
 		}
 	}
-	if last != nil && last.view().Status == StatusError && out.Status == "idle" {
+	if lastStatus == StatusError && out.Status == "idle" {
 		out.Status = "error"
 	}
 	if busy {
@@ -471,10 +494,11 @@ func (s *Server) lgUpdateState(w http.ResponseWriter, r *http.Request) {
 		cp = req.Checkpoint.CheckpointID
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)
-	s.mu.Lock()
-	ts := s.threads[key]
-	busy := ts != nil && ts.active != nil
-	s.mu.Unlock()
+	busy, _, err := s.threadActivity(r.Context(), key)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
 	if busy {
 		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: its state changes when the run ends", th.ID))
 		return

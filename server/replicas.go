@@ -54,6 +54,10 @@ type Replicas interface {
 	// a running one when its replica notices. It reports false when the
 	// run had already ended.
 	Cancel(ctx context.Context, id string) (bool, error)
+	// Delete forgets a run that has ended, with its events. It reports
+	// false, and forgets nothing, when the run is queued or running; an
+	// unknown id is graph.ErrNotFound.
+	Delete(ctx context.Context, id string) (bool, error)
 	// OwnerRuns counts the owner's runs in progress and queued, on every
 	// replica.
 	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)

@@ -134,7 +134,8 @@ type Config struct {
 	Recorder *runtrace.Recorder
 	// Store, when set, is served as the LangGraph Platform API's store
 	// (/store/...), each owner's items apart; without it those routes
-	// answer 501.
+	// answer 501. It keeps the Platform's crons too (see MaxCrons), as
+	// items of the owner "#coorflow-server".
 	Store store.Store
 	// WebhookAllow lists the URL prefixes a Platform run's webhook may
 	// call (for example "https://hooks.example.com/"); without any, runs
@@ -143,7 +144,10 @@ type Config struct {
 	// WebhookTimeout bounds each webhook call (default 10s).
 	WebhookTimeout time.Duration
 	// MaxCrons caps the Platform crons of each owner (default 10; negative:
-	// no limit). Crons live in the server's memory.
+	// no limit). Crons live in Config.Store, so that they outlive the
+	// server and replicas sharing the store fire each once; without a
+	// Store they live in the server's memory, and with Config.Replicas
+	// they are not served.
 	MaxCrons int
 	// Replicas, when set, shares runs with the other replicas of the
 	// server on one database: any replica answers for any run, and a run
@@ -194,6 +198,9 @@ type replicaState struct {
 	stop   context.CancelFunc
 	done   chan struct{} // closed when the claim loop has ended
 	active int           // claimed runs executing; guarded by Server.mu
+	// claimMu is held by the claim loop from a claim to the start of its
+	// run (claim).
+	claimMu sync.Mutex
 }
 
 // threadRuns is what the server knows of the runs of one thread.
@@ -229,6 +236,9 @@ func New(cfg Config) (*Server, error) {
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {
 			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
+		}
+		if strings.HasPrefix(owner, "#") {
+			return nil, fmt.Errorf("server: Config.Tokens: owner %q: owners starting with '#' are the server's own", owner)
 		}
 		s.tokens[sha256.Sum256([]byte(tok))] = owner
 	}
@@ -284,6 +294,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.startReplica()
 	}
+	s.startCrons()
 	return s, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
@@ -68,20 +68,44 @@ func (s *Server) claimDue(ctx context.Context) {
 		if !room {
 			return
 		}
-		c, err := s.cfg.Replicas.Claim(ctx, "")
+		started, err := s.claim(ctx, "")
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.ErrorContext(ctx, "server: claim a run", "err", err)
 			}
 			return
 		}
-		if c == nil {
-			return
-		}
-		if s.startClaim(c) == nil {
+		if started == nil {
 			return
 		}
 	}
+}
+
+// claim claims run id (or any due run, see Replicas.Claim) and starts it
+// on this replica; it returns the run this replica executes under id,
+// which the claim loop may have claimed first, or nil. The loop's claims
+// hold claimMu until the run is started, so that a request that finds its
+// run claimed by the loop finds it started.
+func (s *Server) claim(ctx context.Context, id string) (*run, error) {
+	if id == "" {
+		s.replica.claimMu.Lock()
+		defer s.replica.claimMu.Unlock()
+	}
+	c, err := s.cfg.Replicas.Claim(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		return s.startClaim(c), nil
+	}
+	if id == "" {
+		return nil, nil
+	}
+	s.replica.claimMu.Lock() // once a claim of the loop's in progress has ended
+	defer s.replica.claimMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[id], nil
 }
 
 // startClaim starts the claimed run on this replica and returns it; a
@@ -97,17 +121,7 @@ func (s *Server) startClaim(c *Claim) *run {
 	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
 	ru.events.next = sr.Events + 1
 	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
-	var setupErr *apiError
-	if ru.wf == nil {
-		setupErr = errorf(http.StatusInternalServerError, CodeUnknownWorkflow, "workflow %q is not served by replica %q", sr.Workflow, sr.Replica)
-	} else {
-		var req RunRequest
-		if err := json.Unmarshal(sr.Request, &req); err != nil {
-			setupErr = errorf(http.StatusInternalServerError, "run_failed", "the run's request cannot be read: %v", err)
-		} else {
-			setupErr = ru.setRequest(req)
-		}
-	}
+	setupErr := s.setShared(ctx, ru, sr)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -138,6 +152,47 @@ func (s *Server) startClaim(c *Claim) *run {
 	}
 	go s.execute(ru)
 	return ru
+}
+
+// storedRequest is a shared run's request (SharedRun.Request): a /v1
+// RunRequest, or the Platform's request when Platform is set.
+type storedRequest struct {
+	RunRequest
+	Platform *lgRunRequest `json:"platform,omitempty"`
+}
+
+// request decodes the run's request.
+func (sr SharedRun) request() (storedRequest, error) {
+	var req storedRequest
+	if err := json.Unmarshal(sr.Request, &req); err != nil {
+		return req, fmt.Errorf("server: the request of run %q cannot be read: %w", sr.ID, err)
+	}
+	return req, nil
+}
+
+// platformView is the run as the Platform shows it.
+func (sr SharedRun) platformView() lgRun {
+	req, _ := sr.request() // a request that cannot be read shows as a /v1 run's
+	return lgRunOf(sr.view(), req.Platform)
+}
+
+// setShared sets what the request of the claimed run sr asks of ru; an
+// error fails the run.
+func (s *Server) setShared(ctx context.Context, ru *run, sr SharedRun) error {
+	if ru.wf == nil {
+		return errorf(http.StatusInternalServerError, CodeUnknownWorkflow, "workflow %q is not served by replica %q", sr.Workflow, sr.Replica)
+	}
+	req, err := sr.request()
+	if err != nil {
+		return errorf(http.StatusInternalServerError, "run_failed", "%v", strings.TrimPrefix(err.Error(), "server: "))
+	}
+	if req.Platform != nil {
+		return s.setPlatform(ctx, ru, *req.Platform)
+	}
+	if e := ru.setRequest(req.RunRequest); e != nil {
+		return e
+	}
+	return nil
 }
 
 // publish shares an event of ru with the other replicas; a run whose
@@ -212,7 +267,7 @@ func (s *Server) takenOverEnded(ru *run) bool {
 		return false // the input was not applied: apply it again
 	}
 	ru.mu.Lock()
-	ru.input, ru.resume, ru.resumeOne = nil, nil, false
+	ru.input, ru.resume, ru.resumeOne, ru.from = nil, nil, false, "" // continue from the thread's last checkpoint
 	ru.checkpoint = snap.Checkpoint
 	over := len(snap.Next) == 0 || len(snap.Interrupts) > 0
 	if over {
@@ -286,59 +341,64 @@ func (s *Server) finishShared(ru *run) {
 	}
 }
 
-// createShared starts a run among the replicas: stored, then claimed by
-// this replica unless its thread is busy, and answered as mode says.
-func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMode, ru *run, req RunRequest, kinds kindFilter) {
+// queues reports whether ru waits behind a run in progress on its thread
+// rather than being refused.
+func (s *Server) queues(ru *run) bool {
+	return ru.busy == busyQueue || ru.busy == busyDefault && s.cfg.QueueBusy
+}
+
+// submitShared stores ru among the replicas, with its request req, and
+// claims it for this replica unless its thread is busy or this replica
+// has no room: then another replica, or this one later, claims it. It
+// returns the run this replica executes, if it does. A run its owner has
+// no room for, or refused on a busy thread, is an *apiError.
+func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (*run, error) {
 	if e := s.storageQuota(ru.owner); e != nil {
-		writeError(w, e)
-		return
+		return nil, e
 	}
-	if e, err := s.sharedQuota(r.Context(), ru); e != nil || err != nil {
+	if e, err := s.sharedQuota(ctx, ru); e != nil || err != nil {
 		if err != nil {
-			e = s.internal(r, err)
+			return nil, err
 		}
-		writeError(w, e)
-		return
+		return nil, e
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
+		return nil, fmt.Errorf("server: store run %q: %w", ru.id, err)
 	}
 	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued, CreatedAt: ru.created}
-	busy, err := s.cfg.Replicas.Enqueue(r.Context(), sr, s.cfg.QueueBusy)
+	busy, err := s.cfg.Replicas.Enqueue(ctx, sr, s.queues(ru))
 	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
+		return nil, err
 	}
 	if busy != "" {
 		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, busy)
 		e.Run = busy
-		writeError(w, e)
-		return
+		return nil, e
 	}
-	var local *run
 	s.mu.Lock()
 	room := !s.closing && s.replica.active < s.cfg.ReplicaRuns
 	s.mu.Unlock()
 	if !room {
-		if err := s.cfg.Replicas.Offer(r.Context(), ru.id); err != nil {
-			writeError(w, s.internal(r, err))
-			return
-		}
-	} else {
-		c, err := s.cfg.Replicas.Claim(r.Context(), ru.id)
-		if err != nil {
-			writeError(w, s.internal(r, err))
-			return
-		}
-		if c != nil {
-			local = s.startClaim(c)
-		}
+		return nil, s.cfg.Replicas.Offer(ctx, ru.id)
+	}
+	return s.claim(ctx, ru.id)
+}
+
+// createShared starts a /v1 run among the replicas and answers as mode
+// says.
+func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMode, ru *run, req RunRequest, kinds kindFilter) {
+	local, err := s.submitShared(r.Context(), ru, storedRequest{RunRequest: req})
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	if !localStart(w, r, local) {
+		return
 	}
 	switch mode {
 	case modeStream:
-		s.serveShared(w, r, http.NewResponseController(w), ru.id, ru.wf, ru.key, 0, kinds)
+		s.serveShared(w, r, ru.id, ru.wf, ru.key, 0, nativeFormat{kinds})
 		return
 	case modeWait:
 		v, ok := s.waitShared(w, r, ru.id, ru.wf, ru.key, 0)
@@ -347,61 +407,58 @@ func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMo
 		}
 		return
 	}
-	if local != nil {
-		select {
-		case <-local.started:
-		case <-r.Context().Done():
-			return
-		}
-		if e := local.earlyError(); e != nil {
-			writeError(w, e)
-			return
-		}
-	}
-	v, err := s.cfg.Replicas.Run(r.Context(), ru.id)
+	sr, err := s.cfg.Replicas.Run(r.Context(), ru.id)
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return
 	}
 	w.Header().Set("Location", "/v1/threads/"+ru.thread+"/runs/"+ru.id)
-	writeJSON(w, http.StatusAccepted, v.view())
+	writeJSON(w, http.StatusAccepted, sr.view())
 }
 
-// waitShared waits until the run has ended, or until limit when it is
-// not zero, and returns it with its values. ok is false when the answer
-// was written already (an error) or the client left.
-func (s *Server) waitShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, limit time.Duration) (Run, bool) {
+// awaitShared waits until run id has ended, or until limit has passed
+// when it is not zero, and returns the run as it is then.
+func (s *Server) awaitShared(ctx context.Context, id string, limit time.Duration) (SharedRun, error) {
 	var timeout <-chan time.Time
 	if limit > 0 {
 		t := time.NewTimer(limit)
 		defer t.Stop()
 		timeout = t.C
 	}
-	rc := http.NewResponseController(w)
 	for {
 		changed := s.cfg.Replicas.Changed(id)
-		sr, err := s.cfg.Replicas.Run(r.Context(), id)
-		if err != nil {
-			writeError(w, s.internal(r, err))
-			return Run{}, false
-		}
-		if ended(sr.Status) || timeout == nil && limit > 0 {
-			v, err := s.withValues(r.Context(), sr.view(), wf, key)
-			if err != nil {
-				writeError(w, s.internal(r, err))
-				return Run{}, false
-			}
-			s.extendWrite(rc)
-			return v, true
+		sr, err := s.cfg.Replicas.Run(ctx, id)
+		if err != nil || ended(sr.Status) || timeout == nil && limit > 0 {
+			return sr, err
 		}
 		select {
 		case <-changed:
 		case <-timeout:
-			timeout = nil // one more look, then the answer as it is
-		case <-r.Context().Done():
-			return Run{}, false
+			timeout = nil // one more look, then the run as it is
+		case <-ctx.Done():
+			return sr, context.Cause(ctx)
 		}
 	}
+}
+
+// waitShared waits until the run has ended, or until limit when it is
+// not zero, and returns it with its values. ok is false when the answer
+// was written already (an error) or the client left.
+func (s *Server) waitShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, limit time.Duration) (Run, bool) {
+	sr, err := s.awaitShared(r.Context(), id, limit)
+	if r.Context().Err() != nil {
+		return Run{}, false
+	}
+	var v Run
+	if err == nil {
+		v, err = s.withValues(r.Context(), sr.view(), wf, key)
+	}
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return Run{}, false
+	}
+	s.extendWrite(http.NewResponseController(w))
+	return v, true
 }
 
 // sharedRunFor finds the run the request names, on the owner's thread,
@@ -475,15 +532,18 @@ func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveShared writes the run's events after id after as server-sent
-// events, read from the replicas' shared log, whichever replica runs it,
-// until the run ends (then an end event) or the client leaves.
-func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, id string, wf *graph.Runnable, key string, after int64, kinds kindFilter) {
-	out := sseWriter{s: s, w: w, rc: rc}
+// events in format, read from the replicas' shared log, whichever replica
+// runs it, until the run ends (then format's end) or the client leaves.
+func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
+	out := sseWriter{s: s, w: w, rc: http.NewResponseController(w)}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if head := format.head(); head != nil && out.write(head) != nil {
+		return
+	}
 	if out.flush() != nil {
 		return
 	}
@@ -506,10 +566,7 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, rc *http.Re
 		}
 		for _, ev := range evs {
 			after = ev.ID
-			if kinds != nil && !kinds[ev.Name] {
-				continue
-			}
-			if out.write(ev.Frame) != nil {
+			if b := format.event(frame{id: ev.ID, name: ev.Name, data: ev.Frame}); b != nil && out.write(b) != nil {
 				return
 			}
 		}
@@ -524,8 +581,7 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, rc *http.Re
 			if err != nil {
 				s.log.ErrorContext(ctx, "server: the end of a stream has no values", "request_id", requestID(ctx), "run", id, "err", err)
 			}
-			data, _ := json.Marshal(v)
-			if out.write(sseFrame(strconv.FormatInt(after+1, 10), EventEnd, data)) == nil {
+			if b := format.end(v, after); b == nil || out.write(b) == nil {
 				_ = out.flush()
 			}
 			return

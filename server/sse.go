@@ -90,7 +90,7 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Replicas != nil {
-		s.serveShared(w, r, http.NewResponseController(w), shared.ID, sharedWF, shared.Key, after, kinds)
+		s.serveShared(w, r, shared.ID, sharedWF, shared.Key, after, nativeFormat{kinds})
 		return
 	}
 	ru.events.attach()

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/llm/openaitest"
 )
 
@@ -437,4 +438,77 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 		t.Logf("replicas: time from the kill to the taking replica's first event (lease %v): min %v, median %v, max %v",
 			leaseTTL, takeoverTimes[0].Round(time.Millisecond), takeoverTimes[n/2].Round(time.Millisecond), takeoverTimes[n-1].Round(time.Millisecond))
 	}
+}
+
+// TestTheLangGraphSDKFollowsRunsAcrossReplicas drives two `coorflow serve`
+// replicas on one PostgreSQL database with the official LangGraph SDK
+// (internal/lgsdktest/replicas.mjs): runs replica A takes are streamed,
+// joined, listed, cancelled and preempted through B; then A is killed
+// (SIGKILL) while it runs a streamed run, which B takes over and the SDK
+// follows on B with joinStream and Last-Event-ID, seeing every event once.
+func TestTheLangGraphSDKFollowsRunsAcrossReplicas(t *testing.T) {
+	lgsdktest.NodeModules(t) // skip before building when the SDK is absent
+	dbURL := freshDatabase(t)
+	bin := buildCoorflow(t)
+	dir := t.TempDir()
+	// Each call takes a second: the kill, once the first has been
+	// answered, comes while the second is asked.
+	answers := make([]openaitest.Response, 12)
+	for i := range answers {
+		answers[i] = openaitest.Delayed(time.Second, openaitest.Text("fine"))
+	}
+	model := openaitest.NewServer(answers...)
+	t.Cleanup(model.Close)
+	never := make([]openaitest.Response, 12)
+	for i := range never {
+		never[i] = openaitest.Delayed(time.Hour, openaitest.Text("too late"))
+	}
+	silent := openaitest.NewServer(never...)
+	t.Cleanup(silent.Close)
+	chain, stuck := filepath.Join(dir, "chain.yaml"), filepath.Join(dir, "stuck.yaml")
+	require.NoError(t, os.WriteFile(chain, fmt.Appendf(nil, chainWorkflow, model.BaseURL()), 0o600))
+	stuckYAML := strings.Replace(fmt.Sprintf(chainWorkflow, silent.BaseURL()), "\nname: chain\n", "\nname: stuck\n", 1)
+	require.NoError(t, os.WriteFile(stuck, []byte(stuckYAML), 0o600))
+	tokens := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("sdk-secret=alice\n"), 0o600))
+
+	const leaseTTL = 3 * time.Second
+	args := []string{chain, stuck, "--db", dbURL, "--token-file", tokens, "--lease-ttl", leaseTTL.String()}
+	a, b := startReplica(t, bin, "a", args...), startReplica(t, bin, "b", args...)
+	var killedAt time.Time
+	rep := lgsdktest.RunReplicas(t, lgsdktest.ReplicasEnv{A: a.url, B: b.url, Token: "sdk-secret", Chain: "chain", Stuck: "stuck"}, func() {
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
+		killedAt = time.Now()
+	})
+
+	assert.Equal(t, []string{"across", "cancel", "multitask", "takeover"}, rep.Steps)
+	assert.Equal(t, []string{"interrupted", "interrupted"}, rep.Multitask, "r3 cancelled, r2 rolled back (gone), r1 preempted")
+	require.False(t, killedAt.IsZero(), "replica A was killed")
+	v := rep.Victim
+	var run struct {
+		Status    string `json:"status"`
+		Replica   string `json:"replica"`
+		Takeovers int    `json:"takeovers"`
+	}
+	api(t, "sdk-secret", http.MethodGet, b.url+"/v1/threads/"+v.ThreadID+"/runs/"+v.RunID, nil, &run)
+	assert.Equal(t, "done", run.Status)
+	assert.Equal(t, "b", run.Replica, "B finished the run A began")
+	assert.Equal(t, 1, run.Takeovers)
+	// When B took the run over: the run's first event after the kill.
+	events, _ := follow(t, "sdk-secret", "/v1/threads/"+v.ThreadID+"/runs/"+v.RunID+"/stream", func() []*replica { return []*replica{b} }, func(sse) {})
+	var takeover time.Duration
+	for _, ev := range events {
+		var e struct {
+			Kind string    `json:"kind"`
+			Time time.Time `json:"time"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ev.data), &e))
+		if e.Kind == "run_start" && e.Time.After(killedAt) {
+			takeover = e.Time.Sub(killedAt)
+			break
+		}
+	}
+	assert.Positive(t, takeover, "B started the run again after the kill")
+	t.Logf("replicas with the SDK: 2 replicas, A killed (SIGKILL) after the run's first node; the SDK's stream had %d events from A (to Last-Event-ID %s: %q), %d from B; B took the run over %v after the kill (lease %v)",
+		v.Before, v.LastEventID, rep.StreamError, v.After, takeover.Round(time.Millisecond), leaseTTL)
 }

@@ -1,8 +1,10 @@
 // Package lgsdktest runs the official LangGraph Platform SDK for
 // JavaScript (@langchain/langgraph-sdk, at the version pinned in
 // npm/package.json and installed by `npm ci` in npm/ — .ci/run does it)
-// against a coorflow server: scenario.mjs is the scenario, the Go tests
-// of cmd/coorflow start `coorflow serve` and check its report.
+// against a coorflow server: scenario.mjs is the scenario, replicas.mjs
+// the one across two replicas on one database (one of them killed
+// mid-run); the Go tests of cmd/coorflow start `coorflow serve` and check
+// their reports.
 //
 // A test that needs the SDK skips, saying why, only when node or the
 // installed package is absent; under CI=true that is a failure. The
@@ -11,9 +13,11 @@
 package lgsdktest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +101,74 @@ func Run(t testing.TB, env Env) Report {
 	var rep Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, stdout.String())
+	}
+	return rep
+}
+
+// ReplicasEnv is what replicas.mjs is given: two replicas of one server
+// (A, which the scenario asks to kill, and B), a token, a workflow of
+// three model calls and one whose model never answers.
+type ReplicasEnv struct {
+	A, B, Token, Chain, Stuck string
+}
+
+// ReplicasReport is what replicas.mjs saw.
+type ReplicasReport struct {
+	Steps       []string `json:"steps"`
+	Multitask   []string `json:"multitask"`
+	StreamError string   `json:"streamError"`
+	Victim      struct {
+		ThreadID    string `json:"threadId"`
+		RunID       string `json:"runId"`
+		Before      int    `json:"before"`
+		After       int    `json:"after"`
+		LastEventID string `json:"lastEventId"`
+	} `json:"victim"`
+}
+
+// RunReplicas runs replicas.mjs against env. When the scenario asks for
+// replica A to be killed, it calls kill, then lets the scenario go on.
+func RunReplicas(t testing.TB, env ReplicasEnv, kill func()) ReplicasReport {
+	t.Helper()
+	modules := NodeModules(t)
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "replicas.mjs"), modules)
+	cmd.Env = append(os.Environ(), "LG_A="+env.A, "LG_B="+env.B, "LG_KEY="+env.Token, "LG_CHAIN="+env.Chain, "LG_STUCK="+env.Stuck,
+		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatalf("lgsdktest: %v", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("lgsdktest: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("lgsdktest: start the scenario: %v", err)
+	}
+	var last []byte
+	var out bytes.Buffer
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for lines.Scan() {
+		line := lines.Bytes()
+		out.Write(line)
+		out.WriteByte('\n')
+		if string(line) == `{"kill":true}` {
+			kill()
+			_, _ = io.WriteString(stdin, "killed\n")
+			continue
+		}
+		last = append(last[:0], line...)
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lgsdktest: the scenario failed: %v\n%s%s", err, stderr.String(), out.String())
+	}
+	var rep ReplicasReport
+	if err := json.Unmarshal(last, &rep); err != nil {
+		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, out.String())
 	}
 	return rep
 }

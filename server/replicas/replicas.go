@@ -194,6 +194,7 @@ type queries struct {
 	channel                                                   string
 	busy, insert, candidates, claim, cancel, finish, publish  string
 	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
+	remove                                                    string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -238,9 +239,13 @@ func newQueries(schema, leases string) *queries {
 				error    = CASE WHEN status = 'queued' THEN $2::jsonb ELSE error END,
 				status   = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END
 			WHERE run_id = $1 AND ` + open + ` RETURNING status`),
+		// The lease goes with the run's end, in one transaction: a
+		// client told that the run ended finds its thread free.
 		finish: rep.Replace(`WITH up AS (
 				UPDATE {schema}.server_runs SET status = $3, checkpoint = $4, error = $5, ended_at = clock_timestamp()
-				WHERE run_id = $1 AND token = $2 RETURNING run_id
+				WHERE run_id = $1 AND token = $2 RETURNING run_id, thread_key
+			), released AS (
+				UPDATE {leases} l SET expires = '-infinity' FROM up WHERE l.thread_id = up.thread_key AND l.token = $2
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM up) x`),
 		publish: rep.Replace(`WITH ins AS (
@@ -249,6 +254,10 @@ func newQueries(schema, leases string) *queries {
 				RETURNING run_id
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
+		// An ended run goes, with its events; "" says the run is open.
+		remove: rep.Replace(`WITH old AS (SELECT run_id, status FROM {schema}.server_runs WHERE run_id = $1),
+				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id)
+			SELECT old.status, (SELECT count(*) FROM del) FROM old`),
 		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
@@ -470,10 +479,7 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 	if n == 0 {
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, r.takenOver(c))
 	}
-	// The next run of the thread is due once the lease is released.
-	if err := r.saver.Release(ctx, r.lease(c)); err != nil {
-		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
-	}
+	// The next run of the thread is due.
 	return r.notify(ctx, q, "")
 }
 
@@ -555,6 +561,24 @@ func (r *Replicas) OwnerRuns(ctx context.Context, owner string) (running, queued
 		return 0, 0, fmt.Errorf("replicas: runs of owner %q: %w", owner, err)
 	}
 	return running, queued, nil
+}
+
+// Delete implements server.Replicas.
+func (r *Replicas) Delete(ctx context.Context, id string) (bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return false, fmt.Errorf("replicas: delete: %w", err)
+	}
+	var status string
+	var deleted int
+	err = r.pool.QueryRow(ctx, q.remove, id).Scan(&status, &deleted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = graph.ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("replicas: delete run %q: %w", id, err)
+	}
+	return deleted == 1, nil
 }
 
 // cancelledQueued is the error of a run cancelled before it started, as

@@ -1,0 +1,477 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/checkpoint/postgres"
+	sqlitesaver "github.com/coorflow/coorflow/checkpoint/sqlite"
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/server/replicas"
+	storepg "github.com/coorflow/coorflow/store/postgres"
+	storesqlite "github.com/coorflow/coorflow/store/sqlite"
+)
+
+// replicaSet is servers sharing their runs on one PostgreSQL schema, each
+// an env; pool, saver and schema are theirs.
+type replicaSet struct {
+	envs   []*env
+	pool   *pgxpool.Pool
+	saver  *postgres.Saver
+	schema string
+}
+
+// newReplicaSet starts n replicas, r0..r(n-1), of a server over wfs on a
+// schema of their own, with a lease of ttl.
+func newReplicaSet(t *testing.T, n int, ttl time.Duration, cfg server.Config) *replicaSet {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	rs := &replicaSet{pool: pool, saver: postgres.New(pool, postgres.WithSchema(schema)), schema: schema}
+	for i := range n {
+		reps, err := replicas.New(pool, replicas.Config{Saver: rs.saver, Name: "r" + strconv.Itoa(i), LeaseTTL: ttl, Schema: schema})
+		require.NoError(t, err)
+		require.NoError(t, reps.Start(t.Context()))
+		t.Cleanup(func() { assert.NoError(t, reps.Close()) }) // after the server's Shutdown
+		c := cfg
+		c.Saver, c.Replicas, c.LeaseTTL = rs.saver, reps, ttl
+		rs.envs = append(rs.envs, newEnv(t, c))
+	}
+	return rs
+}
+
+// gate is a workflow "gate" whose node upper-cases text once open is
+// closed, or ends with its run's cancellation.
+func gate(t *testing.T, open <-chan struct{}) *graph.Runnable {
+	t.Helper()
+	g := graph.New("gate", textKey)
+	g.AddNode("wait", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		select {
+		case <-open:
+		case <-ctx.Done():
+			return graph.Command{}, ctx.Err()
+		}
+		return graph.Update(textKey.Set(strings.ToUpper(textKey.Get(s)))), nil
+	})
+	g.AddEdge(graph.Start, "wait")
+	g.AddEdge("wait", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+// lgRun is the part of a Platform run the tests read.
+type lgRun struct {
+	RunID             string         `json:"run_id"`
+	ThreadID          string         `json:"thread_id"`
+	AssistantID       string         `json:"assistant_id"`
+	Status            string         `json:"status"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Metadata          map[string]any `json:"metadata"`
+}
+
+// openStream sends a request whose answer is an event stream and returns
+// a reader of its events; the stream is closed when t ends.
+func (e *env) openStream(method, path string, body any, header ...string) *eventReader {
+	e.t.Helper()
+	resp := e.request(method, path, alice, body, header...)
+	require.Equal(e.t, http.StatusOK, resp.StatusCode)
+	e.t.Cleanup(func() { resp.Body.Close() })
+	return &eventReader{t: e.t, sc: bufio.NewScanner(resp.Body)}
+}
+
+// eventReader reads server-sent events one at a time.
+type eventReader struct {
+	t  *testing.T
+	sc *bufio.Scanner
+}
+
+// next returns the next event, or false at the end of the stream.
+func (r *eventReader) next() (sse, bool) {
+	r.t.Helper()
+	var cur sse
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		switch {
+		case line == "" && (cur.Event != "" || cur.Data != ""):
+			return cur, true
+		case strings.HasPrefix(line, "id: "):
+			cur.ID = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			cur.Event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.Data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	return cur, false
+}
+
+// rest reads the events to the end of the stream.
+func (r *eventReader) rest() []sse {
+	var out []sse
+	for ev, ok := r.next(); ok; ev, ok = r.next() {
+		out = append(out, ev)
+	}
+	return out
+}
+
+// valuesOf returns the data of the stream's values events.
+func valuesOf(evs []sse) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev.Event == "values" {
+			out = append(out, ev.Data)
+		}
+	}
+	return out
+}
+
+func TestPlatformRunsOfOneReplicaAreAnsweredByAnother(t *testing.T) {
+	open := make(chan struct{})
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, open))})
+	a, b := rs.envs[0], rs.envs[1]
+	th := a.platformThread(alice, nil)
+	runs := "/threads/" + th + "/runs"
+
+	var run lgRun
+	a.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "hi"},
+		"metadata": map[string]any{"from": "a"}}, http.StatusOK, &run)
+	assert.Equal(t, "running", run.Status)
+
+	var got lgRun
+	b.call("GET", runs+"/"+run.RunID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, lgRun{RunID: run.RunID, ThreadID: th, AssistantID: "gate", Status: "running", MultitaskStrategy: "reject",
+		Metadata: map[string]any{"from": "a"}}, got, "replica B shows the run replica A runs, with its request's fields")
+	var thread map[string]any
+	b.call("GET", "/threads/"+th, alice, nil, http.StatusOK, &thread)
+	assert.Equal(t, "busy", thread["status"])
+	b.fails("POST", "/threads/"+th+"/state", alice, map[string]any{"values": map[string]any{"text": "x"}}, http.StatusConflict,
+		server.ErrorDetail{Code: server.CodeThreadBusy, Message: `thread "` + th + `" has a run in progress: its state changes when the run ends`})
+	b.fails("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "no"}}, http.StatusConflict,
+		server.ErrorDetail{Code: server.CodeThreadBusy, RunID: run.RunID,
+			Message: `thread "` + th + `" already has run "` + run.RunID + `" in progress: wait for it, cancel it, or enable queueing`})
+
+	var queued lgRun
+	b.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "again"},
+		"multitask_strategy": "enqueue"}, http.StatusOK, &queued)
+	assert.Equal(t, "pending", queued.Status, "enqueued behind the run replica A runs")
+	b.fails("DELETE", runs+"/"+queued.RunID, alice, nil, http.StatusConflict,
+		server.ErrorDetail{Code: server.CodeThreadBusy, Message: `run "` + queued.RunID + `" has not ended: cancel it first`})
+
+	events := b.openStream("GET", runs+"/"+run.RunID+"/stream", nil)
+	first, ok := events.next()
+	require.True(t, ok)
+	assert.Equal(t, "metadata", first.Event)
+	close(open)
+	assert.Equal(t, []string{`{"text":"HI"}`}, valuesOf(events.rest()), "B streams A's run to its end")
+
+	var result map[string]any
+	a.call("GET", runs+"/"+queued.RunID+"/join", alice, nil, http.StatusOK, &result)
+	assert.Equal(t, map[string]any{"text": "AGAIN"}, result, "A joins the run B queued")
+
+	var list []lgRun
+	a.call("GET", runs, alice, nil, http.StatusOK, &list)
+	require.Len(t, list, 2)
+	assert.Equal(t, []string{queued.RunID, run.RunID}, []string{list[0].RunID, list[1].RunID}, "newest first")
+	assert.Equal(t, []string{"success", "success"}, []string{list[0].Status, list[1].Status})
+	a.call("GET", runs+"?status=success&limit=1&offset=1", alice, nil, http.StatusOK, &list)
+	require.Len(t, list, 1)
+	assert.Equal(t, run.RunID, list[0].RunID)
+
+	b.call("DELETE", runs+"/"+run.RunID, alice, nil, http.StatusNoContent, nil)
+	a.fails("GET", runs+"/"+run.RunID, alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + run.RunID + `" on thread "` + th + `"`})
+}
+
+func TestAPlatformCancelOnAnotherReplicaInterruptsOrRollsBack(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	a, b := rs.envs[0], rs.envs[1]
+	th := a.platformThread(alice, nil)
+	runs := "/threads/" + th + "/runs"
+
+	var first lgRun
+	a.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "one"}}, http.StatusOK, &first)
+	b.call("POST", runs+"/"+first.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+	var got lgRun
+	a.call("GET", runs+"/"+first.RunID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "interrupted", got.Status, "the run replica A ran was cancelled by B")
+	b.fails("POST", runs+"/"+first.RunID+"/cancel", alice, nil, http.StatusConflict,
+		server.ErrorDetail{Code: server.CodeRunFinished, RunID: first.RunID, Message: `run "` + first.RunID + `" has already ended (interrupted)`})
+	b.fails("POST", runs+"/"+first.RunID+"/cancel?action=undo", alice, nil, http.StatusBadRequest,
+		server.ErrorDetail{Code: server.CodeInvalidQuery, Field: "action", Message: `query parameter "action" must be interrupt or rollback, not "undo"`})
+
+	var second lgRun
+	a.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "two"}}, http.StatusOK, &second)
+	b.call("POST", runs+"/"+second.RunID+"/cancel?action=rollback", alice, nil, http.StatusNoContent, nil)
+	b.fails("GET", runs+"/"+second.RunID, alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + second.RunID + `" on thread "` + th + `"`})
+	var state map[string]any
+	a.call("GET", "/threads/"+th+"/state", alice, nil, http.StatusOK, &state)
+	assert.Equal(t, map[string]any{"text": "one"}, state["values"], "the thread is back where the rolled back run started")
+}
+
+func TestPlatformMultitaskStrategiesPreemptARunOfAnotherReplica(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	a, b := rs.envs[0], rs.envs[1]
+	th := a.platformThread(alice, nil)
+	runs := "/threads/" + th + "/runs"
+	start := func(e *env, text, strategy string) lgRun {
+		t.Helper()
+		var run lgRun
+		e.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": text},
+			"multitask_strategy": strategy}, http.StatusOK, &run)
+		return run
+	}
+	status := func(run lgRun) string {
+		t.Helper()
+		var got lgRun
+		a.call("GET", runs+"/"+run.RunID, alice, nil, http.StatusOK, &got)
+		return got.Status
+	}
+
+	first := start(a, "one", "reject")
+	second := start(b, "two", "interrupt")
+	assert.Equal(t, "interrupted", status(first), "B's interrupt cancelled the run A ran")
+	assert.Equal(t, "running", status(second))
+
+	third := start(a, "three", "rollback")
+	a.fails("GET", runs+"/"+second.RunID, alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + second.RunID + `" on thread "` + th + `"`})
+	assert.Equal(t, "running", status(third))
+	var state map[string]any
+	b.call("GET", "/threads/"+th+"/state", alice, nil, http.StatusOK, &state)
+	assert.Equal(t, map[string]any{"text": "three"}, state["values"], "the rolled back run's input is gone, the new run's in")
+	b.call("POST", runs+"/"+third.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+}
+
+func TestAPlatformCommandResumesOnAnotherReplica(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(askGraph(t, false))})
+	a, b := rs.envs[0], rs.envs[1]
+	th := a.platformThread(alice, nil)
+
+	var out map[string]any
+	a.call("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "ask", "input": map[string]any{"text": "hi"}}, http.StatusOK, &out)
+	ins := out["__interrupt__"].([]any)
+	require.Len(t, ins, 1)
+	id := ins[0].(map[string]any)["id"].(string)
+
+	out = nil
+	b.call("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "ask",
+		"command": map[string]any{"resume": map[string]any{id: map[string]any{"ok": true}}}}, http.StatusOK, &out)
+	assert.Equal(t, []any{"draft ok=true", "after"}, out["log"], "B resumed the thread A interrupted")
+	b.fails("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "ask", "command": map[string]any{"resume": true}},
+		http.StatusConflict, server.ErrorDetail{Code: server.CodeNotInterrupted, Message: `graph: thread "` + th + `" is not interrupted; nothing to resume: graph: not interrupted`})
+}
+
+func TestAPlatformStreamResumesOnAnotherReplicaAfterLastEventID(t *testing.T) {
+	open := make(chan struct{})
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, open))})
+	a, b := rs.envs[0], rs.envs[1]
+	th := a.platformThread(alice, nil)
+	body := map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "hi"}, "stream_mode": []string{"values", "updates", "debug"}}
+
+	onA := a.openStream("POST", "/threads/"+th+"/runs/stream", body)
+	meta, ok := onA.next()
+	require.True(t, ok)
+	require.Equal(t, "metadata", meta.Event)
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(meta.Data), &run))
+	seen, ok := onA.next() // the first of the run's events, before the gate
+	require.True(t, ok)
+	require.NotEmpty(t, seen.ID)
+
+	onB := b.openStream("GET", "/threads/"+th+"/runs/"+run.RunID+"/stream", nil, "Last-Event-ID", seen.ID)
+	close(open)
+	rest := onB.rest()
+	whole := b.openStream("GET", "/threads/"+th+"/runs/"+run.RunID+"/stream", nil).rest()
+
+	resumed := append([]sse{meta, seen}, rest[1:]...) // rest[0] is B's metadata event
+	assert.Equal(t, "metadata", rest[0].Event)
+	assert.Equal(t, whole, resumed, "A's events up to Last-Event-ID and B's after it are the run's, each once")
+	assert.Contains(t, valuesOf(whole), `{"text":"HI"}`)
+}
+
+func TestAPlatformRunWhoseReplicaDiedIsTakenOverWithItsRequest(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	// The live replica leaves a run another enqueued to it for its lease,
+	// 2s: long enough for the dead one to claim it first on a loaded
+	// machine.
+	rs := newReplicaSet(t, 1, 2*time.Second, server.Config{Workflows: workflows(gate(t, open))})
+	live := rs.envs[0]
+	th := live.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	// A replica that claims the run and dies at once: its lease of no
+	// duration is never renewed.
+	dead, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "dead", LeaseTTL: time.Microsecond, Schema: rs.schema})
+	require.NoError(t, err)
+	defer dead.Close()
+	req := `{"platform":{"assistant_id":"gate","input":{"text":"hi"},"stream_mode":["values","updates"],"metadata":{"k":"v"},"multitask_strategy":"enqueue"}}`
+	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate", Request: json.RawMessage(req), CreatedAt: time.Now()}
+	busy, err := dead.Enqueue(t.Context(), sr, false)
+	require.NoError(t, err)
+	require.Empty(t, busy)
+	claim, err := dead.Claim(t.Context(), sr.ID)
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+
+	evs := live.openStream("GET", "/threads/"+th+"/runs/run-1/stream", nil).rest()
+	assert.Equal(t, []string{`{"text":"HI"}`}, valuesOf(evs), "the live replica ran the run in the modes its request asked for")
+	assert.Contains(t, names(evs), "updates")
+	var got lgRun
+	live.call("GET", "/threads/"+th+"/runs/run-1", alice, nil, http.StatusOK, &got)
+	assert.Equal(t, lgRun{RunID: "run-1", ThreadID: th, AssistantID: "gate", Status: "success", MultitaskStrategy: "enqueue",
+		Metadata: map[string]any{"k": "v"}}, got)
+}
+
+// cronOf creates a cron as alice on e and returns it.
+func (e *env) cronOf(body map[string]any) map[string]any {
+	e.t.Helper()
+	var c map[string]any
+	e.call("POST", "/runs/crons", alice, body, http.StatusOK, &c)
+	return c
+}
+
+// cronThreads counts alice's threads that cron id made.
+func (e *env) cronThreads(id any) int {
+	e.t.Helper()
+	var made []map[string]any
+	e.call("POST", "/threads/search", alice, map[string]any{"metadata": map[string]any{"cron_id": id}}, http.StatusOK, &made)
+	return len(made)
+}
+
+func TestACronOfTwoReplicasFiresOncePerTick(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	pool := pgtest.Pool(t)
+	st := storepg.New(pool, storepg.WithSchema(pgtest.Schema(t, pool, "coorflow_test_store_")))
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, open)), Store: st, MaxCrons: 1})
+	a, b := rs.envs[0], rs.envs[1]
+	c := a.cronOf(map[string]any{"assistant_id": "gate", "schedule": "@yearly", "input": map[string]any{"text": "tick"}})
+	var n int
+	b.call("POST", "/runs/crons/count", alice, map[string]any{}, http.StatusOK, &n)
+	assert.Equal(t, 1, n, "replica B sees the cron A created")
+	b.fails("POST", "/runs/crons", alice, map[string]any{"assistant_id": "gate", "schedule": "@daily"}, http.StatusTooManyRequests,
+		server.ErrorDetail{Code: "quota_exceeded", Message: `owner "alice" has 1 crons, the most allowed: delete one first`, Quota: "crons", Limit: 1})
+
+	due, err := time.Parse(time.RFC3339, c["next_run_date"].(string))
+	require.NoError(t, err)
+	for tick := range 3 {
+		// Both replicas find the cron due at the same tick.
+		var wg sync.WaitGroup
+		for _, e := range rs.envs {
+			wg.Go(func() { server.FireCrons(e.srv, due) })
+		}
+		wg.Wait()
+		assert.Equal(t, tick+1, a.cronThreads(c["cron_id"]), "tick %d started one run", tick)
+		var list []map[string]any
+		a.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+		require.Len(t, list, 1)
+		next, err := time.Parse(time.RFC3339, list[0]["next_run_date"].(string))
+		require.NoError(t, err)
+		require.True(t, next.After(due), "the next run date moved on from %v to %v", due, next)
+		due = next
+	}
+}
+
+func TestACronOutlivesItsServer(t *testing.T) {
+	dir := t.TempDir()
+	serve := func() *env {
+		ctx := t.Context()
+		saver, err := sqlitesaver.Open(ctx, filepath.Join(dir, "threads.db"))
+		require.NoError(t, err)
+		st, err := storesqlite.Open(ctx, filepath.Join(dir, "store.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			assert.NoError(t, st.Close())
+			assert.NoError(t, saver.Close())
+		})
+		return newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Saver: saver, Store: st})
+	}
+	first := serve()
+	c := first.cronOf(map[string]any{"assistant_id": "echo", "schedule": "0 9 * * 1", "timezone": "Europe/Paris",
+		"input": map[string]any{"text": "monday"}})
+	require.NoError(t, first.srv.Shutdown(t.Context()))
+
+	second := serve()
+	var list []map[string]any
+	second.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+	require.Len(t, list, 1, "the restarted server has the cron")
+	assert.Equal(t, c["cron_id"], list[0]["cron_id"])
+	assert.Equal(t, c["next_run_date"], list[0]["next_run_date"])
+	due, err := time.Parse(time.RFC3339, c["next_run_date"].(string))
+	require.NoError(t, err)
+	assert.Equal(t, 9, due.In(must(time.LoadLocation("Europe/Paris"))).Hour())
+	server.FireCrons(second.srv, due)
+	assert.Equal(t, 1, second.cronThreads(c["cron_id"]), "and fires it")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestReplicasWithoutAStoreServeNoCrons(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(echoGraph(t))})
+	rs.envs[0].fails("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@daily"}, http.StatusNotImplemented,
+		server.ErrorDetail{Code: server.CodeNotServed, Message: "crons need a store shared by the replicas (Config.Store): this server has none"})
+}
+
+func TestACronPastItsEndTimeIsDeletedInsteadOfFired(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	end := time.Now().UTC().Add(2 * time.Hour).Truncate(time.Second)
+	c := e.cronOf(map[string]any{"assistant_id": "echo", "schedule": "@daily", "end_time": end, "input": map[string]any{"text": "x"}})
+	server.FireCrons(e.srv, end)
+	var n int
+	e.call("POST", "/runs/crons/count", alice, map[string]any{}, http.StatusOK, &n)
+	assert.Zero(t, n, "the cron is gone")
+	assert.Zero(t, e.cronThreads(c["cron_id"]), "and started nothing")
+}
+
+func TestMCPRunsAreSharedByReplicas(t *testing.T) {
+	open := make(chan struct{})
+	tools := map[string]server.MCPTool{"ask": mcpTools["ask"], "gate": {Description: "Waits, then shouts.", Input: "text", Output: "text"}}
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(askGraph(t, false), gate(t, open)), MCPTools: tools})
+	a, b := rs.envs[0], rs.envs[1]
+	cs := a.mcpClient(alice, "", nil)
+
+	// A question asked on A is answered through A; the runs are B's to see.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "x", "thread_id": "m-1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "interrupted", structured(t, res)["status"], callText(t, res))
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"thread_id": "m-1", "resume": map[string]any{"ok": true}}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"draft ok=true", "after"}, structured(t, res)["output"])
+	var list server.RunList
+	b.call("GET", "/v1/threads/m-1/runs", alice, nil, http.StatusOK, &list)
+	require.Len(t, list.Runs, 2, "replica B lists the runs of the MCP calls on A")
+	assert.Equal(t, []string{server.StatusDone, server.StatusInterrupted}, []string{list.Runs[0].Status, list.Runs[1].Status})
+
+	// A thread B runs is busy for a call on A.
+	b.thread(alice, "gate", "m-2")
+	var run server.Run
+	b.call("POST", "/v1/threads/m-2/runs", alice, map[string]any{"input": map[string]any{"text": "hi"}}, http.StatusAccepted, &run)
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "gate", Arguments: map[string]any{"text": "x", "thread_id": "m-2"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, `thread "m-2" already has run "`+run.ID+`" in progress: wait for it, cancel it, or enable queueing`, callText(t, res))
+	close(open)
+}
