@@ -206,7 +206,10 @@ func TestARunWhoseReplicaStoppedRenewingIsTakenOver(t *testing.T) {
 	gate := make(chan struct{})
 	close(gate)
 	wf := gateGraph(t, gate)
-	c := newCluster(t, 1, wf, 200*time.Millisecond)
+	// The live replica leaves a run another enqueued to it for its lease,
+	// 2s: long enough for the dead one to claim it first on a loaded
+	// machine (with 200ms it sometimes took the run before the claim).
+	c := newCluster(t, 1, wf, 2*time.Second)
 	th := thread(t, c.urls[0])
 	// A replica that claims the run and dies at once: its lease of no
 	// duration is never renewed.
