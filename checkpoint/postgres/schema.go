@@ -84,7 +84,12 @@ var migrations = [][]string{
 		// which took about as long as running it. $1 to $13 are the
 		// checkpoint, its blobs as four arrays and the expected head; the
 		// result is 1 when the checkpoint was stored, 0 when $13 is not
-		// the head.
+		// the head. The head is checked through the primary key of
+		// checkpoints, the one index that plan can use for it: looked up
+		// by thread, namespace and id, a table without statistics yet
+		// (a new schema) was read through checkpoints_by_seq, every
+		// checkpoint of the namespace at each step, and a plan made once
+		// would keep doing so.
 		`CREATE FUNCTION {schema}.put_checkpoint_after(
 			text, text, text, text, bigint, text, timestamptz, bytea,
 			text[], text[], text[], bytea[], text
@@ -96,8 +101,8 @@ var migrations = [][]string{
 		BEGIN
 			WITH head AS (
 				SELECT h.thread_id FROM {schema}.checkpoint_heads h
-				WHERE h.thread_id = $1 AND h.ns = $2 AND h.last_seq =
-					(SELECT seq FROM {schema}.checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $13)
+				WHERE h.thread_id = $1 AND h.ns = $2
+					AND EXISTS (SELECT 1 FROM {schema}.checkpoints c WHERE c.seq = h.last_seq AND c.checkpoint_id = $13)
 				FOR UPDATE
 			), cp AS (
 				INSERT INTO {schema}.checkpoints (thread_id, ns, checkpoint_id, parent_id, step, source, created, meta)
