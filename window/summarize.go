@@ -1,13 +1,12 @@
 package window
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -15,10 +14,13 @@ import (
 	"github.com/coorflow/coorflow/llm"
 )
 
+// The summarizer prompts. Each names its parameter as {{.MaxWords}} or
+// {{.MaxChars}}, filled in by replacement rather than by text/template:
+// a template evaluates fields and methods by name, which makes the linker
+// keep every exported method of every type in the binary (#14).
+//
 //go:embed prompts/*.tmpl
 var promptFS embed.FS
-
-var prompts = template.Must(template.ParseFS(promptFS, "prompts/*.tmpl"))
 
 // summaryKind says what is summarized, and picks the prompt.
 type summaryKind string
@@ -35,20 +37,17 @@ type summaryLimits struct {
 	MaxBytes  int
 }
 
-// promptData is what the summarizer prompts are rendered with.
-type promptData struct {
-	MaxWords int // for history: three quarters of the token bound
-	MaxChars int // for outputs: the byte bound
-}
-
 // summarizerPrompt renders the system prompt of a summarizer call.
 func summarizerPrompt(kind summaryKind, lim summaryLimits) (string, error) {
-	var buf bytes.Buffer
-	data := promptData{MaxWords: lim.MaxTokens * 3 / 4, MaxChars: lim.MaxBytes}
-	if err := prompts.ExecuteTemplate(&buf, "summarize_"+string(kind)+".tmpl", data); err != nil {
+	text, err := promptFS.ReadFile("prompts/summarize_" + string(kind) + ".tmpl")
+	if err != nil {
 		return "", fmt.Errorf("window: render %s summary prompt: %w", kind, err)
 	}
-	return buf.String(), nil
+	params := strings.NewReplacer(
+		"{{.MaxWords}}", strconv.Itoa(lim.MaxTokens*3/4), // for history: three quarters of the token bound
+		"{{.MaxChars}}", strconv.Itoa(lim.MaxBytes), // for outputs: the byte bound
+	)
+	return params.Replace(string(text)), nil
 }
 
 // summarizerInput is the user message of a summarizer call.

@@ -35,3 +35,38 @@ func walBytes(pool interface {
 		return n
 	}
 }
+
+// BenchmarkCommitFloor is the least a durable write costs against the same
+// server: a commit of one one-row INSERT of a bigint, one round trip, with
+// synchronous_commit on (each commit waits for its WAL record to be
+// flushed) and off (it does not). PutCheckpoint's ns/put above the "on"
+// figure is what the saver adds.
+func BenchmarkCommitFloor(b *testing.B) {
+	pool := pgtest.Pool(b)
+	schema := pgtest.Schema(b, pool, "coorflow_floor_")
+	table := pgx.Identifier{schema, "floor"}.Sanitize()
+	if _, err := pool.Exec(b.Context(), `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()+`; CREATE TABLE `+table+` (n bigint NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"on", "off"} {
+		b.Run("synchronous_commit="+mode, func(b *testing.B) {
+			conn, err := pool.Acquire(b.Context())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Release()
+			if _, err := conn.Exec(b.Context(), `SET synchronous_commit = `+mode); err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Exec(context.Background(), `RESET synchronous_commit`)
+			b.ReportAllocs()
+			n := int64(0)
+			for b.Loop() {
+				n++
+				if _, err := conn.Exec(b.Context(), `INSERT INTO `+table+` (n) VALUES ($1)`, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

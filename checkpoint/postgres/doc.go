@@ -17,7 +17,9 @@
 // that stores the checkpoint and its blobs and moves its namespace's head
 // only while the head is the checkpoint the writer expects (under the
 // head's row lock, so two servers on one database cannot both advance a
-// thread from the same checkpoint); PutTaskRecords is one statement and
+// thread from the same checkpoint; after a namespace's first checkpoint the
+// statement is a call of the schema's function put_checkpoint_after, whose
+// plan the server makes once per connection); PutTaskRecords is one statement and
 // DeleteThread one batch, which PostgreSQL runs as one implicit
 // transaction. Text columns
 // that order results use the "C" collation, so the order is bytewise

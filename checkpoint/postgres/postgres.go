@@ -113,8 +113,8 @@ type queries struct {
 // checkpointColumns are the columns scanCheckpoint reads, in order.
 const checkpointColumns = `checkpoint_id, parent_id, step, source, created, meta`
 
-// insertBlobs is the common table expression of putAfter and putFirst that
-// stores the blobs $9 to $12 (channels, versions, bases, data) of the
+// insertBlobs is the common table expression of putFirst that stores the
+// blobs $9 to $12 (channels, versions, bases, data) of the
 // checkpoint cp inserted, if it did.
 const insertBlobs = `blobs AS (
 			INSERT INTO {schema}.checkpoint_blobs (thread_id, ns, channel, version, base, data)
@@ -131,23 +131,11 @@ func newQueries(quoted string) queries {
 		// Insert the checkpoint, its blobs and move its namespace's head in
 		// one statement, when $13 is the head: the head's row lock makes
 		// concurrent writers of one namespace take turns, and a writer
-		// that waited finds the head moved and inserts nothing.
-		putAfter: r.Replace(`WITH head AS (
-			SELECT h.thread_id FROM {schema}.checkpoint_heads h
-			WHERE h.thread_id = $1 AND h.ns = $2 AND h.last_seq =
-				(SELECT seq FROM {schema}.checkpoints WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = $13)
-			FOR UPDATE
-		), cp AS (
-			INSERT INTO {schema}.checkpoints (thread_id, ns, checkpoint_id, parent_id, step, source, created, meta)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head
-			RETURNING seq
-		), ` + insertBlobs + `
-		UPDATE {schema}.checkpoint_heads h SET
-			last_seq    = cp.seq,
-			checkpoints = h.checkpoints + 1,
-			created     = LEAST(h.created, $7),
-			updated     = GREATEST(h.updated, $7)
-		FROM cp WHERE h.thread_id = $1 AND h.ns = $2`),
+		// that waited finds the head moved and inserts nothing. Its one
+		// row is 1 when the checkpoint was stored, else 0. (The statement
+		// is in a function, put_checkpoint_after, for its plan to be made
+		// once: see migration 3.)
+		putAfter: r.Replace(`SELECT {schema}.put_checkpoint_after($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`),
 		// The same for the first checkpoint of a namespace: the head's
 		// primary key refuses a second first one.
 		putFirst: r.Replace(`WITH cp AS (

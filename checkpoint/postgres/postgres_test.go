@@ -38,7 +38,7 @@ func TestOpenCreatesTheSchemaAndOwnsThePool(t *testing.T) {
 
 	var version int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT max(version) FROM `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema`).Scan(&version))
-	assert.Equal(t, 2, version)
+	assert.Equal(t, 3, version)
 
 	require.NoError(t, s.PutCheckpoint(t.Context(), graph.CheckpointRecord{Thread: "t", ID: "c1"}, nil))
 	require.NoError(t, s.Close())
@@ -84,7 +84,7 @@ func TestConcurrentFirstUseCreatesTheSchemaOnce(t *testing.T) {
 	}
 	var versions int
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema}.Sanitize()+`.checkpoint_schema`).Scan(&versions))
-	assert.Equal(t, 2, versions, "each migration applied once")
+	assert.Equal(t, 3, versions, "each migration applied once")
 	threads, err := postgres.New(pool, postgres.WithSchema(schema)).Threads(t.Context(), graph.ThreadListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, threads, savers)

@@ -51,11 +51,15 @@ func (s *Saver) putCheckpoint(ctx context.Context, db dbtx, cp graph.CheckpointR
 	}
 	args := []any{cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created, notNil(cp.Meta), channels, versions, bases, data}
 	expected := cmp.Or(cp.Head, cp.ParentID)
-	query := s.q.putFirst
-	if expected != "" {
-		query, args = s.q.putAfter, append(args, expected)
+	var stored int64
+	var err error
+	if expected == "" {
+		var tag pgconn.CommandTag
+		tag, err = db.Exec(ctx, s.q.putFirst, args...)
+		stored = tag.RowsAffected()
+	} else {
+		err = db.QueryRow(ctx, s.q.putAfter, append(args, expected)...).Scan(&stored)
 	}
-	tag, err := db.Exec(ctx, query, args...)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == headsKey:
@@ -64,7 +68,7 @@ func (s *Saver) putCheckpoint(ctx context.Context, db dbtx, cp graph.CheckpointR
 		return errors.New("already exists")
 	case err != nil:
 		return err
-	case tag.RowsAffected() == 0:
+	case stored == 0:
 		return s.conflict(ctx, db, cp, expected)
 	}
 	return nil

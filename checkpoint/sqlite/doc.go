@@ -9,7 +9,10 @@
 // opened and owns; the store and trace backends can share it.
 //
 // The tables (checkpoints, checkpoint_heads, checkpoint_blobs,
-// checkpoint_tasks) are created on first use; checkpoint_schema records
+// checkpoint_tasks) are created on first use. A checkpoint's own small
+// blobs (those whose version is its id: the engine's deltas) are kept in
+// its row, so that a step of a run is one INSERT that writes three
+// B-trees. checkpoint_schema records
 // which migrations have been applied, and a file written by a newer version
 // of this package is refused with ErrSchemaTooNew rather than misread. A
 // row whose values are not of the types the schema declares (the file was

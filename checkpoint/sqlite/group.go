@@ -24,11 +24,12 @@ import (
 
 // putRequest is one queued PutCheckpoint.
 type putRequest struct {
-	ctx   context.Context
-	cp    graph.CheckpointRecord
-	blobs []graph.Blob
-	err   error         // set before done is closed
-	done  chan struct{} // closed when the request was stored or failed
+	ctx    context.Context
+	cp     graph.CheckpointRecord
+	inline any           // the blobs of cp's row (splitBlobs)
+	blobs  []graph.Blob  // the others
+	err    error         // set before done is closed
+	done   chan struct{} // closed when the request was stored or failed
 }
 
 // putQueue holds the requests waiting for the writer.
@@ -71,7 +72,8 @@ func (s *Saver) put(ctx context.Context, cp graph.CheckpointRecord, blobs []grap
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &putRequest{ctx: ctx, cp: cp, blobs: blobs, done: make(chan struct{})}
+	r := &putRequest{ctx: ctx, cp: cp, done: make(chan struct{})}
+	r.inline, r.blobs = splitBlobs(cp, blobs)
 	s.puts.add(r)
 	_, writer, err := s.share.LockOr(ctx, r.done)
 	if err != nil && s.puts.remove(r) {
@@ -106,7 +108,7 @@ func (s *Saver) putGroup(group []*putRequest) {
 	if len(live) > 1 {
 		err := inTx(wctx, wctx, &s.w, func(ctx context.Context, w *writeStatements) error {
 			for _, r := range live {
-				if err := insertCheckpoint(ctx, w, r.cp, r.blobs); err != nil {
+				if err := insertCheckpoint(ctx, w, r.cp, r.inline, r.blobs); err != nil {
 					return err
 				}
 			}
@@ -129,10 +131,10 @@ func (s *Saver) putGroup(group []*putRequest) {
 func (s *Saver) putAlone(r *putRequest) error {
 	wctx := context.WithoutCancel(r.ctx)
 	insert := func(ctx context.Context, w *writeStatements) error {
-		return insertCheckpoint(ctx, w, r.cp, r.blobs)
+		return insertCheckpoint(ctx, w, r.cp, r.inline, r.blobs)
 	}
 	if len(r.blobs) == 0 {
-		return insert(wctx, &s.w) // one statement: atomic as it is
+		return insert(wctx, &s.w) // one statement, blobs in its row: atomic as it is
 	}
 	return inTx(r.ctx, wctx, &s.w, insert)
 }

@@ -31,12 +31,14 @@ func (s *Saver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, bl
 	return nil
 }
 
-// insertCheckpoint stores cp and its blobs with the writer's statements,
-// in the caller's transaction when there are blobs.
-func insertCheckpoint(ctx context.Context, w *writeStatements, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+// insertCheckpoint stores cp, with the blobs of its row (inline, see
+// splitBlobs), and the other blobs with the writer's statements, in the
+// caller's transaction when there are other blobs.
+func insertCheckpoint(ctx context.Context, w *writeStatements, cp graph.CheckpointRecord, inline any, blobs []graph.Blob) error {
 	expected := cmp.Or(cp.Head, cp.ParentID)
 	res, err := w.insertCheckpoint.ExecContext(ctx,
-		cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), expected, cp.Thread, cp.NS)
+		cp.Thread, cp.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.Created.UnixMicro(), notNil(cp.Meta), inline,
+		expected, cp.Thread, cp.NS)
 	if isUniqueViolation(err) {
 		return errors.New("already exists")
 	}

@@ -15,10 +15,12 @@ var ErrSchemaTooNew = errors.New("sqlite: checkpoint schema is newer than this v
 // migrations[v-1] brings the schema from version v-1 to v. Append to it;
 // never edit a migration that has been released.
 //
-// A PutCheckpoint touches four B-trees: the checkpoints table, its id
-// index, the namespace's head and the blobs table. Each is at least one
-// page written to the WAL per commit, so the schema has no index that
-// writing does not need.
+// A PutCheckpoint touches three B-trees: the checkpoints table, its id
+// index and the namespace's head; and a fourth, the blobs table, only for
+// blobs that cannot go in the checkpoint's row (see inline.go). Each is at
+// least one page written to the WAL per commit (about two for the trees
+// keyed by thread, whose inserts fall in the middle), so the schema has no
+// index that writing does not need.
 var migrations = [][]string{
 	{
 		// seq is the rowid: it orders checkpoints by when they were stored.
@@ -76,6 +78,12 @@ var migrations = [][]string{
 			FOREIGN KEY (thread_id, ns, checkpoint_id)
 				REFERENCES checkpoints (thread_id, ns, checkpoint_id) ON DELETE CASCADE
 		) WITHOUT ROWID`,
+	},
+	{
+		// The blobs a checkpoint introduces, when their version is its id
+		// and their data small, as a JSON object: channel -> [base, data
+		// in hex]. NULL when it has none; rows of version 1 have none.
+		`ALTER TABLE checkpoints ADD COLUMN blobs TEXT`,
 	},
 }
 

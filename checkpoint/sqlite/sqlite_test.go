@@ -93,7 +93,7 @@ func TestNewCreatesSchemaOnFirstUseAndLeavesDBOpen(t *testing.T) {
 	assert.Empty(t, threads)
 	var version int
 	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT max(version) FROM checkpoint_schema`).Scan(&version))
-	assert.Equal(t, 1, version)
+	assert.Equal(t, 2, version)
 
 	require.NoError(t, s.Close())
 	require.NoError(t, db.PingContext(t.Context()), "Close leaves a caller-owned db open")

@@ -43,6 +43,19 @@ const checkpointColumns = `checkpoint_id, parent_id, step, source, created_us, m
 const newestID = `SELECT c.checkpoint_id FROM checkpoint_heads h JOIN checkpoints c ON c.seq = h.last_seq
 	WHERE h.thread_id = ? AND h.ns = ?`
 
+// inlineBase and inlineData read the base and the data of a blob kept in
+// a checkpoint's row, i, an entry of json_each(c.blobs) (inline.go).
+const (
+	inlineBase = `(i.value ->> 0)`
+	inlineData = `unhex(i.value ->> 1)`
+)
+
+// tableBlob selects the row of checkpoint_blobs of the thread and
+// namespace (parameters 1 and 2) with channel and version.
+func tableBlob(channel, version string) string {
+	return `SELECT 1 FROM checkpoint_blobs b2 WHERE b2.thread_id = ?1 AND b2.ns = ?2 AND b2.channel = ` + channel + ` AND b2.version = ` + version
+}
+
 // statement is a query and where its prepared form goes.
 type statement struct {
 	stmt  **sql.Stmt
@@ -54,19 +67,24 @@ func (st *writeStatements) all() []statement {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
-		// Inserts nothing unless the ninth parameter names the newest
+		// Inserts nothing unless the tenth parameter names the newest
 		// checkpoint of the namespace the last two name ("" for none): the
 		// statement holds the write lock from its start, so the check and
 		// the insert are one step, also between processes. (Parameters
 		// are anonymous: the driver reads the name of each numbered one on
 		// every call.)
 		{&st.insertCheckpoint, `INSERT INTO checkpoints
-			(thread_id, ns, checkpoint_id, parent_id, step, source, created_us, meta)
-			SELECT ?, ?, ?, ?, ?, ?, ?, ?
+			(thread_id, ns, checkpoint_id, parent_id, step, source, created_us, meta, blobs)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
 			WHERE ? = coalesce((` + newestID + `), '')`},
 		{&st.newestID, newestID},
+		// Inserts nothing when the blob is stored already, in this table
+		// or in the row of the checkpoint its version names (inline.go).
 		{&st.insertBlob, `INSERT OR IGNORE INTO checkpoint_blobs
-			(thread_id, ns, channel, version, base, data) VALUES (?, ?, ?, ?, ?, ?)`},
+			(thread_id, ns, channel, version, base, data)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6
+			WHERE NOT EXISTS (SELECT 1 FROM checkpoints c, json_each(c.blobs) i
+				WHERE c.thread_id = ?1 AND c.ns = ?2 AND c.checkpoint_id = ?4 AND i.key = ?3)`},
 		// Inserts nothing when the checkpoint does not exist. (The WHERE
 		// clause also keeps ON CONFLICT from being read as a join.)
 		{&st.upsertTask, `INSERT INTO checkpoint_tasks
@@ -95,21 +113,41 @@ func (st *readStatements) all() []statement {
 		// limit is no limit.
 		{&st.list, `SELECT ` + checkpointColumns + ` FROM checkpoints INDEXED BY checkpoints_by_id
 			WHERE thread_id = ? AND ns = ? AND seq < ? ORDER BY seq DESC LIMIT ?`},
-		// The channels are passed as one JSON array.
+		// The channels are passed as one JSON array. Blobs come from
+		// checkpoint_blobs and from the rows of the checkpoints that
+		// introduced them, where checkpoint_blobs has no copy (inline.go).
 		{&st.blobs, `SELECT channel, version, base, data FROM checkpoint_blobs
-			WHERE thread_id = ? AND ns = ? AND channel IN (SELECT value FROM json_each(?))`},
+			WHERE thread_id = ?1 AND ns = ?2 AND channel IN (SELECT value FROM json_each(?3))
+			UNION ALL
+			SELECT i.key, c.checkpoint_id, ` + inlineBase + `, ` + inlineData + `
+			FROM checkpoints c INDEXED BY checkpoints_by_id CROSS JOIN json_each(c.blobs) i
+			WHERE c.thread_id = ?1 AND c.ns = ?2 AND c.blobs IS NOT NULL
+				AND i.key IN (SELECT value FROM json_each(?3))
+				AND NOT EXISTS (` + tableBlob("i.key", "c.checkpoint_id") + `)`},
 		// The versions are passed as one JSON object, channel -> version;
-		// each blob, the first of a chain too, is a lookup of the primary
-		// key (CROSS JOIN keeps SQLite from scanning the thread's blobs
-		// and matching them against the object instead). UNION (not ALL)
-		// ends a cycle of a corrupt chain.
+		// each blob, the first of a chain too, is a lookup of a primary
+		// key or of the id index (CROSS JOIN keeps SQLite from scanning
+		// the thread's blobs and matching them against the object
+		// instead). Each blob is looked for in checkpoint_blobs and in the
+		// row of the checkpoint its version names (inline.go). UNION (not
+		// ALL) ends a cycle of a corrupt chain.
 		{&st.blobsAt, `WITH RECURSIVE chain (channel, version, base, data) AS (
 				SELECT b.channel, b.version, b.base, b.data FROM json_each(?3) w
 				CROSS JOIN checkpoint_blobs b ON b.thread_id = ?1 AND b.ns = ?2 AND b.channel = w.key AND b.version = w.value
 				UNION
-				SELECT b.channel, b.version, b.base, b.data FROM chain c
-				CROSS JOIN checkpoint_blobs b ON b.thread_id = ?1 AND b.ns = ?2 AND b.channel = c.channel AND b.version = c.base
-				WHERE c.base <> ''
+				SELECT w.key, w.value, ` + inlineBase + `, ` + inlineData + ` FROM json_each(?3) w
+				CROSS JOIN checkpoints c ON c.thread_id = ?1 AND c.ns = ?2 AND c.checkpoint_id = w.value
+				CROSS JOIN json_each(c.blobs) i ON i.key = w.key
+				WHERE NOT EXISTS (` + tableBlob("w.key", "w.value") + `)
+				UNION
+				SELECT b.channel, b.version, b.base, b.data FROM chain x
+				CROSS JOIN checkpoint_blobs b ON b.thread_id = ?1 AND b.ns = ?2 AND b.channel = x.channel AND b.version = x.base
+				WHERE x.base <> ''
+				UNION
+				SELECT x.channel, x.base, ` + inlineBase + `, ` + inlineData + ` FROM chain x
+				CROSS JOIN checkpoints c ON c.thread_id = ?1 AND c.ns = ?2 AND c.checkpoint_id = x.base
+				CROSS JOIN json_each(c.blobs) i ON i.key = x.channel
+				WHERE x.base <> '' AND NOT EXISTS (` + tableBlob("x.channel", "x.base") + `)
 			)
 			SELECT channel, version, base, data FROM chain`},
 		// One row with NULL task columns when the checkpoint has no records,
