@@ -123,6 +123,10 @@ type run struct {
 	// the graph's name (a subgraph's run), made as tasks need them.
 	nodePaths map[string]string
 	workers   workers
+	// share runs the tasks of a step whose events nobody reads; sharing
+	// is set while it does.
+	share   share
+	sharing bool
 	// routeEm and routeCtx are what routers' contexts carry (see
 	// routerContext).
 	routeEm  emitter

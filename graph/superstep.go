@@ -219,6 +219,11 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
 		return results
 	}
+	if ru.cfg.events.kinds == 0 {
+		// Nor does it for a wide step: the loop's goroutine takes part.
+		ru.runShared(tasks, todo, results, keep)
+		return results
+	}
 	limit := ru.cfg.maxConcurrency
 	if limit <= 0 || limit > len(todo) {
 		limit = len(todo)
