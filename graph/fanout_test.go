@@ -94,7 +94,7 @@ func TestAPanicInABranchOfAFanOutFailsTheRunWithThatBranch(t *testing.T) {
 		if err := wait(ctx); err != nil {
 			return graph.Command{}, err
 		}
-		if itemKey.Get(s) == 7 {
+		if itemKey.Get(s) == 17 {
 			return boom(ctx, s)
 		}
 		return graph.Command{}, nil
@@ -102,10 +102,11 @@ func TestAPanicInABranchOfAFanOutFailsTheRunWithThatBranch(t *testing.T) {
 	_, err := r.Invoke(t.Context(), nil)
 	var ne *graph.NodeError
 	require.ErrorAs(t, err, &ne)
-	assert.Equal(t, "worker[7]", ne.Node)
+	assert.Equal(t, "worker[17]", ne.Node)
+	assert.Equal(t, "fan/worker[17]", ne.Path)
 	var pe *graph.PanicError
 	require.ErrorAs(t, err, &pe)
-	assert.EqualError(t, err, `graph: node "worker[7]" (step 1, attempt 1): panic: assignment to entry in nil map`)
+	assert.EqualError(t, err, `graph: node "worker[17]" (step 1, attempt 1): panic: assignment to entry in nil map`)
 }
 
 func TestCancellingAFanOutStartsNoFurtherBranch(t *testing.T) {

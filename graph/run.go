@@ -351,8 +351,11 @@ func (ru *run) nextTasks() []*task {
 		*t = task{node: n, name: name, index: -1, label: name, path: ru.nodePath(n), scope: t.scope}
 		tasks = append(tasks, t)
 	}
+	paths := ru.packetPaths(s.packets)
 	for i, p := range s.packets {
-		path := ru.path + "/" + p.Node + "[" + strconv.Itoa(i) + "]"
+		n := len(ru.path) + len(p.Node) + decimalLen(i) + 3
+		path := paths[:n]
+		paths = paths[n:]
 		t := &slab[len(names)+i]
 		*t = task{node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
 			label: path[len(ru.path)+1:], path: path, scope: t.scope}
@@ -370,6 +373,40 @@ func (ru *run) nextTasks() []*task {
 		ru.records = nil
 	}
 	return tasks
+}
+
+// packetPaths returns the event paths of the tasks packets start —
+// path/node[i] under the run's path — one after the other in one string:
+// one allocation for a step, not one per packet.
+func (ru *run) packetPaths(packets []Packet) string {
+	if len(packets) == 0 {
+		return ""
+	}
+	size := 0
+	for i, p := range packets {
+		size += len(ru.path) + len(p.Node) + decimalLen(i) + 3
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var digits [20]byte
+	for i, p := range packets {
+		b.WriteString(ru.path)
+		b.WriteByte('/')
+		b.WriteString(p.Node)
+		b.WriteByte('[')
+		b.Write(strconv.AppendInt(digits[:0], int64(i), 10))
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// decimalLen is the number of digits of i >= 0 in base 10.
+func decimalLen(i int) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }
 
 // nodePath returns the event path of node n in this run.
