@@ -136,6 +136,8 @@ type run struct {
 	pendBy  [][]string
 	changes []change
 	results []taskResult
+	todo    []int
+	todo1   [1]int // todo's first array: a one-task step allocates none
 	taskBuf []*task
 	slab    []task
 }
@@ -205,6 +207,7 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 		pend:   make([][]any, len(r.layout.channels)),
 		pendBy: make([][]string, len(r.layout.channels)),
 	}
+	ru.todo = ru.todo1[:0]
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
 	}

@@ -199,7 +199,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	ru.results = slices.Grow(ru.results[:0], len(tasks))[:len(tasks)]
 	results := ru.results
 	clear(results)
-	var todo []int
+	todo := ru.todo[:0]
 	for i, t := range tasks {
 		switch {
 		case t.done != nil:
@@ -210,6 +210,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 			todo = append(todo, i)
 		}
 	}
+	ru.todo = todo
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
 	keep := ru.p != nil && len(tasks) > 1
