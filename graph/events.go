@@ -172,7 +172,7 @@ func Emit(ctx context.Context, v any) {
 	if e == nil || !e.r.wantsCustom(nameOf(v)) {
 		return
 	}
-	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: time.Now()})
+	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
 }
 
 // WithScope returns a context whose events carry path/segment, for work

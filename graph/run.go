@@ -89,6 +89,8 @@ type run struct {
 	path   string
 	// yield receives events; it returns false to stop the run.
 	yield func(Event) bool
+	// t0 is when the run started, read when its events are read (see now).
+	t0 time.Time
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
 	// events carries events from task goroutines to the loop. It is
@@ -208,6 +210,9 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 		pendBy: make([][]string, len(r.layout.channels)),
 	}
 	ru.todo = ru.todo1[:0]
+	if cfg.events.kinds != 0 {
+		ru.t0 = time.Now()
+	}
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
 	}
@@ -248,12 +253,23 @@ func (ru *run) emit(ev Event) {
 		ev.Path = ru.path
 	}
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
+		ev.Time = ru.now()
 	}
 	if !ru.yield(ev) {
 		ru.stopped.Store(true)
 		ru.cancel()
 	}
+}
+
+// now reads the clock for an event: the run's start plus the monotonic
+// time since then. That is one reading of the monotonic clock where
+// time.Now takes two (the wall clock too), and events are timed a few
+// times per step.
+func (ru *run) now() time.Time {
+	if ru.t0.IsZero() {
+		return time.Now()
+	}
+	return ru.t0.Add(time.Since(ru.t0))
 }
 
 // send delivers an event from a task goroutine to the loop.

@@ -64,7 +64,7 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 	}
 	var now time.Time // one reading of the clock for both events
 	if ru.wants(EventValues) || ru.wants(EventStepEnd) {
-		now = time.Now()
+		now = ru.now()
 	}
 	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}, Time: now})
 	ru.emit(Event{Kind: EventStepEnd, Step: ru.step, Time: now})
@@ -282,11 +282,11 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	timed := ru.cfg.events.kinds.has(EventNodeEnd)
 	var start time.Time
 	if timed {
-		start = time.Now()
+		start = ru.now()
 	}
 	ru.tryTask(t, res)
 	if timed {
-		res.end = time.Now()
+		res.end = ru.now()
 		res.dur = res.end.Sub(start)
 	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {
