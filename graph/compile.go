@@ -56,6 +56,7 @@ func (g *Graph) Compile(opts ...Option) (*Runnable, error) {
 	for name, n := range g.nodes {
 		c := *n // the Graph may change and compile again: resolve in a copy
 		c.path = r.name + "/" + name
+		c.alone = []string{name}
 		r.nodes[name] = &c
 	}
 	for name, n := range r.nodes {

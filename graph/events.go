@@ -16,7 +16,7 @@ type EventKind uint8
 const (
 	EventRunStart   EventKind = iota + 1 // a run (or a subgraph's run) started
 	EventRunEnd                          // it ended; State holds the final values
-	EventStepStart                       // a step started; Data holds its node names ([]string)
+	EventStepStart                       // a step started; Data holds its node names ([]string, not to be modified)
 	EventStepEnd                         // a step's writes were applied
 	EventNodeStart                       // a task started
 	EventNodeEnd                         // a task ended (Duration, Attempt; Err if it failed)

@@ -18,11 +18,7 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
 	if ru.wants(EventStepStart) {
-		names := make([]string, len(tasks))
-		for i, t := range tasks {
-			names[i] = t.label
-		}
-		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: names})
+		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: stepNames(tasks)})
 	}
 	if err := ru.prepare(tasks); err != nil {
 		return nil, err
@@ -72,6 +68,19 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
 	return nil, nil
+}
+
+// stepNames is the Data of a step's EventStepStart: its tasks' labels. A
+// step of one task started by an edge shares its node's list.
+func stepNames(tasks []*task) any {
+	if len(tasks) == 1 && tasks[0].index < 0 && tasks[0].node.alone != nil {
+		return tasks[0].node.alone
+	}
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		names[i] = t.label
+	}
+	return names
 }
 
 // failed returns the first task failure of the step. With a saver, it
