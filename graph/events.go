@@ -28,6 +28,10 @@ const (
 	EventCheckpoint                      // a checkpoint was stored (Data: checkpoint id)
 
 	maxEventKind
+
+	// taskEnded is no event: a worker's message to the loop that task
+	// number Step ended, its result stored (see runOne).
+	taskEnded EventKind = 0
 )
 
 var eventKindNames = [...]string{

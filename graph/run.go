@@ -93,12 +93,9 @@ type run struct {
 	t0 time.Time
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
-	// events carries events from task goroutines to the loop. It is
-	// unbuffered, so a task's events arrive before its result on done.
+	// events carries events from task goroutines to the loop, and the
+	// end of each task (taskEnded) after its events.
 	events chan Event
-	// done carries the index of a finished task, whose result is in
-	// results.
-	done chan int
 
 	state *stateData
 	step  int
@@ -205,7 +202,6 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 		path:   path,
 		yield:  yield,
 		events: make(chan Event),
-		done:   make(chan int, 16),
 		pend:   make([][]any, len(r.layout.channels)),
 		pendBy: make([][]string, len(r.layout.channels)),
 	}

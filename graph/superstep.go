@@ -251,14 +251,12 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		startNext()
 	}
 	for running > 0 {
-		var i int
-		select {
-		case ev := <-ru.events:
+		ev := <-ru.events
+		if ev.Kind != taskEnded {
 			ru.emit(ev)
 			continue
-		case d := <-ru.done:
-			i = ru.taskDone(d)
 		}
+		i := ru.taskDone(ev.Step)
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
@@ -273,10 +271,10 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	return results
 }
 
-// runOne runs task t on a worker and reports it done.
-func (ru *run) runOne(results []taskResult, i int, t *task, keep bool) {
-	ru.execTask(t, keep, &results[i])
-	ru.done <- i
+// runOne runs job j on a worker and reports it done.
+func (ru *run) runOne(j *job) {
+	ru.execTask(j.t, j.keep, &j.results[j.i])
+	ru.events <- Event{Kind: taskEnded, Step: j.i}
 }
 
 // execTask runs one task with its node's retry policy, timeout and error

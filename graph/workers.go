@@ -17,8 +17,8 @@ type workers struct {
 	wg   sync.WaitGroup
 }
 
-// job is one task for a worker: run tasks[i] and store its result in
-// results[i] (see runOne).
+// job is one task for a worker: run t and store its result in results[i]
+// (see runOne).
 type job struct {
 	results []taskResult
 	i       int
@@ -52,7 +52,7 @@ func (ru *run) taskDone(i int) int {
 
 func (ru *run) work() {
 	for j := range ru.workers.jobs {
-		ru.runOne(j.results, j.i, j.t, j.keep)
+		ru.runOne(&j)
 	}
 	ru.workers.wg.Done() // a node's panic is recovered (call): none gets here
 }
@@ -76,10 +76,8 @@ func (ru *run) stopWorkers() {
 		ru.cancel()
 	}
 	for w.busy > 0 {
-		select {
-		case i := <-ru.done:
-			ru.taskDone(i)
-		case <-ru.events:
+		if ev := <-ru.events; ev.Kind == taskEnded {
+			ru.taskDone(ev.Step)
 		}
 	}
 	w.wg.Wait()
