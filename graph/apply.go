@@ -25,7 +25,9 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 				return ru.writeErr(t, results[i].attempts, err)
 			}
 			ru.pend[slot] = append(ru.pend[slot], v)
-			ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
+			if ch.Reducer() == "last" { // names the writers of a conflict
+				ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
+			}
 		}
 	}
 	var next *stateData
@@ -89,6 +91,11 @@ func channelNames(l *layout) []string {
 // (checkCommand), or when they were read back from the saver.
 func (ru *run) route(tasks []*task, results []taskResult) error {
 	s := &ru.sched
+	sends := 0
+	for i := range results {
+		sends += len(results[i].cmd.Send)
+	}
+	s.packets = slices.Grow(s.packets, sends)
 	for i, t := range tasks {
 		cmd := results[i].cmd
 		if cmd.Goto != nil {

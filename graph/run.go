@@ -328,9 +328,10 @@ func (ru *run) loop() (*Result, error) {
 		if err != nil || res != nil {
 			return res, err
 		}
-		last = last[:0]
-		for _, t := range tasks {
-			last = append(last, t.label)
+		if steps+1 == ru.cfg.stepLimit { // for the StepLimitError that may follow
+			for _, t := range tasks {
+				last = append(last, t.label)
+			}
 		}
 		ru.step++
 	}
