@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Runnable is a compiled graph: immutable, safe for concurrent runs.
@@ -20,6 +21,9 @@ type Runnable struct {
 	// start is where Start's edges lead.
 	start    outgoing
 	defaults config
+	// results holds the task result buffers of ended runs (*[]taskResult),
+	// for the next runs: a wide step's are large.
+	results sync.Pool
 }
 
 // Name returns the graph's name.

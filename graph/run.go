@@ -135,10 +135,12 @@ type run struct {
 	pendBy  [][]string
 	changes []change
 	results []taskResult
-	todo    []int
-	todo1   [1]int // todo's first array: a one-task step allocates none
-	taskBuf []*task
-	slab    []task
+	// resultsBuf is where results goes back to the Runnable's pool.
+	resultsBuf *[]taskResult
+	todo       []int
+	todo1      [1]int // todo's first array: a one-task step allocates none
+	taskBuf    []*task
+	slab       []task
 }
 
 // change is a channel written in a step, for the checkpoint.
@@ -206,6 +208,9 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 		pendBy: make([][]string, len(r.layout.channels)),
 	}
 	ru.todo = ru.todo1[:0]
+	if b, ok := r.results.Get().(*[]taskResult); ok {
+		ru.results, ru.resultsBuf = *b, b
+	}
 	if cfg.events.kinds != 0 {
 		ru.t0 = time.Now()
 	}
@@ -285,6 +290,7 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ru.ctx, ru.cancel = ctx, cancel
+	defer ru.releaseResults() // once the workers have ended
 	defer ru.stopWorkers()
 	if ru.p != nil {
 		ru.p.start(ctx)
@@ -312,6 +318,21 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 	}
 	ru.emit(Event{Kind: EventRunEnd, State: res.State, Data: res.Status})
 	return *res, nil
+}
+
+// releaseResults gives the run's result buffer to the next runs, cleared:
+// no task of the run is running, and nothing else refers to it.
+func (ru *run) releaseResults() {
+	if cap(ru.results) == 0 {
+		return
+	}
+	clear(ru.results[:cap(ru.results)])
+	b := ru.resultsBuf
+	if b == nil {
+		b = new([]taskResult)
+	}
+	*b, ru.results, ru.resultsBuf = ru.results[:0], nil, nil
+	ru.r.results.Put(b)
 }
 
 func (ru *run) loop() (*Result, error) {
