@@ -15,7 +15,7 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 	defer ru.clearPending()
 	for i, t := range tasks {
 		for _, w := range results[i].cmd.Update {
-			ch, slot, ok := l.channel(w.Channel())
+			ch, slot, ok := l.channelOf(w)
 			if !ok {
 				return ru.writeErr(t, results[i].attempts, fmt.Errorf("%w %q: graph %q declares %s",
 					ErrUnknownChannel, w.Channel(), ru.r.name, strings.Join(channelNames(l), ", ")))
@@ -195,8 +195,10 @@ func (r *Runnable) checkCommand(node *nodeSpec, cmd Command) error {
 			return fmt.Errorf("%w: Send packet %d is for End, which runs nothing: send it to a node, or end the branch with graph.Goto(graph.End)",
 				ErrInvalidCommand, i)
 		}
-		if err := r.checkTarget(node, p.Node, "Send"); err != nil {
-			return err
+		if i == 0 || p.Node != cmd.Send[i-1].Node { // else checked for the packet before
+			if err := r.checkTarget(node, p.Node, "Send"); err != nil {
+				return err
+			}
 		}
 		if err := r.checkPacket(node, p); err != nil {
 			return err
@@ -223,7 +225,7 @@ func (r *Runnable) checkTarget(node *nodeSpec, to, how string) error {
 func (r *Runnable) checkPacket(node *nodeSpec, p Packet) error {
 	for _, w := range p.Writes {
 		name := w.Channel()
-		if _, ok := r.layout.slots[name]; !ok {
+		if _, _, ok := r.layout.channelOf(w); !ok {
 			return fmt.Errorf("%w %q in a packet for %q: graph %q declares %s",
 				ErrUnknownChannel, name, p.Node, r.name, strings.Join(channelNames(r.layout), ", "))
 		}

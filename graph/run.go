@@ -389,12 +389,16 @@ func (ru *run) nextTasks() []*task {
 		tasks = append(tasks, t)
 	}
 	paths := ru.packetPaths(s.packets)
+	var node *nodeSpec // the node of the packet before: packets often share it
 	for i, p := range s.packets {
+		if node == nil || node.name != p.Node {
+			node = ru.r.nodes[p.Node]
+		}
 		n := len(ru.path) + len(p.Node) + decimalLen(i) + 3
 		path := paths[:n]
 		paths = paths[n:]
 		t := &slab[len(names)+i]
-		*t = task{node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
+		*t = task{node: node, name: p.Node, index: i, packet: p.Writes,
 			label: path[len(ru.path)+1:], path: path, scope: t.scope}
 		tasks = append(tasks, t)
 	}

@@ -173,7 +173,7 @@ func (ru *run) prepare(tasks []*task) error {
 		}
 		t.overlay, entries = entries[:0:len(t.packet)], entries[len(t.packet):]
 		for _, w := range t.packet {
-			ch, _, ok := ru.r.layout.channel(w.Channel())
+			ch, _, ok := ru.r.layout.channelOf(w)
 			if !ok { // checked when the packet was sent (checkCommand)
 				return ru.nodeErr(t, 1, fmt.Errorf("%w %q in a packet for %q", ErrUnknownChannel, w.Channel(), t.name))
 			}
