@@ -24,6 +24,9 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 			if err != nil {
 				return ru.writeErr(t, results[i].attempts, err)
 			}
+			if len(ru.pend[slot]) == 0 { // room for a write from each task
+				ru.pend[slot] = slices.Grow(ru.pend[slot], len(tasks))
+			}
 			ru.pend[slot] = append(ru.pend[slot], v)
 			if ch.Reducer() == "last" { // names the writers of a conflict
 				ru.pendBy[slot] = append(ru.pendBy[slot], t.label)

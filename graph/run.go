@@ -381,7 +381,7 @@ func (ru *run) nextTasks() []*task {
 		}
 	}
 	slab := ru.slab[:n]
-	tasks := ru.taskBuf[:0]
+	tasks := slices.Grow(ru.taskBuf[:0], n)
 	for i, name := range names {
 		n := ru.r.nodes[name]
 		t := &slab[i]

@@ -208,7 +208,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	ru.results = slices.Grow(ru.results[:0], len(tasks))[:len(tasks)]
 	results := ru.results
 	clear(results)
-	todo := ru.todo[:0]
+	todo := slices.Grow(ru.todo[:0], len(tasks))
 	for i, t := range tasks {
 		switch {
 		case t.done != nil:
