@@ -94,11 +94,15 @@ func channelNames(l *layout) []string {
 // (checkCommand), or when they were read back from the saver.
 func (ru *run) route(tasks []*task, results []taskResult) error {
 	s := &ru.sched
-	sends := 0
+	sends, senders := 0, 0
 	for i := range results {
-		sends += len(results[i].cmd.Send)
+		if n := len(results[i].cmd.Send); n > 0 {
+			sends, senders = sends+n, senders+1
+		}
 	}
-	s.packets = slices.Grow(s.packets, sends)
+	if senders > 1 {
+		s.packets = slices.Grow(s.packets, sends)
+	}
 	for i, t := range tasks {
 		cmd := results[i].cmd
 		if cmd.Goto != nil {
@@ -108,7 +112,13 @@ func (ru *run) route(tasks []*task, results []taskResult) error {
 		} else if err := ru.follow(t); err != nil {
 			return ru.nodeErr(t, results[i].attempts, err)
 		}
-		s.packets = append(s.packets, cmd.Send...)
+		if senders == 1 && len(s.packets) == 0 {
+			// The step's only packets are taken as the node returned
+			// them, clipped: nothing appends into the node's list.
+			s.packets = slices.Clip(cmd.Send)
+		} else {
+			s.packets = append(s.packets, cmd.Send...)
+		}
 	}
 	return nil
 }
