@@ -15,7 +15,7 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 	defer ru.clearPending()
 	for i, t := range tasks {
 		for _, w := range results[i].cmd.Update {
-			ch, slot, ok := l.channel(w.Channel())
+			ch, slot, ok := l.channelOf(w)
 			if !ok {
 				return ru.writeErr(t, results[i].attempts, fmt.Errorf("%w %q: graph %q declares %s",
 					ErrUnknownChannel, w.Channel(), ru.r.name, strings.Join(channelNames(l), ", ")))
@@ -24,8 +24,13 @@ func (ru *run) apply(tasks []*task, results []taskResult) error {
 			if err != nil {
 				return ru.writeErr(t, results[i].attempts, err)
 			}
+			if len(ru.pend[slot]) == 0 { // room for a write from each task
+				ru.pend[slot] = slices.Grow(ru.pend[slot], len(tasks))
+			}
 			ru.pend[slot] = append(ru.pend[slot], v)
-			ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
+			if ch.Reducer() == "last" { // names the writers of a conflict
+				ru.pendBy[slot] = append(ru.pendBy[slot], t.label)
+			}
 		}
 	}
 	var next *stateData
@@ -89,6 +94,15 @@ func channelNames(l *layout) []string {
 // (checkCommand), or when they were read back from the saver.
 func (ru *run) route(tasks []*task, results []taskResult) error {
 	s := &ru.sched
+	sends, senders := 0, 0
+	for i := range results {
+		if n := len(results[i].cmd.Send); n > 0 {
+			sends, senders = sends+n, senders+1
+		}
+	}
+	if senders > 1 {
+		s.packets = slices.Grow(s.packets, sends)
+	}
 	for i, t := range tasks {
 		cmd := results[i].cmd
 		if cmd.Goto != nil {
@@ -98,7 +112,13 @@ func (ru *run) route(tasks []*task, results []taskResult) error {
 		} else if err := ru.follow(t); err != nil {
 			return ru.nodeErr(t, results[i].attempts, err)
 		}
-		s.packets = append(s.packets, cmd.Send...)
+		if senders == 1 && len(s.packets) == 0 {
+			// The step's only packets are taken as the node returned
+			// them, clipped: nothing appends into the node's list.
+			s.packets = slices.Clip(cmd.Send)
+		} else {
+			s.packets = append(s.packets, cmd.Send...)
+		}
 	}
 	return nil
 }
@@ -188,8 +208,10 @@ func (r *Runnable) checkCommand(node *nodeSpec, cmd Command) error {
 			return fmt.Errorf("%w: Send packet %d is for End, which runs nothing: send it to a node, or end the branch with graph.Goto(graph.End)",
 				ErrInvalidCommand, i)
 		}
-		if err := r.checkTarget(node, p.Node, "Send"); err != nil {
-			return err
+		if i == 0 || p.Node != cmd.Send[i-1].Node { // else checked for the packet before
+			if err := r.checkTarget(node, p.Node, "Send"); err != nil {
+				return err
+			}
 		}
 		if err := r.checkPacket(node, p); err != nil {
 			return err
@@ -216,7 +238,7 @@ func (r *Runnable) checkTarget(node *nodeSpec, to, how string) error {
 func (r *Runnable) checkPacket(node *nodeSpec, p Packet) error {
 	for _, w := range p.Writes {
 		name := w.Channel()
-		if _, ok := r.layout.slots[name]; !ok {
+		if _, _, ok := r.layout.channelOf(w); !ok {
 			return fmt.Errorf("%w %q in a packet for %q: graph %q declares %s",
 				ErrUnknownChannel, name, p.Node, r.name, strings.Join(channelNames(r.layout), ", "))
 		}

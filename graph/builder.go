@@ -145,6 +145,9 @@ type nodeSpec struct {
 	// run of the root graph.
 	out  outgoing
 	path string
+	// alone is the Data of EventStepStart for a step that runs this node
+	// alone, made once: []string{name}.
+	alone any
 }
 
 // outgoing is where a node's static edges, conditional edges and joins

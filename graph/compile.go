@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Runnable is a compiled graph: immutable, safe for concurrent runs.
@@ -20,6 +21,9 @@ type Runnable struct {
 	// start is where Start's edges lead.
 	start    outgoing
 	defaults config
+	// results holds the task result buffers of ended runs (*[]taskResult),
+	// for the next runs: a wide step's are large.
+	results sync.Pool
 }
 
 // Name returns the graph's name.
@@ -56,6 +60,7 @@ func (g *Graph) Compile(opts ...Option) (*Runnable, error) {
 	for name, n := range g.nodes {
 		c := *n // the Graph may change and compile again: resolve in a copy
 		c.path = r.name + "/" + name
+		c.alone = []string{name}
 		r.nodes[name] = &c
 	}
 	for name, n := range r.nodes {

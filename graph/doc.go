@@ -13,9 +13,11 @@
 // private overlay).
 //
 // A run proceeds in steps. Every task of a step sees the state as of the
-// step's start and runs on its own goroutine (MaxConcurrency bounds them);
-// their writes are applied in task order — node name, then send index — with
-// one reducer application per channel, so results never depend on timing.
+// step's start and runs concurrently with the others, none waiting for
+// another to end (MaxConcurrency bounds them; a goroutine that ends a task
+// may take one not yet started); their writes are applied in task order —
+// node name, then send index — with one reducer application per channel,
+// so results never depend on timing.
 // Two writes to a last-value channel in one step are an error naming both
 // writers. Then static edges, conditional edges (a Router, evaluated on the
 // new state), joins (AddJoin: run once all sources have run) and deferred

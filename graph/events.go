@@ -16,7 +16,7 @@ type EventKind uint8
 const (
 	EventRunStart   EventKind = iota + 1 // a run (or a subgraph's run) started
 	EventRunEnd                          // it ended; State holds the final values
-	EventStepStart                       // a step started; Data holds its node names ([]string)
+	EventStepStart                       // a step started; Data holds its node names ([]string, not to be modified)
 	EventStepEnd                         // a step's writes were applied
 	EventNodeStart                       // a task started
 	EventNodeEnd                         // a task ended (Duration, Attempt; Err if it failed)
@@ -28,6 +28,10 @@ const (
 	EventCheckpoint                      // a checkpoint was stored (Data: checkpoint id)
 
 	maxEventKind
+
+	// taskEnded is no event: a worker's message to the loop that task
+	// number Step ended, its result stored (see runOne).
+	taskEnded EventKind = 0
 )
 
 var eventKindNames = [...]string{
@@ -172,7 +176,7 @@ func Emit(ctx context.Context, v any) {
 	if e == nil || !e.r.wantsCustom(nameOf(v)) {
 		return
 	}
-	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: time.Now()})
+	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
 }
 
 // WithScope returns a context whose events carry path/segment, for work

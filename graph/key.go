@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 )
 
 // A Channel is a named slot of graph state with a value type and a reducer.
@@ -79,6 +80,11 @@ func Append[E any]() KeyOption[[]E] {
 		k.red = &reducer[[]E]{
 			kind: "append",
 			fold: func(cur []E, updates [][]E) []E {
+				n := 0
+				for _, u := range updates {
+					n += len(u)
+				}
+				cur = slices.Grow(cur, n) // once for the step's writes
 				for _, u := range updates {
 					cur = append(cur, u...)
 				}

@@ -89,14 +89,13 @@ type run struct {
 	path   string
 	// yield receives events; it returns false to stop the run.
 	yield func(Event) bool
+	// t0 is when the run started, read when its events are read (see now).
+	t0 time.Time
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
-	// events carries events from task goroutines to the loop. It is
-	// unbuffered, so a task's events arrive before its result on done.
+	// events carries events from task goroutines to the loop, and the
+	// end of each task (taskEnded) after its events.
 	events chan Event
-	// done carries the index of a finished task, whose result is in
-	// results.
-	done chan int
 
 	state *stateData
 	step  int
@@ -123,6 +122,10 @@ type run struct {
 	// the graph's name (a subgraph's run), made as tasks need them.
 	nodePaths map[string]string
 	workers   workers
+	// share runs the tasks of a step whose events nobody reads; sharing
+	// is set while it does.
+	share   share
+	sharing bool
 	// routeEm and routeCtx are what routers' contexts carry (see
 	// routerContext).
 	routeEm  emitter
@@ -132,8 +135,12 @@ type run struct {
 	pendBy  [][]string
 	changes []change
 	results []taskResult
-	taskBuf []*task
-	slab    []task
+	// resultsBuf is where results goes back to the Runnable's pool.
+	resultsBuf *[]taskResult
+	todo       []int
+	todo1      [1]int // todo's first array: a one-task step allocates none
+	taskBuf    []*task
+	slab       []task
 }
 
 // change is a channel written in a step, for the checkpoint.
@@ -197,9 +204,15 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run
 		path:   path,
 		yield:  yield,
 		events: make(chan Event),
-		done:   make(chan int, 16),
 		pend:   make([][]any, len(r.layout.channels)),
 		pendBy: make([][]string, len(r.layout.channels)),
+	}
+	ru.todo = ru.todo1[:0]
+	if b, ok := r.results.Get().(*[]taskResult); ok {
+		ru.results, ru.resultsBuf = *b, b
+	}
+	if cfg.events.kinds != 0 {
+		ru.t0 = time.Now()
 	}
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
@@ -241,12 +254,23 @@ func (ru *run) emit(ev Event) {
 		ev.Path = ru.path
 	}
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
+		ev.Time = ru.now()
 	}
 	if !ru.yield(ev) {
 		ru.stopped.Store(true)
 		ru.cancel()
 	}
+}
+
+// now reads the clock for an event: the run's start plus the monotonic
+// time since then. That is one reading of the monotonic clock where
+// time.Now takes two (the wall clock too), and events are timed a few
+// times per step.
+func (ru *run) now() time.Time {
+	if ru.t0.IsZero() {
+		return time.Now()
+	}
+	return ru.t0.Add(time.Since(ru.t0))
 }
 
 // send delivers an event from a task goroutine to the loop.
@@ -266,6 +290,7 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ru.ctx, ru.cancel = ctx, cancel
+	defer ru.releaseResults() // once the workers have ended
 	defer ru.stopWorkers()
 	if ru.p != nil {
 		ru.p.start(ctx)
@@ -295,6 +320,21 @@ func (ru *run) execute(ctx context.Context, initial []any, input []Write) (Resul
 	return *res, nil
 }
 
+// releaseResults gives the run's result buffer to the next runs, cleared:
+// no task of the run is running, and nothing else refers to it.
+func (ru *run) releaseResults() {
+	if cap(ru.results) == 0 {
+		return
+	}
+	clear(ru.results[:cap(ru.results)])
+	b := ru.resultsBuf
+	if b == nil {
+		b = new([]taskResult)
+	}
+	*b, ru.results, ru.resultsBuf = ru.results[:0], nil, nil
+	ru.r.results.Put(b)
+}
+
 func (ru *run) loop() (*Result, error) {
 	var last []string
 	for steps := 0; ; steps++ {
@@ -309,9 +349,10 @@ func (ru *run) loop() (*Result, error) {
 		if err != nil || res != nil {
 			return res, err
 		}
-		last = last[:0]
-		for _, t := range tasks {
-			last = append(last, t.label)
+		if steps+1 == ru.cfg.stepLimit { // for the StepLimitError that may follow
+			for _, t := range tasks {
+				last = append(last, t.label)
+			}
 		}
 		ru.step++
 	}
@@ -340,17 +381,24 @@ func (ru *run) nextTasks() []*task {
 		}
 	}
 	slab := ru.slab[:n]
-	tasks := ru.taskBuf[:0]
+	tasks := slices.Grow(ru.taskBuf[:0], n)
 	for i, name := range names {
 		n := ru.r.nodes[name]
 		t := &slab[i]
 		*t = task{node: n, name: name, index: -1, label: name, path: ru.nodePath(n), scope: t.scope}
 		tasks = append(tasks, t)
 	}
+	paths := ru.packetPaths(s.packets)
+	var node *nodeSpec // the node of the packet before: packets often share it
 	for i, p := range s.packets {
-		path := ru.path + "/" + p.Node + "[" + strconv.Itoa(i) + "]"
+		if node == nil || node.name != p.Node {
+			node = ru.r.nodes[p.Node]
+		}
+		n := len(ru.path) + len(p.Node) + decimalLen(i) + 3
+		path := paths[:n]
+		paths = paths[n:]
 		t := &slab[len(names)+i]
-		*t = task{node: ru.r.nodes[p.Node], name: p.Node, index: i, packet: p.Writes,
+		*t = task{node: node, name: p.Node, index: i, packet: p.Writes,
 			label: path[len(ru.path)+1:], path: path, scope: t.scope}
 		tasks = append(tasks, t)
 	}
@@ -366,6 +414,40 @@ func (ru *run) nextTasks() []*task {
 		ru.records = nil
 	}
 	return tasks
+}
+
+// packetPaths returns the event paths of the tasks packets start —
+// path/node[i] under the run's path — one after the other in one string:
+// one allocation for a step, not one per packet.
+func (ru *run) packetPaths(packets []Packet) string {
+	if len(packets) == 0 {
+		return ""
+	}
+	size := 0
+	for i, p := range packets {
+		size += len(ru.path) + len(p.Node) + decimalLen(i) + 3
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var digits [20]byte
+	for i, p := range packets {
+		b.WriteString(ru.path)
+		b.WriteByte('/')
+		b.WriteString(p.Node)
+		b.WriteByte('[')
+		b.Write(strconv.AppendInt(digits[:0], int64(i), 10))
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// decimalLen is the number of digits of i >= 0 in base 10.
+func decimalLen(i int) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }
 
 // nodePath returns the event path of node n in this run.

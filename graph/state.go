@@ -104,6 +104,20 @@ func newLayout(chs []Channel) *layout {
 	return l
 }
 
+// channelOf returns the channel w writes and its slot. A write made with a
+// key of the graph's own is found by identity among a few channels, without
+// hashing its name; others (a subgraph's key of the same name) by name.
+func (l *layout) channelOf(w Write) (Channel, int, bool) {
+	if len(l.channels) <= 8 {
+		for i, c := range l.channels {
+			if c == w.ch {
+				return c, i, true
+			}
+		}
+	}
+	return l.channel(w.Channel())
+}
+
 func (l *layout) channel(name string) (Channel, int, bool) {
 	i, ok := l.slots[name]
 	if !ok {

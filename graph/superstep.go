@@ -18,11 +18,7 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
 	if ru.wants(EventStepStart) {
-		names := make([]string, len(tasks))
-		for i, t := range tasks {
-			names[i] = t.label
-		}
-		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: names})
+		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: stepNames(tasks)})
 	}
 	if err := ru.prepare(tasks); err != nil {
 		return nil, err
@@ -64,7 +60,7 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 	}
 	var now time.Time // one reading of the clock for both events
 	if ru.wants(EventValues) || ru.wants(EventStepEnd) {
-		now = time.Now()
+		now = ru.now()
 	}
 	ru.emit(Event{Kind: EventValues, Step: ru.step, State: State{d: ru.state}, Time: now})
 	ru.emit(Event{Kind: EventStepEnd, Step: ru.step, Time: now})
@@ -72,6 +68,19 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
 	return nil, nil
+}
+
+// stepNames is the Data of a step's EventStepStart: its tasks' labels. A
+// step of one task started by an edge shares its node's list.
+func stepNames(tasks []*task) any {
+	if len(tasks) == 1 && tasks[0].index < 0 && tasks[0].node.alone != nil {
+		return tasks[0].node.alone
+	}
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		names[i] = t.label
+	}
+	return names
 }
 
 // failed returns the first task failure of the step. With a saver, it
@@ -164,7 +173,7 @@ func (ru *run) prepare(tasks []*task) error {
 		}
 		t.overlay, entries = entries[:0:len(t.packet)], entries[len(t.packet):]
 		for _, w := range t.packet {
-			ch, _, ok := ru.r.layout.channel(w.Channel())
+			ch, _, ok := ru.r.layout.channelOf(w)
 			if !ok { // checked when the packet was sent (checkCommand)
 				return ru.nodeErr(t, 1, fmt.Errorf("%w %q in a packet for %q", ErrUnknownChannel, w.Channel(), t.name))
 			}
@@ -199,7 +208,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	ru.results = slices.Grow(ru.results[:0], len(tasks))[:len(tasks)]
 	results := ru.results
 	clear(results)
-	var todo []int
+	todo := slices.Grow(ru.todo[:0], len(tasks))
 	for i, t := range tasks {
 		switch {
 		case t.done != nil:
@@ -210,6 +219,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 			todo = append(todo, i)
 		}
 	}
+	ru.todo = todo
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
 	keep := ru.p != nil && len(tasks) > 1
@@ -217,6 +227,11 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		// Nobody reads events, so nothing from inside the node needs the
 		// loop to forward it: run the task on this goroutine.
 		ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
+		return results
+	}
+	if ru.cfg.events.kinds == 0 {
+		// Nor does it for a wide step: the loop's goroutine takes part.
+		ru.runShared(tasks, todo, results, keep)
 		return results
 	}
 	limit := ru.cfg.maxConcurrency
@@ -236,14 +251,12 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		startNext()
 	}
 	for running > 0 {
-		var i int
-		select {
-		case ev := <-ru.events:
+		ev := <-ru.events
+		if ev.Kind != taskEnded {
 			ru.emit(ev)
 			continue
-		case d := <-ru.done:
-			i = ru.taskDone(d)
 		}
+		i := ru.taskDone(ev.Step)
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
@@ -258,10 +271,10 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	return results
 }
 
-// runOne runs task t on a worker and reports it done.
-func (ru *run) runOne(results []taskResult, i int, t *task, keep bool) {
-	ru.execTask(t, keep, &results[i])
-	ru.done <- i
+// runOne runs job j on a worker and reports it done.
+func (ru *run) runOne(j *job) {
+	ru.execTask(j.t, j.keep, &j.results[j.i])
+	ru.events <- Event{Kind: taskEnded, Step: j.i}
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
@@ -276,11 +289,11 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	timed := ru.cfg.events.kinds.has(EventNodeEnd)
 	var start time.Time
 	if timed {
-		start = time.Now()
+		start = ru.now()
 	}
 	ru.tryTask(t, res)
 	if timed {
-		res.end = time.Now()
+		res.end = ru.now()
 		res.dur = res.end.Sub(start)
 	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {

@@ -1,0 +1,154 @@
+package graph_test
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// fanOut compiles Start -> fan -> n packets of worker -> End.
+func fanOut(t *testing.T, n int, worker graph.NodeFunc, opts ...graph.Option) *graph.Runnable {
+	t.Helper()
+	g := graph.New("fan", itemKey, outKey)
+	g.AddNode("fan", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		packets := make([]graph.Packet, n)
+		for i := range packets {
+			packets[i] = graph.To("worker", itemKey.Set(i))
+		}
+		return graph.Send(packets...), nil
+	}, graph.Destinations("worker"))
+	g.AddNode("worker", worker)
+	g.AddEdge(graph.Start, "fan")
+	g.AddEdge("worker", graph.End)
+	r, err := g.Compile(opts...)
+	require.NoError(t, err)
+	return r
+}
+
+// barrier returns a wait that returns once n callers are waiting (or ctx
+// ends, with its error).
+func barrier(n int) func(ctx context.Context) error {
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	return func(ctx context.Context) error {
+		if arrived.Add(1) == int32(n) {
+			close(all)
+		}
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func TestEveryTaskOfAWideStepRunsAtOnce(t *testing.T) {
+	const n = 50
+	wait := barrier(n)
+	r := fanOut(t, n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		// Each branch returns only once every branch has started: a
+		// branch that waited for another to end would never start.
+		if err := wait(ctx); err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(outKey, itemKey.Get(s))), nil
+	})
+	res, err := r.Invoke(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Len(t, outKey.Get(res.State), n)
+}
+
+func TestMaxConcurrencyBoundsTheBranchesOfAFanOut(t *testing.T) {
+	const n, limit = 30, 3
+	var inFlight, peak atomic.Int32
+	wait := barrier(limit)
+	r := fanOut(t, n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
+		}
+		if itemKey.Get(s) < limit { // the first branches hold every slot at once
+			if err := wait(ctx); err != nil {
+				return graph.Command{}, err
+			}
+		}
+		return graph.Update(graph.AppendTo(outKey, itemKey.Get(s))), nil
+	}, graph.MaxConcurrency(limit))
+	res, err := r.Invoke(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, int32(limit), peak.Load())
+	assert.Len(t, outKey.Get(res.State), n)
+}
+
+func TestAPanicInABranchOfAFanOutFailsTheRunWithThatBranch(t *testing.T) {
+	const n = 20
+	wait := barrier(n) // every branch on a goroutine of its own
+	r := fanOut(t, n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if err := wait(ctx); err != nil {
+			return graph.Command{}, err
+		}
+		if itemKey.Get(s) == 17 {
+			return boom(ctx, s)
+		}
+		return graph.Command{}, nil
+	})
+	_, err := r.Invoke(t.Context(), nil)
+	var ne *graph.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, "worker[17]", ne.Node)
+	assert.Equal(t, "fan/worker[17]", ne.Path)
+	var pe *graph.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.EqualError(t, err, `graph: node "worker[17]" (step 1, attempt 1): panic: assignment to entry in nil map`)
+}
+
+func TestCancellingAFanOutStartsNoFurtherBranch(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var started []int
+	r := fanOut(t, 10, func(_ context.Context, s graph.State) (graph.Command, error) {
+		started = append(started, itemKey.Get(s)) // one at a time: MaxConcurrency(1)
+		if itemKey.Get(s) == 3 {
+			cancel()
+		}
+		return graph.Command{}, nil
+	}, graph.MaxConcurrency(1))
+	_, err := r.Invoke(ctx, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.EqualError(t, err, `graph: run "fan" cancelled in step 1: context canceled`)
+	assert.Equal(t, []int{0, 1, 2, 3}, started)
+}
+
+func TestANodeEndingItsGoroutineInAParallelStepFailsItsTask(t *testing.T) {
+	bStarted := make(chan struct{})
+	g := graph.New("goexit")
+	// a is taken first, on the goroutine that runs the step, and holds it
+	// until b runs: b runs on another goroutine, which it ends.
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		<-bStarted
+		return graph.Command{}, nil
+	})
+	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		close(bStarted)
+		runtime.Goexit()
+		return graph.Command{}, nil
+	})
+	for _, n := range []string{"a", "b"} {
+		g.AddEdge(graph.Start, n)
+		g.AddEdge(n, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	_, err = r.Invoke(t.Context(), nil)
+	var ne *graph.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, "b", ne.Node)
+	assert.EqualError(t, err, `graph: node "b" (step 0, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
+}
