@@ -30,7 +30,8 @@ const (
 	maxEventKind
 
 	// taskEnded is no event: a worker's message to the loop that task
-	// number Step ended, its result stored (see runOne).
+	// number Step ended, its result stored (see runOne); Attempt -1 when
+	// the worker ended too (workerEnded).
 	taskEnded EventKind = 0
 )
 

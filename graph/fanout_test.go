@@ -152,3 +152,77 @@ func TestANodeEndingItsGoroutineInAParallelStepFailsItsTask(t *testing.T) {
 	assert.Equal(t, "b", ne.Node)
 	assert.EqualError(t, err, `graph: node "b" (step 0, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
 }
+
+// streamErr runs r as a stream and returns the run's error, if any.
+func streamErr(t *testing.T, r *graph.Runnable) error {
+	t.Helper()
+	for _, err := range r.Stream(t.Context(), nil) {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestANodeEndingItsGoroutineInAStreamedParallelStepFailsItsTask(t *testing.T) {
+	// A streamed step runs its tasks on workers that report each task's
+	// end to the loop: one ended by runtime.Goexit must still report it.
+	bStarted := make(chan struct{})
+	g := graph.New("goexit")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		<-bStarted
+		return graph.Command{}, nil
+	})
+	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		close(bStarted)
+		runtime.Goexit()
+		return graph.Command{}, nil
+	})
+	for _, n := range []string{"a", "b"} {
+		g.AddEdge(graph.Start, n)
+		g.AddEdge(n, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	err = streamErr(t, r)
+	var ne *graph.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, "b", ne.Node)
+	assert.EqualError(t, err, `graph: node "b" (step 0, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
+}
+
+// goexitFanOut is a fan-out of 4 branches under MaxConcurrency(2): branch 0
+// holds its goroutine until branch 3 runs, and branch 1 ends its
+// goroutine, so branches 2 and 3 run only if a goroutine takes its place.
+func goexitFanOut(t *testing.T) *graph.Runnable {
+	t.Helper()
+	threeRan := make(chan struct{})
+	return fanOut(t, 4, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		switch itemKey.Get(s) {
+		case 0:
+			select {
+			case <-threeRan:
+			case <-ctx.Done():
+				return graph.Command{}, ctx.Err()
+			}
+		case 1:
+			runtime.Goexit()
+		case 3:
+			close(threeRan)
+		}
+		return graph.Command{}, nil
+	}, graph.MaxConcurrency(2))
+}
+
+func TestANodeEndingItsGoroutineLeavesItsPlaceToTheWaitingBranches(t *testing.T) {
+	const want = `graph: node "worker[1]" (step 1, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`
+	t.Run("invoke", func(t *testing.T) {
+		// Branch 0 is taken by the goroutine that runs the step (Invoke's
+		// own), so branch 1 ends a helper.
+		_, err := goexitFanOut(t).Invoke(t.Context(), nil)
+		assert.EqualError(t, err, want)
+	})
+	t.Run("stream", func(t *testing.T) {
+		assert.EqualError(t, streamErr(t, goexitFanOut(t)), want)
+	})
+}

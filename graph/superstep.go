@@ -256,7 +256,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 			ru.emit(ev)
 			continue
 		}
-		i := ru.taskDone(ev.Step)
+		i := ru.taskDone(ev)
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,

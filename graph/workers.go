@@ -44,17 +44,38 @@ func (ru *run) startTask(j job) {
 	w.jobs <- j
 }
 
-// taskDone receives the index of a task a worker finished.
-func (ru *run) taskDone(i int) int {
+// taskDone receives a worker's taskEnded message and returns the index of
+// the task that ended. Attempt -1 says the worker ended with it.
+func (ru *run) taskDone(ev Event) int {
 	ru.workers.busy--
-	return i
+	if ev.Attempt < 0 {
+		ru.workers.n--
+	}
+	return ev.Step
 }
 
 func (ru *run) work() {
-	for j := range ru.workers.jobs {
+	var j job
+	running := false // in j: a node's panic is recovered (call), not its Goexit
+	defer ru.workerEnded(&j, &running)
+	for j = range ru.workers.jobs {
+		running = true
 		ru.runOne(&j)
+		running = false
 	}
-	ru.workers.wg.Done() // a node's panic is recovered (call): none gets here
+}
+
+// workerEnded ends a worker. One that ends in a task was ended by its node
+// calling runtime.Goexit: the task fails, and the loop hears of its end and
+// of the worker's.
+func (ru *run) workerEnded(j *job, running *bool) {
+	if *running {
+		res := &j.results[j.i]
+		*res = taskResult{attempts: max(res.attempts, 1)}
+		res.err = ru.nodeErr(j.t, res.attempts, errGoexit)
+		ru.events <- Event{Kind: taskEnded, Step: j.i, Attempt: -1}
+	}
+	ru.workers.wg.Done()
 }
 
 // stopWorkers ends the workers. When a run ends normally none is busy;
@@ -77,7 +98,7 @@ func (ru *run) stopWorkers() {
 	}
 	for w.busy > 0 {
 		if ev := <-ru.events; ev.Kind == taskEnded {
-			ru.taskDone(ev.Step)
+			ru.taskDone(ev)
 		}
 	}
 	w.wg.Wait()
