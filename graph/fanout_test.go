@@ -226,3 +226,76 @@ func TestANodeEndingItsGoroutineLeavesItsPlaceToTheWaitingBranches(t *testing.T)
 		assert.EqualError(t, streamErr(t, goexitFanOut(t)), want)
 	})
 }
+
+func TestBranchesThatWaitForEachOtherRunAtOnceAmongBranchesThatReturn(t *testing.T) {
+	// The odd branches return only once every odd branch has started; the
+	// even ones return at once, so a goroutine that ran one takes the next
+	// branch. No odd branch may be left waiting for a goroutine held by
+	// another odd branch: with MaxConcurrency equal to the number of odd
+	// branches, there are just enough.
+	const n = 40
+	for _, limit := range []int{0, n / 2} {
+		for _, stream := range []bool{false, true} {
+			wait := barrier(n / 2)
+			r := fanOut(t, n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+				i := itemKey.Get(s)
+				if i%2 == 1 {
+					if err := wait(ctx); err != nil {
+						return graph.Command{}, err
+					}
+				}
+				return graph.Update(graph.AppendTo(outKey, i)), nil
+			}, graph.MaxConcurrency(limit))
+			var err error
+			var res graph.Result
+			if stream {
+				err = streamErr(t, r)
+			} else {
+				res, err = r.Invoke(t.Context(), nil)
+			}
+			require.NoError(t, err, "limit %d, stream %v", limit, stream)
+			if !stream {
+				want := make([]int, n)
+				for i := range want {
+					want[i] = i
+				}
+				assert.Equal(t, want, outKey.Get(res.State), "in send order")
+			}
+		}
+	}
+}
+
+func TestANodeEndingInvokesGoroutineInAWideStepEndsItsSiblingsFirst(t *testing.T) {
+	// a is taken first, on Invoke's goroutine, which it ends (as t.FailNow
+	// would): the run is cancelled and b, on a helper, ends before that
+	// goroutine does, so nothing of the run outlives the call.
+	bWaiting := make(chan struct{})
+	var bEnded atomic.Bool
+	g := graph.New("goexit")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		<-bWaiting
+		runtime.Goexit()
+		return graph.Command{}, nil
+	})
+	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		close(bWaiting)
+		<-ctx.Done()
+		bEnded.Store(true)
+		return graph.Command{}, ctx.Err()
+	})
+	for _, n := range []string{"a", "b"} {
+		g.AddEdge(graph.Start, n)
+		g.AddEdge(n, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	returned := false
+	ended := make(chan bool)
+	go func() {
+		defer func() { ended <- bEnded.Load() }()
+		_, _ = r.Invoke(t.Context(), nil)
+		returned = true
+	}()
+	assert.True(t, <-ended, "b ended before Invoke's goroutine")
+	assert.False(t, returned, "Invoke's goroutine was ended by a")
+}
