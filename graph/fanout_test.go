@@ -299,3 +299,67 @@ func TestANodeEndingInvokesGoroutineInAWideStepEndsItsSiblingsFirst(t *testing.T
 	assert.True(t, <-ended, "b ended before Invoke's goroutine")
 	assert.False(t, returned, "Invoke's goroutine was ended by a")
 }
+
+func TestSubgraphsInAWideStepRunTheirOwnWideStepsAllAtOnce(t *testing.T) {
+	// 8 branches run a subgraph that fans out to 3 leaves each; every
+	// leaf waits until all 24 have started, so every nested run shares
+	// none of its goroutines with another's waiting tasks, and each takes
+	// its own task result buffer from the subgraph's pool.
+	const outerN, innerN = 8, 3
+	var wait func(context.Context) error
+	inner := graph.New("inner", itemKey, outKey)
+	inner.AddNode("split", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		packets := make([]graph.Packet, innerN)
+		for j := range packets {
+			packets[j] = graph.To("leaf", itemKey.Set(itemKey.Get(s)*10+j))
+		}
+		return graph.Send(packets...), nil
+	}, graph.Destinations("leaf"))
+	inner.AddNode("leaf", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if err := wait(ctx); err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(outKey, itemKey.Get(s))), nil
+	})
+	inner.AddEdge(graph.Start, "split")
+	inner.AddEdge("leaf", graph.End)
+	sub, err := inner.Compile()
+	require.NoError(t, err)
+	outer := graph.New("outer", itemKey, outKey)
+	outer.AddNode("fan", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		packets := make([]graph.Packet, outerN)
+		for i := range packets {
+			packets[i] = graph.To("sub", itemKey.Set(i))
+		}
+		return graph.Send(packets...), nil
+	}, graph.Destinations("sub"))
+	outer.AddSubgraph("sub", sub)
+	outer.AddEdge(graph.Start, "fan")
+	outer.AddEdge("sub", graph.End)
+	r, err := outer.Compile()
+	require.NoError(t, err)
+
+	var want []int
+	for i := range outerN {
+		for j := range innerN {
+			want = append(want, i*10+j)
+		}
+	}
+	for range 3 { // the pools hold the buffers of the runs before
+		wait = barrier(outerN * innerN)
+		res, err := r.Invoke(t.Context(), nil)
+		require.NoError(t, err)
+		assert.Equal(t, want, outKey.Get(res.State), "in send order, branch by branch")
+
+		wait = barrier(outerN * innerN)
+		var last graph.Event
+		for ev, err := range r.Stream(t.Context(), nil, graph.Events(graph.EventRunEnd)) {
+			require.NoError(t, err)
+			if ev.Path == "outer" {
+				last = ev
+			}
+		}
+		require.Equal(t, graph.EventRunEnd, last.Kind)
+		assert.Equal(t, want, outKey.Get(last.State))
+	}
+}
