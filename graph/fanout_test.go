@@ -2,9 +2,11 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -361,5 +363,50 @@ func TestSubgraphsInAWideStepRunTheirOwnWideStepsAllAtOnce(t *testing.T) {
 		}
 		require.Equal(t, graph.EventRunEnd, last.Kind)
 		assert.Equal(t, want, outKey.Get(last.State))
+	}
+}
+
+func TestARetriedBranchRunsAgainWhileItsSiblingsWaitForIt(t *testing.T) {
+	// Branch 1 fails its first attempt; every branch's last attempt waits
+	// until all four are running, so the retry must run while its
+	// siblings hold their goroutines.
+	const n = 4
+	for _, stream := range []bool{false, true} {
+		wait := barrier(n)
+		var failed atomic.Bool
+		g := graph.New("retry", itemKey, outKey)
+		g.AddNode("fan", func(ctx context.Context, s graph.State) (graph.Command, error) {
+			packets := make([]graph.Packet, n)
+			for i := range packets {
+				packets[i] = graph.To("worker", itemKey.Set(i))
+			}
+			return graph.Send(packets...), nil
+		}, graph.Destinations("worker"))
+		g.AddNode("worker", func(ctx context.Context, s graph.State) (graph.Command, error) {
+			if itemKey.Get(s) == 1 && failed.CompareAndSwap(false, true) {
+				return graph.Command{}, errors.New("flaky")
+			}
+			if err := wait(ctx); err != nil {
+				return graph.Command{}, err
+			}
+			return graph.Update(graph.AppendTo(outKey, itemKey.Get(s))), nil
+		}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond}))
+		g.AddEdge(graph.Start, "fan")
+		g.AddEdge("worker", graph.End)
+		r, err := g.Compile(graph.MaxConcurrency(n))
+		require.NoError(t, err)
+		if !stream {
+			res, err := r.Invoke(t.Context(), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []int{0, 1, 2, 3}, outKey.Get(res.State))
+			continue
+		}
+		attempts := map[string]int{}
+		for ev, err := range r.Stream(t.Context(), nil, graph.Events(graph.EventNodeEnd)) {
+			require.NoError(t, err)
+			attempts[ev.Node+" "+ev.Path] = ev.Attempt
+		}
+		assert.Equal(t, map[string]int{"fan retry/fan": 1, "worker retry/worker[0]": 1,
+			"worker retry/worker[1]": 2, "worker retry/worker[2]": 1, "worker retry/worker[3]": 1}, attempts)
 	}
 }
