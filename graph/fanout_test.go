@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 )
 
@@ -408,5 +409,51 @@ func TestARetriedBranchRunsAgainWhileItsSiblingsWaitForIt(t *testing.T) {
 		}
 		assert.Equal(t, map[string]int{"fan retry/fan": 1, "worker retry/worker[0]": 1,
 			"worker retry/worker[1]": 2, "worker retry/worker[2]": 1, "worker retry/worker[3]": 1}, attempts)
+	}
+}
+
+func TestAFanOutThatPartlyFailsAndPausesResumesOnlyTheBranchesLeft(t *testing.T) {
+	// Six branches run at once, storing their results as they finish;
+	// branch 2 asks a question and branch 4 fails once. Each continuation
+	// runs only the branches that have not finished.
+	const n = 6
+	wait := barrier(n)
+	var runs [n]atomic.Int32
+	r := fanOut(t, n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		i := itemKey.Get(s)
+		runs[i].Add(1)
+		if err := wait(ctx); err != nil {
+			return graph.Command{}, err
+		}
+		switch {
+		case i == 2:
+			v, err := graph.InterruptAs[int](ctx, "how much?")
+			if err != nil {
+				return graph.Command{}, err
+			}
+			i = v
+		case i == 4 && runs[i].Load() == 1:
+			return graph.Command{}, graph.Permanent(errors.New("disk full"))
+		}
+		return graph.Update(graph.AppendTo(outKey, i)), nil
+	}, graph.WithSaver(memory.New()))
+	th := graph.Thread("t")
+
+	_, err := r.Invoke(t.Context(), graph.Input(), th)
+	assert.EqualError(t, err, `graph: node "worker[4]" (step 1, attempt 1): disk full`)
+	res, err := r.Invoke(t.Context(), nil, th)
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, "fan/worker[2]", res.Interrupts[0].Path)
+	res, err = r.Invoke(t.Context(), nil, th, graph.Resume(20))
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1, 20, 3, 4, 5}, outKey.Get(res.State), "in send order")
+	for i := range runs {
+		want := int32(1)
+		if i == 2 || i == 4 {
+			want = 2
+		}
+		assert.Equal(t, want, runs[i].Load(), "runs of branch %d", i)
 	}
 }
