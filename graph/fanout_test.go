@@ -457,3 +457,87 @@ func TestAFanOutThatPartlyFailsAndPausesResumesOnlyTheBranchesLeft(t *testing.T)
 		assert.Equal(t, want, runs[i].Load(), "runs of branch %d", i)
 	}
 }
+
+func TestConcurrentRunsOfOneRunnableKeepTheirOwnResultsAndEvents(t *testing.T) {
+	// Runs of one Runnable share its pool of task result buffers and the
+	// name lists of its one-task steps; each run's results, and the events
+	// a consumer keeps, must stay its own while the others run and after.
+	const n, runners, runs = 10, 4, 6
+	g := graph.New("many", itemKey, outKey)
+	g.AddNode("fan", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		packets := make([]graph.Packet, n)
+		for i := range packets {
+			packets[i] = graph.To("worker", itemKey.Set(itemKey.Get(s)*100+i))
+		}
+		return graph.Send(packets...), nil
+	}, graph.Destinations("worker"))
+	g.AddNode("worker", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Update(graph.AppendTo(outKey, itemKey.Get(s))), nil
+	})
+	g.AddEdge(graph.Start, "fan")
+	g.AddEdge("worker", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+
+	type kept struct {
+		id      int
+		out     []int
+		updates [][]graph.Write
+		steps   []any
+	}
+	results := make(chan kept, runners*runs)
+	for w := range runners {
+		go func() {
+			for k := range runs {
+				id := w*runs + k + 1
+				in := graph.Input(itemKey.Set(id))
+				got := kept{id: id}
+				if k%2 == 0 {
+					res, err := r.Invoke(t.Context(), in)
+					if err == nil {
+						got.out = outKey.Get(res.State)
+					}
+				} else {
+					for ev, err := range r.Stream(t.Context(), in) {
+						switch {
+						case err != nil:
+						case ev.Kind == graph.EventStepStart:
+							got.steps = append(got.steps, ev.Data)
+						case ev.Kind == graph.EventUpdate && ev.Node == "worker":
+							got.updates = append(got.updates, ev.Writes)
+						case ev.Kind == graph.EventRunEnd:
+							got.out = outKey.Get(ev.State)
+						}
+					}
+				}
+				results <- got
+			}
+		}()
+	}
+	var all []kept
+	for range runners * runs {
+		all = append(all, <-results)
+	}
+	for _, got := range all { // every run has ended: check what each kept
+		want := make([]int, n)
+		for i := range want {
+			want[i] = got.id*100 + i
+		}
+		assert.Equal(t, want, got.out, "run %d", got.id)
+		if got.steps == nil {
+			continue
+		}
+		assert.Equal(t, []any{[]string{"fan"}, []string{
+			"worker[0]", "worker[1]", "worker[2]", "worker[3]", "worker[4]",
+			"worker[5]", "worker[6]", "worker[7]", "worker[8]", "worker[9]"}}, got.steps, "run %d", got.id)
+		var updated []any
+		for _, ws := range got.updates {
+			require.Len(t, ws, 1)
+			updated = append(updated, ws[0].Value())
+		}
+		assert.Len(t, updated, n, "run %d", got.id)
+		for i, v := range updated {
+			assert.Equal(t, []int{want[i]}, v, "run %d, update %d", got.id, i)
+		}
+	}
+}
