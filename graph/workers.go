@@ -70,9 +70,7 @@ func (ru *run) work() {
 // of the worker's.
 func (ru *run) workerEnded(j *job, running *bool) {
 	if *running {
-		res := &j.results[j.i]
-		*res = taskResult{attempts: max(res.attempts, 1)}
-		res.err = ru.nodeErr(j.t, res.attempts, errGoexit)
+		ru.failGoexit(j.t, &j.results[j.i])
 		ru.events <- Event{Kind: taskEnded, Step: j.i, Attempt: -1}
 	}
 	ru.workers.wg.Done()
@@ -190,13 +188,19 @@ func (s *share) helper() {
 // errGoexit is the failure of a node that ended its goroutine.
 var errGoexit = errors.New("the node called runtime.Goexit (t.FailNow?) on the goroutine running it")
 
+// failGoexit fills res with the failure of task t, whose node ended the
+// goroutine running it.
+func (ru *run) failGoexit(t *task, res *taskResult) {
+	*res = taskResult{attempts: max(res.attempts, 1)}
+	res.err = ru.nodeErr(t, res.attempts, errGoexit)
+}
+
 // exited ends a helper. One that ends in a task was ended by its node
 // calling runtime.Goexit (a panic is recovered in call): the task fails,
 // and a helper takes its place when tasks wait.
 func (s *share) exited(cur *int) {
 	if i := *cur; i >= 0 {
-		s.results[i] = taskResult{attempts: max(s.results[i].attempts, 1)}
-		s.results[i].err = s.ru.nodeErr(s.tasks[i], s.results[i].attempts, errGoexit)
+		s.ru.failGoexit(s.tasks[i], &s.results[i])
 		s.started.Add(-1)
 		if s.free.Load() == 0 && int(s.next.Load()) < len(s.todo) {
 			s.help()
