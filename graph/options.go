@@ -17,6 +17,8 @@ type config struct {
 	interruptBefore   map[string]bool
 	interruptAfter    map[string]bool
 	events            eventFilter
+	// sink receives the events of Step and RunTasks (StreamTo).
+	sink func(Event) bool
 	durability        Durability
 	resume            *resumeSpec
 	historyLimit      int

@@ -89,6 +89,9 @@ type run struct {
 	path   string
 	// yield receives events; it returns false to stop the run.
 	yield func(Event) bool
+	// partial: the run runs some tasks of a step whose others run
+	// elsewhere (RunTasks), so each task's result is stored as it ends.
+	partial bool
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
 	// events carries events from task goroutines to the loop. It is
