@@ -18,11 +18,11 @@ type config struct {
 	interruptAfter    map[string]bool
 	events            eventFilter
 	// sink receives the events of Step and RunTasks (StreamTo).
-	sink func(Event) bool
-	durability        Durability
-	resume            *resumeSpec
-	historyLimit      int
-	runtime           map[string]any
+	sink         func(Event) bool
+	durability   Durability
+	resume       *resumeSpec
+	historyLimit int
+	runtime      map[string]any
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
 	// subgraph is the namespace InSubgraph names, for reading a thread.
