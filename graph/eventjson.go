@@ -42,6 +42,15 @@ func (f eventFilter) spec() EventSpec {
 // Streams reports whether the selection takes any event.
 func (s EventSpec) Streams() bool { return len(s.Kinds) > 0 }
 
+// Takes reports whether the selection takes events of kind k, and for a
+// custom event (EventCustom) whether it takes those named name.
+func (s EventSpec) Takes(k EventKind, name string) bool {
+	if !slices.Contains(s.Kinds, k) {
+		return false
+	}
+	return k != EventCustom || (s.Only == nil || slices.Contains(s.Only, name)) && !slices.Contains(s.Skip, name)
+}
+
 // WithEvents selects the events a stream takes as s says: the option that
 // gives a run the selection Spec reported for another.
 func WithEvents(s EventSpec) Option {

@@ -67,3 +67,12 @@ func TestStepper(t *testing.T) {
 		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r, saver} },
 	})
 }
+
+// TestStreamsInProcess runs the stream checks on the engine against
+// itself: they hold for the reference they compare runners with.
+func TestStreamsInProcess(t *testing.T) {
+	runnertest.RunStreams(t, runnertest.StreamHarness{
+		Saver:  memory.New(),
+		Runner: func(t *testing.T, r *graph.Runnable) runnertest.Streamer { return r },
+	})
+}
