@@ -14,6 +14,6 @@ func (a *app) worker(ctx context.Context, args []string) error {
 }
 
 // submitTo would send the run to Temporal's workers.
-func (r *runner) submitTo(addr, queue string) (func(), error) {
+func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), error) {
 	return nil, usagef("run --temporal: %s", withoutTemporal)
 }

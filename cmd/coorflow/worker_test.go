@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -82,4 +83,77 @@ func TestWorkerSaysWhenTemporalIsUnreachable(t *testing.T) {
 	code, _, stderr := c.run("worker", "--temporal", "127.0.0.1:1", "--demo", "../../examples/coor")
 	assert.Equal(t, exitFailed, code)
 	assert.Contains(t, stderr, "worker: connect to Temporal at 127.0.0.1:1")
+}
+
+// startWorker runs coorflow worker with args until the test ends, and
+// returns once it serves.
+func startWorker(t *testing.T, c *cli, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	c.ctx, c.stdout = ctx, pw
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := c.run(append([]string{"worker"}, args...)...)
+		_ = pw.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(pr)
+	require.True(t, lines.Scan(), "the worker started")
+	require.Contains(t, lines.Text(), "worker for runs and steps on Temporal")
+	go func() {
+		for lines.Scan() { // keep the pipe flowing
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.Equal(t, exitOK, <-done)
+	})
+}
+
+// TestWorkerStreamsARunAsALocalRunShowsIt: with threads on PostgreSQL,
+// coorflow run --temporal prints what a run in process prints (the
+// golden of the local run), node by node, as the workers run it; with
+// --stream, the reporter's tokens too.
+func TestWorkerStreamsARunAsALocalRunShowsIt(t *testing.T) {
+	url := freshDatabase(t)
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	startWorker(t, newCLI(t), "--temporal", srv.HostPort, "--queue", "pg", "--demo", "--db", url, "../../examples/coor")
+
+	c := newCLI(t)
+	code, stdout, stderr := c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "pg", "--db", url, "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	golden, err := os.ReadFile("testdata/coor_run.golden")
+	require.NoError(t, err)
+	got := normalize(stdout, redact(url))
+	want := strings.Split(string(golden), "\n")
+	assert.ElementsMatch(t, want, strings.Split(got, "\n"), "got:\n%s", got)
+	lines := strings.Split(got, "\n")
+	for _, order := range [][2]string{
+		{"T.TTs ✓ coordinator", "T.TTs ▶ planner"},
+		{"T.TTs ▶ team", "T.TTs ▶ s3 researcher"},
+		{"T.TTs ✓ team", "T.TTs ✓ reporter"},
+	} {
+		before, after := index(lines, order[0]), index(lines, order[1])
+		require.True(t, before >= 0 && after >= 0, "%q and %q are printed", order[0], order[1])
+		assert.Less(t, before, after, "%q before %q", order[0], order[1])
+	}
+
+	code, stdout, stderr = c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "pg", "--db", url, "--input", coorInput, "--stream")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "[reporter] # SQLite or PostgreSQL")
+}
+
+// TestWorkerOnSQLiteShowsOnlyTheOutcome: threads on SQLite have no event
+// log; run --temporal says so and shows the outcome.
+func TestWorkerOnSQLiteShowsOnlyTheOutcome(t *testing.T) {
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	w := newCLI(t)
+	startWorker(t, w, "--temporal", srv.HostPort, "--queue", "lite", "--demo", "../../examples/coor")
+	c := &cli{t: t, db: w.db, env: map[string]string{}}
+	code, stdout, stderr := c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "lite", "--demo", "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stderr, "run --temporal: threads are in "+w.db+": only the run's outcome is shown (its events reach this process through PostgreSQL: --db postgres://...)")
+	assert.NotContains(t, stdout, "▶ coordinator")
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
 }
