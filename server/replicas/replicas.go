@@ -70,7 +70,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Replicas, error) {
 	}
 	return &Replicas{
 		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL,
-		share: pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
+		share:    pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
 		listener: pgdb.NewListener(pool, cfg.LeaseTTL/4),
 	}, nil
 }
