@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/trace"
 )
@@ -161,4 +162,38 @@ func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), erro
 	}
 	r.remote = run
 	return closeAll, nil
+}
+
+// temporalExecutors makes the served workflows run on Temporal's workers
+// at addr on queue; their events reach the server through the event log,
+// which needs the threads on PostgreSQL. The returned func closes the
+// connection and the log.
+func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
+	if base.pool == nil {
+		return nil, nil, usagef("serve --temporal: threads are in %s: the runs' events reach the server from the workers through PostgreSQL; use --db postgres://… (the workers' database)", base.where)
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(a.stderr)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: connect to Temporal at %s: %w", addr, err)
+	}
+	events, err := startEventLog(ctx, base.pool)
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	closeAll := func() {
+		_ = events.Close()
+		c.Close()
+	}
+	executors := make(map[string]server.Executor, len(served))
+	for name, r := range served {
+		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
+			Events: events, Payloads: trace.DecodePayload})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		executors[name] = run
+	}
+	return executors, closeAll, nil
 }
