@@ -202,11 +202,11 @@ func (s *stream) end(ctx context.Context, out Output) error {
 		return err
 	}
 	if res.Status == graph.StatusInterrupted {
-		if !s.emit(graph.Event{Kind: graph.EventInterrupt, Path: name, Step: out.Step, State: res.State, Data: res.Interrupts, Time: time.Now()}) {
+		if !s.emit(graph.Event{Kind: graph.EventInterrupt, Path: name, State: res.State, Data: res.Interrupts, Time: time.Now()}) {
 			return nil
 		}
 	}
-	s.emit(graph.Event{Kind: graph.EventRunEnd, Path: name, Step: out.Step, State: res.State, Data: res.Status, Time: time.Now()})
+	s.emit(graph.Event{Kind: graph.EventRunEnd, Path: name, State: res.State, Data: res.Status, Time: time.Now()})
 	return nil
 }
 
