@@ -110,3 +110,26 @@ func TestEventLogMustBeStarted(t *testing.T) {
 	_, err := l.begin(t.Context(), "t")
 	assert.EqualError(t, err, "temporalrun: start the events of thread \"t\": temporalrun: the event log is not started (EventLog.Start)")
 }
+
+// BenchmarkEventLogRoundTrip measures the event log alone: one frame
+// appended, the reader woken by its notification and reading it, one at a
+// time.
+func BenchmarkEventLogRoundTrip(b *testing.B) {
+	pool := pgtest.Pool(b)
+	l := NewEventLog(pool, EventLogConfig{Schema: pgtest.Schema(b, pool, "coorflow_events_")})
+	require.NoError(b, l.Start(b.Context()))
+	defer l.Close()
+	after, err := l.begin(b.Context(), "t")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		woken := l.changed("t")
+		_, err := l.append(b.Context(), "t", [][]byte{[]byte(`{"ev":{}}`)})
+		require.NoError(b, err)
+		<-woken
+		frames, err := l.read(b.Context(), "t", after, 10)
+		require.NoError(b, err)
+		after = frames[len(frames)-1].seq
+		require.NoError(b, l.consume(b.Context(), "t", after))
+	}
+}
