@@ -76,3 +76,11 @@ func TestStreamsInProcess(t *testing.T) {
 		Runner: func(t *testing.T, r *graph.Runnable) runnertest.Streamer { return r },
 	})
 }
+
+// TestInProcessByStream runs the suite through the engine's Stream.
+func TestInProcessByStream(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  memory.New(),
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return runnertest.ByStream(r) },
+	})
+}

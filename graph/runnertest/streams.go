@@ -213,3 +213,31 @@ func streamInterrupt(t *testing.T, e *streamEnv) {
 		return strings.HasPrefix(s, "got ada")
 	}), "the resumed node's events are streamed")
 }
+
+// ByStream is an Invoker that runs through s's Stream: the result is
+// read from the events (the run's end and its interrupts), so Run checks
+// that a runner's Stream ends its runs as its Invoke does.
+func ByStream(s Streamer) graph.Invoker { return byStream{s} }
+
+type byStream struct{ s Streamer }
+
+func (b byStream) Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error) {
+	var res graph.Result
+	root := ""
+	for ev, err := range b.s.Stream(ctx, input, opts...) {
+		if err != nil {
+			return graph.Result{}, err
+		}
+		switch {
+		case ev.Kind == graph.EventRunStart && root == "":
+			root = ev.Path
+		case ev.Path != root:
+		case ev.Kind == graph.EventInterrupt:
+			res.Interrupts, _ = ev.Data.([]graph.InterruptInfo)
+		case ev.Kind == graph.EventRunEnd:
+			res.State = ev.State
+			res.Status, _ = ev.Data.(graph.Status)
+		}
+	}
+	return res, nil
+}
