@@ -98,9 +98,9 @@ func blocking(t *testing.T) *graph.Runnable {
 // workflowStatus returns the status of the thread's newest workflow run.
 func workflowStatus(t *testing.T, e *env, thread string) enumspb.WorkflowExecutionStatus {
 	t.Helper()
-	d, err := e.client.DescribeWorkflowExecution(t.Context(), thread, "")
+	d, err := e.client.DescribeWorkflow(t.Context(), thread, "")
 	require.NoError(t, err)
-	return d.GetWorkflowExecutionInfo().GetStatus()
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 }
 
 // TestStreamCancelCancelsTheWorkflow: cancelling the caller's context
