@@ -108,7 +108,9 @@
 //     and the stream ends with an EventsDropped event); an event over
 //     MaxFrameBytes travels without its payload; a new stream of the
 //     thread deletes what an earlier one left, and Prune what callers
-//     that went away never read. A streamed event reaches the caller
+//     that went away never read. A thread has one reader at a time: a
+//     second Stream of a thread that is being streamed takes the frames
+//     from the first. A streamed event reaches the caller
 //     about one PostgreSQL round trip and a notification after Emit
 //     (BenchmarkStreamedEventLatency).
 //
