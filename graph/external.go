@@ -210,6 +210,8 @@ type RunSpec struct {
 	InterruptAfter  []string
 	// Events are the events a Stream with these options yields.
 	Events EventSpec
+	// Runtime holds the run's runtime values (WithRuntime).
+	Runtime map[string]any
 }
 
 // Spec reports the options of a run of r with opts.
@@ -220,7 +222,7 @@ func (r *Runnable) Spec(opts ...Option) (RunSpec, error) {
 	s := RunSpec{Thread: cfg.thread, StepLimit: cfg.stepLimit, Checkpoint: cfg.checkpointID,
 		InterruptBefore: slices.Sorted(maps.Keys(cfg.interruptBefore)),
 		InterruptAfter:  slices.Sorted(maps.Keys(cfg.interruptAfter)),
-		Events:          cfg.events.spec()}
+		Events:          cfg.events.spec(), Runtime: maps.Clone(cfg.runtime)}
 	if s.StepLimit <= 0 {
 		s.StepLimit = defaultStepLimit
 	}

@@ -103,7 +103,7 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 	defer stop()
 	sw := g.stream(ctx, r, in.Thread, in.Events)
 	defer sw.close()
-	opts := append([]graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread)}, sw.options(in.Events)...)
+	opts := append([]graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}, sw.options(in.Events)...)
 	out, err := r.RunTasks(ctx, in.After, in.Labels, opts...)
 	if err != nil {
 		return nil, encodeError(err)
@@ -139,7 +139,7 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 			return out, err
 		}
 	}
-	opts := []graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread)}
+	opts := []graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}
 	if len(in.InterruptBefore) > 0 {
 		opts = append(opts, graph.InterruptBefore(in.InterruptBefore...))
 	}
@@ -161,6 +161,16 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 		_, out.Breakpoint = res.Interrupts[0].Payload.(graph.Breakpoint)
 	}
 	return out, checkPayload(in.Thread, out.Interrupts)
+}
+
+// runtime is the option that gives a step's nodes the run's runtime
+// values.
+func runtime(values map[string]string) graph.Option {
+	m := make(map[string]any, len(values))
+	for k, v := range values {
+		m[k] = v
+	}
+	return graph.WithRuntime(m)
 }
 
 // maxPayload bounds what a run puts in Temporal's history in one payload:

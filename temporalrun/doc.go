@@ -124,10 +124,11 @@
 // runs in process. Streams need PostgreSQL (the event log shares the
 // saver's database; on SQLite, Invoke only). In a step whose tasks run
 // as activities of their own, the tasks' events come before the step's
-// step_start (each task's own, and each path's, keep their order). A
-// run's runtime values (graph.WithRuntime) and a meter of its spending
-// (llm.WithMeter) stay with the caller: the workers run without them, so
-// budgets and owner-scoped values are not enforced on Temporal. The
+// step_start (each task's own, and each path's, keep their order). Of a
+// run's runtime values (graph.WithRuntime) the workers get only the
+// strings Config.RuntimeKeys names (they go through the history), and a
+// meter of its spending (llm.WithMeter) stays with the caller: budgets are
+// not enforced on Temporal's workers. The
 // event selection of a streamed run stays in its workflow until another
 // Stream changes it: an Invoke that resumes it has its steps store
 // events nobody reads, until the next Stream of the thread or Prune

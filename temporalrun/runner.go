@@ -43,6 +43,11 @@ type Config struct {
 	// StepsPerRun makes a workflow execution continue as new after that
 	// many steps (0: when the server suggests it).
 	StepsPerRun int
+	// RuntimeKeys names the runtime values (graph.WithRuntime) the
+	// workers give the run's nodes: string values only. They are
+	// recorded in the workflow's history: name no secret. Other runtime
+	// values stay with the caller.
+	RuntimeKeys []string
 	// Events is the event log the workers store the events of streamed
 	// runs in (Graphs.StreamTo): Stream needs it.
 	Events *EventLog
@@ -126,7 +131,7 @@ func (r *Runner) spec(input []graph.Write, opts []graph.Option) (graph.RunSpec, 
 // set, are the events its steps store for a caller that streams them.
 func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Write, events *graph.EventSpec) (Output, error) {
 	if spec.Resume != nil {
-		if err := r.watch(ctx, spec.Thread, events); err != nil {
+		if err := r.watch(ctx, spec, events); err != nil {
 			return Output{}, err
 		}
 		out, err := r.update(ctx, spec.Thread, UpdateResume, *spec.Resume)
@@ -140,14 +145,18 @@ func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Writ
 	return r.start(ctx, spec, input, false, events)
 }
 
-// watch tells the thread's running workflow, if any, which events its
-// steps store from now on (none when events is nil, nothing sent).
-func (r *Runner) watch(ctx context.Context, thread string, events *graph.EventSpec) error {
-	if events == nil {
+// watch tells the thread's running workflow, if any, what its caller
+// gives the steps from now on: the events they store (none when events is
+// nil) and the runtime values (Config.RuntimeKeys). Nothing is sent when
+// there is neither.
+func (r *Runner) watch(ctx context.Context, spec graph.RunSpec, events *graph.EventSpec) error {
+	c := Caller{Events: events, Runtime: r.runtime(spec)}
+	if c.Events == nil && c.Runtime == nil {
 		return nil
 	}
+	thread := spec.Thread
 	h, err := r.cfg.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: thread, UpdateName: UpdateEvents, Args: []any{events},
+		WorkflowID: thread, UpdateName: UpdateCaller, Args: []any{c},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
@@ -166,7 +175,7 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter,
 		Queues:      Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues},
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
-		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events}
+		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
 	if input != nil {
 		data, err := r.cfg.Graph.EncodeWrites(input)
 		if err != nil {
@@ -200,7 +209,7 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 	switch {
 	case errors.As(err, &started) && input == nil && !resume:
 		// Continue without input: the run in flight is the continuation.
-		if err := r.watch(ctx, spec.Thread, events); err != nil {
+		if err := r.watch(ctx, spec, events); err != nil {
 			return Output{}, err
 		}
 	case errors.As(err, &started):
@@ -244,6 +253,21 @@ func (r *Runner) update(ctx context.Context, thread, name string, args ...any) (
 		}
 		return out, err
 	}
+}
+
+// runtime returns the run's runtime values the workers get
+// (Config.RuntimeKeys); nil for none.
+func (r *Runner) runtime(spec graph.RunSpec) map[string]string {
+	var out map[string]string
+	for _, k := range r.cfg.RuntimeKeys {
+		if v, ok := spec.Runtime[k].(string); ok {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // transient reports an error of the server's availability, not of the run.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/trace"
 )
@@ -100,6 +101,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	return nil
 }
 
+// runtimeKeys are the runtime values run and serve give the workers'
+// nodes: whose run it is (the owner scopes agents and boards), its thread
+// and run ids.
+var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun}
+
 // startEventLog starts the log the workers store the events of streamed
 // runs in, for their callers (run --temporal, serve --temporal).
 func startEventLog(ctx context.Context, pool *pgxpool.Pool) (*temporalrun.EventLog, error) {
@@ -139,7 +145,8 @@ func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), erro
 	if err != nil {
 		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
 	}
-	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload}
+	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload,
+		RuntimeKeys: runtimeKeys}
 	closeAll := c.Close
 	if r.db.pool != nil {
 		events, err := startEventLog(ctx, r.db.pool)
@@ -188,7 +195,7 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served 
 	executors := make(map[string]server.Executor, len(served))
 	for name, r := range served {
 		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
-			Events: events, Payloads: trace.DecodePayload})
+			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys})
 		if err != nil {
 			closeAll()
 			return nil, nil, err
