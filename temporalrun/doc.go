@@ -90,7 +90,7 @@
 //   - Events. They never enter the history. A step activity (and a task
 //     activity) passes the engine a sink (graph.StreamTo) selected as the
 //     caller's Stream selects (graph.EventSpec, in the workflow's input,
-//     or sent by the "events" update before a resume); it encodes each
+//     or sent by the "caller" update before a resume); it encodes each
 //     event as JSON (graph.EncodeEvent: writes and state through their
 //     channels' types, errors with their details) and stores batches in
 //     the EventLog — whatever was emitted while the previous batch was
