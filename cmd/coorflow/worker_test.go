@@ -234,9 +234,9 @@ func sseNames(body string) []string {
 	return out
 }
 
-// TestServeTemporalNeedsPostgres: on SQLite the events of runs cannot
+// TestWorkerlessServeTemporalNeedsPostgres: on SQLite the events of runs cannot
 // reach the server from the workers; serve --temporal says so.
-func TestServeTemporalNeedsPostgres(t *testing.T) {
+func TestWorkerlessServeTemporalNeedsPostgres(t *testing.T) {
 	c := newCLI(t)
 	c.env["COORFLOW_TOKENS"] = "secret=alice"
 	code, _, stderr := c.run("serve", "../../examples/research", "--demo", "--temporal", "127.0.0.1:1")
