@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 )
 
 // This file is the seam for runners outside this package (a durable
@@ -50,16 +49,16 @@ type StepResult struct {
 // does), runs the tasks of the next step, applies their writes and routes,
 // and stores the checkpoint. A run is Step repeated while More is true,
 // and then behaves as one Invoke without a step limit (the caller counts
-// steps). Step needs a saver and a thread.
+// steps). Step needs a saver and a thread. With StreamTo, it sends the
+// events of the step (and of the input or answers it applies) there, as
+// Stream yields them, the run's start and end included.
 func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (StepResult, error) {
-	cfg := r.defaults
-	cfg.apply(opts)
+	cfg := r.streamConfig(opts)
 	if cfg.saver == nil || cfg.thread == "" {
 		return StepResult{}, errors.New("graph: Step drives a durable thread: pass graph.WithSaver and graph.Thread")
 	}
-	cfg.events = eventFilter{}
 	cfg.stepLimit = 1
-	ru, err := r.newRun(cfg, r.name, nil)
+	ru, err := r.newRun(cfg, r.name, cfg.sink)
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -86,6 +85,18 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 		out.Next, out.NextTasks = taskNodes(ru.taskBuf), taskLabels(ru.taskBuf)
 	}
 	return out, nil
+}
+
+// streamConfig is the run configuration of Step and RunTasks: the events
+// of a Stream when StreamTo gives them somewhere to go, none otherwise.
+func (r *Runnable) streamConfig(opts []Option) config {
+	cfg := r.defaults
+	cfg.events = eventFilter{kinds: allEvents}
+	cfg.apply(opts)
+	if cfg.sink == nil {
+		cfg.events = eventFilter{} // nobody reads them: producers skip their work
+	}
+	return cfg
 }
 
 func taskLabels(tasks []*task) []string {
@@ -121,16 +132,15 @@ type TaskOutcome struct {
 // good (after its RetryPolicy) is returned as the error (*NodeError), the
 // first in task order; the outcomes of the others are returned with it.
 func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, opts ...Option) ([]TaskOutcome, error) {
-	cfg := r.defaults
-	cfg.apply(opts)
+	cfg := r.streamConfig(opts)
 	switch {
 	case cfg.saver == nil || cfg.thread == "":
 		return nil, errors.New("graph: RunTasks drives a durable thread: pass graph.WithSaver and graph.Thread")
 	case cfg.resume != nil || cfg.checkpointID != "":
 		return nil, errors.New("graph: RunTasks takes no answers and no checkpoint: Step applies them")
 	}
-	cfg.events, cfg.durability = eventFilter{}, DurabilitySync
-	ru, err := r.newRun(cfg, r.name, nil)
+	cfg.durability = DurabilitySync
+	ru, err := r.newRun(cfg, r.name, cfg.sink)
 	if err != nil {
 		return nil, err
 	}
@@ -156,19 +166,11 @@ func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, 
 	if err := ru.prepare(tasks); err != nil {
 		return nil, err
 	}
-	results := make([]taskResult, len(tasks))
-	var wg sync.WaitGroup
-	for i, t := range tasks {
-		switch {
-		case t.done != nil:
-			results[i] = *t.done
-		case len(t.waiting) > 0:
-			results[i] = taskResult{interrupts: t.waiting}
-		default:
-			wg.Go(func() { ru.execTask(t, true, &results[i]) })
-		}
+	ru.partial = true // the step's other tasks run elsewhere
+	results := ru.runTasks(tasks)
+	if ru.stopped.Load() {
+		return nil, errStopped
 	}
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("graph: run %q cancelled in step %d: %w", ru.path, ru.step, err)
 	}
@@ -206,15 +208,21 @@ type RunSpec struct {
 	// InterruptBefore and InterruptAfter are the static breakpoints, sorted.
 	InterruptBefore []string
 	InterruptAfter  []string
+	// Events are the events a Stream with these options yields.
+	Events EventSpec
+	// Runtime holds the run's runtime values (WithRuntime).
+	Runtime map[string]any
 }
 
 // Spec reports the options of a run of r with opts.
 func (r *Runnable) Spec(opts ...Option) (RunSpec, error) {
 	cfg := r.defaults
+	cfg.events = eventFilter{kinds: allEvents} // as Stream
 	cfg.apply(opts)
 	s := RunSpec{Thread: cfg.thread, StepLimit: cfg.stepLimit, Checkpoint: cfg.checkpointID,
 		InterruptBefore: slices.Sorted(maps.Keys(cfg.interruptBefore)),
-		InterruptAfter:  slices.Sorted(maps.Keys(cfg.interruptAfter))}
+		InterruptAfter:  slices.Sorted(maps.Keys(cfg.interruptAfter)),
+		Events:          cfg.events.spec(), Runtime: maps.Clone(cfg.runtime)}
 	if s.StepLimit <= 0 {
 		s.StepLimit = defaultStepLimit
 	}

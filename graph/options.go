@@ -17,10 +17,12 @@ type config struct {
 	interruptBefore   map[string]bool
 	interruptAfter    map[string]bool
 	events            eventFilter
-	durability        Durability
-	resume            *resumeSpec
-	historyLimit      int
-	runtime           map[string]any
+	// sink receives the events of Step and RunTasks (StreamTo).
+	sink         func(Event) bool
+	durability   Durability
+	resume       *resumeSpec
+	historyLimit int
+	runtime      map[string]any
 	// ns is the checkpoint namespace of a subgraph's run ("" for a root run).
 	ns string
 	// subgraph is the namespace InSubgraph names, for reading a thread.

@@ -91,6 +91,9 @@ type run struct {
 	yield func(Event) bool
 	// t0 is when the run started, read when its events are read (see now).
 	t0 time.Time
+	// partial: the run runs some tasks of a step whose others run
+	// elsewhere (RunTasks), so each task's result is stored as it ends.
+	partial bool
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
 	// events carries events from task goroutines to the loop, and the

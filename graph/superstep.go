@@ -222,7 +222,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	ru.todo = todo
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
-	keep := ru.p != nil && len(tasks) > 1
+	keep := ru.p != nil && (len(tasks) > 1 || ru.partial)
 	if len(todo) == 1 && ru.cfg.events.kinds == 0 {
 		// Nobody reads events, so nothing from inside the node needs the
 		// loop to forward it: run the task on this goroutine.

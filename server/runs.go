@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"strconv"
 	"strings"
@@ -204,6 +205,22 @@ func (s *Server) startLocked(ts *threadRuns, ru *run) {
 
 // execute runs ru to its end and then starts the next queued run of the
 // thread.
+// Executor runs the runs of a workflow and yields their events, as
+// graph.Runnable.Stream does (which is the Executor of a workflow run in
+// process).
+type Executor interface {
+	Stream(ctx context.Context, input []graph.Write, opts ...graph.Option) iter.Seq2[graph.Event, error]
+}
+
+// executor is what runs ru: its workflow's Executor, or the workflow
+// itself in process.
+func (s *Server) executor(ru *run) Executor {
+	if x := s.cfg.Executors[ru.workflow]; x != nil && ru.from == "" {
+		return x
+	}
+	return ru.wf
+}
+
 func (s *Server) execute(ru *run) {
 	defer s.wg.Done()
 	ru.mu.Lock()
@@ -251,7 +268,7 @@ func (s *Server) execute(ru *run) {
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
 	rec := s.startRecording(ru)
 	var runErr, detail error
-	for ev, err := range ru.wf.Stream(ctx, ru.input, opts...) {
+	for ev, err := range s.executor(ru).Stream(ctx, ru.input, opts...) {
 		obs.Observe(ev) // the operator's traces keep the detail
 		if err != nil {
 			runErr, detail = s.runFailure(ru, err), err

@@ -110,6 +110,11 @@ type Config struct {
 	// RunOptions are given to every run, after the server's own (for
 	// example graph.StepLimit or graph.MaxConcurrency).
 	RunOptions []graph.Option
+	// Executors run the runs of the workflows they name elsewhere than in
+	// this process (on Temporal's workers: temporalrun.Runner), with the
+	// same options and events; the other workflows, and replays and forks
+	// (a run from a checkpoint), run in process.
+	Executors map[string]Executor
 	// EventNames names the custom events (graph.Event.Name) that the
 	// workflows publish besides those of coorflow's packages, so that
 	// clients can select them with ?kinds=. Every event is streamed
@@ -247,6 +252,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: Config.Workflows: %q must be a non-empty name without '/' mapped to a compiled graph", name)
 		}
 		s.workflows[name] = newWorkflowView(name, r)
+	}
+	for name, x := range cfg.Executors {
+		if cfg.Workflows[name] == nil || x == nil {
+			return nil, fmt.Errorf("server: Config.Executors: %q must name a workflow of Config.Workflows, mapped to an executor", name)
+		}
 	}
 	if err := checkBudgets(cfg); err != nil {
 		return nil, err

@@ -21,9 +21,10 @@ import (
 // with the saver their threads live in. The worker's activities read and
 // write threads there; the runner reads results from it by reference.
 type Graphs struct {
-	saver graph.Saver
-	mu    sync.RWMutex
-	m     map[string]*graph.Runnable
+	saver  graph.Saver
+	events *EventLog
+	mu     sync.RWMutex
+	m      map[string]*graph.Runnable
 }
 
 // NewGraphs returns the registry of rs, whose threads live in saver.
@@ -41,6 +42,14 @@ func (g *Graphs) Add(r *graph.Runnable) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.m[r.Name()] = r
+}
+
+// StreamTo makes the steps of runs that stream (Runner.Stream) store their
+// events in log, for their callers to read; without it they store none.
+// It returns g.
+func (g *Graphs) StreamTo(log *EventLog) *Graphs {
+	g.events = log
+	return g
 }
 
 // Saver returns the saver the graphs' threads live in.
@@ -92,7 +101,10 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	out, err := r.RunTasks(ctx, in.After, in.Labels, graph.WithSaver(g.saver), graph.Thread(in.Thread))
+	sw := g.stream(ctx, r, in.Thread, in.Events)
+	defer sw.close()
+	opts := append([]graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}, sw.options(in.Events)...)
+	out, err := r.RunTasks(ctx, in.After, in.Labels, opts...)
 	if err != nil {
 		return nil, encodeError(err)
 	}
@@ -127,7 +139,7 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 			return out, err
 		}
 	}
-	opts := []graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread)}
+	opts := []graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}
 	if len(in.InterruptBefore) > 0 {
 		opts = append(opts, graph.InterruptBefore(in.InterruptBefore...))
 	}
@@ -137,7 +149,9 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 	if len(answers) > 0 {
 		opts = append(opts, graph.ResumeWith(graph.Answers{Each: answers}))
 	}
-	res, err := r.Step(ctx, input, opts...)
+	sw := g.stream(ctx, r, in.Thread, in.Events)
+	res, err := r.Step(ctx, input, append(opts, sw.options(in.Events)...)...)
+	sw.close() // the events are stored before the step reports its end
 	if err != nil {
 		return StepOutput{}, encodeError(err)
 	}
@@ -147,6 +161,16 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 		_, out.Breakpoint = res.Interrupts[0].Payload.(graph.Breakpoint)
 	}
 	return out, checkPayload(in.Thread, out.Interrupts)
+}
+
+// runtime is the option that gives a step's nodes the run's runtime
+// values.
+func runtime(values map[string]string) graph.Option {
+	m := make(map[string]any, len(values))
+	for k, v := range values {
+		m[k] = v
+	}
+	return graph.WithRuntime(m)
 }
 
 // maxPayload bounds what a run puts in Temporal's history in one payload:

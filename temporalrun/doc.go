@@ -13,6 +13,16 @@
 //	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{
 //		TaskQueue: "coorflow", Graphs: temporalrun.NewGraphs(saver, r)})
 //
+// Stream is the graph's Stream: the workers store the events of each step
+// in an EventLog on the saver's PostgreSQL (Graphs.StreamTo,
+// Config.Events), and the caller reads them from there as they come:
+//
+//	events := temporalrun.NewEventLog(pool, temporalrun.EventLogConfig{})
+//	err := events.Start(ctx)
+//	run, err := temporalrun.New(temporalrun.Config{..., Events: events,
+//		Payloads: trace.DecodePayload})
+//	for ev, err := range run.Stream(ctx, graph.Input(...), graph.Thread("t1")) { ... }
+//
 // # Design
 //
 // One workflow per run of a thread; its id is the thread id, so a thread
@@ -77,12 +87,50 @@
 //     flight continue on it from their checkpoint, as a restarted process
 //     would (a node removed from a graph fails those that were about to
 //     run it, with the engine's error).
+//   - Events. They never enter the history. A step activity (and a task
+//     activity) passes the engine a sink (graph.StreamTo) selected as the
+//     caller's Stream selects (graph.EventSpec, in the workflow's input,
+//     or sent by the "caller" update before a resume); it encodes each
+//     event as JSON (graph.EncodeEvent: writes and state through their
+//     channels' types, errors with their details) and stores batches in
+//     the EventLog — whatever was emitted while the previous batch was
+//     being stored — before the activity reports its end. Frames are
+//     numbered per thread under a row lock, so a reader never skips one
+//     committed late, and each batch notifies (LISTEN/NOTIFY, the
+//     replicas' pgdb.Listener); the caller reads, decodes (Config.Payloads
+//     for the custom payloads), yields and deletes them, and says the
+//     run's start, interrupt and end itself, from the workflow's outcome.
+//     Each frame carries its activity and attempt: a step retried after
+//     its worker died yields the retry's events after those the first
+//     attempt stored, and the first attempt's that come later are
+//     dropped. A thread holds at most EventLogConfig.MaxFrames and
+//     MaxBytes unread (beyond them a step's events are dropped, counted,
+//     and the stream ends with an EventsDropped event); an event over
+//     MaxFrameBytes travels without its payload; a new stream of the
+//     thread deletes what an earlier one left, and Prune what callers
+//     that went away never read. A thread has one reader at a time: a
+//     second Stream of a thread that is being streamed takes the frames
+//     from the first. A streamed event reaches the caller
+//     about one PostgreSQL round trip and a notification after Emit
+//     (BenchmarkStreamedEventLatency).
 //
 // What this design does not do: reducers and routing run in the step
 // activity, not in workflow code (they are the engine's, deterministic by
 // construction, and read the state, which stays out of the history); a
 // journaled call inside a node is recorded in the saver, not as an
 // activity of its own; a team's agents run inside their team node's task,
-// not as child workflows; token and event streams do not reach the caller
-// (Invoke only); FromCheckpoint (replay and forks) runs in process.
+// not as child workflows (a team is one activity: its agents share its
+// worker, its heartbeat and its retry); FromCheckpoint (replay and forks)
+// runs in process. Streams need PostgreSQL (the event log shares the
+// saver's database; on SQLite, Invoke only). In a step whose tasks run
+// as activities of their own, the tasks' events come before the step's
+// step_start (each task's own, and each path's, keep their order). Of a
+// run's runtime values (graph.WithRuntime) the workers get only the
+// strings Config.RuntimeKeys names (they go through the history), and a
+// meter of its spending (llm.WithMeter) stays with the caller: budgets are
+// not enforced on Temporal's workers. The
+// event selection of a streamed run stays in its workflow until another
+// Stream changes it: an Invoke that resumes it has its steps store
+// events nobody reads, until the next Stream of the thread or Prune
+// deletes them.
 package temporalrun

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -16,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/internal/temporaltest"
 	"github.com/coorflow/coorflow/temporalrun"
+	"github.com/coorflow/coorflow/trace"
 )
 
 // env is a Temporal dev server, a PostgreSQL saver and a worker on one
@@ -25,6 +27,8 @@ type env struct {
 	server *temporaltest.Server
 	client client.Client
 	saver  *postgres.Saver
+	pool   *pgxpool.Pool
+	events *temporalrun.EventLog
 	schema string
 	graphs *temporalrun.Graphs
 	queue  string
@@ -42,9 +46,12 @@ func newEnvWith(t testing.TB, opts temporaltest.Options) *env {
 	saver := postgres.New(pool, postgres.WithSchema(schema))
 	require.NoError(t, saver.Migrate(t.Context()))
 	t.Cleanup(func() { assert.NoError(t, saver.Close()) })
+	events := temporalrun.NewEventLog(pool, temporalrun.EventLogConfig{Schema: schema})
+	require.NoError(t, events.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, events.Close()) })
 	srv := temporaltest.Start(t, opts)
-	e := &env{t: t, server: srv, client: srv.Client(t), saver: saver, schema: schema,
-		graphs: temporalrun.NewGraphs(saver), queue: "q-" + randomHex()}
+	e := &env{t: t, server: srv, client: srv.Client(t), saver: saver, pool: pool, schema: schema, events: events,
+		graphs: temporalrun.NewGraphs(saver).StreamTo(events), queue: "q-" + randomHex()}
 	return e
 }
 
@@ -78,7 +85,8 @@ func (e *env) runner(r *graph.Runnable, mod ...func(*temporalrun.Config)) *tempo
 	e.t.Helper()
 	e.graphs.Add(r)
 	cfg := temporalrun.Config{Client: e.client, Graph: r, Saver: e.saver, TaskQueue: e.queue,
-		HeartbeatTimeout: 2 * time.Second, StepTimeout: time.Minute, MaxAttempts: 5}
+		HeartbeatTimeout: 2 * time.Second, StepTimeout: time.Minute, MaxAttempts: 5,
+		Events: e.events, Payloads: trace.DecodePayload}
 	for _, m := range mod {
 		m(&cfg)
 	}

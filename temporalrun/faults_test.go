@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -112,7 +113,19 @@ func helperWorker(id string) int {
 		return 1
 	}
 	defer c.Close()
-	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id))
+	pool, err := pgxpool.New(ctx, pgtest.URL())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer pool.Close()
+	events := temporalrun.NewEventLog(pool, temporalrun.EventLogConfig{Schema: os.Getenv(envSchema)})
+	if err := events.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer events.Close()
+	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id)).StreamTo(events)
 	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: os.Getenv(envQueue), Graphs: graphs, Options: workerOptions()})
 	if err == nil {
 		err = w.Start()
@@ -280,6 +293,53 @@ func TestKillAWorkerMidRun(t *testing.T) {
 	t.Logf("calls: %v by worker; %d held on the killed worker, %d made again", cnt.byWorker, len(cnt.held), repeated)
 	assert.Positive(t, cnt.byWorker["a"])
 	assert.Positive(t, cnt.byWorker["b"])
+}
+
+// TestStreamGoesOnThroughAWorkerKill: a streamed run's worker is killed
+// with SIGKILL while a step's call is in flight; the step is retried on
+// another worker, and the stream goes on: the step's events of the first
+// attempt, then the retry's, then the rest of the run to its end.
+func TestStreamGoesOnThroughAWorkerKill(t *testing.T) {
+	const steps = 3
+	e := newEnv(t)
+	cnt := newCounter()
+	hits := httptest.NewServer(cnt)
+	defer hits.Close()
+	defer close(cnt.release)
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps)}
+	a := startHelper(t, "a", env)
+	cnt.mu.Lock()
+	cnt.notify = func(c *counter) {
+		if c.byWorker["a"] >= 1 && c.hold == "" {
+			c.hold = "a" // a's second call: held, in flight at the kill
+		}
+	}
+	cnt.mu.Unlock()
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = time.Second })
+	var evs []graph.Event
+	killed := false
+	for ev, err := range r.Stream(t.Context(), graph.Input(), graph.Thread("killed-"+randomHex())) {
+		require.NoError(t, err)
+		evs = append(evs, ev)
+		if ev.Kind == graph.EventNodeStart && ev.Node == "n01" && !killed {
+			<-cnt.heldCh
+			killed = true
+			startHelper(t, "b", env)
+			require.NoError(t, a.Process.Kill()) // SIGKILL
+			_, _ = a.Process.Wait()
+		}
+	}
+	var n01 []string
+	for _, ev := range evs {
+		if ev.Node == "n01" && (ev.Kind == graph.EventNodeStart || ev.Kind == graph.EventNodeEnd) {
+			n01 = append(n01, ev.Name())
+		}
+	}
+	assert.Equal(t, []string{"node_start", "node_start", "node_end"}, n01, "the first attempt's start, then the retry's")
+	end := evs[len(evs)-1]
+	require.Equal(t, graph.EventRunEnd, end.Kind)
+	assert.Equal(t, []string{"n00@a", "n01@b", "n02@b"}, callLog.Get(end.State))
 }
 
 // TestServerRestartMidRun: the Temporal server (its state in a file)

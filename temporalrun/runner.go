@@ -43,6 +43,19 @@ type Config struct {
 	// StepsPerRun makes a workflow execution continue as new after that
 	// many steps (0: when the server suggests it).
 	StepsPerRun int
+	// RuntimeKeys names the runtime values (graph.WithRuntime) the
+	// workers give the run's nodes: string values only. They are
+	// recorded in the workflow's history: name no secret. Other runtime
+	// values stay with the caller.
+	RuntimeKeys []string
+	// Events is the event log the workers store the events of streamed
+	// runs in (Graphs.StreamTo): Stream needs it.
+	Events *EventLog
+	// Payloads decodes the data of custom events into the values their
+	// nodes emitted (by the event's name); without it, or for a name it
+	// does not know, the data is the JSON value as encoding/json decodes
+	// it into an any.
+	Payloads graph.PayloadDecoder
 }
 
 // Runner runs a compiled graph on Temporal: one workflow per thread
@@ -84,19 +97,11 @@ func New(cfg Config) (*Runner, error) {
 // pending interrupts through an update that refuses a wrong answer before
 // anything is recorded. Cancelling ctx cancels the run's workflow.
 func (r *Runner) Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error) {
-	spec, err := r.cfg.Graph.Spec(opts...)
+	spec, err := r.spec(input, opts)
 	if err != nil {
 		return graph.Result{}, err
 	}
-	switch {
-	case spec.Thread == "":
-		return graph.Result{}, errors.New("temporalrun: a run on Temporal needs a thread: pass graph.Thread(id)")
-	case spec.Checkpoint != "":
-		return graph.Result{}, errors.New("temporalrun: graph.FromCheckpoint (replay and forks) runs in process only: use the graph's own Invoke")
-	case spec.Resume != nil && input != nil:
-		return graph.Result{}, errors.New("graph: pass either an input or graph.Resume, not both")
-	}
-	out, err := r.run(ctx, spec, input)
+	out, err := r.run(ctx, spec, input, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return graph.Result{}, r.cancel(ctx, spec.Thread)
@@ -106,27 +111,71 @@ func (r *Runner) Invoke(ctx context.Context, input []graph.Write, opts ...graph.
 	return r.result(ctx, out)
 }
 
-func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Write) (Output, error) {
+// spec reads and checks a run's options.
+func (r *Runner) spec(input []graph.Write, opts []graph.Option) (graph.RunSpec, error) {
+	spec, err := r.cfg.Graph.Spec(opts...)
+	switch {
+	case err != nil:
+		return spec, err
+	case spec.Thread == "":
+		return spec, errors.New("temporalrun: a run on Temporal needs a thread: pass graph.Thread(id)")
+	case spec.Checkpoint != "":
+		return spec, errors.New("temporalrun: graph.FromCheckpoint (replay and forks) runs in process only: use the graph's own Invoke")
+	case spec.Resume != nil && input != nil:
+		return spec, errors.New("graph: pass either an input or graph.Resume, not both")
+	}
+	return spec, nil
+}
+
+// run runs the thread's workflow until it pauses or ends; events, when
+// set, are the events its steps store for a caller that streams them.
+func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Write, events *graph.EventSpec) (Output, error) {
 	if spec.Resume != nil {
+		if err := r.watch(ctx, spec, events); err != nil {
+			return Output{}, err
+		}
 		out, err := r.update(ctx, spec.Thread, UpdateResume, *spec.Resume)
 		if !notRunning(err) {
 			return out, err
 		}
 		// The thread paused but its workflow is gone (cancelled, or
 		// terminated by an operator): a new one takes the answers.
-		return r.start(ctx, spec, nil, true)
+		return r.start(ctx, spec, nil, true, events)
 	}
-	return r.start(ctx, spec, input, false)
+	return r.start(ctx, spec, input, false, events)
+}
+
+// watch tells the thread's running workflow, if any, what its caller
+// gives the steps from now on: the events they store (none when events is
+// nil) and the runtime values (Config.RuntimeKeys). Nothing is sent when
+// there is neither.
+func (r *Runner) watch(ctx context.Context, spec graph.RunSpec, events *graph.EventSpec) error {
+	c := Caller{Events: events, Runtime: r.runtime(spec)}
+	if c.Events == nil && c.Runtime == nil {
+		return nil
+	}
+	thread := spec.Thread
+	h, err := r.cfg.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: thread, UpdateName: UpdateCaller, Args: []any{c},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil && !notRunning(err) {
+		return fmt.Errorf("temporalrun: stream the run of thread %q: %w", thread, err)
+	}
+	return nil
 }
 
 // start begins a run's workflow and waits until it pauses or ends. With
 // input nil and a workflow already running, it waits for that one.
-func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Write, resume bool) (Output, error) {
+func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Write, resume bool, events *graph.EventSpec) (Output, error) {
 	in := RunInput{Graph: r.cfg.Graph.Name(), Thread: spec.Thread, StepLimit: spec.StepLimit,
 		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter,
 		Queues:      Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues},
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
-		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun}
+		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
 	if input != nil {
 		data, err := r.cfg.Graph.EncodeWrites(input)
 		if err != nil {
@@ -160,6 +209,9 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 	switch {
 	case errors.As(err, &started) && input == nil && !resume:
 		// Continue without input: the run in flight is the continuation.
+		if err := r.watch(ctx, spec, events); err != nil {
+			return Output{}, err
+		}
 	case errors.As(err, &started):
 		return Output{}, fmt.Errorf("temporalrun: thread %q has an unfinished run (its workflow is running); continue it without input, with graph.Resume if it is interrupted: %w",
 			spec.Thread, err)
@@ -201,6 +253,21 @@ func (r *Runner) update(ctx context.Context, thread, name string, args ...any) (
 		}
 		return out, err
 	}
+}
+
+// runtime returns the run's runtime values the workers get
+// (Config.RuntimeKeys); nil for none.
+func (r *Runner) runtime(spec graph.RunSpec) map[string]string {
+	var out map[string]string
+	for _, k := range r.cfg.RuntimeKeys {
+		if v, ok := spec.Runtime[k].(string); ok {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // transient reports an error of the server's availability, not of the run.

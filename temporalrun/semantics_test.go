@@ -18,3 +18,14 @@ func TestSemantics(t *testing.T) {
 		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r) },
 	})
 }
+
+// TestSemanticsByStream runs the suite through Stream on Temporal: each
+// run's result is read from its events.
+func TestSemanticsByStream(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  e.saver,
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return runnertest.ByStream(e.runner(r)) },
+	})
+}

@@ -23,6 +23,7 @@ const (
 	TaskActivityName = "coorflow.Task"
 	UpdateWait       = "wait"
 	UpdateResume     = "resume"
+	UpdateCaller     = "caller"
 	QueryStatus      = "status"
 )
 
@@ -50,6 +51,12 @@ type RunInput struct {
 	// continues as new at a superstep boundary (0: only when the server
 	// suggests it).
 	StepsPerRun int `json:"steps_per_run,omitempty"`
+	// Events selects the events the steps store in the event log for a
+	// caller that streams the run (Runner.Stream); nil: none.
+	Events *graph.EventSpec `json:"events,omitempty"`
+	// Runtime holds the runtime values the steps give the nodes
+	// (Config.RuntimeKeys).
+	Runtime map[string]string `json:"runtime,omitempty"`
 
 	// Carried over by continue-as-new.
 	Cont *continuation `json:"cont,omitempty"`
@@ -116,6 +123,10 @@ type StepInput struct {
 	// Breakpoints.
 	InterruptBefore []string `json:"interrupt_before,omitempty"`
 	InterruptAfter  []string `json:"interrupt_after,omitempty"`
+	// Events selects the events the step stores for its caller.
+	Events *graph.EventSpec `json:"events,omitempty"`
+	// Runtime holds the runtime values of the run's nodes.
+	Runtime map[string]string `json:"runtime,omitempty"`
 }
 
 // StepOutput is the result of the step activity.
@@ -145,6 +156,17 @@ type TaskInput struct {
 	Thread string   `json:"thread"`
 	After  string   `json:"after"`
 	Labels []string `json:"labels"`
+	// Events selects the events the tasks store for their caller.
+	Events *graph.EventSpec `json:"events,omitempty"`
+	// Runtime holds the runtime values of the run's nodes.
+	Runtime map[string]string `json:"runtime,omitempty"`
+}
+
+// Caller is the argument of the "caller" update: what the caller that
+// resumes or joins a run gives its next steps.
+type Caller struct {
+	Events  *graph.EventSpec  `json:"events,omitempty"`
+	Runtime map[string]string `json:"runtime,omitempty"`
 }
 
 // runState is the workflow's view of its run, shared by the main loop and
@@ -202,6 +224,15 @@ func (w *runState) register(ctx workflow.Context) error {
 			}
 		}
 		return w.out, w.err
+	}); err != nil {
+		return err
+	}
+	// A caller that resumes or joins the run says, first, which events it
+	// streams and which runtime values its nodes get; the steps after
+	// take them.
+	if err := workflow.SetUpdateHandler(ctx, UpdateCaller, func(ctx workflow.Context, c Caller) error {
+		w.in.Events, w.in.Runtime = c.Events, c.Runtime
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -265,7 +296,7 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 		if w.continueAsNew(ctx, taken) && step.Input == nil && step.Answers == nil {
 			return Output{}, workflow.NewContinueAsNewError(ctx, WorkflowName, w.continued(after, steps))
 		}
-		step.After = after
+		step.After, step.Events, step.Runtime = after, w.in.Events, w.in.Runtime
 		queue := in.Queues.forStep(w.next)
 		switch {
 		case step.Input != nil:
@@ -345,7 +376,7 @@ func (w *runState) runTasks(ctx workflow.Context, after string) error {
 	for i, label := range w.tasks {
 		queue := w.in.Queues.forStep(nodesOf([]string{label}))
 		futures[i] = workflow.ExecuteActivity(w.activityContext(ctx, queue), TaskActivityName,
-			TaskInput{Graph: w.in.Graph, Thread: w.in.Thread, After: after, Labels: []string{label}})
+			TaskInput{Graph: w.in.Graph, Thread: w.in.Thread, After: after, Labels: []string{label}, Events: w.in.Events, Runtime: w.in.Runtime})
 	}
 	var first error
 	for _, f := range futures {

@@ -205,7 +205,8 @@ Usage:
       --json                           print events and the result as JSON lines
       -v                               print notices (optional tools left out)
       --temporal HOST:PORT [--queue Q] run on Temporal's workers (coorflow worker) instead of in this
-                                       process; only the outcome is shown, and the run is not recorded
+                                       process, shown and recorded as here when --db is postgres:// (its
+                                       events come through it); on SQLite only the outcome is shown
   coorflow validate FILE|DIR|NAME... [--json]
   coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
   coorflow threads list [--db] [--json] [--limit N]
@@ -234,6 +235,8 @@ Usage:
       --prune-max-age 30d --prune-max-runs 10000 --prune-every 1h
                                        prune the recorded runs at start and then periodically (none: never)
       --webhook-allow PREFIX           a URL prefix the webhooks of LangGraph Platform runs may call (repeatable)
+      --temporal HOST:PORT [--queue Q] submit the runs to Temporal's workers (coorflow worker, same
+                                       --db postgres://…) instead of running them here
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)

@@ -9,7 +9,7 @@
 //	coorflow replay RUN                  run a recorded run again offline, from its recorded model responses
 //	coorflow export RUN -o FILE          a finished coor run as a workflow file with its plan and agents fixed
 //	coorflow serve [FILE|DIR...]         the HTTP API over the workflows (tokens from --token-file or $COORFLOW_TOKENS)
-//	coorflow worker [FILE|DIR...]        a Temporal worker for the workflows (run --temporal submits to it)
+//	coorflow worker [FILE|DIR...]        a Temporal worker for the workflows (run and serve --temporal submit to it)
 //	coorflow schema                      the JSON Schema of workflow files
 //
 // Exit codes: 0 done; 1 the work failed (a run, the database, an unknown

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -152,7 +153,16 @@ type runner struct {
 	spent  llm.Spend
 	used   *llm.Meter
 	// remote runs the graph on Temporal (--temporal); nil runs it here.
-	remote graph.Invoker
+	// With remoteStreams, its events reach this process (the event log
+	// on PostgreSQL) and are shown and recorded as a local run's are.
+	remote        remoteRunner
+	remoteStreams bool
+}
+
+// remoteRunner runs the graph elsewhere (temporalrun.Runner).
+type remoteRunner interface {
+	graph.Invoker
+	Stream(ctx context.Context, input []graph.Write, opts ...graph.Option) iter.Seq2[graph.Event, error]
 }
 
 func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setInput bool) error {
@@ -185,7 +195,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	if f.temporal != "" {
-		closeTemporal, err := r.submitTo(f.temporal, f.queue)
+		closeTemporal, err := r.submitTo(ctx, f.temporal, f.queue)
 		if err != nil {
 			return err
 		}
@@ -390,8 +400,12 @@ func streamed(p printer) []graph.Option {
 // it as a run (start says how it starts).
 func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
 	out := outcome{status: graph.StatusDone}
+	events := r.r.Stream
 	if r.remote != nil {
-		return r.invokeRemote(ctx, input, opts)
+		if !r.remoteStreams {
+			return r.invokeRemote(ctx, input, opts)
+		}
+		events = r.remote.Stream
 	}
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
@@ -406,11 +420,14 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 	r.runID = rr.ID()
 	var runErr error
 	defer func() { r.finishRecording(ctx, rr, runErr) }()
-	for ev, err := range r.r.Stream(ctx, input, opts...) {
+	for ev, err := range events(ctx, input, opts...) {
 		rr.Observe(ev)
 		if err != nil {
 			runErr = err
 			return out, err
+		}
+		if call, ok := ev.Data.(llm.ModelCall); ok && r.remote != nil {
+			meter.Add(call) // the workers made it: count it here, as a local run does
 		}
 		if p.shows(ev.Name()) {
 			p.event(ev)
@@ -543,9 +560,10 @@ func (r *runner) continueCommand() string {
 	return strings.Join(r.threadCommand(), " ")
 }
 
-// invokeRemote runs the graph on Temporal to its end or an interrupt. The
-// workers run it, so no event reaches this process: the run is not
-// recorded here, and only its outcome is shown.
+// invokeRemote runs the graph on Temporal to its end or an interrupt,
+// when its events cannot reach this process (threads on SQLite: the event
+// log is PostgreSQL's): the run is not recorded here, and only its
+// outcome is shown.
 func (r *runner) invokeRemote(ctx context.Context, input []graph.Write, opts []graph.Option) (outcome, error) {
 	res, err := r.remote.Invoke(ctx, input, opts...)
 	if err != nil {

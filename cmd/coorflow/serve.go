@@ -38,6 +38,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	fs.Var(&pruneEvery, "prune-every", "how often to prune the recorded runs (none: never)")
 	replicaName := fs.String("replica", "", "with --db postgres://…: this replica's name among the servers on the database (default host:pid)")
 	leaseTTL := fs.Duration("lease-ttl", server.DefaultLeaseTTL, "with --db postgres://…: how long a replica's hold on a run lasts unless renewed; another replica takes the run over after it")
+	temporalAddr := fs.String("temporal", "", "HOST:PORT: submit the runs to Temporal's workers (coorflow worker, same --db postgres://…) instead of running them here")
+	queue := fs.String("queue", "coorflow", "with --temporal, the workers' task queue")
 	var ownerBudget llm.Budget
 	fs.IntVar(&ownerBudget.Tokens, "owner-budget-tokens", 0, "the most tokens each owner's runs may spend together, counted over its recorded runs (0: no limit)")
 	fs.Float64Var(&ownerBudget.USD, "owner-budget-usd", 0, "the most US dollars each owner's runs may spend together, counted over its recorded runs (0: no limit)")
@@ -102,7 +104,18 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags,
 	}
+	if *temporalAddr != "" {
+		executors, closeTemporal, err := a.temporalExecutors(ctx, *temporalAddr, *queue, served, base)
+		if err != nil {
+			return err
+		}
+		defer closeTemporal()
+		cfg.Executors = executors
+	}
 	replicaLine := ""
+	if *temporalAddr != "" {
+		replicaLine = fmt.Sprintf("runs go to Temporal %s, queue %s: coorflow worker runs them\n", *temporalAddr, *queue)
+	}
 	if base.pool != nil {
 		reps, err := replicas.New(base.pool, replicas.Config{Saver: base.saver.(*postgres.Saver), Name: *replicaName, LeaseTTL: *leaseTTL})
 		if err != nil {
@@ -113,7 +126,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		}
 		defer func() { _ = reps.Close() }()
 		cfg.Replicas, cfg.LeaseTTL = reps, *leaseTTL
-		replicaLine = fmt.Sprintf("replica %s: runs are shared with every server on this database (lease %v)\n", reps.Name(), *leaseTTL)
+		replicaLine += fmt.Sprintf("replica %s: runs are shared with every server on this database (lease %v)\n", reps.Name(), *leaseTTL)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

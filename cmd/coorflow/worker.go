@@ -5,13 +5,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/temporalrun"
+	"github.com/coorflow/coorflow/trace"
 )
 
 // defaultTemporal is the address of a local Temporal server.
@@ -64,8 +70,17 @@ func (a *app) worker(ctx context.Context, args []string) error {
 		return fmt.Errorf("worker: connect to Temporal at %s: %w", *addr, err)
 	}
 	defer c.Close()
-	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: *queue,
-		Graphs: temporalrun.NewGraphs(base.saver, compiled...), StepsOnly: *stepsOnly})
+	graphs := temporalrun.NewGraphs(base.saver, compiled...)
+	if base.pool != nil {
+		events, err := startEventLog(ctx, base.pool)
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		defer events.Close()
+		graphs.StreamTo(events)
+		go pruneEvents(ctx, events, a.stderr)
+	}
+	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: *queue, Graphs: graphs, StepsOnly: *stepsOnly})
 	if err != nil {
 		return err
 	}
@@ -86,17 +101,106 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	return nil
 }
 
+// runtimeKeys are the runtime values run and serve give the workers'
+// nodes: whose run it is (the owner scopes agents and boards), its thread
+// and run ids.
+var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun}
+
+// startEventLog starts the log the workers store the events of streamed
+// runs in, for their callers (run --temporal, serve --temporal).
+func startEventLog(ctx context.Context, pool *pgxpool.Pool) (*temporalrun.EventLog, error) {
+	events := temporalrun.NewEventLog(pool, temporalrun.EventLogConfig{})
+	if err := events.Start(ctx); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// eventsKept is how long the events of a run nobody reads are kept.
+const eventsKept = 24 * time.Hour
+
+// pruneEvents deletes, every hour until ctx ends, the events of runs
+// whose callers went away before reading them.
+func pruneEvents(ctx context.Context, events *temporalrun.EventLog, stderr io.Writer) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := events.Prune(ctx, eventsKept); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "coorflow: worker: %v\n", err)
+			}
+		}
+	}
+}
+
 // submitTo makes the run go to Temporal's workers at addr on queue; the
-// returned func closes the connection.
-func (r *runner) submitTo(addr, queue string) (func(), error) {
+// returned func closes the connection. With threads on PostgreSQL the
+// run's events reach this process through the event log, and it is shown
+// as a local run is.
+func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), error) {
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(r.app.stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
 	}
-	r.remote, err = temporalrun.New(temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue})
+	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload,
+		RuntimeKeys: runtimeKeys}
+	closeAll := c.Close
+	if r.db.pool != nil {
+		events, err := startEventLog(ctx, r.db.pool)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		cfg.Events, r.remoteStreams = events, true
+		closeAll = func() {
+			_ = events.Close()
+			c.Close()
+		}
+	} else {
+		r.app.notice("run --temporal: threads are in %s: only the run's outcome is shown (its events reach this process through PostgreSQL: --db postgres://...)", r.db.where)
+	}
+	run, err := temporalrun.New(cfg)
 	if err != nil {
-		c.Close()
+		closeAll()
 		return nil, err
 	}
-	return c.Close, nil
+	r.remote = run
+	return closeAll, nil
+}
+
+// temporalExecutors makes the served workflows run on Temporal's workers
+// at addr on queue; their events reach the server through the event log,
+// which needs the threads on PostgreSQL. The returned func closes the
+// connection and the log.
+func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
+	if base.pool == nil {
+		return nil, nil, usagef("serve --temporal: threads are in %s: the runs' events reach the server from the workers through PostgreSQL; use --db postgres://… (the workers' database)", base.where)
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(a.stderr)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: connect to Temporal at %s: %w", addr, err)
+	}
+	events, err := startEventLog(ctx, base.pool)
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	closeAll := func() {
+		_ = events.Close()
+		c.Close()
+	}
+	executors := make(map[string]server.Executor, len(served))
+	for name, r := range served {
+		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
+			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		executors[name] = run
+	}
+	return executors, closeAll, nil
 }

@@ -2,7 +2,12 @@
 
 package main
 
-import "context"
+import (
+	"context"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/server"
+)
 
 // withoutTemporal is what worker and run --temporal say in a build without
 // the Temporal SDK: it links gRPC and doubles the binary, so it is opt-in.
@@ -14,6 +19,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 }
 
 // submitTo would send the run to Temporal's workers.
-func (r *runner) submitTo(addr, queue string) (func(), error) {
+func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), error) {
 	return nil, usagef("run --temporal: %s", withoutTemporal)
+}
+
+// temporalExecutors would submit the served runs to Temporal's workers.
+func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
+	return nil, nil, usagef("serve --temporal: %s", withoutTemporal)
 }

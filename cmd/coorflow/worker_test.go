@@ -6,6 +6,9 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,4 +85,161 @@ func TestWorkerSaysWhenTemporalIsUnreachable(t *testing.T) {
 	code, _, stderr := c.run("worker", "--temporal", "127.0.0.1:1", "--demo", "../../examples/coor")
 	assert.Equal(t, exitFailed, code)
 	assert.Contains(t, stderr, "worker: connect to Temporal at 127.0.0.1:1")
+}
+
+// startWorker runs coorflow worker with args until the test ends, and
+// returns once it serves.
+func startWorker(t *testing.T, c *cli, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	c.ctx, c.stdout = ctx, pw
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := c.run(append([]string{"worker"}, args...)...)
+		_ = pw.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(pr)
+	require.True(t, lines.Scan(), "the worker started")
+	require.Contains(t, lines.Text(), "worker for runs and steps on Temporal")
+	go func() {
+		for lines.Scan() { // keep the pipe flowing
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.Equal(t, exitOK, <-done)
+	})
+}
+
+// TestWorkerStreamsARunAsALocalRunShowsIt: with threads on PostgreSQL,
+// coorflow run --temporal prints what a run in process prints (the
+// golden of the local run), node by node, as the workers run it; with
+// --stream, the reporter's tokens too.
+func TestWorkerStreamsARunAsALocalRunShowsIt(t *testing.T) {
+	url := freshDatabase(t)
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	startWorker(t, newCLI(t), "--temporal", srv.HostPort, "--queue", "pg", "--demo", "--db", url, "../../examples/coor")
+
+	c := newCLI(t)
+	code, stdout, stderr := c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "pg", "--db", url, "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	golden, err := os.ReadFile("testdata/coor_run.golden")
+	require.NoError(t, err)
+	got := normalize(stdout, redact(url))
+	want := strings.Split(string(golden), "\n")
+	assert.ElementsMatch(t, want, strings.Split(got, "\n"), "got:\n%s", got)
+	lines := strings.Split(got, "\n")
+	for _, order := range [][2]string{
+		{"T.TTs ✓ coordinator", "T.TTs ▶ planner"},
+		{"T.TTs ▶ team", "T.TTs ▶ s3 researcher"},
+		{"T.TTs ✓ team", "T.TTs ✓ reporter"},
+	} {
+		before, after := index(lines, order[0]), index(lines, order[1])
+		require.True(t, before >= 0 && after >= 0, "%q and %q are printed", order[0], order[1])
+		assert.Less(t, before, after, "%q before %q", order[0], order[1])
+	}
+
+	code, stdout, stderr = c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "pg", "--db", url, "--input", coorInput, "--stream")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "[reporter] # SQLite or PostgreSQL")
+}
+
+// TestWorkerOnSQLiteShowsOnlyTheOutcome: threads on SQLite have no event
+// log; run --temporal says so and shows the outcome.
+func TestWorkerOnSQLiteShowsOnlyTheOutcome(t *testing.T) {
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	w := newCLI(t)
+	startWorker(t, w, "--temporal", srv.HostPort, "--queue", "lite", "--demo", "../../examples/coor")
+	c := &cli{t: t, db: w.db, env: map[string]string{}}
+	code, stdout, stderr := c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "lite", "--demo", "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stderr, "run --temporal: threads are in "+w.db+": only the run's outcome is shown (its events reach this process through PostgreSQL: --db postgres://...)")
+	assert.NotContains(t, stdout, "▶ coordinator")
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
+}
+
+// TestWorkerRunsTheRunsOfServeTemporal: coorflow serve --temporal submits
+// its runs to the workers; the /v1 stream shows their events as the
+// workers run them, the review's interrupt ends the first run, and a
+// resume streams the rest.
+func TestWorkerRunsTheRunsOfServeTemporal(t *testing.T) {
+	url := freshDatabase(t)
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	startWorker(t, newCLI(t), "--temporal", srv.HostPort, "--queue", "served", "--demo", "--db", url, "../../examples/research")
+
+	c := newCLI(t)
+	c.env["COORFLOW_TOKENS"] = "secret=alice"
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	c.ctx, c.stdout = ctx, pw
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := c.run("serve", "../../examples/research", "--addr", "127.0.0.1:0", "--db", url, "--demo",
+			"--temporal", srv.HostPort, "--queue", "served")
+		_ = pw.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(pr)
+	require.True(t, lines.Scan())
+	addr := regexp.MustCompile(`http://[0-9.:]+`).FindString(lines.Text())
+	require.NotEmpty(t, addr, lines.Text())
+	go func() {
+		for lines.Scan() { // keep the pipe flowing
+		}
+	}()
+	call := func(path, body string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", addr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer secret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := call("/v1/threads", `{"workflow": "research", "thread_id": "web-1"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = call("/v1/threads/web-1/runs/stream", `{"input": {"input": "How fast is SQLite?"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	names := sseNames(body)
+	assert.Equal(t, "run_start", names[0])
+	assert.Contains(t, names, "node_end")
+	assert.Contains(t, names, "model_call", "the workers' model calls reach the stream")
+	assert.Equal(t, []string{"interrupt", "run_end", "end"}, names[len(names)-3:], "the review's question ends the run")
+	assert.Contains(t, body, `"status":"interrupted"`)
+
+	code, body = call("/v1/threads/web-1/runs/stream", `{"resume": "accept"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	names = sseNames(body)
+	assert.Equal(t, []string{"run_end", "end"}, names[len(names)-2:])
+	assert.Contains(t, names, "node_start")
+	assert.Contains(t, body, `"status":"done"`)
+	assert.Contains(t, body, "1,000 checkpoints per second")
+
+	cancel()
+	assert.Equal(t, exitOK, <-done)
+}
+
+// sseNames returns the event names of a server-sent event stream.
+func sseNames(body string) []string {
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if name, ok := strings.CutPrefix(line, "event: "); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestWorkerlessServeTemporalNeedsPostgres: on SQLite the events of runs cannot
+// reach the server from the workers; serve --temporal says so.
+func TestWorkerlessServeTemporalNeedsPostgres(t *testing.T) {
+	c := newCLI(t)
+	c.env["COORFLOW_TOKENS"] = "secret=alice"
+	code, _, stderr := c.run("serve", "../../examples/research", "--demo", "--temporal", "127.0.0.1:1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "serve --temporal: threads are in "+c.db+": the runs' events reach the server from the workers through PostgreSQL; use --db postgres://… (the workers' database)")
 }

@@ -67,3 +67,20 @@ func TestStepper(t *testing.T) {
 		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r, saver} },
 	})
 }
+
+// TestStreamsInProcess runs the stream checks on the engine against
+// itself: they hold for the reference they compare runners with.
+func TestStreamsInProcess(t *testing.T) {
+	runnertest.RunStreams(t, runnertest.StreamHarness{
+		Saver:  memory.New(),
+		Runner: func(t *testing.T, r *graph.Runnable) runnertest.Streamer { return r },
+	})
+}
+
+// TestInProcessByStream runs the suite through the engine's Stream.
+func TestInProcessByStream(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  memory.New(),
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return runnertest.ByStream(r) },
+	})
+}

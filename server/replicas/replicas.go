@@ -47,11 +47,8 @@ type Replicas struct {
 	initMu sync.Mutex
 	q      *queries // set once the schema is ready
 
-	mu    sync.Mutex
-	waits map[string]chan struct{} // by notification payload
-
-	stop context.CancelFunc
-	done chan struct{} // closed when the listener has ended
+	// listener wakes the waiters of each notification.
+	listener *pgdb.Listener
 }
 
 var _ server.Replicas = (*Replicas)(nil)
@@ -73,8 +70,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Replicas, error) {
 	}
 	return &Replicas{
 		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL,
-		share: pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
-		waits: make(map[string]chan struct{}),
+		share:    pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
+		listener: pgdb.NewListener(pool, cfg.LeaseTTL/4),
 	}, nil
 }
 
@@ -88,106 +85,21 @@ func (r *Replicas) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := r.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("replicas: listen: %w", err)
+	if err := r.listener.Start(ctx, q.channel); err != nil {
+		return fmt.Errorf("replicas: %w", err)
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{q.channel}.Sanitize()); err != nil {
-		conn.Release()
-		return fmt.Errorf("replicas: listen: %w", err)
-	}
-	lctx, cancel := context.WithCancel(context.Background())
-	r.stop, r.done = cancel, make(chan struct{})
-	go r.listen(lctx, conn, q.channel)
 	return nil
 }
 
 // Close stops listening. It does not close the pool.
 func (r *Replicas) Close() error {
-	if r.stop != nil {
-		r.stop()
-		<-r.done
-	}
+	r.listener.Close()
 	r.share.Close()
 	return nil
 }
 
-// listen wakes the waiters of each notification until ctx ends. After a
-// lost connection it wakes everyone — they look again — and listens on a
-// new one.
-func (r *Replicas) listen(ctx context.Context, conn *pgxpool.Conn, channel string) {
-	defer close(r.done)
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err == nil {
-			r.wake(n.Payload)
-			continue
-		}
-		conn.Release()
-		if ctx.Err() != nil {
-			return
-		}
-		r.wakeAll()
-		for {
-			if conn, err = r.pool.Acquire(ctx); err == nil {
-				if _, err = conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err == nil {
-					break
-				}
-				conn.Release()
-			}
-			retry := time.NewTimer(r.ttl / 4)
-			select {
-			case <-ctx.Done():
-				retry.Stop()
-				return
-			case <-retry.C:
-			}
-		}
-		r.wakeAll() // what was notified meanwhile
-	}
-}
-
-// maxWaits bounds the runs waited on: beyond it, every waiter is woken
-// (they look again, and wait anew) and the map starts empty. A run that
-// ended leaves its entry until then.
-const maxWaits = 4096
-
 // Changed implements server.Replicas.
-func (r *Replicas) Changed(key string) <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ch := r.waits[key]
-	if ch == nil && len(r.waits) >= maxWaits {
-		r.wakeAllLocked()
-	}
-	if ch == nil {
-		ch = make(chan struct{})
-		r.waits[key] = ch
-	}
-	return ch
-}
-
-func (r *Replicas) wake(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ch := r.waits[key]; ch != nil {
-		close(ch)
-		delete(r.waits, key)
-	}
-}
-
-func (r *Replicas) wakeAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.wakeAllLocked()
-}
-
-func (r *Replicas) wakeAllLocked() {
-	for k, ch := range r.waits {
-		close(ch)
-		delete(r.waits, k)
-	}
-}
+func (r *Replicas) Changed(key string) <-chan struct{} { return r.listener.Changed(key) }
 
 // queries are the statements, with their tables qualified.
 type queries struct {
