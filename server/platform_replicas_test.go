@@ -475,3 +475,69 @@ func TestMCPRunsAreSharedByReplicas(t *testing.T) {
 	assert.Equal(t, `thread "m-2" already has run "`+run.ID+`" in progress: wait for it, cancel it, or enable queueing`, callText(t, res))
 	close(open)
 }
+
+func TestAnotherOwnersThreadOfTheSameIDReachesNoSharedRun(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	a, b := rs.envs[0], rs.envs[1]
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "same", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	b.call("POST", "/threads", bob, map[string]any{"thread_id": "same", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	var run lgRun
+	a.call("POST", "/threads/same/runs", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "alice's"}}, http.StatusOK, &run)
+	runPath := "/threads/same/runs/" + run.RunID
+	noRun := server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + run.RunID + `" on thread "same"`}
+
+	// Bob, on his own thread of the same id, names alice's run.
+	for _, e := range rs.envs {
+		e.fails("GET", runPath, bob, nil, http.StatusNotFound, noRun)
+		e.fails("GET", runPath+"/join", bob, nil, http.StatusNotFound, noRun)
+		e.fails("GET", runPath+"/stream", bob, nil, http.StatusNotFound, noRun)
+		e.fails("POST", runPath+"/cancel?action=rollback", bob, nil, http.StatusNotFound, noRun)
+		e.fails("DELETE", runPath, bob, nil, http.StatusNotFound, noRun)
+		var list []lgRun
+		e.call("GET", "/threads/same/runs", bob, nil, http.StatusOK, &list)
+		assert.Empty(t, list, "bob's thread has none of alice's runs")
+		var th map[string]any
+		e.call("GET", "/threads/same", bob, nil, http.StatusOK, &th)
+		assert.Equal(t, "idle", th["status"], "alice's run does not make bob's thread busy")
+	}
+	// Bob's preempting runs on his thread leave alice's alone.
+	for _, strategy := range []string{"interrupt", "rollback"} {
+		var mine lgRun
+		b.call("POST", "/threads/same/runs", bob, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "bob's"},
+			"multitask_strategy": strategy}, http.StatusOK, &mine)
+		b.call("POST", "/threads/same/runs/"+mine.RunID+"/cancel?wait=1", bob, nil, http.StatusNoContent, nil)
+	}
+	var got lgRun
+	b.call("GET", runPath, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "running", got.Status, "alice's run goes on")
+	var state map[string]any
+	b.call("GET", "/threads/same/state", alice, nil, http.StatusOK, &state)
+	assert.Equal(t, map[string]any{"text": "alice's"}, state["values"])
+	a.call("POST", runPath+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+}
+
+func TestADeletedThreadTakesItsSharedRunsAlong(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, open))})
+	a, b := rs.envs[0], rs.envs[1]
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "again", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	var run lgRun
+	a.call("POST", "/threads/again/runs/wait", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, nil)
+	var list []lgRun
+	a.call("GET", "/threads/again/runs", alice, nil, http.StatusOK, &list)
+	require.Len(t, list, 1)
+	run = list[0]
+
+	b.call("DELETE", "/threads/again", alice, nil, http.StatusNoContent, nil)
+	b.call("POST", "/threads", alice, map[string]any{"thread_id": "again", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	for _, e := range rs.envs {
+		e.call("GET", "/threads/again/runs", alice, nil, http.StatusOK, &list)
+		assert.Empty(t, list, "the new thread of the same id has no run of the deleted one")
+		e.fails("GET", "/threads/again/runs/"+run.RunID, alice, nil, http.StatusNotFound,
+			server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + run.RunID + `" on thread "again"`})
+		var v1 server.RunList
+		e.call("GET", "/v1/threads/again/runs", alice, nil, http.StatusOK, &v1)
+		assert.Empty(t, v1.Runs)
+	}
+}

@@ -631,6 +631,22 @@ func (s *Server) sharedActivity(ctx context.Context, key string) (active string,
 	return active, queued, nil
 }
 
+// forgetShared forgets the ended runs of the thread key on every replica
+// (the thread is deleted): a thread made again with its id starts with
+// none.
+func (s *Server) forgetShared(ctx context.Context, key string) error {
+	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	if err != nil {
+		return err
+	}
+	for _, sr := range runs {
+		if _, err := s.cfg.Replicas.Delete(ctx, sr.ID); err != nil && !errors.Is(err, graph.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkReplicaConfig sets the defaults of the replica settings.
 func (s *Server) checkReplicaConfig() error {
 	if s.cfg.LeaseTTL <= 0 {
