@@ -43,23 +43,36 @@ func newReplicaSet(t *testing.T, n int, ttl time.Duration, cfg server.Config) *r
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool, "coorflow_test_")
 	rs := &replicaSet{pool: pool, saver: postgres.New(pool, postgres.WithSchema(schema)), schema: schema}
-	for i := range n {
-		reps, err := replicas.New(pool, replicas.Config{Saver: rs.saver, Name: "r" + strconv.Itoa(i), LeaseTTL: ttl, Schema: schema})
-		require.NoError(t, err)
-		require.NoError(t, reps.Start(t.Context()))
-		t.Cleanup(func() { assert.NoError(t, reps.Close()) }) // after the server's Shutdown
-		c := cfg
-		c.Saver, c.Replicas, c.LeaseTTL = rs.saver, reps, ttl
-		rs.envs = append(rs.envs, newEnv(t, c))
+	for range n {
+		rs.add(t, ttl, cfg)
 	}
 	return rs
+}
+
+// add starts one more replica, r<n>, with its own cfg.
+func (rs *replicaSet) add(t *testing.T, ttl time.Duration, cfg server.Config) *env {
+	t.Helper()
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r" + strconv.Itoa(len(rs.envs)), LeaseTTL: ttl, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) }) // after the server's Shutdown
+	cfg.Saver, cfg.Replicas, cfg.LeaseTTL = rs.saver, reps, ttl
+	e := newEnv(t, cfg)
+	rs.envs = append(rs.envs, e)
+	return e
 }
 
 // gate is a workflow "gate" whose node upper-cases text once open is
 // closed, or ends with its run's cancellation.
 func gate(t *testing.T, open <-chan struct{}) *graph.Runnable {
 	t.Helper()
-	g := graph.New("gate", textKey)
+	return gateNamed(t, "gate", open)
+}
+
+// gateNamed is gate under another name.
+func gateNamed(t *testing.T, name string, open <-chan struct{}) *graph.Runnable {
+	t.Helper()
+	g := graph.New(name, textKey)
 	g.AddNode("wait", func(ctx context.Context, s graph.State) (graph.Command, error) {
 		select {
 		case <-open:
@@ -540,4 +553,34 @@ func TestADeletedThreadTakesItsSharedRunsAlong(t *testing.T) {
 		e.call("GET", "/v1/threads/again/runs", alice, nil, http.StatusOK, &v1)
 		assert.Empty(t, v1.Runs)
 	}
+}
+
+func TestAReplicaNotServingARunsWorkflowSaysSo(t *testing.T) {
+	rs := newReplicaSet(t, 0, time.Minute, server.Config{})
+	a := rs.add(t, time.Minute, server.Config{Workflows: workflows(echoGraph(t), gateNamed(t, "slow", make(chan struct{})))})
+	b := rs.add(t, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	notServed := func(run, workflow string) server.ErrorDetail {
+		return server.ErrorDetail{Code: server.CodeUnknownWorkflow,
+			Message: `run "` + run + `" belongs to workflow "` + workflow + `", which this server does not serve`}
+	}
+
+	// A ended run of a workflow B does not serve: B has no values for it.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "e", "metadata": map[string]any{"graph_id": "echo"}}, http.StatusOK, nil)
+	var done lgRun
+	a.call("POST", "/threads/e/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "x"}}, http.StatusOK, &done)
+	a.call("GET", "/threads/e/runs/"+done.RunID+"/join", alice, nil, http.StatusOK, nil)
+	b.fails("GET", "/threads/e/runs/"+done.RunID+"/join", alice, nil, http.StatusNotFound, notServed(done.RunID, "echo"))
+	b.fails("GET", "/v1/threads/e/runs/"+done.RunID, alice, nil, http.StatusNotFound, notServed(done.RunID, "echo"))
+	b.fails("POST", "/v1/threads/e/runs/wait", alice, map[string]any{"input": map[string]any{"text": "y"}}, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownWorkflow, Message: `thread "e" belongs to workflow "echo", which this server does not serve`})
+
+	// A run in progress: B refuses to roll it back, and cancels nothing.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "s", "metadata": map[string]any{"graph_id": "slow"}}, http.StatusOK, nil)
+	var slow lgRun
+	a.call("POST", "/threads/s/runs", alice, map[string]any{"assistant_id": "slow", "input": map[string]any{"text": "x"}}, http.StatusOK, &slow)
+	b.fails("POST", "/threads/s/runs/"+slow.RunID+"/cancel?action=rollback", alice, nil, http.StatusNotFound, notServed(slow.RunID, "slow"))
+	var got lgRun
+	a.call("GET", "/threads/s/runs/"+slow.RunID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "running", got.Status, "the refused rollback cancelled nothing")
+	a.call("POST", "/threads/s/runs/"+slow.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
 }
