@@ -584,3 +584,67 @@ func TestAReplicaNotServingARunsWorkflowSaysSo(t *testing.T) {
 	assert.Equal(t, "running", got.Status, "the refused rollback cancelled nothing")
 	a.call("POST", "/threads/s/runs/"+slow.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
 }
+
+// cancelHook is a replica's Replicas that calls before(id) as a cancel of
+// run id is asked for, before it lands.
+type cancelHook struct {
+	*replicas.Replicas
+	before func(id string)
+}
+
+func (h *cancelHook) Cancel(ctx context.Context, id string) (bool, error) {
+	h.before(id)
+	return h.Replicas.Cancel(ctx, id)
+}
+
+// awaitEnd waits until run id has ended, on the replicas' events.
+func awaitEnd(t *testing.T, reps *replicas.Replicas, id string) server.SharedRun {
+	t.Helper()
+	for {
+		changed := reps.Changed(id)
+		sr, err := reps.Run(t.Context(), id)
+		require.NoError(t, err)
+		if sr.Status != server.StatusQueued && sr.Status != server.StatusRunning {
+			return sr
+		}
+		<-changed
+	}
+}
+
+func TestARollbackStrategyKeepsARunThatEndedBeforeItsCancel(t *testing.T) {
+	open := make(chan struct{})
+	rs := newReplicaSet(t, 0, time.Minute, server.Config{})
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r0", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	var first string
+	hook := &cancelHook{Replicas: reps, before: func(id string) {
+		if id == first {
+			close(open) // the run ends on its own just before the cancel lands
+			awaitEnd(t, reps, id)
+		}
+	}}
+	e := newEnv(t, server.Config{Workflows: workflows(gate(t, open)), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+	th := e.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	runs := "/threads/" + th + "/runs"
+
+	var run lgRun
+	e.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "one"}}, http.StatusOK, &run)
+	first = run.RunID
+	var out map[string]any
+	e.call("POST", runs+"/wait", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "two"},
+		"multitask_strategy": "rollback"}, http.StatusOK, &out)
+	assert.Equal(t, map[string]any{"text": "TWO"}, out)
+
+	var got lgRun
+	e.call("GET", runs+"/"+first, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "success", got.Status, "a run that had ended is not the rollback's to undo")
+	var history []map[string]any
+	e.call("POST", "/threads/"+th+"/history", alice, map[string]any{"limit": 100}, http.StatusOK, &history)
+	var texts []any
+	for _, h := range history {
+		texts = append(texts, h["values"].(map[string]any)["text"])
+	}
+	assert.Contains(t, texts, "ONE", "its values stay in the thread's history")
+}

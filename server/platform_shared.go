@@ -168,10 +168,13 @@ func (s *Server) preemptShared(ctx context.Context, key string, rollback bool) e
 		if ended(sr.Status) {
 			continue
 		}
-		if _, err := s.cfg.Replicas.Cancel(ctx, sr.ID); err != nil {
+		live, err := s.cfg.Replicas.Cancel(ctx, sr.ID)
+		if err != nil {
 			return err
 		}
-		open = append(open, sr)
+		if live { // a run that ended meanwhile is kept, as preempt keeps it
+			open = append(open, sr)
+		}
 	}
 	for _, sr := range open {
 		cur, err := s.awaitShared(ctx, sr.ID, cancelWait)
