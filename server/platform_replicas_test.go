@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -647,4 +648,63 @@ func TestARollbackStrategyKeepsARunThatEndedBeforeItsCancel(t *testing.T) {
 		texts = append(texts, h["values"].(map[string]any)["text"])
 	}
 	assert.Contains(t, texts, "ONE", "its values stay in the thread's history")
+}
+
+// runHook is a replica's Replicas whose second read of run id (set with
+// hold) tells reached and waits for release: the first is the request's
+// lookup of the run, the second its wait.
+type runHook struct {
+	*replicas.Replicas
+	id               atomic.Pointer[string]
+	calls            atomic.Int32
+	reached, release chan struct{}
+}
+
+func (h *runHook) hold(id string) { h.id.Store(&id) }
+
+func (h *runHook) Run(ctx context.Context, id string) (server.SharedRun, error) {
+	if p := h.id.Load(); p != nil && *p == id && h.calls.Add(1) == 2 {
+		close(h.reached)
+		<-h.release
+	}
+	return h.Replicas.Run(ctx, id)
+}
+
+func TestAJoinOfARunRolledBackMeanwhileAnswersUnknownRun(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	a := rs.envs[0]
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r1", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	hook := &runHook{Replicas: reps, reached: make(chan struct{}), release: make(chan struct{})}
+	b := newEnv(t, server.Config{Workflows: workflows(gate(t, make(chan struct{}))), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+	th := a.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	runs := "/threads/" + th + "/runs"
+	var run lgRun
+	a.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, &run)
+	hook.hold(run.RunID)
+
+	// Once B has found the run and waits for its end, A rolls it back.
+	rolledBack := make(chan int, 1)
+	go func() {
+		defer close(hook.release)
+		<-hook.reached
+		req, err := http.NewRequestWithContext(t.Context(), "POST", a.hs.URL+runs+"/"+run.RunID+"/cancel?action=rollback", nil)
+		if err != nil {
+			rolledBack <- 0
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+alice)
+		resp, err := a.client.Do(req)
+		if err != nil {
+			rolledBack <- 0
+			return
+		}
+		resp.Body.Close()
+		rolledBack <- resp.StatusCode
+	}()
+	b.fails("GET", runs+"/"+run.RunID+"/join", alice, nil, http.StatusNotFound, server.ErrorDetail{Code: server.CodeUnknownRun,
+		Message: `unknown run "` + run.RunID + `" on thread "` + th + `": it was deleted while awaited (a rollback deletes its run)`})
+	assert.Equal(t, http.StatusNoContent, <-rolledBack)
 }

@@ -449,6 +449,11 @@ func (s *Server) waitShared(w http.ResponseWriter, r *http.Request, id string, w
 	if r.Context().Err() != nil {
 		return Run{}, false
 	}
+	if errors.Is(err, graph.ErrNotFound) {
+		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q: it was deleted while awaited (a rollback deletes its run)",
+			id, r.PathValue("thread")))
+		return Run{}, false
+	}
 	var v Run
 	if err == nil {
 		v, err = s.withValues(r.Context(), sr.view(), wf, key)
