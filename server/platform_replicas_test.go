@@ -341,7 +341,7 @@ func TestAPlatformRunWhoseReplicaDiedIsTakenOverWithItsRequest(t *testing.T) {
 	busy, err := dead.Enqueue(t.Context(), sr, false)
 	require.NoError(t, err)
 	require.Empty(t, busy)
-	claim, err := dead.Claim(t.Context(), sr.ID)
+	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
 	require.NoError(t, err)
 	require.NotNil(t, claim)
 
@@ -707,4 +707,67 @@ func TestAJoinOfARunRolledBackMeanwhileAnswersUnknownRun(t *testing.T) {
 	b.fails("GET", runs+"/"+run.RunID+"/join", alice, nil, http.StatusNotFound, server.ErrorDetail{Code: server.CodeUnknownRun,
 		Message: `unknown run "` + run.RunID + `" on thread "` + th + `": it was deleted while awaited (a rollback deletes its run)`})
 	assert.Equal(t, http.StatusNoContent, <-rolledBack)
+}
+
+// claimHook is a replica's Replicas that counts the claim loop's claims
+// that have returned.
+type claimHook struct {
+	*replicas.Replicas
+	mu      sync.Mutex
+	claims  int
+	claimed chan struct{} // closed and replaced at each claim
+}
+
+func (h *claimHook) Claim(ctx context.Context, id string, workflows []string) (*server.Claim, error) {
+	c, err := h.Replicas.Claim(ctx, id, workflows)
+	if id == "" {
+		h.mu.Lock()
+		h.claims++
+		close(h.claimed)
+		h.claimed = make(chan struct{})
+		h.mu.Unlock()
+	}
+	return c, err
+}
+
+// next returns the number of claims so far and a channel closed at the
+// next.
+func (h *claimHook) next() (int, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claims, h.claimed
+}
+
+func TestARunIsLeftToTheReplicasServingItsWorkflow(t *testing.T) {
+	rs := newReplicaSet(t, 0, time.Minute, server.Config{})
+	a := rs.add(t, time.Minute, server.Config{Workflows: workflows(echoGraph(t), gate(t, make(chan struct{}))), ReplicaRuns: 1})
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r1", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	hook := &claimHook{Replicas: reps, claimed: make(chan struct{})}
+	newEnv(t, server.Config{Workflows: workflows(gate(t, make(chan struct{}))), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+
+	// A is full: its one run waits at the gate.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "g", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	var slow lgRun
+	a.call("POST", "/threads/g/runs", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, &slow)
+	// So A offers its echo run to any replica; B, which serves no echo,
+	// looks at it and leaves it.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "e", "metadata": map[string]any{"graph_id": "echo"}}, http.StatusOK, nil)
+	before, _ := hook.next()
+	var run lgRun
+	a.call("POST", "/threads/e/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}}, http.StatusOK, &run)
+	assert.Equal(t, "pending", run.Status)
+	for n, claimed := hook.next(); n == before; n, claimed = hook.next() {
+		<-claimed // B's claim after the offer
+	}
+	var got lgRun
+	a.call("GET", "/threads/e/runs/"+run.RunID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "pending", got.Status, "B did not take a run of a workflow it does not serve")
+
+	a.call("POST", "/threads/g/runs/"+slow.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+	var out map[string]any
+	a.call("GET", "/threads/e/runs/"+run.RunID+"/join", alice, nil, http.StatusOK, &out)
+	assert.Equal(t, "HI", out["text"], "A ran it once it had room")
 }

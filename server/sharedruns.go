@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,7 @@ var errCancelRequested = errors.New("server: cancelled by request")
 func (s *Server) startReplica() {
 	// Claimed runs do not end with the loop: Shutdown cancels each.
 	s.replica.ctx = context.Background()
+	s.replica.workflows = slices.Sorted(maps.Keys(s.cfg.Workflows))
 	ctx, cancel := context.WithCancel(context.Background())
 	s.replica.stop, s.replica.done = cancel, make(chan struct{})
 	go s.claimLoop(ctx)
@@ -91,7 +94,7 @@ func (s *Server) claim(ctx context.Context, id string) (*run, error) {
 		s.replica.claimMu.Lock()
 		defer s.replica.claimMu.Unlock()
 	}
-	c, err := s.cfg.Replicas.Claim(ctx, id)
+	c, err := s.cfg.Replicas.Claim(ctx, id, s.replica.workflows)
 	if err != nil {
 		return nil, err
 	}
