@@ -771,3 +771,24 @@ func TestARunIsLeftToTheReplicasServingItsWorkflow(t *testing.T) {
 	a.call("GET", "/threads/e/runs/"+run.RunID+"/join", alice, nil, http.StatusOK, &out)
 	assert.Equal(t, "HI", out["text"], "A ran it once it had room")
 }
+
+func TestACancelOfARunWhoseReplicaIsGoneSaysItDidNotStop(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	live := rs.envs[0]
+	th := live.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	// A replica that claims the run and is gone: its lease holds for a
+	// minute, and nothing notices the cancel meanwhile.
+	gone, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "gone", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	defer gone.Close()
+	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",
+		Request: json.RawMessage(`{"platform":{"assistant_id":"gate","input":{"text":"hi"}}}`), CreatedAt: time.Now()}
+	_, err = gone.Enqueue(t.Context(), sr, false)
+	require.NoError(t, err)
+	claim, err := gone.Claim(t.Context(), sr.ID, []string{"gate"})
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+
+	live.fails("POST", "/threads/"+th+"/runs/run-1/cancel?wait=1", alice, nil, http.StatusConflict,
+		server.ErrorDetail{Code: server.CodeThreadBusy, Message: `run "run-1" did not stop within 10s of its cancellation`})
+}
