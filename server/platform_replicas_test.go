@@ -22,6 +22,8 @@ import (
 	sqlitesaver "github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/openaitest"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 	storepg "github.com/coorflow/coorflow/store/postgres"
@@ -791,4 +793,29 @@ func TestACancelOfARunWhoseReplicaIsGoneSaysItDidNotStop(t *testing.T) {
 
 	live.fails("POST", "/threads/"+th+"/runs/run-1/cancel?wait=1", alice, nil, http.StatusConflict,
 		server.ErrorDetail{Code: server.CodeThreadBusy, Message: `run "run-1" did not stop within 10s of its cancellation`})
+}
+
+func TestAnOwnerWhoseBudgetIsSpentStartsNoSharedRun(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Response{Text: "draft", Usage: usage(1000, 0, 200)})
+	t.Cleanup(srv.Close)
+	tools := map[string]server.MCPTool{"costly": {Description: "Drafts.", Input: "text", Output: "text"}}
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(costlyGraph(t, srv)), Recorder: recorder(t),
+		OwnerBudgets: map[string]llm.Budget{"alice": {Tokens: 1000}}, MCPTools: tools})
+	e := rs.envs[0]
+	th := e.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "costly"}})
+	var out map[string]any
+	e.call("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "costly", "input": map[string]any{"text": "x"}}, http.StatusOK, &out)
+	require.Equal(t, server.CodeBudgetExceeded, out["__error__"].(map[string]any)["error"], "the first run spent the budget")
+
+	spent := `owner "alice" has spent its budget of 1000 tokens (1200 tokens, $0.0003): ask the operator to raise it`
+	e.fails("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "costly", "input": map[string]any{"text": "y"}},
+		http.StatusPaymentRequired, server.ErrorDetail{Code: server.CodeBudgetExceeded, Message: spent})
+	e.thread(alice, "costly", "v1")
+	e.fails("POST", "/v1/threads/v1/runs", alice, map[string]any{"input": map[string]any{"text": "y"}},
+		http.StatusPaymentRequired, server.ErrorDetail{Code: server.CodeBudgetExceeded, Message: spent})
+	res, err := e.mcpClient(alice, "", nil).CallTool(t.Context(), &mcp.CallToolParams{Name: "costly", Arguments: map[string]any{"text": "z"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, spent, callText(t, res))
+	assert.Len(t, srv.Requests(), 1, "no model was called for a refused run")
 }

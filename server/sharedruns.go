@@ -354,9 +354,13 @@ func (s *Server) queues(ru *run) bool {
 // claims it for this replica unless its thread is busy or this replica
 // has no room: then another replica, or this one later, claims it. It
 // returns the run this replica executes, if it does. A run its owner has
-// no room for, or refused on a busy thread, is an *apiError.
+// no room or budget for, or refused on a busy thread, is an *apiError, as
+// submit's.
 func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (*run, error) {
 	if e := s.storageQuota(ru.owner); e != nil {
+		return nil, e
+	}
+	if e := s.budgetQuota(ctx, ru.owner); e != nil {
 		return nil, e
 	}
 	if e, err := s.sharedQuota(ctx, ru); e != nil || err != nil {
