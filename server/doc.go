@@ -145,7 +145,9 @@
 // quotas count the runs of every replica. A replica that dies holds its
 // runs until their leases expire (Config.LeaseTTL); another then takes
 // each over from its last checkpoint, replaying its journaled calls. One
-// that shuts down hands its runs over at once. The Platform API's runs are
+// that shuts down hands its runs over at once. A replica runs only the
+// runs of the workflows it serves (Config.Workflows): replicas serving
+// different sets, as during a rolling upgrade, leave each other's alone. The Platform API's runs are
 // shared runs too: they are stored with the Platform request that made
 // them, which the replica that claims one sets it up from, and any
 // replica streams them in the Platform's format from the stored events;

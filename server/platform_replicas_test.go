@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 	sqlitesaver "github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/openaitest"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 	storepg "github.com/coorflow/coorflow/store/postgres"
@@ -43,23 +46,36 @@ func newReplicaSet(t *testing.T, n int, ttl time.Duration, cfg server.Config) *r
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool, "coorflow_test_")
 	rs := &replicaSet{pool: pool, saver: postgres.New(pool, postgres.WithSchema(schema)), schema: schema}
-	for i := range n {
-		reps, err := replicas.New(pool, replicas.Config{Saver: rs.saver, Name: "r" + strconv.Itoa(i), LeaseTTL: ttl, Schema: schema})
-		require.NoError(t, err)
-		require.NoError(t, reps.Start(t.Context()))
-		t.Cleanup(func() { assert.NoError(t, reps.Close()) }) // after the server's Shutdown
-		c := cfg
-		c.Saver, c.Replicas, c.LeaseTTL = rs.saver, reps, ttl
-		rs.envs = append(rs.envs, newEnv(t, c))
+	for range n {
+		rs.add(t, ttl, cfg)
 	}
 	return rs
+}
+
+// add starts one more replica, r<n>, with its own cfg.
+func (rs *replicaSet) add(t *testing.T, ttl time.Duration, cfg server.Config) *env {
+	t.Helper()
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r" + strconv.Itoa(len(rs.envs)), LeaseTTL: ttl, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) }) // after the server's Shutdown
+	cfg.Saver, cfg.Replicas, cfg.LeaseTTL = rs.saver, reps, ttl
+	e := newEnv(t, cfg)
+	rs.envs = append(rs.envs, e)
+	return e
 }
 
 // gate is a workflow "gate" whose node upper-cases text once open is
 // closed, or ends with its run's cancellation.
 func gate(t *testing.T, open <-chan struct{}) *graph.Runnable {
 	t.Helper()
-	g := graph.New("gate", textKey)
+	return gateNamed(t, "gate", open)
+}
+
+// gateNamed is gate under another name.
+func gateNamed(t *testing.T, name string, open <-chan struct{}) *graph.Runnable {
+	t.Helper()
+	g := graph.New(name, textKey)
 	g.AddNode("wait", func(ctx context.Context, s graph.State) (graph.Command, error) {
 		select {
 		case <-open:
@@ -327,7 +343,7 @@ func TestAPlatformRunWhoseReplicaDiedIsTakenOverWithItsRequest(t *testing.T) {
 	busy, err := dead.Enqueue(t.Context(), sr, false)
 	require.NoError(t, err)
 	require.Empty(t, busy)
-	claim, err := dead.Claim(t.Context(), sr.ID)
+	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
 	require.NoError(t, err)
 	require.NotNil(t, claim)
 
@@ -474,4 +490,332 @@ func TestMCPRunsAreSharedByReplicas(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Equal(t, `thread "m-2" already has run "`+run.ID+`" in progress: wait for it, cancel it, or enable queueing`, callText(t, res))
 	close(open)
+}
+
+func TestAnotherOwnersThreadOfTheSameIDReachesNoSharedRun(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	a, b := rs.envs[0], rs.envs[1]
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "same", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	b.call("POST", "/threads", bob, map[string]any{"thread_id": "same", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	var run lgRun
+	a.call("POST", "/threads/same/runs", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "alice's"}}, http.StatusOK, &run)
+	runPath := "/threads/same/runs/" + run.RunID
+	noRun := server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + run.RunID + `" on thread "same"`}
+
+	// Bob, on his own thread of the same id, names alice's run.
+	for _, e := range rs.envs {
+		e.fails("GET", runPath, bob, nil, http.StatusNotFound, noRun)
+		e.fails("GET", runPath+"/join", bob, nil, http.StatusNotFound, noRun)
+		e.fails("GET", runPath+"/stream", bob, nil, http.StatusNotFound, noRun)
+		e.fails("POST", runPath+"/cancel?action=rollback", bob, nil, http.StatusNotFound, noRun)
+		e.fails("DELETE", runPath, bob, nil, http.StatusNotFound, noRun)
+		var list []lgRun
+		e.call("GET", "/threads/same/runs", bob, nil, http.StatusOK, &list)
+		assert.Empty(t, list, "bob's thread has none of alice's runs")
+		var th map[string]any
+		e.call("GET", "/threads/same", bob, nil, http.StatusOK, &th)
+		assert.Equal(t, "idle", th["status"], "alice's run does not make bob's thread busy")
+	}
+	// Bob's preempting runs on his thread leave alice's alone.
+	for _, strategy := range []string{"interrupt", "rollback"} {
+		var mine lgRun
+		b.call("POST", "/threads/same/runs", bob, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "bob's"},
+			"multitask_strategy": strategy}, http.StatusOK, &mine)
+		b.call("POST", "/threads/same/runs/"+mine.RunID+"/cancel?wait=1", bob, nil, http.StatusNoContent, nil)
+	}
+	var got lgRun
+	b.call("GET", runPath, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "running", got.Status, "alice's run goes on")
+	var state map[string]any
+	b.call("GET", "/threads/same/state", alice, nil, http.StatusOK, &state)
+	assert.Equal(t, map[string]any{"text": "alice's"}, state["values"])
+	a.call("POST", runPath+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+}
+
+func TestADeletedThreadTakesItsSharedRunsAlong(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(gate(t, open))})
+	a, b := rs.envs[0], rs.envs[1]
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "again", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	var run lgRun
+	a.call("POST", "/threads/again/runs/wait", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, nil)
+	var list []lgRun
+	a.call("GET", "/threads/again/runs", alice, nil, http.StatusOK, &list)
+	require.Len(t, list, 1)
+	run = list[0]
+
+	b.call("DELETE", "/threads/again", alice, nil, http.StatusNoContent, nil)
+	b.call("POST", "/threads", alice, map[string]any{"thread_id": "again", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	for _, e := range rs.envs {
+		e.call("GET", "/threads/again/runs", alice, nil, http.StatusOK, &list)
+		assert.Empty(t, list, "the new thread of the same id has no run of the deleted one")
+		e.fails("GET", "/threads/again/runs/"+run.RunID, alice, nil, http.StatusNotFound,
+			server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + run.RunID + `" on thread "again"`})
+		var v1 server.RunList
+		e.call("GET", "/v1/threads/again/runs", alice, nil, http.StatusOK, &v1)
+		assert.Empty(t, v1.Runs)
+	}
+}
+
+func TestAReplicaNotServingARunsWorkflowSaysSo(t *testing.T) {
+	rs := newReplicaSet(t, 0, time.Minute, server.Config{})
+	a := rs.add(t, time.Minute, server.Config{Workflows: workflows(echoGraph(t), gateNamed(t, "slow", make(chan struct{})))})
+	b := rs.add(t, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	notServed := func(run, workflow string) server.ErrorDetail {
+		return server.ErrorDetail{Code: server.CodeUnknownWorkflow,
+			Message: `run "` + run + `" belongs to workflow "` + workflow + `", which this server does not serve`}
+	}
+
+	// A ended run of a workflow B does not serve: B has no values for it.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "e", "metadata": map[string]any{"graph_id": "echo"}}, http.StatusOK, nil)
+	var done lgRun
+	a.call("POST", "/threads/e/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "x"}}, http.StatusOK, &done)
+	a.call("GET", "/threads/e/runs/"+done.RunID+"/join", alice, nil, http.StatusOK, nil)
+	b.fails("GET", "/threads/e/runs/"+done.RunID+"/join", alice, nil, http.StatusNotFound, notServed(done.RunID, "echo"))
+	b.fails("GET", "/v1/threads/e/runs/"+done.RunID, alice, nil, http.StatusNotFound, notServed(done.RunID, "echo"))
+	b.fails("POST", "/v1/threads/e/runs/wait", alice, map[string]any{"input": map[string]any{"text": "y"}}, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownWorkflow, Message: `thread "e" belongs to workflow "echo", which this server does not serve`})
+
+	// A run in progress: B refuses to roll it back, and cancels nothing.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "s", "metadata": map[string]any{"graph_id": "slow"}}, http.StatusOK, nil)
+	var slow lgRun
+	a.call("POST", "/threads/s/runs", alice, map[string]any{"assistant_id": "slow", "input": map[string]any{"text": "x"}}, http.StatusOK, &slow)
+	b.fails("POST", "/threads/s/runs/"+slow.RunID+"/cancel?action=rollback", alice, nil, http.StatusNotFound, notServed(slow.RunID, "slow"))
+	var got lgRun
+	a.call("GET", "/threads/s/runs/"+slow.RunID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "running", got.Status, "the refused rollback cancelled nothing")
+	a.call("POST", "/threads/s/runs/"+slow.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+}
+
+// cancelHook is a replica's Replicas that calls before(id) as a cancel of
+// run id is asked for, before it lands.
+type cancelHook struct {
+	*replicas.Replicas
+	before func(id string)
+}
+
+func (h *cancelHook) Cancel(ctx context.Context, id string) (bool, error) {
+	h.before(id)
+	return h.Replicas.Cancel(ctx, id)
+}
+
+// awaitEnd waits until run id has ended, on the replicas' events.
+func awaitEnd(t *testing.T, reps *replicas.Replicas, id string) server.SharedRun {
+	t.Helper()
+	for {
+		changed := reps.Changed(id)
+		sr, err := reps.Run(t.Context(), id)
+		require.NoError(t, err)
+		if sr.Status != server.StatusQueued && sr.Status != server.StatusRunning {
+			return sr
+		}
+		<-changed
+	}
+}
+
+func TestARollbackStrategyKeepsARunThatEndedBeforeItsCancel(t *testing.T) {
+	open := make(chan struct{})
+	rs := newReplicaSet(t, 0, time.Minute, server.Config{})
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r0", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	var first string
+	hook := &cancelHook{Replicas: reps, before: func(id string) {
+		if id == first {
+			close(open) // the run ends on its own just before the cancel lands
+			awaitEnd(t, reps, id)
+		}
+	}}
+	e := newEnv(t, server.Config{Workflows: workflows(gate(t, open)), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+	th := e.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	runs := "/threads/" + th + "/runs"
+
+	var run lgRun
+	e.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "one"}}, http.StatusOK, &run)
+	first = run.RunID
+	var out map[string]any
+	e.call("POST", runs+"/wait", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "two"},
+		"multitask_strategy": "rollback"}, http.StatusOK, &out)
+	assert.Equal(t, map[string]any{"text": "TWO"}, out)
+
+	var got lgRun
+	e.call("GET", runs+"/"+first, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "success", got.Status, "a run that had ended is not the rollback's to undo")
+	var history []map[string]any
+	e.call("POST", "/threads/"+th+"/history", alice, map[string]any{"limit": 100}, http.StatusOK, &history)
+	var texts []any
+	for _, h := range history {
+		texts = append(texts, h["values"].(map[string]any)["text"])
+	}
+	assert.Contains(t, texts, "ONE", "its values stay in the thread's history")
+}
+
+// runHook is a replica's Replicas whose second read of run id (set with
+// hold) tells reached and waits for release: the first is the request's
+// lookup of the run, the second its wait.
+type runHook struct {
+	*replicas.Replicas
+	id               atomic.Pointer[string]
+	calls            atomic.Int32
+	reached, release chan struct{}
+}
+
+func (h *runHook) hold(id string) { h.id.Store(&id) }
+
+func (h *runHook) Run(ctx context.Context, id string) (server.SharedRun, error) {
+	if p := h.id.Load(); p != nil && *p == id && h.calls.Add(1) == 2 {
+		close(h.reached)
+		<-h.release
+	}
+	return h.Replicas.Run(ctx, id)
+}
+
+func TestAJoinOfARunRolledBackMeanwhileAnswersUnknownRun(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	a := rs.envs[0]
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r1", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	hook := &runHook{Replicas: reps, reached: make(chan struct{}), release: make(chan struct{})}
+	b := newEnv(t, server.Config{Workflows: workflows(gate(t, make(chan struct{}))), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+	th := a.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	runs := "/threads/" + th + "/runs"
+	var run lgRun
+	a.call("POST", runs, alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, &run)
+	hook.hold(run.RunID)
+
+	// Once B has found the run and waits for its end, A rolls it back.
+	rolledBack := make(chan int, 1)
+	go func() {
+		defer close(hook.release)
+		<-hook.reached
+		req, err := http.NewRequestWithContext(t.Context(), "POST", a.hs.URL+runs+"/"+run.RunID+"/cancel?action=rollback", nil)
+		if err != nil {
+			rolledBack <- 0
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+alice)
+		resp, err := a.client.Do(req)
+		if err != nil {
+			rolledBack <- 0
+			return
+		}
+		resp.Body.Close()
+		rolledBack <- resp.StatusCode
+	}()
+	b.fails("GET", runs+"/"+run.RunID+"/join", alice, nil, http.StatusNotFound, server.ErrorDetail{Code: server.CodeUnknownRun,
+		Message: `unknown run "` + run.RunID + `" on thread "` + th + `": it was deleted while awaited (a rollback deletes its run)`})
+	assert.Equal(t, http.StatusNoContent, <-rolledBack)
+}
+
+// claimHook is a replica's Replicas that counts the claim loop's claims
+// that have returned.
+type claimHook struct {
+	*replicas.Replicas
+	mu      sync.Mutex
+	claims  int
+	claimed chan struct{} // closed and replaced at each claim
+}
+
+func (h *claimHook) Claim(ctx context.Context, id string, workflows []string) (*server.Claim, error) {
+	c, err := h.Replicas.Claim(ctx, id, workflows)
+	if id == "" {
+		h.mu.Lock()
+		h.claims++
+		close(h.claimed)
+		h.claimed = make(chan struct{})
+		h.mu.Unlock()
+	}
+	return c, err
+}
+
+// next returns the number of claims so far and a channel closed at the
+// next.
+func (h *claimHook) next() (int, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claims, h.claimed
+}
+
+func TestARunIsLeftToTheReplicasServingItsWorkflow(t *testing.T) {
+	rs := newReplicaSet(t, 0, time.Minute, server.Config{})
+	a := rs.add(t, time.Minute, server.Config{Workflows: workflows(echoGraph(t), gate(t, make(chan struct{}))), ReplicaRuns: 1})
+	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r1", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	hook := &claimHook{Replicas: reps, claimed: make(chan struct{})}
+	newEnv(t, server.Config{Workflows: workflows(gate(t, make(chan struct{}))), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+
+	// A is full: its one run waits at the gate.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "g", "metadata": map[string]any{"graph_id": "gate"}}, http.StatusOK, nil)
+	var slow lgRun
+	a.call("POST", "/threads/g/runs", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, &slow)
+	// So A offers its echo run to any replica; B, which serves no echo,
+	// looks at it and leaves it.
+	a.call("POST", "/threads", alice, map[string]any{"thread_id": "e", "metadata": map[string]any{"graph_id": "echo"}}, http.StatusOK, nil)
+	before, _ := hook.next()
+	var run lgRun
+	a.call("POST", "/threads/e/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}}, http.StatusOK, &run)
+	assert.Equal(t, "pending", run.Status)
+	for n, claimed := hook.next(); n == before; n, claimed = hook.next() {
+		<-claimed // B's claim after the offer
+	}
+	var got lgRun
+	a.call("GET", "/threads/e/runs/"+run.RunID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "pending", got.Status, "B did not take a run of a workflow it does not serve")
+
+	a.call("POST", "/threads/g/runs/"+slow.RunID+"/cancel?wait=1", alice, nil, http.StatusNoContent, nil)
+	var out map[string]any
+	a.call("GET", "/threads/e/runs/"+run.RunID+"/join", alice, nil, http.StatusOK, &out)
+	assert.Equal(t, "HI", out["text"], "A ran it once it had room")
+}
+
+func TestACancelOfARunWhoseReplicaIsGoneSaysItDidNotStop(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+	live := rs.envs[0]
+	th := live.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+	// A replica that claims the run and is gone: its lease holds for a
+	// minute, and nothing notices the cancel meanwhile.
+	gone, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "gone", LeaseTTL: time.Minute, Schema: rs.schema})
+	require.NoError(t, err)
+	defer gone.Close()
+	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",
+		Request: json.RawMessage(`{"platform":{"assistant_id":"gate","input":{"text":"hi"}}}`), CreatedAt: time.Now()}
+	_, err = gone.Enqueue(t.Context(), sr, false)
+	require.NoError(t, err)
+	claim, err := gone.Claim(t.Context(), sr.ID, []string{"gate"})
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+
+	live.fails("POST", "/threads/"+th+"/runs/run-1/cancel?wait=1", alice, nil, http.StatusConflict,
+		server.ErrorDetail{Code: server.CodeThreadBusy, Message: `run "run-1" did not stop within 10s of its cancellation`})
+}
+
+func TestAnOwnerWhoseBudgetIsSpentStartsNoSharedRun(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Response{Text: "draft", Usage: usage(1000, 0, 200)})
+	t.Cleanup(srv.Close)
+	tools := map[string]server.MCPTool{"costly": {Description: "Drafts.", Input: "text", Output: "text"}}
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(costlyGraph(t, srv)), Recorder: recorder(t),
+		OwnerBudgets: map[string]llm.Budget{"alice": {Tokens: 1000}}, MCPTools: tools})
+	e := rs.envs[0]
+	th := e.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "costly"}})
+	var out map[string]any
+	e.call("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "costly", "input": map[string]any{"text": "x"}}, http.StatusOK, &out)
+	require.Equal(t, server.CodeBudgetExceeded, out["__error__"].(map[string]any)["error"], "the first run spent the budget")
+
+	spent := `owner "alice" has spent its budget of 1000 tokens (1200 tokens, $0.0003): ask the operator to raise it`
+	e.fails("POST", "/threads/"+th+"/runs/wait", alice, map[string]any{"assistant_id": "costly", "input": map[string]any{"text": "y"}},
+		http.StatusPaymentRequired, server.ErrorDetail{Code: server.CodeBudgetExceeded, Message: spent})
+	e.thread(alice, "costly", "v1")
+	e.fails("POST", "/v1/threads/v1/runs", alice, map[string]any{"input": map[string]any{"text": "y"}},
+		http.StatusPaymentRequired, server.ErrorDetail{Code: server.CodeBudgetExceeded, Message: spent})
+	res, err := e.mcpClient(alice, "", nil).CallTool(t.Context(), &mcp.CallToolParams{Name: "costly", Arguments: map[string]any{"text": "z"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, spent, callText(t, res))
+	assert.Len(t, srv.Requests(), 1, "no model was called for a refused run")
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/coorflow/coorflow/graph"
@@ -75,7 +74,7 @@ func (s *Server) lgJoinShared(w http.ResponseWriter, r *http.Request, after int6
 		return
 	}
 	if wf == nil {
-		writeError(w, errorf(http.StatusNotFound, CodeUnknownWorkflow, "run %q belongs to workflow %q, which this server does not serve", sr.ID, sr.Workflow))
+		writeError(w, notServedHere(sr.ID, sr.Workflow))
 		return
 	}
 	req, _ := sr.request()
@@ -95,6 +94,10 @@ func (s *Server) lgJoinShared(w http.ResponseWriter, r *http.Request, after int6
 func (s *Server) lgCancelShared(w http.ResponseWriter, r *http.Request, action string, wait bool) {
 	sr, wf, ok := s.sharedRunFor(w, r)
 	if !ok {
+		return
+	}
+	if action == "rollback" && wf == nil {
+		writeError(w, notServedHere(sr.ID, sr.Workflow)) // before the run is cancelled
 		return
 	}
 	live, err := s.cfg.Replicas.Cancel(r.Context(), sr.ID)
@@ -165,10 +168,13 @@ func (s *Server) preemptShared(ctx context.Context, key string, rollback bool) e
 		if ended(sr.Status) {
 			continue
 		}
-		if _, err := s.cfg.Replicas.Cancel(ctx, sr.ID); err != nil {
+		live, err := s.cfg.Replicas.Cancel(ctx, sr.ID)
+		if err != nil {
 			return err
 		}
-		open = append(open, sr)
+		if live { // a run that ended meanwhile is kept, as preempt keeps it
+			open = append(open, sr)
+		}
 	}
 	for _, sr := range open {
 		cur, err := s.awaitShared(ctx, sr.ID, cancelWait)
@@ -190,16 +196,22 @@ func (s *Server) preemptShared(ctx context.Context, key string, rollback bool) e
 // rollbackShared forgets the ended shared run sr and returns its thread
 // to the checkpoint it started from (rollbackTo).
 func (s *Server) rollbackShared(ctx context.Context, sr SharedRun, wf *graph.Runnable) error {
+	if sr.Started && wf == nil {
+		return notServedHere(sr.ID, sr.Workflow) // before the run is forgotten
+	}
 	if _, err := s.cfg.Replicas.Delete(ctx, sr.ID); err != nil && !errors.Is(err, graph.ErrNotFound) {
 		return err
 	}
 	if !sr.Started {
 		return nil // it never ran: the thread is as it was
 	}
-	if wf == nil {
-		return fmt.Errorf("server: roll back run %q: workflow %q is not served here", sr.ID, sr.Workflow)
-	}
 	return s.rollbackTo(ctx, sr.Owner, sr.Thread, wf, sr.ID, sr.Base)
+}
+
+// notServedHere is the answer about run id of a workflow this replica
+// does not serve (another replica does): it cannot read its state.
+func notServedHere(id, workflow string) *apiError {
+	return errorf(http.StatusNotFound, CodeUnknownWorkflow, "run %q belongs to workflow %q, which this server does not serve", id, workflow)
 }
 
 // localStart waits until the run this replica executes (nil when another

@@ -600,3 +600,36 @@ func TestPlatformCronsStartRunsWhenDueWithinACountPerOwner(t *testing.T) {
 	require.Len(t, list, 1)
 	assert.Equal(t, fresh["cron_id"], list[0]["cron_id"])
 }
+
+func TestCronsInTheStoreAreNoStoreRoutesItems(t *testing.T) {
+	st := storemem.New(store.Config{})
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Store: st})
+	var c map[string]any
+	e.call("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@yearly", "input": map[string]any{"text": "x"}}, http.StatusOK, &c)
+	id := c["cron_id"].(string)
+	var metas []store.Meta
+	for m, err := range store.All(t.Context(), st, "#coorflow-server", "crons/") {
+		require.NoError(t, err)
+		metas = append(metas, m)
+	}
+	require.Len(t, metas, 1, "the cron is an item of the server's own owner")
+	ns := strings.Split(strings.TrimSuffix(metas[0].Path, "/"+id), "/")
+
+	for _, token := range []string{alice, bob} {
+		var spaces map[string][][]string
+		e.call("POST", "/store/namespaces", token, map[string]any{}, http.StatusOK, &spaces)
+		assert.Empty(t, spaces["namespaces"])
+		var found map[string][]any
+		e.call("POST", "/store/items/search", token, map[string]any{"namespace_prefix": []string{"crons"}}, http.StatusOK, &found)
+		assert.Empty(t, found["items"])
+		var got any
+		e.call("GET", "/store/items?namespace="+strings.Join(ns, ".")+"&key="+id, token, nil, http.StatusOK, &got)
+		assert.Nil(t, got)
+		e.call("PUT", "/store/items", token, map[string]any{"namespace": ns, "key": id, "value": map[string]any{"schedule": "* * * * *"}}, http.StatusNoContent, nil)
+		e.call("DELETE", "/store/items", token, map[string]any{"namespace": ns, "key": id}, http.StatusNoContent, nil)
+	}
+	var list []map[string]any
+	e.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+	require.Len(t, list, 1, "the cron outlives its path's deletion through /store")
+	assert.Equal(t, "@yearly", list[0]["schedule"])
+}

@@ -30,8 +30,10 @@ type Replicas interface {
 	// Claim takes a run for this replica to execute, with the lease of
 	// its thread: the run id names, or the oldest run that is due (queued
 	// behind no other run of its thread, or running under a lease that
-	// has expired: a takeover). It returns nil when no run is due.
-	Claim(ctx context.Context, id string) (*Claim, error)
+	// has expired: a takeover). Only runs of the named workflows, those
+	// this replica serves, are taken: a run of another is left to the
+	// replicas that serve it. It returns nil when no run is due.
+	Claim(ctx context.Context, id string, workflows []string) (*Claim, error)
 	// Renew extends the claim's lease and reports whether the run was
 	// asked to cancel. A lease taken over by another replica is an error
 	// wrapping graph.ErrCheckpointConflict.

@@ -618,6 +618,9 @@ func (s *Server) withValues(ctx context.Context, v Run, wf *graph.Runnable, key 
 	if (v.Status != StatusDone && v.Status != StatusInterrupted) || v.Checkpoint == "" {
 		return v, nil
 	}
+	if wf == nil { // a run of another replica's workflow
+		return v, notServedHere(v.ID, v.Workflow)
+	}
 	snap, err := wf.State(ctx, key, graph.WithSaver(s.saver), graph.FromCheckpoint(v.Checkpoint))
 	if err != nil {
 		return v, fmt.Errorf("server: read the values of run %q at checkpoint %q: %w", v.ID, v.Checkpoint, err)

@@ -206,6 +206,8 @@ type replicaState struct {
 	// claimMu is held by the claim loop from a claim to the start of its
 	// run (claim).
 	claimMu sync.Mutex
+	// workflows are the names of Config.Workflows: the runs it claims.
+	workflows []string
 }
 
 // threadRuns is what the server knows of the runs of one thread.

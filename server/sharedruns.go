@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,7 @@ var errCancelRequested = errors.New("server: cancelled by request")
 func (s *Server) startReplica() {
 	// Claimed runs do not end with the loop: Shutdown cancels each.
 	s.replica.ctx = context.Background()
+	s.replica.workflows = slices.Sorted(maps.Keys(s.cfg.Workflows))
 	ctx, cancel := context.WithCancel(context.Background())
 	s.replica.stop, s.replica.done = cancel, make(chan struct{})
 	go s.claimLoop(ctx)
@@ -91,7 +94,7 @@ func (s *Server) claim(ctx context.Context, id string) (*run, error) {
 		s.replica.claimMu.Lock()
 		defer s.replica.claimMu.Unlock()
 	}
-	c, err := s.cfg.Replicas.Claim(ctx, id)
+	c, err := s.cfg.Replicas.Claim(ctx, id, s.replica.workflows)
 	if err != nil {
 		return nil, err
 	}
@@ -351,9 +354,13 @@ func (s *Server) queues(ru *run) bool {
 // claims it for this replica unless its thread is busy or this replica
 // has no room: then another replica, or this one later, claims it. It
 // returns the run this replica executes, if it does. A run its owner has
-// no room for, or refused on a busy thread, is an *apiError.
+// no room or budget for, or refused on a busy thread, is an *apiError, as
+// submit's.
 func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (*run, error) {
 	if e := s.storageQuota(ru.owner); e != nil {
+		return nil, e
+	}
+	if e := s.budgetQuota(ctx, ru.owner); e != nil {
 		return nil, e
 	}
 	if e, err := s.sharedQuota(ctx, ru); e != nil || err != nil {
@@ -447,6 +454,11 @@ func (s *Server) awaitShared(ctx context.Context, id string, limit time.Duration
 func (s *Server) waitShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, limit time.Duration) (Run, bool) {
 	sr, err := s.awaitShared(r.Context(), id, limit)
 	if r.Context().Err() != nil {
+		return Run{}, false
+	}
+	if errors.Is(err, graph.ErrNotFound) {
+		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q: it was deleted while awaited (a rollback deletes its run)",
+			id, r.PathValue("thread")))
 		return Run{}, false
 	}
 	var v Run
@@ -629,6 +641,22 @@ func (s *Server) sharedActivity(ctx context.Context, key string) (active string,
 		}
 	}
 	return active, queued, nil
+}
+
+// forgetShared forgets the ended runs of the thread key on every replica
+// (the thread is deleted): a thread made again with its id starts with
+// none.
+func (s *Server) forgetShared(ctx context.Context, key string) error {
+	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	if err != nil {
+		return err
+	}
+	for _, sr := range runs {
+		if _, err := s.cfg.Replicas.Delete(ctx, sr.ID); err != nil && !errors.Is(err, graph.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkReplicaConfig sets the defaults of the replica settings.

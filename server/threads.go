@@ -236,6 +236,10 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID))
 			return
 		}
+		if err := s.forgetShared(r.Context(), key); err != nil {
+			writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
+			return
+		}
 	}
 	s.mu.Lock()
 	ts := s.threads[key]

@@ -133,6 +133,7 @@ func newQueries(schema, leases string) *queries {
 				AND NOT EXISTS (SELECT 1 FROM {schema}.server_runs o WHERE o.thread_key = r.thread_key AND o.` + open + ` AND o.seq < r.seq)
 				AND (l.expires IS NULL OR l.expires < clock_timestamp())
 				AND ($1 <> '' OR r.status = 'running' OR r.holder IN ('', $2) OR r.created < clock_timestamp() - $3 * interval '1 microsecond')
+				AND r.workflow = ANY($4::text[])
 			ORDER BY r.seq LIMIT 16`),
 		claim: rep.Replace(`WITH old AS (
 				SELECT run_id, status, started FROM {schema}.server_runs WHERE run_id = $1 AND ` + open + ` FOR UPDATE
@@ -259,12 +260,12 @@ func (r *Replicas) Offer(ctx context.Context, id string) error {
 }
 
 // Claim implements server.Replicas.
-func (r *Replicas) Claim(ctx context.Context, id string) (*server.Claim, error) {
+func (r *Replicas) Claim(ctx context.Context, id string, workflows []string) (*server.Claim, error) {
 	q, err := r.ready(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replicas: claim: %w", err)
 	}
-	rows, err := r.pool.Query(ctx, q.candidates, id, r.name, r.ttl.Microseconds())
+	rows, err := r.pool.Query(ctx, q.candidates, id, r.name, r.ttl.Microseconds(), workflows)
 	if err != nil {
 		return nil, fmt.Errorf("replicas: claim: %w", err)
 	}

@@ -222,7 +222,7 @@ func TestARunWhoseReplicaStoppedRenewingIsTakenOver(t *testing.T) {
 	busy, err := dead.Enqueue(t.Context(), sr, false)
 	require.NoError(t, err)
 	require.Empty(t, busy)
-	claim, err := dead.Claim(t.Context(), sr.ID)
+	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
 	require.NoError(t, err)
 	require.NotNil(t, claim)
 
