@@ -130,30 +130,45 @@ func TestCancellingAFanOutStartsNoFurtherBranch(t *testing.T) {
 }
 
 func TestANodeEndingItsGoroutineInAParallelStepFailsItsTask(t *testing.T) {
-	bStarted := make(chan struct{})
-	g := graph.New("goexit")
-	// a is taken first, on the goroutine that runs the step, and holds it
-	// until b runs: b runs on another goroutine, which it ends.
-	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		<-bStarted
-		return graph.Command{}, nil
-	})
-	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		close(bStarted)
-		runtime.Goexit()
-		return graph.Command{}, nil
-	})
-	for _, n := range []string{"a", "b"} {
-		g.AddEdge(graph.Start, n)
-		g.AddEdge(n, graph.End)
+	// Invoke: a is taken first, on the goroutine that runs the step, and
+	// holds it until b runs on another goroutine, which b ends. Stream:
+	// the step's tasks run on workers that report each task's end to the
+	// loop, and one ended by runtime.Goexit must still report it.
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, r *graph.Runnable) error
+	}{
+		{"invoke", func(t *testing.T, r *graph.Runnable) error {
+			_, err := r.Invoke(t.Context(), nil)
+			return err
+		}},
+		{"stream", streamErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bStarted := make(chan struct{})
+			g := graph.New("goexit")
+			g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+				<-bStarted
+				return graph.Command{}, nil
+			})
+			g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+				close(bStarted)
+				runtime.Goexit()
+				return graph.Command{}, nil
+			})
+			for _, n := range []string{"a", "b"} {
+				g.AddEdge(graph.Start, n)
+				g.AddEdge(n, graph.End)
+			}
+			r, err := g.Compile()
+			require.NoError(t, err)
+			err = tc.run(t, r)
+			var ne *graph.NodeError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, "b", ne.Node)
+			assert.EqualError(t, err, `graph: node "b" (step 0, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
+		})
 	}
-	r, err := g.Compile()
-	require.NoError(t, err)
-	_, err = r.Invoke(t.Context(), nil)
-	var ne *graph.NodeError
-	require.ErrorAs(t, err, &ne)
-	assert.Equal(t, "b", ne.Node)
-	assert.EqualError(t, err, `graph: node "b" (step 0, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
 }
 
 // streamErr runs r as a stream and returns the run's error, if any.
@@ -165,33 +180,6 @@ func streamErr(t *testing.T, r *graph.Runnable) error {
 		}
 	}
 	return nil
-}
-
-func TestANodeEndingItsGoroutineInAStreamedParallelStepFailsItsTask(t *testing.T) {
-	// A streamed step runs its tasks on workers that report each task's
-	// end to the loop: one ended by runtime.Goexit must still report it.
-	bStarted := make(chan struct{})
-	g := graph.New("goexit")
-	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		<-bStarted
-		return graph.Command{}, nil
-	})
-	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		close(bStarted)
-		runtime.Goexit()
-		return graph.Command{}, nil
-	})
-	for _, n := range []string{"a", "b"} {
-		g.AddEdge(graph.Start, n)
-		g.AddEdge(n, graph.End)
-	}
-	r, err := g.Compile()
-	require.NoError(t, err)
-	err = streamErr(t, r)
-	var ne *graph.NodeError
-	require.ErrorAs(t, err, &ne)
-	assert.Equal(t, "b", ne.Node)
-	assert.EqualError(t, err, `graph: node "b" (step 0, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
 }
 
 // goexitFanOut is a fan-out of 4 branches under MaxConcurrency(2): branch 0
