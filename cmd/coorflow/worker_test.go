@@ -219,6 +219,23 @@ func TestWorkerRunsTheRunsOfServeTemporal(t *testing.T) {
 	assert.Contains(t, body, `"status":"done"`)
 	assert.Contains(t, body, "1,000 checkpoints per second")
 
+	// The same through the LangGraph Platform API: its streams are made
+	// from the same events.
+	code, body = call("/threads", `{"thread_id": "lg-1", "metadata": {"graph_id": "research"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = call("/threads/lg-1/runs/stream",
+		`{"assistant_id": "research", "input": {"input": "How fast is SQLite?"}, "stream_mode": ["updates"]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	names = sseNames(body)
+	assert.Equal(t, "metadata", names[0])
+	assert.Contains(t, names, "updates")
+	assert.Contains(t, body, `"__interrupt__"`, "the review's question")
+	code, body = call("/threads/lg-1/runs/stream",
+		`{"assistant_id": "research", "command": {"resume": "accept"}, "stream_mode": ["values"]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, sseNames(body), "values")
+	assert.Contains(t, body, "1,000 checkpoints per second")
+
 	cancel()
 	assert.Equal(t, exitOK, <-done)
 }
