@@ -147,7 +147,11 @@
 // each over from its last checkpoint, replaying its journaled calls. One
 // that shuts down hands its runs over at once. A replica runs only the
 // runs of the workflows it serves (Config.Workflows): replicas serving
-// different sets, as during a rolling upgrade, leave each other's alone. The Platform API's runs are
+// different sets, as during a rolling upgrade, leave each other's alone.
+// The database keeps the newest Config.RetainRuns ended runs of all the
+// replicas, with their events: the replicas delete the older ones, with
+// their events, every half lease (their threads and checkpoints stay).
+// The Platform API's runs are
 // shared runs too: they are stored with the Platform request that made
 // them, which the replica that claims one sets it up from, and any
 // replica streams them in the Platform's format from the stored events;

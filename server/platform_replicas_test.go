@@ -819,3 +819,36 @@ func TestAnOwnerWhoseBudgetIsSpentStartsNoSharedRun(t *testing.T) {
 	assert.Equal(t, spent, callText(t, res))
 	assert.Len(t, srv.Requests(), 1, "no model was called for a refused run")
 }
+
+func TestSharedRunsBeyondRetainRunsArePrunedWithTheirEvents(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(echoGraph(t), gate(t, make(chan struct{}))), RetainRuns: 2})
+	a, b := rs.envs[0], rs.envs[1]
+	a.thread(alice, "gate", "g")
+	var open server.Run
+	a.call("POST", "/v1/threads/g/runs", alice, map[string]any{"input": map[string]any{"text": "x"}}, http.StatusAccepted, &open)
+	a.thread(alice, "echo", "e")
+	var ended []string
+	for _, text := range []string{"one", "two", "three"} {
+		ended = append(ended, a.wait(alice, "e", map[string]any{"input": map[string]any{"text": text}}).ID)
+	}
+	countEvents := func(run string) (n int) {
+		require.NoError(t, rs.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+rs.schema+`.server_run_events WHERE run_id = $1`, run).Scan(&n))
+		return n
+	}
+	require.NotZero(t, countEvents(ended[0]))
+
+	server.PruneRuns(b.srv)
+	b.fails("GET", "/v1/threads/e/runs/"+ended[0], alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + ended[0] + `" on thread "e"`})
+	assert.Zero(t, countEvents(ended[0]), "the pruned run's events went with it")
+	var list server.RunList
+	b.call("GET", "/v1/threads/e/runs", alice, nil, http.StatusOK, &list)
+	var kept []string
+	for _, ru := range list.Runs {
+		kept = append(kept, ru.ID)
+	}
+	assert.Equal(t, []string{ended[2], ended[1]}, kept, "the newest RetainRuns ended runs stay")
+	var got server.Run
+	b.call("GET", "/v1/threads/g/runs/"+open.ID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, server.StatusRunning, got.Status, "a run in progress is never pruned")
+}

@@ -60,6 +60,10 @@ type Replicas interface {
 	// false, and forgets nothing, when the run is queued or running; an
 	// unknown id is graph.ErrNotFound.
 	Delete(ctx context.Context, id string) (bool, error)
+	// Prune forgets the ended runs, with their events, but the newest
+	// keep (in the order they were enqueued), at most limit of them, and
+	// returns how many it forgot. Replicas may prune at once.
+	Prune(ctx context.Context, keep, limit int) (int, error)
 	// OwnerRuns counts the owner's runs in progress and queued, on every
 	// replica.
 	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)

@@ -45,11 +45,13 @@ func (s *Server) stopReplica() {
 }
 
 // claimLoop claims due runs whenever a replica says one may be due, and
-// every half lease: a lease that expired says nothing.
+// every half lease: a lease that expired says nothing. Then, and at its
+// start, it prunes the ended runs.
 func (s *Server) claimLoop(ctx context.Context) {
 	defer close(s.replica.done)
 	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
 	defer tick.Stop()
+	s.pruneShared(ctx)
 	for {
 		due := s.cfg.Replicas.Changed("")
 		s.claimDue(ctx)
@@ -58,6 +60,29 @@ func (s *Server) claimLoop(ctx context.Context) {
 			return
 		case <-due:
 		case <-tick.C:
+			s.pruneShared(ctx)
+		}
+	}
+}
+
+// pruneBatch is how many ended runs one statement of pruneShared deletes,
+// and pruneBatches how many statements it runs at most.
+const pruneBatch, pruneBatches = 100, 10
+
+// pruneShared forgets the ended shared runs, with their events, but the
+// newest Config.RetainRuns, as a single server forgets its own, a batch
+// at a time.
+func (s *Server) pruneShared(ctx context.Context) {
+	for range pruneBatches {
+		n, err := s.cfg.Replicas.Prune(ctx, s.cfg.RetainRuns, pruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.ErrorContext(ctx, "server: prune the ended runs", "err", err)
+			}
+			return
+		}
+		if n < pruneBatch {
+			return
 		}
 	}
 }

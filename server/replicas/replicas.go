@@ -106,7 +106,7 @@ type queries struct {
 	channel                                                   string
 	busy, insert, candidates, claim, cancel, finish, publish  string
 	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
-	remove                                                    string
+	remove, prune                                             string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -171,6 +171,10 @@ func newQueries(schema, leases string) *queries {
 		remove: rep.Replace(`WITH old AS (SELECT run_id, status FROM {schema}.server_runs WHERE run_id = $1),
 				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id)
 			SELECT old.status, (SELECT count(*) FROM del) FROM old`),
+		// The ended runs beyond the newest $1 go, with their events, at
+		// most $2 of them: a DELETE that replicas may race on.
+		prune: rep.Replace(`DELETE FROM {schema}.server_runs WHERE run_id IN (
+				SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)`),
 		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
@@ -492,6 +496,19 @@ func (r *Replicas) Delete(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("replicas: delete run %q: %w", id, err)
 	}
 	return deleted == 1, nil
+}
+
+// Prune implements server.Replicas.
+func (r *Replicas) Prune(ctx context.Context, keep, limit int) (int, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replicas: prune: %w", err)
+	}
+	tag, err := r.pool.Exec(ctx, q.prune, keep, limit)
+	if err != nil {
+		return 0, fmt.Errorf("replicas: prune: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // cancelledQueued is the error of a run cancelled before it started, as
