@@ -115,7 +115,9 @@
 // coorflow's packages (token, model_call, tool_call, tool_result,
 // agent_created, agent_start, agent_end, snapshot, warning) and any other
 // custom event a workflow publishes; data is an Event. The last event is
-// always "end", whose data is the Run. ?kinds=a,b sends only those events
+// always "end", whose data is the Run (of a shared run deleted before its
+// stream saw it end, as a rollback deletes its run: status "error", error
+// unknown_run). ?kinds=a,b sends only those events
 // (and end): names of the first two groups, and those of
 // Config.EventNames.
 //

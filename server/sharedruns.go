@@ -571,6 +571,7 @@ func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
 // serveShared writes the run's events after id after as server-sent
 // events in format, read from the replicas' shared log, whichever replica
 // runs it, until the run ends (then format's end) or the client leaves.
+// A run deleted meanwhile ends the stream too, with deletedRun.
 func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
 	out := sseWriter{s: s, w: w, rc: http.NewResponseController(w)}
 	h := w.Header()
@@ -587,15 +588,23 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	ctx := r.Context()
+	last := SharedRun{ID: id}
 	for {
 		changed := s.cfg.Replicas.Changed(id)
 		// The run before its events: the events of an ended run were
 		// stored before its end.
 		sr, err := s.cfg.Replicas.Run(ctx, id)
+		if errors.Is(err, graph.ErrNotFound) {
+			if b := format.end(deletedRun(last, r.PathValue("thread")), after); b == nil || out.write(b) == nil {
+				_ = out.flush()
+			}
+			return
+		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "server: read a shared run", "request_id", requestID(ctx), "run", id, "err", err)
 			return
 		}
+		last = sr
 		evs, err := s.cfg.Replicas.Events(ctx, id, after, replayPage)
 		if err != nil {
 			s.log.ErrorContext(ctx, "server: read a shared run's events", "request_id", requestID(ctx), "run", id, "err", err)
@@ -633,6 +642,18 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 			return
 		}
 	}
+}
+
+// deletedRun is the end of a stream of run sr, on thread, that was
+// deleted before the stream saw it end (as a rollback deletes its run):
+// its status is an error that says so.
+func deletedRun(sr SharedRun, thread string) Run {
+	v := sr.view()
+	v.ThreadID = thread
+	v.Status = StatusError
+	v.Error = &ErrorDetail{Code: CodeUnknownRun,
+		Message: fmt.Sprintf("run %q on thread %q was deleted before it was seen to end (a rollback deletes its run)", sr.ID, thread)}
+	return v
 }
 
 // sharedQuota refuses a run its owner has no room for among the runs of
