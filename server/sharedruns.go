@@ -674,7 +674,7 @@ func (s *Server) sharedQuota(ctx context.Context, ru *run) (*apiError, error) {
 // sharedActivity returns the run in progress on the thread key, on any
 // replica, and how many runs wait behind it.
 func (s *Server) sharedActivity(ctx context.Context, key string) (active string, queued int, err error) {
-	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	runs, err := s.cfg.Replicas.Activity(ctx, key)
 	if err != nil {
 		return "", 0, err
 	}
