@@ -115,7 +115,9 @@
 // coorflow's packages (token, model_call, tool_call, tool_result,
 // agent_created, agent_start, agent_end, snapshot, warning) and any other
 // custom event a workflow publishes; data is an Event. The last event is
-// always "end", whose data is the Run. ?kinds=a,b sends only those events
+// always "end", whose data is the Run (of a shared run deleted before its
+// stream saw it end, as a rollback deletes its run: status "error", error
+// unknown_run). ?kinds=a,b sends only those events
 // (and end): names of the first two groups, and those of
 // Config.EventNames.
 //
@@ -147,7 +149,11 @@
 // each over from its last checkpoint, replaying its journaled calls. One
 // that shuts down hands its runs over at once. A replica runs only the
 // runs of the workflows it serves (Config.Workflows): replicas serving
-// different sets, as during a rolling upgrade, leave each other's alone. The Platform API's runs are
+// different sets, as during a rolling upgrade, leave each other's alone.
+// The database keeps the newest Config.RetainRuns ended runs of all the
+// replicas, with their events: the replicas delete the older ones, with
+// their events, every half lease (their threads and checkpoints stay).
+// The Platform API's runs are
 // shared runs too: they are stored with the Platform request that made
 // them, which the replica that claims one sets it up from, and any
 // replica streams them in the Platform's format from the stored events;

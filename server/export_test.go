@@ -29,3 +29,6 @@ func PlatformNotServed() []string {
 // FireCrons starts the runs of the crons due at now, as the scheduler
 // does when its timer fires.
 func FireCrons(s *Server, now time.Time) { s.fireCrons(context.Background(), now) }
+
+// PruneRuns prunes the ended shared runs, as the claim loop does.
+func PruneRuns(s *Server) { s.pruneShared(context.Background()) }

@@ -332,14 +332,10 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	// The run it will start is checked now: a bad input fails here.
-	th := Thread{ID: "cron-check", Workflow: req.AssistantID}
-	check, err := s.platformRunFor(r, th, wf, job.Payload)
-	if err != nil {
+	if err := s.checkCronRun(r, job); err != nil {
 		writeError(w, s.internal(r, err))
 		return
 	}
-	check.cancel(nil)
 	// Two creations at once, on two replicas, may both pass the count.
 	mine, err := s.listCrons(r.Context(), cronDir(owner), nil)
 	if err != nil {
@@ -358,6 +354,23 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 	}
 	s.signalCrons()
 	writeJSON(w, http.StatusOK, job.view())
+}
+
+// checkCronRun checks the run the cron job will start, as a run's
+// request is checked: a bad input fails when the cron is stored rather
+// than at each firing.
+func (s *Server) checkCronRun(r *http.Request, job *cronJob) error {
+	wf := s.cfg.Workflows[job.Assistant]
+	if wf == nil {
+		return unknownAssistant(job.Assistant)
+	}
+	th := Thread{ID: "cron-check", Workflow: job.Assistant}
+	check, err := s.platformRunFor(r, th, wf, job.Payload)
+	if err != nil {
+		return err
+	}
+	check.cancel(nil)
+	return nil
 }
 
 func (s *Server) lgUpdateCron(w http.ResponseWriter, r *http.Request) {
@@ -389,6 +402,16 @@ func (s *Server) lgUpdateCron(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if req.Enabled != nil {
+		if *req.Enabled && !job.Enabled {
+			// Its next run date went by while it was disabled: the next
+			// is the first after now.
+			sched, err := cron.ParseStandard(job.Schedule)
+			if err != nil {
+				writeError(w, s.internal(r, fmt.Errorf("server: cron %q: %w", job.ID, err)))
+				return
+			}
+			job.Next = job.after(sched, now)
+		}
 		job.Enabled = *req.Enabled
 	}
 	if req.EndTime != nil {
@@ -399,6 +422,10 @@ func (s *Server) lgUpdateCron(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(req.Input) > 0 {
 		job.Payload.Input = req.Input
+		if err := s.checkCronRun(r, job); err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
 	}
 	job.Updated = now
 	err = s.writeCron(r.Context(), job)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -818,4 +819,101 @@ func TestAnOwnerWhoseBudgetIsSpentStartsNoSharedRun(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Equal(t, spent, callText(t, res))
 	assert.Len(t, srv.Requests(), 1, "no model was called for a refused run")
+}
+
+func TestSharedRunsBeyondRetainRunsArePrunedWithTheirEvents(t *testing.T) {
+	rs := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(echoGraph(t), gate(t, make(chan struct{}))), RetainRuns: 2})
+	a, b := rs.envs[0], rs.envs[1]
+	a.thread(alice, "gate", "g")
+	var open server.Run
+	a.call("POST", "/v1/threads/g/runs", alice, map[string]any{"input": map[string]any{"text": "x"}}, http.StatusAccepted, &open)
+	a.thread(alice, "echo", "e")
+	var ended []string
+	for _, text := range []string{"one", "two", "three"} {
+		ended = append(ended, a.wait(alice, "e", map[string]any{"input": map[string]any{"text": text}}).ID)
+	}
+	countEvents := func(run string) (n int) {
+		require.NoError(t, rs.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+rs.schema+`.server_run_events WHERE run_id = $1`, run).Scan(&n))
+		return n
+	}
+	require.NotZero(t, countEvents(ended[0]))
+
+	server.PruneRuns(b.srv)
+	b.fails("GET", "/v1/threads/e/runs/"+ended[0], alice, nil, http.StatusNotFound,
+		server.ErrorDetail{Code: server.CodeUnknownRun, Message: `unknown run "` + ended[0] + `" on thread "e"`})
+	assert.Zero(t, countEvents(ended[0]), "the pruned run's events went with it")
+	var list server.RunList
+	b.call("GET", "/v1/threads/e/runs", alice, nil, http.StatusOK, &list)
+	var kept []string
+	for _, ru := range list.Runs {
+		kept = append(kept, ru.ID)
+	}
+	assert.Equal(t, []string{ended[2], ended[1]}, kept, "the newest RetainRuns ended runs stay")
+	var got server.Run
+	b.call("GET", "/v1/threads/g/runs/"+open.ID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, server.StatusRunning, got.Status, "a run in progress is never pruned")
+}
+
+// heldRuns is a replica's Replicas whose reads of a run, once held, wait
+// for release.
+type heldRuns struct {
+	*replicas.Replicas
+	held    atomic.Bool
+	release chan struct{}
+}
+
+func (h *heldRuns) Run(ctx context.Context, id string) (server.SharedRun, error) {
+	if h.held.Load() {
+		<-h.release
+	}
+	return h.Replicas.Run(ctx, id)
+}
+
+func TestAStreamOfASharedRunDeletedMeanwhileEndsSayingSo(t *testing.T) {
+	deleted := func(th, run string) string {
+		return `run "` + run + `" on thread "` + th + `" was deleted before it was seen to end (a rollback deletes its run)`
+	}
+	for _, tc := range []struct {
+		name, path string
+		check      func(t *testing.T, th, run string, last sse)
+	}{
+		{"v1", "/v1/threads/%s/runs/%s/stream", func(t *testing.T, th, run string, last sse) {
+			require.Equal(t, "end", last.Event)
+			var v server.Run
+			require.NoError(t, json.Unmarshal([]byte(last.Data), &v))
+			assert.Equal(t, run, v.ID)
+			assert.Equal(t, server.StatusError, v.Status)
+			assert.Equal(t, &server.ErrorDetail{Code: server.CodeUnknownRun, Message: deleted(th, run)}, v.Error)
+		}},
+		{"platform", "/threads/%s/runs/%s/stream", func(t *testing.T, th, run string, last sse) {
+			want, _ := json.Marshal(map[string]string{"error": server.CodeUnknownRun, "message": deleted(th, run)})
+			assert.Equal(t, sse{Event: "error", Data: string(want)}, sse{Event: last.Event, Data: last.Data})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(gate(t, make(chan struct{})))})
+			a := rs.envs[0]
+			reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r1", LeaseTTL: time.Minute, Schema: rs.schema})
+			require.NoError(t, err)
+			require.NoError(t, reps.Start(t.Context()))
+			t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+			hook := &heldRuns{Replicas: reps, release: make(chan struct{})}
+			b := newEnv(t, server.Config{Workflows: workflows(gate(t, make(chan struct{}))), Saver: rs.saver, Replicas: hook, LeaseTTL: time.Minute})
+			th := a.platformThread(alice, map[string]any{"metadata": map[string]any{"graph_id": "gate"}})
+			var run lgRun
+			a.call("POST", "/threads/"+th+"/runs", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "x"}}, http.StatusOK, &run)
+
+			// B streams the run; A rolls it back before B reads it again.
+			stream := b.openStream("GET", fmt.Sprintf(tc.path, th, run.RunID), nil)
+			_, ok := stream.next()
+			require.True(t, ok, "the stream has begun")
+			hook.held.Store(true)
+			a.call("POST", "/threads/"+th+"/runs/"+run.RunID+"/cancel?action=rollback", alice, nil, http.StatusNoContent, nil)
+			close(hook.release)
+
+			rest := stream.rest()
+			require.NotEmpty(t, rest, "the stream ends with an event")
+			tc.check(t, th, run.RunID, rest[len(rest)-1])
+		})
+	}
 }

@@ -159,7 +159,7 @@ func (s *Server) lgDeleteShared(w http.ResponseWriter, r *http.Request) {
 // for a rollback they are forgotten too, and the thread is put back
 // where the run in progress started.
 func (s *Server) preemptShared(ctx context.Context, key string, rollback bool) error {
-	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	runs, err := s.cfg.Replicas.Activity(ctx, key)
 	if err != nil {
 		return err
 	}

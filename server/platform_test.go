@@ -601,6 +601,60 @@ func TestPlatformCronsStartRunsWhenDueWithinACountPerOwner(t *testing.T) {
 	assert.Equal(t, fresh["cron_id"], list[0]["cron_id"])
 }
 
+func TestACronEnabledAgainIsNextDueAfterNow(t *testing.T) {
+	st := storemem.New(store.Config{})
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Store: st})
+	id := e.platformThread(alice, nil)
+	var c map[string]any
+	e.call("POST", "/threads/"+id+"/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@hourly",
+		"input": map[string]any{"text": "tick"}}, http.StatusOK, &c)
+	cronPath := "/runs/crons/" + c["cron_id"].(string)
+	e.call("PATCH", cronPath, alice, map[string]any{"enabled": false}, http.StatusOK, nil)
+
+	// It stays disabled past its next run date.
+	var metas []store.Meta
+	for m, err := range store.All(t.Context(), st, "#coorflow-server", "crons/") {
+		require.NoError(t, err)
+		metas = append(metas, m)
+	}
+	require.Len(t, metas, 1)
+	it, err := st.Get(t.Context(), "#coorflow-server", metas[0].Path)
+	require.NoError(t, err)
+	var job map[string]any
+	require.NoError(t, json.Unmarshal([]byte(it.Content), &job))
+	job["next"] = "2000-01-01T00:00:00Z"
+	content, err := json.Marshal(job)
+	require.NoError(t, err)
+	_, err = st.Edit(t.Context(), "#coorflow-server", metas[0].Path, store.Replace(it.Revision, string(content)))
+	require.NoError(t, err)
+
+	before := time.Now().UTC()
+	e.call("PATCH", cronPath, alice, map[string]any{"enabled": true}, http.StatusOK, &c)
+	next, err := time.Parse(time.RFC3339Nano, c["next_run_date"].(string))
+	require.NoError(t, err)
+	assert.True(t, next.After(before), "next run date %v is after the cron was enabled again (%v)", next, before)
+	server.FireCrons(e.srv, before)
+	var runs []map[string]any
+	e.call("GET", "/threads/"+id+"/runs", alice, nil, http.StatusOK, &runs)
+	assert.Empty(t, runs, "enabled again, it does not fire at once for the date it missed")
+}
+
+func TestACronUpdateWithABadInputIsRefusedAndChangesNothing(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	var c map[string]any
+	e.call("POST", "/runs/crons", alice, map[string]any{"assistant_id": "echo", "schedule": "@hourly",
+		"input": map[string]any{"text": "tick"}}, http.StatusOK, &c)
+	cronPath := "/runs/crons/" + c["cron_id"].(string)
+	e.fails("PATCH", cronPath, alice, map[string]any{"input": map[string]any{"nope": 1}, "metadata": map[string]any{"k": "v"}},
+		http.StatusBadRequest, server.ErrorDetail{Code: server.CodeUnknownChannel, Field: "input.nope",
+			Message: `graph: unknown channel "nope": graph "echo" declares "text", "log", "count"`})
+	var list []map[string]any
+	e.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
+	require.Len(t, list, 1)
+	assert.Equal(t, map[string]any{"text": "tick"}, list[0]["payload"].(map[string]any)["input"], "the stored cron is unchanged")
+	assert.Empty(t, list[0]["metadata"])
+}
+
 func TestCronsInTheStoreAreNoStoreRoutesItems(t *testing.T) {
 	st := storemem.New(store.Config{})
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Store: st})

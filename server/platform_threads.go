@@ -117,7 +117,7 @@ func (s *Server) lgCreateThread(w http.ResponseWriter, r *http.Request) {
 // the status of its newest run ("" when none is remembered).
 func (s *Server) threadActivity(ctx context.Context, key string) (busy bool, last string, err error) {
 	if s.cfg.Replicas != nil {
-		runs, err := s.cfg.Replicas.Runs(ctx, key)
+		runs, err := s.cfg.Replicas.Activity(ctx, key)
 		if err != nil {
 			return false, "", err
 		}

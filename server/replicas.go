@@ -50,6 +50,9 @@ type Replicas interface {
 	Run(ctx context.Context, id string) (SharedRun, error)
 	// Runs returns the runs of a thread (its Saver key), oldest first.
 	Runs(ctx context.Context, threadKey string) ([]SharedRun, error)
+	// Activity returns what a thread's status needs of its runs: those
+	// queued or running, and its newest one (open or not), oldest first.
+	Activity(ctx context.Context, threadKey string) ([]SharedRun, error)
 	// Events returns up to limit events of a run after id after, in order.
 	Events(ctx context.Context, run string, after int64, limit int) ([]SharedEvent, error)
 	// Cancel asks for a run to stop: a queued one ends cancelled at once,
@@ -60,6 +63,10 @@ type Replicas interface {
 	// false, and forgets nothing, when the run is queued or running; an
 	// unknown id is graph.ErrNotFound.
 	Delete(ctx context.Context, id string) (bool, error)
+	// Prune forgets the ended runs, with their events, but the newest
+	// keep (in the order they were enqueued), at most limit of them, and
+	// returns how many it forgot. Replicas may prune at once.
+	Prune(ctx context.Context, keep, limit int) (int, error)
 	// OwnerRuns counts the owner's runs in progress and queued, on every
 	// replica.
 	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)

@@ -70,7 +70,9 @@ type Config struct {
 	// oldest forgotten first (default 1000). A forgotten run's thread and
 	// checkpoints stay in the Saver. A finished run keeps neither its
 	// values nor its events in memory: they are read back from the Saver
-	// and the Recorder when asked for.
+	// and the Recorder when asked for. With Replicas, the replicas keep
+	// the newest RetainRuns ended runs, with their events, in the
+	// database, and delete the others every half LeaseTTL.
 	RetainRuns int
 	// RetainBytes caps the memory the remembered finished runs take
 	// (default 8 MiB), the oldest forgotten first.

@@ -45,11 +45,13 @@ func (s *Server) stopReplica() {
 }
 
 // claimLoop claims due runs whenever a replica says one may be due, and
-// every half lease: a lease that expired says nothing.
+// every half lease: a lease that expired says nothing. Then, and at its
+// start, it prunes the ended runs.
 func (s *Server) claimLoop(ctx context.Context) {
 	defer close(s.replica.done)
 	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
 	defer tick.Stop()
+	s.pruneShared(ctx)
 	for {
 		due := s.cfg.Replicas.Changed("")
 		s.claimDue(ctx)
@@ -58,6 +60,29 @@ func (s *Server) claimLoop(ctx context.Context) {
 			return
 		case <-due:
 		case <-tick.C:
+			s.pruneShared(ctx)
+		}
+	}
+}
+
+// pruneBatch is how many ended runs one statement of pruneShared deletes,
+// and pruneBatches how many statements it runs at most.
+const pruneBatch, pruneBatches = 100, 10
+
+// pruneShared forgets the ended shared runs, with their events, but the
+// newest Config.RetainRuns, as a single server forgets its own, a batch
+// at a time.
+func (s *Server) pruneShared(ctx context.Context) {
+	for range pruneBatches {
+		n, err := s.cfg.Replicas.Prune(ctx, s.cfg.RetainRuns, pruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.ErrorContext(ctx, "server: prune the ended runs", "err", err)
+			}
+			return
+		}
+		if n < pruneBatch {
+			return
 		}
 	}
 }
@@ -546,6 +571,7 @@ func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
 // serveShared writes the run's events after id after as server-sent
 // events in format, read from the replicas' shared log, whichever replica
 // runs it, until the run ends (then format's end) or the client leaves.
+// A run deleted meanwhile ends the stream too, with deletedRun.
 func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
 	out := sseWriter{s: s, w: w, rc: http.NewResponseController(w)}
 	h := w.Header()
@@ -562,15 +588,23 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	ctx := r.Context()
+	last := SharedRun{ID: id}
 	for {
 		changed := s.cfg.Replicas.Changed(id)
 		// The run before its events: the events of an ended run were
 		// stored before its end.
 		sr, err := s.cfg.Replicas.Run(ctx, id)
+		if errors.Is(err, graph.ErrNotFound) {
+			if b := format.end(deletedRun(last, r.PathValue("thread")), after); b == nil || out.write(b) == nil {
+				_ = out.flush()
+			}
+			return
+		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "server: read a shared run", "request_id", requestID(ctx), "run", id, "err", err)
 			return
 		}
+		last = sr
 		evs, err := s.cfg.Replicas.Events(ctx, id, after, replayPage)
 		if err != nil {
 			s.log.ErrorContext(ctx, "server: read a shared run's events", "request_id", requestID(ctx), "run", id, "err", err)
@@ -610,6 +644,18 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 	}
 }
 
+// deletedRun is the end of a stream of run sr, on thread, that was
+// deleted before the stream saw it end (as a rollback deletes its run):
+// its status is an error that says so.
+func deletedRun(sr SharedRun, thread string) Run {
+	v := sr.view()
+	v.ThreadID = thread
+	v.Status = StatusError
+	v.Error = &ErrorDetail{Code: CodeUnknownRun,
+		Message: fmt.Sprintf("run %q on thread %q was deleted before it was seen to end (a rollback deletes its run)", sr.ID, thread)}
+	return v
+}
+
 // sharedQuota refuses a run its owner has no room for among the runs of
 // every replica (Config.MaxActiveRuns, MaxQueuedRuns). Two requests at
 // once on two replicas may both pass.
@@ -628,7 +674,7 @@ func (s *Server) sharedQuota(ctx context.Context, ru *run) (*apiError, error) {
 // sharedActivity returns the run in progress on the thread key, on any
 // replica, and how many runs wait behind it.
 func (s *Server) sharedActivity(ctx context.Context, key string) (active string, queued int, err error) {
-	runs, err := s.cfg.Replicas.Runs(ctx, key)
+	runs, err := s.cfg.Replicas.Activity(ctx, key)
 	if err != nil {
 		return "", 0, err
 	}

@@ -106,7 +106,7 @@ type queries struct {
 	channel                                                   string
 	busy, insert, candidates, claim, cancel, finish, publish  string
 	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
-	remove                                                    string
+	remove, prune, activity                                   string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -171,12 +171,18 @@ func newQueries(schema, leases string) *queries {
 		remove: rep.Replace(`WITH old AS (SELECT run_id, status FROM {schema}.server_runs WHERE run_id = $1),
 				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id)
 			SELECT old.status, (SELECT count(*) FROM del) FROM old`),
+		// The ended runs beyond the newest $1 go, with their events, at
+		// most $2 of them: a DELETE that replicas may race on.
+		prune: rep.Replace(`DELETE FROM {schema}.server_runs WHERE run_id IN (
+				SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)`),
 		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
 		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
 		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
 		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
+		activity: rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1
+				AND (r.` + open + ` OR r.seq = (SELECT max(seq) FROM {schema}.server_runs WHERE thread_key = $1)) ORDER BY r.seq`),
 		lastEvent: rep.Replace(`SELECT coalesce(max(id), 0) FROM {schema}.server_run_events WHERE run_id = $1`),
 		events:    rep.Replace(`SELECT id, name, frame FROM {schema}.server_run_events WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
 	}
@@ -430,16 +436,31 @@ func (r *Replicas) Runs(ctx context.Context, threadKey string) ([]server.SharedR
 	if err != nil {
 		return nil, fmt.Errorf("replicas: runs: %w", err)
 	}
-	rows, err := r.pool.Query(ctx, q.runs, threadKey)
+	return r.queryRuns(ctx, "runs", q.runs, threadKey)
+}
+
+// Activity implements server.Replicas.
+func (r *Replicas) Activity(ctx context.Context, threadKey string) ([]server.SharedRun, error) {
+	q, err := r.ready(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("replicas: runs: %w", err)
+		return nil, fmt.Errorf("replicas: activity: %w", err)
+	}
+	return r.queryRuns(ctx, "activity", q.activity, threadKey)
+}
+
+// queryRuns returns the runs that query (of runColumns) finds for the
+// thread key; what names it in errors.
+func (r *Replicas) queryRuns(ctx context.Context, what, query, threadKey string) ([]server.SharedRun, error) {
+	rows, err := r.pool.Query(ctx, query, threadKey)
+	if err != nil {
+		return nil, fmt.Errorf("replicas: %s: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (server.SharedRun, error) {
 		var sr server.SharedRun
 		return sr, scanRun(row, &sr)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("replicas: runs: %w", err)
+		return nil, fmt.Errorf("replicas: %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -492,6 +513,19 @@ func (r *Replicas) Delete(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("replicas: delete run %q: %w", id, err)
 	}
 	return deleted == 1, nil
+}
+
+// Prune implements server.Replicas.
+func (r *Replicas) Prune(ctx context.Context, keep, limit int) (int, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replicas: prune: %w", err)
+	}
+	tag, err := r.pool.Exec(ctx, q.prune, keep, limit)
+	if err != nil {
+		return 0, fmt.Errorf("replicas: prune: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // cancelledQueued is the error of a run cancelled before it started, as

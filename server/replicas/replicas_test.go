@@ -319,3 +319,55 @@ func TestARunTheReplicaHasNoRoomForGoesToAnother(t *testing.T) {
 	assert.Equal(t, "r1", run2.Replica, "the replica with room took the run at once")
 	close(gate)
 }
+
+func TestActivityReadsAThreadsOpenRunsAndItsNewestOnly(t *testing.T) {
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	saver := postgres.New(pool, postgres.WithSchema(schema))
+	reps, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r0", LeaseTTL: time.Minute, Schema: schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
+	ctx := t.Context()
+	enqueue := func(key, id string) {
+		t.Helper()
+		busy, err := reps.Enqueue(ctx, server.SharedRun{ID: id, Key: key, Thread: key, Owner: "alice", Workflow: "gate",
+			Request: json.RawMessage(`{}`), CreatedAt: time.Now()}, true)
+		require.NoError(t, err)
+		require.Empty(t, busy)
+	}
+	claim := func(id string) *server.Claim {
+		t.Helper()
+		c, err := reps.Claim(ctx, id, []string{"gate"})
+		require.NoError(t, err)
+		require.NotNil(t, c)
+		return c
+	}
+	statuses := func(key string) []string {
+		t.Helper()
+		runs, err := reps.Activity(ctx, key)
+		require.NoError(t, err)
+		var out []string
+		for _, sr := range runs {
+			out = append(out, sr.ID+":"+sr.Status)
+		}
+		return out
+	}
+
+	// Three ended runs: only the newest is read.
+	for _, id := range []string{"a", "b", "c"} {
+		enqueue("ended", id)
+		require.NoError(t, reps.Finish(ctx, claim(id), server.SharedRun{ID: id, Status: server.StatusDone}))
+	}
+	assert.Equal(t, []string{"c:done"}, statuses("ended"))
+
+	// A run in progress behind a newer run cancelled while queued: both.
+	enqueue("open", "d")
+	claim("d")
+	enqueue("open", "e")
+	live, err := reps.Cancel(ctx, "e")
+	require.NoError(t, err)
+	require.True(t, live)
+	assert.Equal(t, []string{"d:running", "e:cancelled"}, statuses("open"))
+	assert.Empty(t, statuses("none"))
+}

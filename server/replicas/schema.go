@@ -52,6 +52,10 @@ var migrations = [][]string{
 			PRIMARY KEY (run_id, id)
 		)`,
 	},
+	{
+		// The ended runs, newest first, for Prune.
+		`CREATE INDEX server_runs_ended ON {schema}.server_runs (seq) WHERE status NOT IN ('queued', 'running')`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table
