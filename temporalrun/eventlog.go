@@ -71,6 +71,14 @@ var logMigrations = [][]string{{
 		frame  bytea NOT NULL,
 		PRIMARY KEY (thread, seq)
 	)`,
+}, {
+	// A thread's numbering starts at the microseconds since the epoch
+	// when its row is made, not at 1: Prune may delete the row of a
+	// stream whose reader is still waiting (a step quiet for longer than
+	// the age), and the row the next append makes must number after what
+	// that reader read (no thread stores a million frames a second).
+	`ALTER TABLE {schema}.temporal_event_streams
+		ALTER COLUMN next SET DEFAULT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
 }}
 
 // ErrEventLogTooNew: the tables were made by a newer version.

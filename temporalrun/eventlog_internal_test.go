@@ -133,3 +133,28 @@ func BenchmarkEventLogRoundTrip(b *testing.B) {
 		require.NoError(b, l.consume(b.Context(), "t", after))
 	}
 }
+
+// TestEventLogPruneKeepsALiveReadersNumbering: a stream quiet for longer
+// than Prune's age (a long step emitting nothing) loses its row to Prune;
+// the frames appended after are still numbered after those its reader
+// read, so the reader gets them.
+func TestEventLogPruneKeepsALiveReadersNumbering(t *testing.T) {
+	l := newLog(t, EventLogConfig{})
+	ctx := t.Context()
+	after, err := l.begin(ctx, "t")
+	require.NoError(t, err)
+	_, err = l.append(ctx, "t", [][]byte{[]byte("a"), []byte("b")})
+	require.NoError(t, err)
+	frames, err := l.read(ctx, "t", after, 10)
+	require.NoError(t, err)
+	require.Len(t, frames, 2)
+	after = frames[1].seq
+	require.NoError(t, l.consume(ctx, "t", after))
+	require.NoError(t, l.Prune(ctx, 0))
+	_, err = l.append(ctx, "t", [][]byte{[]byte("c")})
+	require.NoError(t, err)
+	frames, err = l.read(ctx, "t", after, 10)
+	require.NoError(t, err)
+	require.Len(t, frames, 1, "the frame appended after the prune")
+	assert.Equal(t, "c", string(frames[0].data))
+}
