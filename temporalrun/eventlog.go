@@ -141,8 +141,13 @@ func newLogQueries(schema string) *logQueries {
 			ON CONFLICT (thread) DO UPDATE SET held = 0, held_bytes = 0, dropped = 0, updated = clock_timestamp()
 			RETURNING s.next - 1`),
 		dropped: rep.Replace(`SELECT dropped FROM {streams} WHERE thread = $1`),
-		prune: rep.Replace(`WITH old AS (DELETE FROM {streams} WHERE updated < clock_timestamp() - $1 * interval '1 microsecond' RETURNING thread)
-			DELETE FROM {events} e USING old WHERE e.thread = old.thread`),
+		prune: rep.Replace(`WITH old AS (
+				DELETE FROM {streams} WHERE thread IN (
+					SELECT thread FROM {streams} WHERE updated < clock_timestamp() - $1 * interval '1 microsecond'
+					LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING thread
+			), ev AS (DELETE FROM {events} e USING old WHERE e.thread = old.thread)
+			SELECT count(*) FROM old`),
 	}
 }
 
@@ -289,12 +294,16 @@ func (l *EventLog) dropped(ctx context.Context, thread string) (int64, error) {
 // changed returns a channel closed at the next append to thread.
 func (l *EventLog) changed(thread string) <-chan struct{} { return l.listener.Changed(thread) }
 
+// pruneBatch is how many threads one statement of Prune deletes the
+// events of (each holds at most MaxFrames).
+const pruneBatch = 100
+
 // Prune deletes the events of the threads nothing appended to or began
 // streaming for age: those whose callers went away before reading them.
 func (l *EventLog) Prune(ctx context.Context, age time.Duration) error {
 	q, err := l.queries()
-	if err == nil {
-		_, err = l.pool.Exec(ctx, q.prune, age.Microseconds())
+	for n := pruneBatch; err == nil && n == pruneBatch; {
+		err = l.pool.QueryRow(ctx, q.prune, age.Microseconds(), pruneBatch).Scan(&n)
 	}
 	if err != nil {
 		return fmt.Errorf("temporalrun: prune the event log: %w", err)

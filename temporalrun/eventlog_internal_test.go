@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -157,4 +158,22 @@ func TestEventLogPruneKeepsALiveReadersNumbering(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, frames, 1, "the frame appended after the prune")
 	assert.Equal(t, "c", string(frames[0].data))
+}
+
+// TestEventLogPruneDeletesMoreThreadsThanABatch: Prune goes on, a batch
+// of threads at a time, until no thread older than the age is left.
+func TestEventLogPruneDeletesMoreThreadsThanABatch(t *testing.T) {
+	l := newLog(t, EventLogConfig{})
+	ctx := t.Context()
+	for i := range 2*pruneBatch + 1 {
+		_, err := l.append(ctx, "t"+strconv.Itoa(i), [][]byte{[]byte("a")})
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Prune(ctx, 0))
+	schema := pgx.Identifier{l.cfg.Schema}.Sanitize()
+	var threads, frames int
+	require.NoError(t, l.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+schema+`.temporal_event_streams),
+		(SELECT count(*) FROM `+schema+`.temporal_events)`).Scan(&threads, &frames))
+	assert.Zero(t, threads)
+	assert.Zero(t, frames)
 }
