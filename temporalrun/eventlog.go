@@ -22,7 +22,8 @@ type EventLogConfig struct {
 	// 100,000 events, 64 MiB): beyond them a step's events are dropped,
 	// counted, and the stream says how many at its end. MaxFrameBytes
 	// bounds one event (default 1 MiB): a larger one travels without its
-	// payload (writes, state, data).
+	// payload (writes, state, data), its error's messages shortened if it
+	// is still larger.
 	MaxFrames     int
 	MaxBytes      int64
 	MaxFrameBytes int

@@ -23,7 +23,8 @@ type frame struct {
 	Event   graph.EventRecord `json:"ev"`
 	// Err is the event's error with its details (a node's failure).
 	Err *errorInfo `json:"err,omitempty"`
-	// Cut says why the event travels without its payload.
+	// Cut says why the event travels without its payload (or with its
+	// error shortened).
 	Cut string `json:"cut,omitempty"`
 }
 
@@ -101,7 +102,8 @@ func (w *streamWriter) yield(ev graph.Event) bool {
 }
 
 // encode renders ev as a frame; one too large, or whose payload does not
-// encode, travels without its payload and says why.
+// encode, travels without its payload (its error shortened if that is
+// still too large) and says why.
 func (w *streamWriter) encode(ev graph.Event) []byte {
 	f := frame{Source: w.source, Attempt: w.attempt}
 	rec, err := w.r.EncodeEvent(ev)
