@@ -200,8 +200,26 @@ func (r *Runnable) DecodeEvent(rec EventRecord, payload PayloadDecoder) (Event, 
 		}
 		ev.Data = v
 	}
+	if rec.Kind == EventCustom && rec.Name != "" && nameOf(ev.Data) != rec.Name {
+		ev.Data = NamedValue{Event: rec.Name, Value: ev.Data}
+	}
 	return ev, nil
 }
+
+// NamedValue is the payload DecodeEvent gives a custom event whose name
+// the PayloadDecoder does not know (or whose payload travelled without
+// its data): the value as encoding/json decodes it into an any, under the
+// event's name. It encodes as Value.
+type NamedValue struct {
+	Event string
+	Value any
+}
+
+// EventName is the event's name.
+func (v NamedValue) EventName() string { return v.Event }
+
+// MarshalJSON encodes Value, as the emitted value encoded.
+func (v NamedValue) MarshalJSON() ([]byte, error) { return json.Marshal(v.Value) }
 
 // remoteError is an error known by its message.
 type remoteError string

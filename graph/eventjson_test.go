@@ -161,3 +161,23 @@ func TestDecodeEventSaysWhatItCannotRead(t *testing.T) {
 	assert.ErrorIs(t, err, graph.ErrUnknownChannel)
 	assert.ErrorContains(t, err, `"nope"`)
 }
+
+// TestDecodeEventKeepsACustomEventsName: a custom event whose name the
+// payload decoder does not know, or whose payload travelled without its
+// data, keeps its name (a stream selecting it by name still takes it),
+// and its value re-encodes as it was emitted.
+func TestDecodeEventKeepsACustomEventsName(t *testing.T) {
+	r := streamedGraph(t)
+	rec, err := r.EncodeEvent(graph.Event{Kind: graph.EventCustom, Path: "outer/a", Node: "a", Data: greeting{Text: "hi"}})
+	require.NoError(t, err)
+	got, err := r.DecodeEvent(rec, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "greeting", got.Name())
+	data, err := json.Marshal(got.Data)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(rec.Data), string(data))
+	rec.Data = nil
+	got, err = r.DecodeEvent(rec, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "greeting", got.Name())
+}

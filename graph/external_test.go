@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -84,4 +85,72 @@ func TestResolveAnswersChecksThemAsResumeDoes(t *testing.T) {
 	assert.Equal(t, 7, spec.StepLimit)
 	require.NotNil(t, spec.Resume)
 	assert.Equal(t, map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}, spec.Resume.At)
+}
+
+// TestRunTasksRunsItsTasksAtOnce: the tasks RunTasks is given run at the
+// same time, with a sink or without one: each of b and c waits for the
+// other to start.
+func TestRunTasksRunsItsTasksAtOnce(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		started := map[string]chan struct{}{"b": make(chan struct{}), "c": make(chan struct{})}
+		g := graph.New("together")
+		g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+		for n, other := range map[string]string{"b": "c", "c": "b"} {
+			g.AddNode(n, func(ctx context.Context, s graph.State) (graph.Command, error) {
+				close(started[n])
+				select {
+				case <-started[other]:
+					return graph.Command{}, nil
+				case <-ctx.Done():
+					return graph.Command{}, ctx.Err()
+				}
+			})
+			g.AddEdge("a", n)
+			g.AddEdge(n, graph.End)
+		}
+		g.AddEdge(graph.Start, "a")
+		r, err := g.Compile()
+		require.NoError(t, err)
+		opts := []graph.Option{graph.WithSaver(memory.New()), graph.Thread("t")}
+		if streamed {
+			opts = append(opts, graph.StreamTo(func(graph.Event) bool { return true }))
+		}
+		res, err := r.Step(t.Context(), graph.Input(), opts...)
+		require.NoError(t, err)
+		outcomes, err := r.RunTasks(t.Context(), res.Checkpoint, res.NextTasks, opts...)
+		require.NoError(t, err, "streamed %v", streamed)
+		assert.Len(t, outcomes, 2)
+	}
+}
+
+// TestRunTasksWithASinkFailsATaskEndedByGoexit: a node of a streamed
+// RunTasks that ends its goroutine fails its task; RunTasks returns, and
+// the sink has its node_end with the failure.
+func TestRunTasksWithASinkFailsATaskEndedByGoexit(t *testing.T) {
+	g := graph.New("goexit")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		runtime.Goexit()
+		return graph.Command{}, nil
+	})
+	g.AddNode("c", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+	g.AddEdge(graph.Start, "a")
+	for _, n := range []string{"b", "c"} {
+		g.AddEdge("a", n)
+		g.AddEdge(n, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	var failed []string
+	opts := []graph.Option{graph.WithSaver(memory.New()), graph.Thread("t"), graph.StreamTo(func(ev graph.Event) bool {
+		if ev.Kind == graph.EventNodeEnd && ev.Err != nil {
+			failed = append(failed, ev.Node)
+		}
+		return true
+	})}
+	res, err := r.Step(t.Context(), graph.Input(), opts...)
+	require.NoError(t, err)
+	_, err = r.RunTasks(t.Context(), res.Checkpoint, res.NextTasks, opts...)
+	assert.EqualError(t, err, `graph: node "b" (step 1, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
+	assert.Equal(t, []string{"b"}, failed)
 }

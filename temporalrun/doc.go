@@ -106,9 +106,12 @@
 //     dropped. A thread holds at most EventLogConfig.MaxFrames and
 //     MaxBytes unread (beyond them a step's events are dropped, counted,
 //     and the stream ends with an EventsDropped event); an event over
-//     MaxFrameBytes travels without its payload; a new stream of the
-//     thread deletes what an earlier one left, and Prune what callers
-//     that went away never read. A thread has one reader at a time: a
+//     MaxFrameBytes travels without its payload, its error's messages
+//     shortened if they are what is large; a custom event that
+//     Config.Payloads does not decode keeps its name (graph.NamedValue);
+//     a new stream of the thread deletes what an earlier one left, and
+//     Prune (a batch of threads at a time; coorflow worker runs it at
+//     start and hourly) what callers that went away never read. A thread has one reader at a time: a
 //     second Stream of a thread that is being streamed takes the frames
 //     from the first. A streamed event reaches the caller
 //     about one PostgreSQL round trip and a notification after Emit

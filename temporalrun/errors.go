@@ -75,6 +75,17 @@ func describe(err error) *errorInfo {
 	return info
 }
 
+// shorten cuts the messages of info (and of its causes) to n bytes.
+func (info *errorInfo) shorten(n int) {
+	if info == nil {
+		return
+	}
+	info.Message = shorten(info.Message, n)
+	if info.Node != nil {
+		info.Node.Cause.shorten(n)
+	}
+}
+
 // permanent reports whether err is the engine's verdict on the run (a
 // node failed, the graph cannot go on), which no retry of the step
 // changes; other errors (the saver unreachable, a conflict a retry

@@ -22,7 +22,8 @@ type EventLogConfig struct {
 	// 100,000 events, 64 MiB): beyond them a step's events are dropped,
 	// counted, and the stream says how many at its end. MaxFrameBytes
 	// bounds one event (default 1 MiB): a larger one travels without its
-	// payload (writes, state, data).
+	// payload (writes, state, data), its error's messages shortened if it
+	// is still larger.
 	MaxFrames     int
 	MaxBytes      int64
 	MaxFrameBytes int
@@ -71,6 +72,14 @@ var logMigrations = [][]string{{
 		frame  bytea NOT NULL,
 		PRIMARY KEY (thread, seq)
 	)`,
+}, {
+	// A thread's numbering starts at the microseconds since the epoch
+	// when its row is made, not at 1: Prune may delete the row of a
+	// stream whose reader is still waiting (a step quiet for longer than
+	// the age), and the row the next append makes must number after what
+	// that reader read (no thread stores a million frames a second).
+	`ALTER TABLE {schema}.temporal_event_streams
+		ALTER COLUMN next SET DEFAULT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
 }}
 
 // ErrEventLogTooNew: the tables were made by a newer version.
@@ -133,8 +142,13 @@ func newLogQueries(schema string) *logQueries {
 			ON CONFLICT (thread) DO UPDATE SET held = 0, held_bytes = 0, dropped = 0, updated = clock_timestamp()
 			RETURNING s.next - 1`),
 		dropped: rep.Replace(`SELECT dropped FROM {streams} WHERE thread = $1`),
-		prune: rep.Replace(`WITH old AS (DELETE FROM {streams} WHERE updated < clock_timestamp() - $1 * interval '1 microsecond' RETURNING thread)
-			DELETE FROM {events} e USING old WHERE e.thread = old.thread`),
+		prune: rep.Replace(`WITH old AS (
+				DELETE FROM {streams} WHERE thread IN (
+					SELECT thread FROM {streams} WHERE updated < clock_timestamp() - $1 * interval '1 microsecond'
+					LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING thread
+			), ev AS (DELETE FROM {events} e USING old WHERE e.thread = old.thread)
+			SELECT count(*) FROM old`),
 	}
 }
 
@@ -281,12 +295,16 @@ func (l *EventLog) dropped(ctx context.Context, thread string) (int64, error) {
 // changed returns a channel closed at the next append to thread.
 func (l *EventLog) changed(thread string) <-chan struct{} { return l.listener.Changed(thread) }
 
+// pruneBatch is how many threads one statement of Prune deletes the
+// events of (each holds at most MaxFrames).
+const pruneBatch = 100
+
 // Prune deletes the events of the threads nothing appended to or began
 // streaming for age: those whose callers went away before reading them.
 func (l *EventLog) Prune(ctx context.Context, age time.Duration) error {
 	q, err := l.queries()
-	if err == nil {
-		_, err = l.pool.Exec(ctx, q.prune, age.Microseconds())
+	for n := pruneBatch; err == nil && n == pruneBatch; {
+		err = l.pool.QueryRow(ctx, q.prune, age.Microseconds(), pruneBatch).Scan(&n)
 	}
 	if err != nil {
 		return fmt.Errorf("temporalrun: prune the event log: %w", err)

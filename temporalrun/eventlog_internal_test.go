@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -132,4 +133,47 @@ func BenchmarkEventLogRoundTrip(b *testing.B) {
 		after = frames[len(frames)-1].seq
 		require.NoError(b, l.consume(b.Context(), "t", after))
 	}
+}
+
+// TestEventLogPruneKeepsALiveReadersNumbering: a stream quiet for longer
+// than Prune's age (a long step emitting nothing) loses its row to Prune;
+// the frames appended after are still numbered after those its reader
+// read, so the reader gets them.
+func TestEventLogPruneKeepsALiveReadersNumbering(t *testing.T) {
+	l := newLog(t, EventLogConfig{})
+	ctx := t.Context()
+	after, err := l.begin(ctx, "t")
+	require.NoError(t, err)
+	_, err = l.append(ctx, "t", [][]byte{[]byte("a"), []byte("b")})
+	require.NoError(t, err)
+	frames, err := l.read(ctx, "t", after, 10)
+	require.NoError(t, err)
+	require.Len(t, frames, 2)
+	after = frames[1].seq
+	require.NoError(t, l.consume(ctx, "t", after))
+	require.NoError(t, l.Prune(ctx, 0))
+	_, err = l.append(ctx, "t", [][]byte{[]byte("c")})
+	require.NoError(t, err)
+	frames, err = l.read(ctx, "t", after, 10)
+	require.NoError(t, err)
+	require.Len(t, frames, 1, "the frame appended after the prune")
+	assert.Equal(t, "c", string(frames[0].data))
+}
+
+// TestEventLogPruneDeletesMoreThreadsThanABatch: Prune goes on, a batch
+// of threads at a time, until no thread older than the age is left.
+func TestEventLogPruneDeletesMoreThreadsThanABatch(t *testing.T) {
+	l := newLog(t, EventLogConfig{})
+	ctx := t.Context()
+	for i := range 2*pruneBatch + 1 {
+		_, err := l.append(ctx, "t"+strconv.Itoa(i), [][]byte{[]byte("a")})
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Prune(ctx, 0))
+	schema := pgx.Identifier{l.cfg.Schema}.Sanitize()
+	var threads, frames int
+	require.NoError(t, l.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+schema+`.temporal_event_streams),
+		(SELECT count(*) FROM `+schema+`.temporal_events)`).Scan(&threads, &frames))
+	assert.Zero(t, threads)
+	assert.Zero(t, frames)
 }

@@ -56,7 +56,8 @@ type stream struct {
 	spec    graph.RunSpec
 	after   int64 // the last frame read
 	stopped bool  // the consumer broke out of the loop
-	// attempts is the newest attempt seen of each activity.
+	// attempts is the newest attempt seen of each activity retried (a
+	// first attempt is not kept: a run may have a great many steps).
 	attempts map[string]int32
 }
 
@@ -159,10 +160,12 @@ func (s *stream) frame(data []byte) bool {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return true // not ours to fail the run over
 	}
-	if newest, ok := s.attempts[f.Source]; ok && f.Attempt < newest {
+	if f.Attempt < s.attempts[f.Source] {
 		return true
 	}
-	s.attempts[f.Source] = f.Attempt
+	if f.Attempt > 1 {
+		s.attempts[f.Source] = f.Attempt
+	}
 	ev, err := s.r.cfg.Graph.DecodeEvent(f.Event, s.r.cfg.Payloads)
 	if err != nil {
 		// A worker with another version of the graph: the event without

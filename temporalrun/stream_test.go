@@ -2,6 +2,7 @@ package temporalrun_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -266,4 +267,40 @@ func BenchmarkStreamedEventLatency(b *testing.B) {
 			return r.Stream(b.Context(), graph.Input(), graph.Thread(thread), graph.WithSaver(e.saver), graph.CustomEvents("custom"))
 		})
 	})
+}
+
+// milestone is a custom event of the caller's own, which the runner's
+// payload decoder (trace.DecodePayload) does not know.
+type milestone struct {
+	Step string `json:"step"`
+}
+
+func (milestone) EventName() string { return "milestone" }
+
+// TestStreamKeepsTheNameOfACustomEventItCannotDecode: a custom event of a
+// type Config.Payloads does not decode reaches a stream that selects it
+// by name, under its name, with its value as JSON.
+func TestStreamKeepsTheNameOfACustomEventItCannotDecode(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	g := graph.New("named-"+randomHex(), callLog)
+	g.AddNode("n", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, milestone{Step: "half"})
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "n")
+	g.AddEdge("n", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	var got []graph.Event
+	for ev, err := range e.runner(r).Stream(t.Context(), graph.Input(), graph.Thread("named-"+randomHex()),
+		graph.Events(graph.EventCustom), graph.CustomEvents("milestone")) {
+		require.NoError(t, err)
+		got = append(got, ev)
+	}
+	require.Len(t, got, 1)
+	assert.Equal(t, "milestone", got[0].Name())
+	data, err := json.Marshal(got[0].Data)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"step":"half"}`, string(data))
 }

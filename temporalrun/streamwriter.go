@@ -3,6 +3,7 @@ package temporalrun
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ type frame struct {
 	Event   graph.EventRecord `json:"ev"`
 	// Err is the event's error with its details (a node's failure).
 	Err *errorInfo `json:"err,omitempty"`
-	// Cut says why the event travels without its payload.
+	// Cut says why the event travels without its payload (or with its
+	// error shortened).
 	Cut string `json:"cut,omitempty"`
 }
 
@@ -100,7 +102,8 @@ func (w *streamWriter) yield(ev graph.Event) bool {
 }
 
 // encode renders ev as a frame; one too large, or whose payload does not
-// encode, travels without its payload and says why.
+// encode, travels without its payload (its error shortened if that is
+// still too large) and says why.
 func (w *streamWriter) encode(ev graph.Event) []byte {
 	f := frame{Source: w.source, Attempt: w.attempt}
 	rec, err := w.r.EncodeEvent(ev)
@@ -120,7 +123,23 @@ func (w *streamWriter) encode(ev graph.Event) []byte {
 	}
 	f.Event.Writes, f.Event.State, f.Event.Data = nil, nil, nil
 	data, _ = json.Marshal(f) // what is left always encodes
+	// An error can be as large (model output quoted in it): its messages
+	// are shortened until the event fits.
+	for n := w.log.cfg.MaxFrameBytes / 4; len(data) > w.log.cfg.MaxFrameBytes && n > 0; n /= 2 {
+		f.Cut = "temporalrun: the event's error is larger than the event log takes (EventLogConfig.MaxFrameBytes): its messages are shortened"
+		f.Event.Err = shorten(f.Event.Err, n)
+		f.Err.shorten(n)
+		data, _ = json.Marshal(f)
+	}
 	return data
+}
+
+// shorten cuts s to at most n bytes, on a character boundary.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // flush stores batches until close.

@@ -119,19 +119,20 @@ func startEventLog(ctx context.Context, pool *pgxpool.Pool) (*temporalrun.EventL
 // eventsKept is how long the events of a run nobody reads are kept.
 const eventsKept = 24 * time.Hour
 
-// pruneEvents deletes, every hour until ctx ends, the events of runs
-// whose callers went away before reading them.
+// pruneEvents deletes, when the worker starts and then every hour until
+// ctx ends, the events of runs whose callers went away before reading
+// them.
 func pruneEvents(ctx context.Context, events *temporalrun.EventLog, stderr io.Writer) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
 	for {
+		if err := events.Prune(ctx, eventsKept); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "coorflow: worker: %v\n", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if err := events.Prune(ctx, eventsKept); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(stderr, "coorflow: worker: %v\n", err)
-			}
 		}
 	}
 }

@@ -260,3 +260,21 @@ func TestWorkerlessServeTemporalNeedsPostgres(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "serve --temporal: threads are in "+c.db+": the runs' events reach the server from the workers through PostgreSQL; use --db postgres://… (the workers' database)")
 }
+
+// TestWorkerPrunesTheEventLogWhenItStarts: a worker prunes the event log
+// at once, not only an hour after it started (a worker restarted more
+// often would never prune); a prune that fails says why on stderr.
+func TestWorkerPrunesTheEventLogWhenItStarts(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pruneEvents(ctx, temporalrun.NewEventLog(nil, temporalrun.EventLogConfig{}), pw)
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "coorflow: worker: temporalrun: prune the event log: temporalrun: the event log is not started (EventLog.Start)\n", line)
+	cancel()
+	<-done
+}
