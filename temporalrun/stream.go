@@ -37,7 +37,10 @@ const readPage = 512
 // the retry after those its first attempt stored (a journaled call is
 // replayed, not made again: a model_call event says Replayed); events
 // of the superseded attempt that come after the retry's are dropped. A
-// failure is yielded last, as an EventError event with the error.
+// failure is yielded last, as an EventError event with the error. When
+// no event said which checkpoint the run ended at (the log dropped it, or
+// the worker died after storing its step), a checkpoint event says it
+// before the end.
 // Breaking out of the loop, or cancelling ctx, cancels the run's
 // workflow; Stream returns once it has stopped.
 func (r *Runner) Stream(ctx context.Context, input []graph.Write, opts ...graph.Option) iter.Seq2[graph.Event, error] {
@@ -59,6 +62,9 @@ type stream struct {
 	// attempts is the newest attempt seen of each activity retried (a
 	// first attempt is not kept: a run may have a great many steps).
 	attempts map[string]int32
+	// checkpoint is the last checkpoint of the root graph an event said
+	// was stored: end says the run's own when the log dropped it.
+	checkpoint string
 }
 
 // outcome is where the workflow left the run.
@@ -181,6 +187,9 @@ func (s *stream) frame(data []byte) bool {
 
 // emit yields ev if the stream takes it.
 func (s *stream) emit(ev graph.Event) bool {
+	if ev.Kind == graph.EventCheckpoint && ev.Path == s.r.cfg.Graph.Name() {
+		s.checkpoint, _ = ev.Data.(string)
+	}
 	if !s.spec.Events.Takes(ev.Kind, ev.Name()) {
 		return true
 	}
@@ -190,13 +199,21 @@ func (s *stream) emit(ev graph.Event) bool {
 	return !s.stopped
 }
 
-// end yields how the run ended: the dropped events if any, its
-// interrupts, its end with its state read from the saver.
+// end yields how the run ended: the dropped events if any, the run's
+// last checkpoint if no event said it was stored (the log dropped it, or
+// the step's worker died after storing it), its interrupts, its end with
+// its state read from the saver. A consumer that keeps the last
+// checkpoint it was told of (the server does) has the run's own.
 func (s *stream) end(ctx context.Context, out Output) error {
 	r := s.r
 	name := r.cfg.Graph.Name()
 	if n, err := r.cfg.Events.dropped(ctx, s.spec.Thread); err == nil && n > 0 && s.spec.Events.Takes(graph.EventCustom, EventsDropped{}.EventName()) {
 		if !s.emit(graph.Event{Kind: graph.EventCustom, Path: name, Data: EventsDropped{Events: n}, Time: time.Now()}) {
+			return nil
+		}
+	}
+	if out.Checkpoint != "" && out.Checkpoint != s.checkpoint {
+		if !s.emit(graph.Event{Kind: graph.EventCheckpoint, Path: name, Step: out.Step, Data: out.Checkpoint, Time: time.Now()}) {
 			return nil
 		}
 	}

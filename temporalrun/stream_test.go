@@ -16,6 +16,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
+	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/openaitest"
 	"github.com/coorflow/coorflow/temporalrun"
@@ -192,11 +193,50 @@ func TestStreamSaysWhenTheLogDroppedEvents(t *testing.T) {
 		evs = append(evs, ev)
 	}
 	require.GreaterOrEqual(t, len(evs), 3)
-	dropped, ok := evs[len(evs)-2].Data.(temporalrun.EventsDropped)
-	require.True(t, ok, "the event before the end says what was dropped: %v", evs[len(evs)-2])
+	// The end: what was dropped, the run's last checkpoint if its event
+	// was dropped too (TestStreamSaysTheRunsCheckpointWhenNoEventDid), the
+	// run's end.
+	before := evs[len(evs)-2]
+	if before.Kind == graph.EventCheckpoint {
+		before = evs[len(evs)-3]
+	}
+	dropped, ok := before.Data.(temporalrun.EventsDropped)
+	require.True(t, ok, "the events before the end say what was dropped: %v", before)
 	assert.Positive(t, dropped.Events)
 	assert.Equal(t, graph.EventRunEnd, evs[len(evs)-1].Kind)
 	assert.Equal(t, []string{"n00@" + e.queue}, callLog.Get(evs[len(evs)-1].State), "the run lost nothing")
+}
+
+// TestStreamSaysTheRunsCheckpointWhenNoEventDid: when no event said which
+// checkpoint the run ended at (the log dropped it over its bounds, or the
+// worker died after storing the step), the stream says it before the end,
+// so a consumer that keeps the last checkpoint it was told of (the
+// server) reads the run's state there. Here the caller reads another log
+// than the one the worker writes: it sees no event of the steps at all.
+func TestStreamSaysTheRunsCheckpointWhenNoEventDid(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	elsewhere := temporalrun.NewEventLog(e.pool, temporalrun.EventLogConfig{Schema: pgtest.Schema(t, e.pool, "coorflow_elsewhere_")})
+	require.NoError(t, elsewhere.Start(t.Context()))
+	defer elsewhere.Close()
+	r := chain("unseen-"+randomHex(), 2)
+	run := e.runner(r, func(c *temporalrun.Config) { c.Events = elsewhere })
+	thread := "unseen-" + randomHex()
+	var kinds []graph.EventKind
+	var told string
+	for ev, err := range run.Stream(t.Context(), graph.Input(), graph.Thread(thread)) {
+		require.NoError(t, err)
+		kinds = append(kinds, ev.Kind)
+		if ev.Kind == graph.EventCheckpoint {
+			told, _ = ev.Data.(string)
+			assert.Equal(t, r.Name(), ev.Path)
+			assert.Equal(t, 1, ev.Step, "the last step's")
+		}
+	}
+	assert.Equal(t, []graph.EventKind{graph.EventRunStart, graph.EventCheckpoint, graph.EventRunEnd}, kinds)
+	head, err := r.State(t.Context(), thread, graph.WithSaver(e.saver))
+	require.NoError(t, err)
+	assert.Equal(t, head.Checkpoint, told)
 }
 
 // TestStreamNeedsTheEventLog: a runner without an event log says what is
