@@ -573,16 +573,8 @@ func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
 // runs it, until the run ends (then format's end) or the client leaves.
 // A run deleted meanwhile ends the stream too, with deletedRun.
 func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
-	out := sseWriter{s: s, w: w, rc: http.NewResponseController(w)}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if head := format.head(); head != nil && out.write(head) != nil {
-		return
-	}
-	if out.flush() != nil {
+	out, ok := s.openStream(w, http.NewResponseController(w), format)
+	if !ok {
 		return
 	}
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)

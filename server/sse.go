@@ -164,6 +164,21 @@ func (sw sseWriter) flush() error {
 	return sw.rc.Flush()
 }
 
+// openStream answers with a stream of server-sent events in format and
+// writes the format's head; it reports false when the client is gone.
+func (s *Server) openStream(w http.ResponseWriter, rc *http.ResponseController, format streamFormat) (sseWriter, bool) {
+	out := sseWriter{s: s, w: w, rc: rc}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if head := format.head(); head != nil && out.write(head) != nil {
+		return out, false
+	}
+	return out, out.flush() == nil
+}
+
 // serveEvents writes the run's events after id after as server-sent
 // events until the run ends (then an end event) or the client leaves. A
 // client that leaves, or takes longer than Config.WriteTimeout to take a
@@ -172,16 +187,8 @@ func (sw sseWriter) flush() error {
 // once the run has ended; otherwise a truncated event says how many were
 // dropped.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, ru *run, after int64, format streamFormat) {
-	out := sseWriter{s: s, w: w, rc: rc}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if head := format.head(); head != nil && out.write(head) != nil {
-		return
-	}
-	if out.flush() != nil {
+	out, ok := s.openStream(w, rc, format)
+	if !ok {
 		return
 	}
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
