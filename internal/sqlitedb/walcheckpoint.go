@@ -48,7 +48,7 @@ type walCheckpointer struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	wg     sync.WaitGroup
-	ran  func(error) // walCheckpointed when started
+	ran    func(error) // walCheckpointed when started
 }
 
 // walCheckpointed, when set (by tests, before a writer starts), is called
