@@ -45,6 +45,7 @@ type walCheckpointer struct {
 	// how many frames the writes before the last one added.
 	every  atomic.Int64
 	writes atomic.Int64 // since the last checkpoint started
+	kept   int64        // frames the log kept after the last checkpoint
 	wake   chan struct{}
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -59,7 +60,7 @@ var walCheckpointed func(error)
 // ends them.
 func startWALCheckpointer(db *sql.DB) *walCheckpointer {
 	c := &walCheckpointer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), ran: walCheckpointed}
-	c.every.Store(100)
+	c.every.Store(10) // soon, to learn how many frames a write adds
 	c.wg.Go(c.loop)
 	return c
 }
@@ -98,14 +99,22 @@ func (c *walCheckpointer) loop() {
 func (c *walCheckpointer) checkpoint(writes int64) error {
 	var busy, frames, copied int64
 	err := c.db.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
-	if err != nil || writes <= 0 {
+	if err != nil {
 		return err
 	}
-	// The log starts again after a complete checkpoint: frames counts
-	// what the writes since then added, or more when it could not start
-	// again, and then checkpoints come sooner.
-	every := max(writes*walFrames/max(frames, 1), 1)
-	c.every.Store(min(every, maxWritesPerCheckpoint))
+	// The log starts again at the first write after a complete
+	// checkpoint; after one a reader kept from completing, it grows on.
+	added := frames - c.kept
+	if added <= 0 {
+		added = frames
+	}
+	c.kept = 0
+	if copied < frames {
+		c.kept = frames
+	}
+	if writes > 0 && added > 0 {
+		c.every.Store(min(max(writes*walFrames/added, 1), maxWritesPerCheckpoint))
+	}
 	return nil
 }
 
