@@ -17,18 +17,23 @@ import (
 // pays about a sixth of its time for them.
 //
 // So the writer connection's automatic checkpoint is set to walHardLimit,
-// far above what it reaches while this works, and a goroutine of the
-// writer runs a PASSIVE checkpoint on another connection of the pool
-// after each walFrames frames or so: writers go on appending to the log
-// while it copies. Durability is unchanged: a commit is durable once it is
-// in the log, as before, and a checkpoint interrupted by a crash is
-// finished by the next one. If the log cannot be copied back (a reader
-// holds an old snapshot) or this goroutine falls behind, the writer's own
-// checkpoint at walHardLimit bounds the log as SQLite's default does.
+// and a goroutine of the writer runs a PASSIVE checkpoint on another
+// connection of the pool after each walFrames frames or so: writers go on
+// appending to the log while it copies. Durability is unchanged: a commit
+// is durable once it is in the log, as before, and a checkpoint
+// interrupted by a crash is finished by the next one.
+//
+// The log starts again from its beginning only at a write that begins
+// when every frame has been copied, which a checkpoint beside a stream of
+// writes seldom leaves. So the log grows to walHardLimit frames, and there
+// the writer's own checkpoint, with few frames left to copy but its
+// fsyncs, lets it start again: writers wait for a checkpoint once per
+// walHardLimit frames rather than once per walFrames. It also bounds the
+// log when a reader holding an old snapshot keeps it from being copied.
 
 const (
-	// walFrames is how many frames the log holds before the background
-	// checkpoint runs: SQLite's own default.
+	// walFrames is how many frames the writes add to the log between
+	// two background checkpoints: SQLite's own default.
 	walFrames = 1000
 	// walHardLimit is the writer connection's wal_autocheckpoint: the
 	// size at which a commit checkpoints the log itself.
@@ -45,7 +50,7 @@ type walCheckpointer struct {
 	// how many frames the writes before the last one added.
 	every  atomic.Int64
 	writes atomic.Int64 // since the last checkpoint started
-	kept   int64        // frames the log kept after the last checkpoint
+	frames int64        // in the log at the last checkpoint
 	wake   chan struct{}
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -102,16 +107,13 @@ func (c *walCheckpointer) checkpoint(writes int64) error {
 	if err != nil {
 		return err
 	}
-	// The log starts again at the first write after a complete
-	// checkpoint; after one a reader kept from completing, it grows on.
-	added := frames - c.kept
-	if added <= 0 {
+	// frames counts the log from its start; it starts again only after
+	// a complete checkpoint (see above).
+	added := frames - c.frames
+	if added < 0 {
 		added = frames
 	}
-	c.kept = 0
-	if copied < frames {
-		c.kept = frames
-	}
+	c.frames = frames
 	if writes > 0 && added > 0 {
 		c.every.Store(min(max(writes*walFrames/added, 1), maxWritesPerCheckpoint))
 	}
