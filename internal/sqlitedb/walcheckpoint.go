@@ -13,8 +13,8 @@ import (
 // from its beginning. SQLite runs one itself in the commit that takes the
 // log past 1,000 frames (wal_autocheckpoint), holding the write lock:
 // every writer of the database then waits for its fsyncs, milliseconds on
-// a slow disk, and a step of a run that stores a checkpoint each time
-// pays about a sixth of its time for them.
+// a busy disk: a tenth to a third of the time of a run's steps, each of
+// which stores a checkpoint (BenchmarkSaverChain100, sqlite/sync).
 //
 // So the writer connection's automatic checkpoint is set to walHardLimit,
 // and a goroutine of the writer runs a PASSIVE checkpoint on another
