@@ -457,3 +457,57 @@ func statuses(ts []graph.StepTask) []graph.TaskStatus {
 	}
 	return out
 }
+
+// listReader counts the checkpoints ListCheckpoints returns.
+type listReader struct {
+	graph.Saver
+	listed atomic.Int64
+}
+
+func (l *listReader) ListCheckpoints(ctx context.Context, thread, ns string, opts graph.ListOptions) ([]graph.CheckpointRecord, error) {
+	out, err := l.Saver.ListCheckpoints(ctx, thread, ns, opts)
+	l.listed.Add(int64(len(out)))
+	return out, err
+}
+
+func TestStateOfAPastCheckpointReadsTheHistoryOnlyDownToIt(t *testing.T) {
+	count := graph.NewKey("count", graph.Sum[int]())
+	g := graph.New("loop", count)
+	g.AddNode("inc", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if count.Get(s) >= 29 {
+			return graph.Goto(graph.End, count.Set(1)), nil
+		}
+		return graph.Goto("inc", count.Set(1)), nil
+	}, graph.Destinations("inc", graph.End))
+	g.AddEdge(graph.Start, "inc")
+	saver := &listReader{Saver: memory.New()}
+	r, err := g.Compile(graph.WithSaver(saver), graph.StepLimit(100))
+	require.NoError(t, err)
+	_, err = r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	all, err := saver.Saver.ListCheckpoints(t.Context(), "t", "", graph.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, all, 31, "the input and 30 steps")
+
+	for _, tt := range []struct {
+		name      string
+		at        int // index in all, newest first
+		completed bool
+	}{
+		{"newest", 0, false},
+		{"the one before", 1, true},
+		{"a step behind many later ones", 27, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			saver.listed.Store(0)
+			snap, err := r.State(t.Context(), "t", graph.FromCheckpoint(all[tt.at].ID))
+			require.NoError(t, err)
+			if tt.completed {
+				assert.Equal(t, []graph.TaskStatus{graph.TaskDone}, statuses(snap.Tasks), "the step after it completed")
+			} else {
+				assert.Empty(t, snap.Tasks, "the run ended there")
+			}
+			assert.LessOrEqual(t, saver.listed.Load(), int64(4*(tt.at+1)), "reads a page of a few checkpoints beyond it at most")
+		})
+	}
+}

@@ -146,18 +146,31 @@ func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Sn
 }
 
 // stepCompleted reports whether the step after rec completed on some
-// branch: a checkpoint of that step follows rec.
+// branch: a checkpoint of that step follows rec. A checkpoint is stored
+// after its parent, so the thread's checkpoints are read newest first, a
+// page at a time, down to rec only: reading the state of a thread's last
+// checkpoint reads a few rows, not its whole history.
 func (ru *run) stepCompleted(rec CheckpointRecord) (bool, error) {
-	all, err := ru.p.saver.ListCheckpoints(ru.ctx, ru.p.thread, ru.p.ns, ListOptions{})
-	if err != nil {
-		return false, fmt.Errorf("graph: thread %q: list checkpoints: %w", ru.p.thread, err)
-	}
-	for _, c := range all {
-		if c.ParentID == rec.ID && c.Source == SourceLoop {
-			return true, nil
+	opts := ListOptions{Limit: 4}
+	for {
+		page, err := ru.p.saver.ListCheckpoints(ru.ctx, ru.p.thread, ru.p.ns, opts)
+		if err != nil {
+			return false, fmt.Errorf("graph: thread %q: list checkpoints: %w", ru.p.thread, err)
 		}
+		for _, c := range page {
+			if c.ID == rec.ID {
+				return false, nil
+			}
+			if c.ParentID == rec.ID && c.Source == SourceLoop {
+				return true, nil
+			}
+		}
+		if len(page) < opts.Limit {
+			return false, nil
+		}
+		opts.Before = page[len(page)-1].ID
+		opts.Limit *= 4
 	}
-	return false, nil
 }
 
 // StateAt returns the checkpoint that step produced on the thread's

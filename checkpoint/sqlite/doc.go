@@ -5,8 +5,11 @@
 // Open opens or creates the file (mode 0600) with write-ahead logging,
 // synchronous=NORMAL (a commit survives a crash of the process; the last
 // commits before a power loss may not), a busy timeout, foreign keys and
-// 1 KiB pages (see internal/sqlitedb). New wraps a *sql.DB the caller
-// opened and owns; the store and trace backends can share it.
+// 1 KiB pages (see internal/sqlitedb). The write-ahead log is copied back
+// into the file in the background, so that no write waits for the fsyncs
+// of a WAL checkpoint; a commit is as durable as before. New wraps a
+// *sql.DB the caller opened and owns; the store and trace backends can
+// share it.
 //
 // The tables (checkpoints, checkpoint_heads, checkpoint_blobs,
 // checkpoint_tasks) are created on first use. A checkpoint's own small

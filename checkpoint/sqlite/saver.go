@@ -105,28 +105,30 @@ func (s *Saver) list(ctx context.Context, thread, ns string, opts graph.ListOpti
 	if err := s.init(ctx); err != nil {
 		return nil, err
 	}
-	// A read transaction, so that Before and the list see one snapshot.
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-
+	stmt := s.r.list
 	before := int64(math.MaxInt64)
 	if opts.Before != "" {
-		err := tx.StmtContext(ctx, s.r.getSeq).QueryRowContext(ctx, thread, ns, opts.Before).Scan(&before)
+		// A read transaction, so that Before and the list see one
+		// snapshot. (One statement is one snapshot already.)
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback()
+		err = tx.StmtContext(ctx, s.r.getSeq).QueryRowContext(ctx, thread, ns, opts.Before).Scan(&before)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("before %q: %w", opts.Before, graph.ErrNotFound)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("before %q: %w", opts.Before, err)
 		}
+		stmt = tx.StmtContext(ctx, stmt)
 	}
 	limit := int64(-1)
 	if opts.Limit > 0 {
 		limit = int64(opts.Limit)
 	}
-	rows, err := tx.StmtContext(ctx, s.r.list).QueryContext(ctx, thread, ns, before, limit)
+	rows, err := stmt.QueryContext(ctx, thread, ns, before, limit)
 	if err != nil {
 		return nil, err
 	}

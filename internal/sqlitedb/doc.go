@@ -14,5 +14,6 @@
 // lock that honours contexts. So a checkpoint saver, a store and a trace
 // store on one handle queue for each other in Go rather than in SQLite's
 // busy handler; processes, each with its own handle, still meet in
-// SQLite's lock, waited for under the busy timeout.
+// SQLite's lock, waited for under the busy timeout. The writer's WAL
+// checkpoints run in the background, off its lock (walcheckpoint.go).
 package sqlitedb

@@ -115,8 +115,11 @@ func (s *Share) LockOr(ctx context.Context, done <-chan struct{}) (*sql.Conn, bo
 	return w.conn, true, nil
 }
 
-// Unlock gives back the writer a successful Lock took.
-func (s *Share) Unlock() { <-s.w.lock }
+// Unlock gives back the writer a successful Lock took, after a write.
+func (s *Share) Unlock() {
+	s.w.wrote()
+	<-s.w.lock
+}
 
 // Close waits for a write in progress, runs the backend's Teardown, gives
 // back its part of the writer and, when the Share owns the database,

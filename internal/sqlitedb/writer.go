@@ -14,7 +14,8 @@ import (
 type writer struct {
 	conn *sql.Conn
 	lock chan struct{}
-	refs int // guarded by writers.mu
+	refs int              // guarded by writers.mu
+	wal  *walCheckpointer // nil when the database has no write-ahead log
 }
 
 // writers holds the writer of each database some Share uses.
@@ -48,8 +49,31 @@ func acquire(ctx context.Context, db *sql.DB) (*writer, error) {
 		return nil, errors.Join(fmt.Errorf("sqlite: writer connection: %w", err), conn.Close())
 	}
 	w := &writer{conn: conn, lock: make(chan struct{}, 1), refs: 1}
+	if w.wal, err = walCheckpoints(ctx, db, conn); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: writer connection: %w", err), conn.Close())
+	}
 	writers.m[db] = w
 	return w, nil
+}
+
+// walCheckpoints moves the WAL checkpoints of db off conn, its writer, to
+// the background (walcheckpoint.go), when db has a write-ahead log.
+func walCheckpoints(ctx context.Context, db *sql.DB, conn *sql.Conn) (*walCheckpointer, error) {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walHardLimit)); err != nil {
+		return nil, err
+	}
+	return startWALCheckpointer(db), nil
+}
+
+// wrote counts a write done through w.
+func (w *writer) wrote() {
+	if w.wal != nil {
+		w.wal.wrote()
+	}
 }
 
 // release gives back a reference to db's writer; the last one returns its
@@ -62,5 +86,8 @@ func (w *writer) release(db *sql.DB) error {
 		return nil
 	}
 	delete(writers.m, db)
+	if w.wal != nil {
+		w.wal.close()
+	}
 	return w.conn.Close()
 }
