@@ -97,14 +97,15 @@ func (s *Server) storageQuota(owner string) *apiError {
 // stored before the start are not counted.
 type meteredSaver struct {
 	graph.Saver
+	values *valuesCache // dropThread at each DeleteThread
 
 	mu      sync.Mutex
 	threads map[string]int64 // by Saver thread key
 	owners  map[string]int64 // by owner
 }
 
-func newMeteredSaver(s graph.Saver) *meteredSaver {
-	return &meteredSaver{Saver: s, threads: make(map[string]int64), owners: make(map[string]int64)}
+func newMeteredSaver(s graph.Saver, values *valuesCache) *meteredSaver {
+	return &meteredSaver{Saver: s, values: values, threads: make(map[string]int64), owners: make(map[string]int64)}
 }
 
 // PutCheckpoint stores cp and its blobs and counts their bytes.
@@ -138,9 +139,12 @@ func (m *meteredSaver) PutTaskRecords(ctx context.Context, ref graph.CheckpointR
 	return nil
 }
 
-// DeleteThread deletes the thread and takes its bytes off its owner's.
+// DeleteThread deletes the thread, forgets the values cached of it and
+// takes its bytes off its owner's.
 func (m *meteredSaver) DeleteThread(ctx context.Context, thread string) error {
-	if err := m.Saver.DeleteThread(ctx, thread); err != nil {
+	err := m.Saver.DeleteThread(ctx, thread)
+	m.values.dropThread(thread) // even after an error: part may be gone
+	if err != nil {
 		return err
 	}
 	owner, ok := keyOwner(thread)

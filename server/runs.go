@@ -268,6 +268,7 @@ func (s *Server) execute(ru *run) {
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
 	rec := s.startRecording(ru)
 	var runErr, detail error
+	var end graph.Event // the root run_end
 	for ev, err := range s.executor(ru).Stream(ctx, ru.input, opts...) {
 		obs.Observe(ev) // the operator's traces keep the detail
 		if err != nil {
@@ -276,9 +277,15 @@ func (s *Server) execute(ru *run) {
 		}
 		rec.Observe(ev)
 		ru.record(ev)
+		if ev.Kind == graph.EventRunEnd && ev.Path == ru.wf.Name() {
+			end = ev
+		}
 	}
 	obs.Finish(detail)
 	s.finishRecording(ru, rec, runErr)
+	if runErr == nil {
+		s.keepValues(ru, end)
+	}
 	s.complete(ru, runErr)
 	s.notifyWebhook(ru)
 	st := ru.view()
@@ -621,6 +628,12 @@ func (s *Server) withValues(ctx context.Context, v Run, wf *graph.Runnable, key 
 	if wf == nil { // a run of another replica's workflow
 		return v, notServedHere(v.ID, v.Workflow)
 	}
+	if v.Status == StatusDone {
+		if values, ok := s.values.get(key, v.Checkpoint); ok {
+			v.Values = values
+			return v, nil
+		}
+	}
 	snap, err := wf.State(ctx, key, graph.WithSaver(s.saver), graph.FromCheckpoint(v.Checkpoint))
 	if err != nil {
 		return v, fmt.Errorf("server: read the values of run %q at checkpoint %q: %w", v.ID, v.Checkpoint, err)
@@ -630,6 +643,19 @@ func (s *Server) withValues(ctx context.Context, v Run, wf *graph.Runnable, key 
 	}
 	v.Interrupts = snap.Interrupts
 	return v, nil
+}
+
+// keepValues caches the values of ru, which ended with end, its root
+// run_end event, when it ended done at a checkpoint: they are the values
+// at that checkpoint, which its waiters are about to ask for.
+func (s *Server) keepValues(ru *run, end graph.Event) {
+	v := ru.view()
+	if end.Kind != graph.EventRunEnd || v.Status != StatusDone || v.Checkpoint == "" {
+		return
+	}
+	if values, err := json.Marshal(end.State); err == nil {
+		s.values.put(ru.key, v.Checkpoint, values)
+	}
 }
 
 // earlyError is the error of a run that ended before it started, or nil.

@@ -70,7 +70,8 @@ type Config struct {
 	// oldest forgotten first (default 1000). A forgotten run's thread and
 	// checkpoints stay in the Saver. A finished run keeps neither its
 	// values nor its events in memory: they are read back from the Saver
-	// and the Recorder when asked for. With Replicas, the replicas keep
+	// and the Recorder when asked for (the values of the runs that ended
+	// done most recently are cached, 8 MiB of them at most). With Replicas, the replicas keep
 	// the newest RetainRuns ended runs, with their events, in the
 	// database, and delete the others every half LeaseTTL.
 	RetainRuns int
@@ -189,6 +190,7 @@ type Server struct {
 	threads  map[string]*threadRuns // by thread key
 	finished *list.List             // finished runs, oldest first
 	retained int64                  // bytes the finished runs take
+	values   *valuesCache           // of runs that ended done (valuescache.go)
 	usage    map[string]*usage      // by owner
 	budgetMu sync.Mutex             // guards meters
 	meters   budgets                // owner budgets (budget.go)
@@ -241,7 +243,8 @@ func New(cfg Config) (*Server, error) {
 		meters:    budgets{},
 	}
 	s.eventNames = eventNames(cfg.EventNames)
-	s.saver = newMeteredSaver(cfg.Saver)
+	s.values = newValuesCache(valuesCacheBytes)
+	s.saver = newMeteredSaver(cfg.Saver, s.values)
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {
 			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
