@@ -196,7 +196,7 @@ type taskResult struct {
 	interrupts []InterruptInfo
 	attempts   int
 	dur        time.Duration
-	end        time.Time // when the task ended, with dur (EventNodeEnd)
+	end        time.Duration // when the task ended, since t0 (EventNodeEnd)
 	handled    bool      // the node failed and its error handler supplied cmd
 }
 
@@ -275,6 +275,11 @@ func (ru *run) now() time.Time {
 	}
 	return ru.t0.Add(time.Since(ru.t0))
 }
+
+// elapsed reads the run's monotonic clock: the time since t0, which is
+// set whenever events are read. A task's start and end are read so, and
+// turned into a time (t0 plus elapsed) only for the event that shows one.
+func (ru *run) elapsed() time.Duration { return time.Since(ru.t0) }
 
 // send delivers an event from a task goroutine to the loop.
 func (ru *run) send(ctx context.Context, ev Event) {

@@ -260,7 +260,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
-			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: res.end})
+			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: ru.t0.Add(res.end)})
 		if next < len(todo) && ru.ctx.Err() == nil {
 			startNext()
 		}
@@ -287,14 +287,14 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	// The duration is for EventNodeEnd: without a reader, the clock is
 	// not read.
 	timed := ru.cfg.events.kinds.has(EventNodeEnd)
-	var start time.Time
+	var start time.Duration
 	if timed {
-		start = ru.now()
+		start = ru.elapsed()
 	}
 	ru.tryTask(t, res)
 	if timed {
-		res.end = ru.now()
-		res.dur = res.end.Sub(start)
+		res.end = ru.elapsed()
+		res.dur = res.end - start
 	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {
 		ru.keepResult(t, res)
