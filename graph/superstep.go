@@ -238,8 +238,6 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 	if limit <= 0 || limit > len(todo) {
 		limit = len(todo)
 	}
-	// A task that runs alone reports its end without a message (awaitSolo).
-	solo, polling, cur := limit == 1, false, 0
 	next, running := 0, 0
 	startNext := func() {
 		i := todo[next]
@@ -247,22 +245,13 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		next++
 		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
-		if solo {
-			ru.workers.solo.Store(soloWaiting)
-			polling, cur = true, i
-		}
-		ru.startTask(job{results: results, i: i, t: t, keep: keep, solo: solo})
+		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
 	for running < limit && next < len(todo) {
 		startNext()
 	}
 	for running > 0 {
-		var ev Event
-		if polling {
-			ev, polling = ru.awaitSolo(cur)
-		} else {
-			ev = <-ru.events
-		}
+		ev := <-ru.events
 		if ev.Kind != taskEnded {
 			ru.emit(ev)
 			continue
@@ -285,9 +274,6 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 // runOne runs job j on a worker and reports it done.
 func (ru *run) runOne(j *job) {
 	ru.execTask(j.t, j.keep, &j.results[j.i])
-	if j.solo && ru.workers.solo.CompareAndSwap(soloWaiting, soloDone) {
-		return // the loop polls for it
-	}
 	ru.events <- Event{Kind: taskEnded, Step: j.i}
 }
 

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -16,25 +15,7 @@ type workers struct {
 	n    int // started
 	busy int // running a task whose end the loop has not received
 	wg   sync.WaitGroup
-	// solo is how the end of a task that runs alone reaches the loop
-	// (see awaitSolo): soloOff, soloWaiting or soloDone.
-	solo atomic.Int32
 }
-
-// The states of workers.solo.
-const (
-	soloOff     int32 = iota // the worker reports the end on the events channel
-	soloWaiting              // the loop polls: the worker sets soloDone instead
-	soloDone                 // the task ended; the loop has not seen it
-)
-
-// spins bounds how many times a goroutine that waits for its partner —
-// the loop for a task's end, a worker for its next task — yields its
-// processor (runtime.Gosched) and looks again before it parks. A short
-// task and a fast consumer then hand work back and forth without parking
-// and waking goroutines; a long one costs a few yields, which let other
-// goroutines run meanwhile.
-const spins = 4
 
 // job is one task for a worker: run t and store its result in results[i]
 // (see runOne).
@@ -43,7 +24,6 @@ type job struct {
 	i       int
 	t       *task
 	keep    bool
-	solo    bool // the task runs alone: see awaitSolo
 }
 
 // startTask hands j to an idle worker, starting one when the busy ones are
@@ -52,9 +32,7 @@ func (ru *run) startTask(j job) {
 	w := &ru.workers
 	if w.busy >= w.n {
 		if w.jobs == nil {
-			// One buffered job: a worker that polls for its next task
-			// takes it without being woken.
-			w.jobs = make(chan job, 1)
+			w.jobs = make(chan job)
 		}
 		w.n++
 		w.wg.Add(1)
@@ -80,59 +58,11 @@ func (ru *run) work() {
 	var j job
 	running := false // in j: a node's panic is recovered (call), not its Goexit
 	defer ru.workerEnded(&j, &running)
-	for {
-		var ok bool
-		if j, ok = ru.nextJob(); !ok {
-			return
-		}
+	for j = range ru.workers.jobs {
 		running = true
 		ru.runOne(&j)
 		running = false
 	}
-}
-
-// nextJob waits for a worker's next task; false when there is none left.
-func (ru *run) nextJob() (job, bool) {
-	jobs := ru.workers.jobs
-	for range spins {
-		select {
-		case j, ok := <-jobs:
-			return j, ok
-		default:
-			runtime.Gosched()
-		}
-	}
-	j, ok := <-jobs
-	return j, ok
-}
-
-// awaitSolo returns the next message for a loop waiting on the task that
-// runs alone, task number i: an event from inside it, or its end. The
-// worker running it reports its end by setting solo (runOne) while the
-// loop polls, so neither parks for a short task; after a few polls, or
-// before an event is handed to the consumer, the loop takes messages from
-// the events channel again. It reports whether it still polls.
-func (ru *run) awaitSolo(i int) (Event, bool) {
-	w := &ru.workers
-	for range spins {
-		if w.solo.Load() == soloDone {
-			w.solo.Store(soloOff)
-			return Event{Kind: taskEnded, Step: i}, false
-		}
-		select {
-		case ev := <-ru.events:
-			// The worker reports its end on the channel from now on,
-			// unless it has ended already.
-			return ev, !w.solo.CompareAndSwap(soloWaiting, soloOff)
-		default:
-			runtime.Gosched()
-		}
-	}
-	if !w.solo.CompareAndSwap(soloWaiting, soloOff) {
-		w.solo.Store(soloOff)
-		return Event{Kind: taskEnded, Step: i}, false
-	}
-	return <-ru.events, false
 }
 
 // workerEnded ends a worker. One that ends in a task was ended by its node
@@ -159,9 +89,6 @@ func (ru *run) stopWorkers() {
 	w := &ru.workers
 	if w.jobs == nil {
 		return
-	}
-	if w.solo.Swap(soloOff) == soloDone { // an end the loop did not see
-		w.busy--
 	}
 	close(w.jobs)
 	if w.busy > 0 {
