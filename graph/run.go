@@ -197,7 +197,7 @@ type taskResult struct {
 	attempts   int
 	dur        time.Duration
 	end        time.Duration // when the task ended, since t0 (EventNodeEnd)
-	handled    bool      // the node failed and its error handler supplied cmd
+	handled    bool          // the node failed and its error handler supplied cmd
 }
 
 func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {
