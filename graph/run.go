@@ -70,7 +70,7 @@ func (r *Runnable) Stream(ctx context.Context, input []Write, opts ...Option) it
 		cfg := r.defaults
 		cfg.events = eventFilter{kinds: allEvents}
 		cfg.apply(opts)
-		ru, err := r.newRun(cfg, r.name, func(ev Event) bool { return yield(ev, nil) })
+		ru, err := r.newRun(cfg, r.name, yield)
 		if err == nil {
 			_, err = ru.execute(ctx, nil, input)
 		}
@@ -87,8 +87,9 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	path   string
-	// yield receives events; it returns false to stop the run.
-	yield func(Event) bool
+	// yield receives events (the error is always nil); it returns false
+	// to stop the run. It is a Stream's own, called directly.
+	yield func(Event, error) bool
 	// t0 is when the run started, read when its events are read (see now).
 	t0 time.Time
 	// partial: the run runs some tasks of a step whose others run
@@ -200,7 +201,7 @@ type taskResult struct {
 	handled    bool          // the node failed and its error handler supplied cmd
 }
 
-func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {
+func (r *Runnable) newRun(cfg config, path string, yield func(Event, error) bool) (*run, error) {
 	ru := &run{
 		r:      r,
 		cfg:    cfg,
@@ -259,7 +260,7 @@ func (ru *run) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = ru.now()
 	}
-	if !ru.yield(ev) {
+	if !ru.yield(ev, nil) {
 		ru.stopped.Store(true)
 		ru.cancel()
 	}
