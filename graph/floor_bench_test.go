@@ -16,8 +16,9 @@ import (
 //     and waits for its end on another; the node must not run on the
 //     consumer's goroutine, which alone may call yield, because the node may
 //     wait for goroutines of its own that are blocked in Emit;
-//   - clock: five readings of the run's clock (step start, node start,
-//     task start and end, step end) turned into event times;
+//   - clock: the four readings of the run's clock a step takes (the step's
+//     start, which its node start shares; the task's start and end; the
+//     step's end), three of them turned into event times;
 //   - yields: five events built and yielded through an iter.Seq2 to a loop
 //     body that reads them.
 //
@@ -74,15 +75,20 @@ func startEcho() (chan<- int, <-chan graph.Event) {
 	return jobs, ends
 }
 
-// clockStep reads the clock as a step does, five times.
+// clockStep reads the clock as a step does: four readings, three of them
+// made event times.
 //
 //go:noinline
 func clockStep(t0 time.Time) time.Time {
-	var last time.Time
-	for range 5 {
-		last = t0.Add(time.Since(t0))
+	stepStart := t0.Add(time.Since(t0)) // the step's and its node's start
+	taskStart := time.Since(t0)         // on the worker
+	taskEnd := time.Since(t0)
+	nodeEnd := t0.Add(taskEnd) // in the loop, for EventNodeEnd
+	stepEnd := t0.Add(time.Since(t0))
+	if nodeEnd.Before(stepStart) || taskEnd < taskStart {
+		return nodeEnd
 	}
-	return last
+	return stepEnd
 }
 
 // yieldSteps yields the five events of a one-task step per iteration of
@@ -97,8 +103,9 @@ func yieldSteps(b *testing.B, t0 time.Time, jobs chan<- int, ends <-chan graph.E
 		}
 		names := []string{"n"}
 		for step := 0; b.Loop(); step++ {
-			if !yield(graph.Event{Kind: graph.EventStepStart, Path: "g", Step: step, Data: names, Time: now()}, nil) ||
-				!yield(graph.Event{Kind: graph.EventNodeStart, Path: "g/n", Node: "n", Step: step, Attempt: 1, Time: now()}, nil) {
+			at := now()
+			if !yield(graph.Event{Kind: graph.EventStepStart, Path: "g", Step: step, Data: names, Time: at}, nil) ||
+				!yield(graph.Event{Kind: graph.EventNodeStart, Path: "g/n", Node: "n", Step: step, Attempt: 1, Time: at}, nil) {
 				return
 			}
 			var end graph.Event
@@ -108,10 +115,11 @@ func yieldSteps(b *testing.B, t0 time.Time, jobs chan<- int, ends <-chan graph.E
 			}
 			start := now() // the worker's readings
 			end.Time = now()
-			if !yield(graph.Event{Kind: graph.EventNodeEnd, Path: "g/n", Node: "n", Step: step, Attempt: 1, Duration: end.Time.Sub(start), Time: end.Time}, nil) {
+			end.Duration = end.Time.Sub(start)
+			if !yield(graph.Event{Kind: graph.EventNodeEnd, Path: "g/n", Node: "n", Step: step, Attempt: 1, Duration: end.Duration, Time: end.Time}, nil) {
 				return
 			}
-			at := now()
+			at = now()
 			if !yield(graph.Event{Kind: graph.EventValues, Path: "g", Step: step, Time: at}, nil) ||
 				!yield(graph.Event{Kind: graph.EventStepEnd, Path: "g", Step: step, Time: at}, nil) {
 				return
