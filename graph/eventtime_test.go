@@ -1,6 +1,8 @@
 package graph_test
 
 import (
+	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -77,4 +79,29 @@ func TestAStepAndTheTasksItStartsAtOnceShareOneStartTime(t *testing.T) {
 			assert.Equal(t, 2-tc.same, later)
 		})
 	}
+}
+
+func TestTheEndOfANodeThatEndedItsGoroutineIsTimedWhenTheLoopHearsOfIt(t *testing.T) {
+	g := graph.New("exit")
+	g.AddNode("a", func(context.Context, graph.State) (graph.Command, error) {
+		runtime.Goexit()
+		return graph.Command{}, nil
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+
+	var start, end time.Time
+	for ev := range r.Stream(t.Context(), nil) {
+		switch ev.Kind {
+		case graph.EventNodeStart:
+			start = ev.Time
+		case graph.EventNodeEnd:
+			end = ev.Time
+			assert.Error(t, ev.Err)
+		}
+	}
+	require.False(t, start.IsZero())
+	assert.False(t, end.Before(start), "node end %v before its start %v", end, start)
 }

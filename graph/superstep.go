@@ -268,7 +268,7 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
-			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: ru.t0.Add(res.end)})
+			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: ru.endTime(res)})
 		if next < len(todo) && ru.ctx.Err() == nil {
 			startNext()
 		}
@@ -277,6 +277,16 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 		results[i].err = ru.ctx.Err()
 	}
 	return results
+}
+
+// endTime is the time of EventNodeEnd for res: when the task ended, or
+// zero (now) for one whose end was not read (its node ended the worker
+// with runtime.Goexit).
+func (ru *run) endTime(res *taskResult) time.Time {
+	if res.end == 0 {
+		return time.Time{}
+	}
+	return ru.t0.Add(res.end)
 }
 
 // runOne runs job j on a worker and reports it done.
