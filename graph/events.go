@@ -133,7 +133,12 @@ type Event struct {
 	// Data carries the kind's payload; for EventCustom, the emitted value.
 	Data any
 	// Err is the failure (EventError, EventNodeEnd).
-	Err  error
+	Err error
+	// Time is when the event happened: for EventNodeEnd, when the task
+	// ended; a step's start and the starts of the tasks it starts at once
+	// share one reading of the clock. Times carry a monotonic clock
+	// reading, so differences between them ignore changes of the wall
+	// clock.
 	Time time.Time
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // This file is the seam for runners outside this package (a durable
@@ -58,7 +59,7 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 		return StepResult{}, errors.New("graph: Step drives a durable thread: pass graph.WithSaver and graph.Thread")
 	}
 	cfg.stepLimit = 1
-	ru, err := r.newRun(cfg, r.name, cfg.sink)
+	ru, err := r.newRun(cfg, r.name, sinkYield(cfg.sink))
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -85,6 +86,14 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 		out.Next, out.NextTasks = taskNodes(ru.taskBuf), taskLabels(ru.taskBuf)
 	}
 	return out, nil
+}
+
+// sinkYield adapts a StreamTo sink to a run's yield (nil: none).
+func sinkYield(sink func(Event) bool) func(Event, error) bool {
+	if sink == nil {
+		return nil
+	}
+	return func(ev Event, _ error) bool { return sink(ev) }
 }
 
 // streamConfig is the run configuration of Step and RunTasks: the events
@@ -140,7 +149,7 @@ func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, 
 		return nil, errors.New("graph: RunTasks takes no answers and no checkpoint: Step applies them")
 	}
 	cfg.durability = DurabilitySync
-	ru, err := r.newRun(cfg, r.name, cfg.sink)
+	ru, err := r.newRun(cfg, r.name, sinkYield(cfg.sink))
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +176,7 @@ func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, 
 		return nil, err
 	}
 	ru.partial = true // the step's other tasks run elsewhere
-	results := ru.runTasks(tasks)
+	results := ru.runTasks(tasks, time.Time{})
 	if ru.stopped.Load() {
 		return nil, errStopped
 	}

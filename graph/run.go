@@ -70,7 +70,7 @@ func (r *Runnable) Stream(ctx context.Context, input []Write, opts ...Option) it
 		cfg := r.defaults
 		cfg.events = eventFilter{kinds: allEvents}
 		cfg.apply(opts)
-		ru, err := r.newRun(cfg, r.name, func(ev Event) bool { return yield(ev, nil) })
+		ru, err := r.newRun(cfg, r.name, yield)
 		if err == nil {
 			_, err = ru.execute(ctx, nil, input)
 		}
@@ -87,8 +87,9 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	path   string
-	// yield receives events; it returns false to stop the run.
-	yield func(Event) bool
+	// yield receives events (the error is always nil); it returns false
+	// to stop the run. It is a Stream's own, called directly.
+	yield func(Event, error) bool
 	// t0 is when the run started, read when its events are read (see now).
 	t0 time.Time
 	// partial: the run runs some tasks of a step whose others run
@@ -196,11 +197,11 @@ type taskResult struct {
 	interrupts []InterruptInfo
 	attempts   int
 	dur        time.Duration
-	end        time.Time // when the task ended, with dur (EventNodeEnd)
-	handled    bool      // the node failed and its error handler supplied cmd
+	end        time.Duration // when the task ended, since t0 (EventNodeEnd)
+	handled    bool          // the node failed and its error handler supplied cmd
 }
 
-func (r *Runnable) newRun(cfg config, path string, yield func(Event) bool) (*run, error) {
+func (r *Runnable) newRun(cfg config, path string, yield func(Event, error) bool) (*run, error) {
 	ru := &run{
 		r:      r,
 		cfg:    cfg,
@@ -259,7 +260,7 @@ func (ru *run) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = ru.now()
 	}
-	if !ru.yield(ev) {
+	if !ru.yield(ev, nil) {
 		ru.stopped.Store(true)
 		ru.cancel()
 	}
@@ -275,6 +276,11 @@ func (ru *run) now() time.Time {
 	}
 	return ru.t0.Add(time.Since(ru.t0))
 }
+
+// elapsed reads the run's monotonic clock: the time since t0, which is
+// set whenever events are read. A task's start and end are read so, and
+// turned into a time (t0 plus elapsed) only for the event that shows one.
+func (ru *run) elapsed() time.Duration { return time.Since(ru.t0) }
 
 // send delivers an event from a task goroutine to the loop.
 func (ru *run) send(ctx context.Context, ev Event) {

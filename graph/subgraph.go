@@ -18,13 +18,13 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 	cfg := sub.defaults
 	cfg.events, cfg.saver, cfg.thread, cfg.resume, cfg.checkpointID = eventFilter{}, nil, "", nil, ""
 	path := sub.name
-	var yield func(Event) bool
+	var yield func(Event, error) bool
 	var answers map[string]json.RawMessage
 	if em := emitterFrom(ctx); em != nil {
 		cfg.events = em.r.cfg.events
 		cfg.runtime = em.r.cfg.runtime
 		path = em.path
-		yield = func(ev Event) bool {
+		yield = func(ev Event, _ error) bool {
 			em.r.send(ctx, ev)
 			return ctx.Err() == nil
 		}

@@ -17,13 +17,19 @@ func (ru *run) runStep(tasks []*task) (*Result, error) {
 	if res := ru.breakBefore(tasks); res != nil {
 		return res, ru.saveBreakpoint(res.Interrupts[0])
 	}
+	// The step and the tasks it starts at once start at one instant: one
+	// reading of the clock times their events.
+	var start time.Time
+	if ru.wants(EventStepStart) || ru.wants(EventNodeStart) {
+		start = ru.now()
+	}
 	if ru.wants(EventStepStart) {
-		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: stepNames(tasks)})
+		ru.emit(Event{Kind: EventStepStart, Step: ru.step, Data: stepNames(tasks), Time: start})
 	}
 	if err := ru.prepare(tasks); err != nil {
 		return nil, err
 	}
-	results := ru.runTasks(tasks)
+	results := ru.runTasks(tasks, start)
 	if ru.stopped.Load() {
 		return nil, errStopped
 	}
@@ -203,8 +209,9 @@ func (ru *run) prepare(tasks []*task) error {
 // their events as they come, and returns their results in task order. It
 // returns only when every task goroutine has ended. Tasks that finished or
 // are still waiting on an interrupt in an earlier run of this step are not
-// run again.
-func (ru *run) runTasks(tasks []*task) []taskResult {
+// run again. start, if set, is the time of the step's start, which the
+// tasks started with it share; others read the clock when they start.
+func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 	ru.results = slices.Grow(ru.results[:0], len(tasks))[:len(tasks)]
 	results := ru.results
 	clear(results)
@@ -244,12 +251,13 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		t := tasks[i]
 		next++
 		running++
-		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1})
+		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1, Time: start})
 		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
 	for running < limit && next < len(todo) {
 		startNext()
 	}
+	start = time.Time{} // tasks started later read the clock
 	for running > 0 {
 		ev := <-ru.events
 		if ev.Kind != taskEnded {
@@ -260,7 +268,7 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		running--
 		t, res := tasks[i], &results[i]
 		ru.emit(Event{Kind: EventNodeEnd, Path: t.path, Node: t.name, Step: ru.step,
-			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: res.end})
+			Attempt: res.attempts, Duration: res.dur, Err: res.err, Time: ru.endTime(res)})
 		if next < len(todo) && ru.ctx.Err() == nil {
 			startNext()
 		}
@@ -269,6 +277,16 @@ func (ru *run) runTasks(tasks []*task) []taskResult {
 		results[i].err = ru.ctx.Err()
 	}
 	return results
+}
+
+// endTime is the time of EventNodeEnd for res: when the task ended, or
+// zero (now) for one whose end was not read (its node ended the worker
+// with runtime.Goexit).
+func (ru *run) endTime(res *taskResult) time.Time {
+	if res.end == 0 {
+		return time.Time{}
+	}
+	return ru.t0.Add(res.end)
 }
 
 // runOne runs job j on a worker and reports it done.
@@ -287,14 +305,14 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	// The duration is for EventNodeEnd: without a reader, the clock is
 	// not read.
 	timed := ru.cfg.events.kinds.has(EventNodeEnd)
-	var start time.Time
+	var start time.Duration
 	if timed {
-		start = ru.now()
+		start = ru.elapsed()
 	}
 	ru.tryTask(t, res)
 	if timed {
-		res.end = ru.now()
-		res.dur = res.end.Sub(start)
+		res.end = ru.elapsed()
+		res.dur = res.end - start
 	}
 	if keep && res.err == nil && len(res.interrupts) == 0 {
 		ru.keepResult(t, res)
