@@ -71,7 +71,8 @@ type Config struct {
 	// checkpoints stay in the Saver. A finished run keeps neither its
 	// values nor its events in memory: they are read back from the Saver
 	// and the Recorder when asked for (the values of the runs that ended
-	// done most recently are cached, 8 MiB of them at most). With Replicas, the replicas keep
+	// done most recently are cached: 1 MiB of them at most, each
+	// under 64 KiB). With Replicas, the replicas keep
 	// the newest RetainRuns ended runs, with their events, in the
 	// database, and delete the others every half LeaseTTL.
 	RetainRuns int

@@ -7,8 +7,9 @@ import (
 )
 
 // valuesCacheBytes bounds the values the server keeps of runs that ended
-// recently (valuesCache).
-const valuesCacheBytes = 8 << 20
+// recently (valuesCache): small next to Config.RetainBytes, so that the
+// memory of finished runs stays what RetainBytes says give or take this.
+const valuesCacheBytes = 1 << 20
 
 // valuesEntryOverhead is what an entry takes besides its values: the
 // struct, its keys, its list element and map entry.
@@ -20,8 +21,8 @@ const valuesEntryOverhead = 256
 // (withValues). A checkpoint's values never change, so an entry stays
 // right until its thread is deleted, when it is dropped (see
 // meteredSaver.DeleteThread). It holds at most valuesCacheBytes, the
-// oldest entries forgotten first; values larger than an eighth of that
-// are not kept.
+// oldest entries forgotten first; values larger than a sixteenth of that
+// (64 KiB) are not kept.
 type valuesCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -61,7 +62,7 @@ func (c *valuesCache) get(thread, cp string) (json.RawMessage, bool) {
 // they are too large, forgetting the oldest entries beyond the bound.
 func (c *valuesCache) put(thread, cp string, values json.RawMessage) {
 	e := &cachedValues{key: valuesKey{thread, cp}, values: values}
-	if e.size() > c.max/8 {
+	if e.size() > c.max/16 {
 		return
 	}
 	c.mu.Lock()
