@@ -57,8 +57,12 @@ func closedByServer(c net.Conn) error {
 
 func TestIdleAndSlowBodyConnectionsAreClosed(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	// The idle client's request must arrive within the read timeouts,
+	// from a goroutine among 200 on a machine that may be busy: they are
+	// long enough for that; the slow body's connection is closed by
+	// ReadTimeout, the idle one by IdleTimeout.
 	addr := serveLimited(t, e.srv, server.Limits{
-		ReadHeaderTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond,
+		ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, IdleTimeout: 200 * time.Millisecond,
 	})
 
 	const n = 100
