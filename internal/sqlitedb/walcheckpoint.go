@@ -28,8 +28,10 @@ import (
 // writes seldom leaves. So the log grows to walHardLimit frames, and there
 // the writer's own checkpoint, with few frames left to copy but its
 // fsyncs, lets it start again: writers wait for a checkpoint once per
-// walHardLimit frames rather than once per walFrames. It also bounds the
-// log when a reader holding an old snapshot keeps it from being copied.
+// walHardLimit frames rather than once per walFrames. No checkpoint
+// copies the frames after the snapshot of a reader still open: while one
+// is, the log grows past walHardLimit, as it grew past 1,000 frames
+// before, and starts again once the reader has ended.
 
 const (
 	// walFrames is how many frames the writes add to the log between
