@@ -511,3 +511,64 @@ func TestStateOfAPastCheckpointReadsTheHistoryOnlyDownToIt(t *testing.T) {
 		})
 	}
 }
+
+func TestStateOfEachCheckpointOfABranchedHistorySaysWhetherItsStepCompleted(t *testing.T) {
+	count := graph.NewKey("count", graph.Sum[int]())
+	g := graph.New("branches", count)
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, func(context.Context, graph.State) (graph.Command, error) {
+			return graph.Update(count.Set(1)), nil
+		})
+	}
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", "c")
+	g.AddEdge("c", graph.End)
+	saver := memory.New()
+	r, err := g.Compile(graph.WithSaver(saver))
+	require.NoError(t, err)
+	ctx := t.Context()
+	list := func() []graph.CheckpointRecord {
+		all, err := saver.ListCheckpoints(ctx, "t", "", graph.ListOptions{})
+		require.NoError(t, err)
+		return all
+	}
+
+	_, err = r.Invoke(ctx, graph.Input(count.Set(1)), graph.Thread("t"))
+	require.NoError(t, err)
+	first := list() // c, b, a, input
+	// A replay from after a, a fork of the input, a run of the fork and a
+	// new input on the newest branch: branches whose checkpoints are
+	// stored after those of the steps they branch from.
+	_, err = r.Invoke(ctx, nil, graph.Thread("t"), graph.FromCheckpoint(first[2].ID))
+	require.NoError(t, err)
+	fork, err := r.UpdateState(ctx, "t", "", []graph.Write{count.Set(10)}, graph.FromCheckpoint(first[3].ID))
+	require.NoError(t, err)
+	_, err = r.Invoke(ctx, nil, graph.Thread("t"), graph.FromCheckpoint(fork))
+	require.NoError(t, err)
+	_, err = r.Invoke(ctx, graph.Input(count.Set(1)), graph.Thread("t"))
+	require.NoError(t, err)
+	// And a fork no run continued.
+	_, err = r.UpdateState(ctx, "t", "", []graph.Write{count.Set(100)}, graph.FromCheckpoint(first[1].ID))
+	require.NoError(t, err)
+
+	all := list()
+	require.Greater(t, len(all), 12)
+	seen := map[bool]int{}
+	for _, rec := range all {
+		completed := false
+		for _, c := range all {
+			completed = completed || (c.ParentID == rec.ID && c.Source == graph.SourceLoop)
+		}
+		snap, err := r.State(ctx, "t", graph.FromCheckpoint(rec.ID))
+		require.NoError(t, err)
+		for _, task := range snap.Tasks {
+			assert.Equal(t, completed, task.Status == graph.TaskDone, "checkpoint %s (%s, step %d), task %s", rec.ID, rec.Source, rec.Step, task.Node)
+		}
+		if len(snap.Tasks) > 0 {
+			seen[completed]++
+		}
+	}
+	assert.Positive(t, seen[true], "checkpoints whose step completed")
+	assert.Positive(t, seen[false], "checkpoints whose step did not")
+}

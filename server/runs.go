@@ -646,11 +646,17 @@ func (s *Server) withValues(ctx context.Context, v Run, wf *graph.Runnable, key 
 }
 
 // keepValues caches the values of ru, which ended with end, its root
-// run_end event, when it ended done at a checkpoint: they are the values
-// at that checkpoint, which its waiters are about to ask for.
+// run_end event, when it ended done at a checkpoint it stored: they are
+// the values at that checkpoint, which its waiters are about to ask for.
+// A run that stored none ended at the checkpoint it read when it started,
+// which need not be the one the server saw before (startCheckpoint):
+// another writer may have stored one in between.
 func (s *Server) keepValues(ru *run, end graph.Event) {
 	v := ru.view()
-	if end.Kind != graph.EventRunEnd || v.Status != StatusDone || v.Checkpoint == "" {
+	ru.mu.Lock()
+	start := ru.startCheckpoint
+	ru.mu.Unlock()
+	if end.Kind != graph.EventRunEnd || v.Status != StatusDone || v.Checkpoint == "" || v.Checkpoint == start {
 		return
 	}
 	if values, err := json.Marshal(end.State); err == nil {

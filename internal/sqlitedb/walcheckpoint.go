@@ -28,8 +28,10 @@ import (
 // writes seldom leaves. So the log grows to walHardLimit frames, and there
 // the writer's own checkpoint, with few frames left to copy but its
 // fsyncs, lets it start again: writers wait for a checkpoint once per
-// walHardLimit frames rather than once per walFrames. It also bounds the
-// log when a reader holding an old snapshot keeps it from being copied.
+// walHardLimit frames rather than once per walFrames. No checkpoint
+// copies the frames after the snapshot of a reader still open: while one
+// is, the log grows past walHardLimit, as it grew past 1,000 frames
+// before, and starts again once the reader has ended.
 
 const (
 	// walFrames is how many frames the writes add to the log between
@@ -52,9 +54,12 @@ type walCheckpointer struct {
 	writes atomic.Int64 // since the last checkpoint started
 	frames int64        // in the log at the last checkpoint
 	wake   chan struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	ran    func(error) // walCheckpointed when started
+	// ctx ends at close: a checkpoint waiting for a connection of the
+	// pool, which readers may hold until Close returns, gives up.
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	ran  func(error) // walCheckpointed when started
 }
 
 // walCheckpointed, when set (by tests, before a writer starts), is called
@@ -64,7 +69,8 @@ var walCheckpointed func(error)
 // startWALCheckpointer starts the background checkpoints of db; close
 // ends them.
 func startWALCheckpointer(db *sql.DB) *walCheckpointer {
-	c := &walCheckpointer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), ran: walCheckpointed}
+	c := &walCheckpointer{db: db, wake: make(chan struct{}, 1), ran: walCheckpointed}
+	c.ctx, c.stop = context.WithCancel(context.Background())
 	c.every.Store(10) // soon, to learn how many frames a write adds
 	c.wg.Go(c.loop)
 	return c
@@ -85,7 +91,7 @@ func (c *walCheckpointer) wrote() {
 func (c *walCheckpointer) loop() {
 	for {
 		select {
-		case <-c.stop:
+		case <-c.ctx.Done():
 			return
 		case <-c.wake:
 		}
@@ -103,7 +109,7 @@ func (c *walCheckpointer) loop() {
 // the next checkpoint, or to the writer's (walHardLimit).
 func (c *walCheckpointer) checkpoint(writes int64) error {
 	var busy, frames, copied int64
-	err := c.db.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+	err := c.db.QueryRowContext(c.ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
 	if err != nil {
 		return err
 	}
@@ -120,8 +126,9 @@ func (c *walCheckpointer) checkpoint(writes int64) error {
 	return nil
 }
 
-// close stops the background checkpoints, after the one in progress.
+// close stops the background checkpoints, interrupting the one in
+// progress.
 func (c *walCheckpointer) close() {
-	close(c.stop)
+	c.stop()
 	c.wg.Wait()
 }

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,4 +99,35 @@ func size(t *testing.T, path string) int64 {
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	return fi.Size()
+}
+
+func TestCloseDoesNotWaitForAConnectionTheBackgroundCheckpointWaitsFor(t *testing.T) {
+	ran := checkpointed(t, nil)
+	s, _, insert := writeShare(t)
+	insert()
+	// The pool holds the writer and one connection more, which a reader
+	// takes: the checkpoint the tenth write wakes waits for it.
+	s.DB().SetMaxOpenConns(2)
+	reader, err := s.DB().Conn(t.Context())
+	require.NoError(t, err)
+	for range 9 {
+		insert()
+	}
+	for s.DB().Stats().WaitCount == 0 {
+		runtime.Gosched()
+	}
+	// A reader may hold its connection until Close returns: a backend's
+	// Lock called meanwhile waits for Close.
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+		require.NoError(t, reader.Close())
+		assert.Error(t, <-ran, "the checkpoint was given up")
+	case <-time.After(time.Minute):
+		require.NoError(t, reader.Close())
+		<-closed
+		t.Fatal("Close waits for the connection the reader holds")
+	}
 }
