@@ -70,7 +70,9 @@
 // server's memory: the last Config.RetainRuns finished runs are kept
 // (within Config.RetainBytes). A finished run keeps no values, input or
 // events in memory: its values and interrupts are read from the Saver at
-// its checkpoint when a client asks, its events from the Recorder (with
+// its checkpoint when a client asks (the values of the runs that ended
+// done most recently, 1 MiB of them, are cached, so that their waiters
+// and pollers do not read them back), its events from the Recorder (with
 // Config.Replicas, runs and their events are in the database instead: see
 // Replicas).
 //

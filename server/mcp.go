@@ -284,7 +284,7 @@ func (c *mcpCall) run(ctx context.Context, ru *run, _ RunRequest) (v Run, proble
 		return v, toolError(e.Message), nil
 	}
 	// The server keeps no values of an ended run in memory: they are
-	// read back from the saver.
+	// read back from the saver, or from the few it caches (valuesCache).
 	v, err = c.s.runView(ctx, ru)
 	return v, nil, err
 }
