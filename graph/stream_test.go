@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 )
 
@@ -308,4 +310,62 @@ func TestWantsFollowsTheStreamFilter(t *testing.T) {
 	collect(t, r, nil, graph.Events(graph.EventNodeEnd))
 	assert.Equal(t, []bool{false, true, false}, got)
 	assert.False(t, graph.Wants(t.Context(), chunkEvent))
+}
+
+func TestBreakingOutAtANodesStartDoesNotCallItAndResumingRunsIt(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wide=%v", wide), func(t *testing.T) {
+			var calls sync.Map // node name -> *atomic.Int32
+			node := func(name string) graph.NodeFunc {
+				return func(ctx context.Context, s graph.State) (graph.Command, error) {
+					n, _ := calls.LoadOrStore(name, new(atomic.Int32))
+					n.(*atomic.Int32).Add(1)
+					return graph.Update(graph.AppendTo(logKey, name)), nil
+				}
+			}
+			count := func(name string) int32 {
+				n, ok := calls.Load(name)
+				if !ok {
+					return 0
+				}
+				return n.(*atomic.Int32).Load()
+			}
+			g := graph.New("brk", logKey)
+			g.AddNode("a", node("a"))
+			g.AddNode("b", node("b"))
+			g.AddEdge(graph.Start, "a")
+			g.AddEdge("a", "b")
+			g.AddEdge("b", graph.End)
+			if wide {
+				g.AddNode("c", node("c"))
+				g.AddEdge("a", "c")
+				g.AddEdge("c", graph.End)
+			}
+			r, err := g.Compile()
+			require.NoError(t, err)
+			saver := memory.New()
+
+			for ev, err := range r.Stream(t.Context(), graph.Input(), graph.WithSaver(saver), graph.Thread("t")) {
+				require.NoError(t, err)
+				if ev.Kind == graph.EventNodeStart && ev.Step == 1 {
+					break // at the first node of the step after a's
+				}
+			}
+			assert.EqualValues(t, 1, count("a"))
+			assert.EqualValues(t, 0, count("b"), "a node whose start the consumer broke at is not called")
+			assert.EqualValues(t, 0, count("c"), "nor is its sibling")
+
+			res, err := r.Invoke(t.Context(), nil, graph.WithSaver(saver), graph.Thread("t"))
+			require.NoError(t, err)
+			assert.Equal(t, graph.StatusDone, res.Status)
+			assert.EqualValues(t, 1, count("a"), "a's step was checkpointed before the break")
+			assert.EqualValues(t, 1, count("b"), "resuming runs b once")
+			want := []string{"a", "b"}
+			if wide {
+				assert.EqualValues(t, 1, count("c"))
+				want = []string{"a", "b", "c"}
+			}
+			assert.ElementsMatch(t, want, logKey.Get(res.State))
+		})
+	}
 }

@@ -250,8 +250,14 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 		i := todo[next]
 		t := tasks[i]
 		next++
-		running++
 		ru.emit(Event{Kind: EventNodeStart, Path: t.path, Node: t.name, Step: ru.step, Attempt: 1, Time: start})
+		if ru.stopped.Load() {
+			// The consumer broke out of its loop at that event: the run
+			// is cancelled, and the node is not called.
+			results[i].err = ru.ctx.Err()
+			return
+		}
+		running++
 		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
 	for running < limit && next < len(todo) {
