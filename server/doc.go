@@ -81,9 +81,10 @@
 // Each owner may have Config.MaxActiveRuns runs in progress (default 16),
 // Config.MaxQueuedRuns queued (default 64), and Config.MaxStoredBytes
 // stored (default 1 GiB: the bytes this server wrote to the Saver for the
-// owner's threads since it started, less those of deleted threads). A
-// request beyond one is refused with 429 quota_exceeded, naming the quota
-// and its limit, with a Retry-After when waiting for a run to end helps.
+// owner's threads since it started, less those of deleted threads), and
+// Config.MaxMCPSessions sessions open on /mcp (default 16). A request
+// beyond one is refused with 429 quota_exceeded, naming the quota and its
+// limit, with a Retry-After when waiting for a run to end helps.
 //
 // # Runs
 //

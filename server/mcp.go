@@ -72,6 +72,15 @@ func (s *Server) mcpRoutes() {
 		return &auth.TokenInfo{UserID: ownerFrom(r.Context())}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	s.handle("/mcp", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		// A POST without a session id may open a session: the owner's
+		// quota is checked first, and the session counted once opened.
+		if owner := ownerFrom(r.Context()); r.Method == http.MethodPost && r.Header.Get(mcpSessionHeader) == "" {
+			if err := s.mcp.opening(owner, srv, s.cfg.MaxMCPSessions); err != nil {
+				writeError(w, err)
+				return
+			}
+			defer func() { s.mcp.opened(owner, w.Header().Get(mcpSessionHeader)) }()
+		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		stop := context.AfterFunc(s.mcpStopping(), cancel) // Shutdown ends open streams
@@ -80,12 +89,65 @@ func (s *Server) mcpRoutes() {
 	}))
 }
 
+// mcpSessionHeader carries the id of an MCP session over streamable HTTP.
+const mcpSessionHeader = "Mcp-Session-Id"
+
 // mcpState is what the server keeps for /mcp: a context that Shutdown
-// cancels, to end the open MCP streams.
+// cancels, to end the open MCP streams, and the owners of the sessions
+// opened, for the quota MaxMCPSessions.
 type mcpState struct {
 	once   sync.Once
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]string // by session id: its owner
+	pending  map[string]int    // by owner: requests that may open a session
+}
+
+// opening counts a request of owner that may open a session, or refuses
+// it when the owner's open sessions and such requests are max already
+// (max < 0: no limit). Sessions the MCP server no longer has (closed,
+// idle too long) are forgotten first. opened ends the count.
+func (m *mcpState) opening(owner string, srv *mcp.Server, max int) *apiError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions == nil {
+		m.sessions, m.pending = make(map[string]string), make(map[string]int)
+	}
+	live := make(map[string]bool, len(m.sessions))
+	for ss := range srv.Sessions() {
+		live[ss.ID()] = true
+	}
+	n := m.pending[owner]
+	for id, o := range m.sessions {
+		switch {
+		case !live[id]:
+			delete(m.sessions, id)
+		case o == owner:
+			n++
+		}
+	}
+	if max >= 0 && n >= max {
+		return quotaError(QuotaMCPSessions, int64(max),
+			"owner %q has %d MCP sessions open, the most allowed: close one (DELETE /mcp with its %s header) or let one stay idle for %v, then try again",
+			owner, n, mcpSessionHeader, mcpSessionTimeout)
+	}
+	m.pending[owner]++
+	return nil
+}
+
+// opened ends the count of a request of owner that opening let through,
+// and records the session it opened (id, or "" for none).
+func (m *mcpState) opened(owner, id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending[owner]--; m.pending[owner] <= 0 {
+		delete(m.pending, owner)
+	}
+	if id != "" {
+		m.sessions[id] = owner
+	}
 }
 
 func (m *mcpState) init() {

@@ -11,11 +11,12 @@ import (
 )
 
 // The quotas of an owner (Config.MaxActiveRuns, MaxQueuedRuns,
-// MaxStoredBytes), as 429 answers name them.
+// MaxStoredBytes, MaxMCPSessions), as 429 answers name them.
 const (
 	QuotaActiveRuns  = "active_runs"
 	QuotaQueuedRuns  = "queued_runs"
 	QuotaStoredBytes = "stored_bytes"
+	QuotaMCPSessions = "mcp_sessions"
 )
 
 // quotaRetryAfter is the Retry-After, in seconds, of a refusal that ends
@@ -46,7 +47,7 @@ func (s *Server) countLocked(owner string, active, queued int) {
 func quotaError(quota string, limit int64, format string, args ...any) *apiError {
 	e := errorf(http.StatusTooManyRequests, CodeQuotaExceeded, format, args...)
 	e.Quota, e.Limit = quota, limit
-	if quota != QuotaStoredBytes {
+	if quota == QuotaActiveRuns || quota == QuotaQueuedRuns {
 		e.RetryAfter = quotaRetryAfter
 	}
 	return e

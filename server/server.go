@@ -35,6 +35,7 @@ const (
 	DefaultMaxActiveRuns  = 16
 	DefaultMaxQueuedRuns  = 64
 	DefaultMaxStoredBytes = 1 << 30
+	DefaultMaxMCPSessions = 16
 )
 
 // Keys of the runtime values (graph.RuntimeString) every run started by the
@@ -96,6 +97,11 @@ type Config struct {
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
+	// MaxMCPSessions is the quota of MCP sessions each owner keeps open
+	// on /mcp at once (default 16; negative: no limit). A session ends
+	// when its client closes it (DELETE /mcp) or after 30 minutes idle;
+	// one more is refused with 429 quota_exceeded (quota mcp_sessions).
+	MaxMCPSessions int
 	// Budgets are the run budgets of the workflows, by name (a workflow
 	// file's settings.budget); a request's "budget" replaces its run's.
 	// A run that continues or resumes a thread counts what the thread's
@@ -293,6 +299,7 @@ func New(cfg Config) (*Server, error) {
 	s.cfg.MaxActiveRuns = orDefault(s.cfg.MaxActiveRuns, DefaultMaxActiveRuns)
 	s.cfg.MaxQueuedRuns = orDefault(s.cfg.MaxQueuedRuns, DefaultMaxQueuedRuns)
 	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
+	s.cfg.MaxMCPSessions = orDefault(s.cfg.MaxMCPSessions, DefaultMaxMCPSessions)
 	s.cfg.MaxCrons = orDefault(s.cfg.MaxCrons, DefaultMaxCrons)
 	if s.log == nil {
 		s.log = slog.Default()
