@@ -33,6 +33,11 @@ const (
 	// number Step ended, its result stored (see runOne); Attempt -1 when
 	// the worker ended too (workerEnded).
 	taskEnded EventKind = 0
+	// delivered is no event either: a subgraph's run sends it after an
+	// event to learn that the loop has delivered that event (the loop
+	// takes the next message only then), and so whether the consumer
+	// went on.
+	delivered EventKind = maxEventKind
 )
 
 var eventKindNames = [...]string{

@@ -369,3 +369,37 @@ func TestBreakingOutAtANodesStartDoesNotCallItAndResumingRunsIt(t *testing.T) {
 		})
 	}
 }
+
+func TestBreakingOutAtASubgraphNodesStartDoesNotCallIt(t *testing.T) {
+	var x atomic.Int32
+	inner := graph.New("inner", logKey)
+	inner.AddNode("x", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		x.Add(1)
+		return graph.Update(graph.AppendTo(logKey, "x")), nil
+	})
+	inner.AddEdge(graph.Start, "x")
+	inner.AddEdge("x", graph.End)
+	sub, err := inner.Compile()
+	require.NoError(t, err)
+	g := graph.New("outer", logKey)
+	g.AddSubgraph("sub", sub)
+	g.AddEdge(graph.Start, "sub")
+	g.AddEdge("sub", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	saver := memory.New()
+
+	for ev, err := range r.Stream(t.Context(), graph.Input(), graph.WithSaver(saver), graph.Thread("t")) {
+		require.NoError(t, err)
+		if ev.Kind == graph.EventNodeStart && ev.Node == "x" {
+			break // at the start of the subgraph's node
+		}
+	}
+	assert.EqualValues(t, 0, x.Load(), "a subgraph's node whose start the consumer broke at is not called")
+
+	res, err := r.Invoke(t.Context(), nil, graph.WithSaver(saver), graph.Thread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, graph.StatusDone, res.Status)
+	assert.EqualValues(t, 1, x.Load(), "resuming runs it once")
+	assert.Equal(t, []string{"x"}, logKey.Get(res.State))
+}

@@ -26,6 +26,11 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 		path = em.path
 		yield = func(ev Event, _ error) bool {
 			em.r.send(ctx, ev)
+			if ev.Kind == EventNodeStart {
+				// The node is not called if the consumer broke out at its
+				// start: wait until the parent's loop has delivered it.
+				em.r.send(ctx, Event{Kind: delivered})
+			}
 			return ctx.Err() == nil
 		}
 		if p := em.r.p; p != nil && em.t != nil {

@@ -267,7 +267,9 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 	for running > 0 {
 		ev := <-ru.events
 		if ev.Kind != taskEnded {
-			ru.emit(ev)
+			if ev.Kind != delivered {
+				ru.emit(ev)
+			}
 			continue
 		}
 		i := ru.taskDone(ev)
