@@ -403,3 +403,43 @@ func TestBreakingOutAtASubgraphNodesStartDoesNotCallIt(t *testing.T) {
 	assert.EqualValues(t, 1, x.Load(), "resuming runs it once")
 	assert.Equal(t, []string{"x"}, logKey.Get(res.State))
 }
+
+func TestBreakingOutAtALaterSiblingsStartKeepsTheFinishedOnes(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) { breakAtALaterSiblingsStart(t, mode) })
+	}
+}
+
+func breakAtALaterSiblingsStart(t *testing.T, mode graph.Durability) {
+	var calls [3]atomic.Int32
+	names := []string{"b", "c", "d"}
+	g := graph.New("brk", logKey)
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+	g.AddEdge(graph.Start, "a")
+	for i, name := range names {
+		g.AddNode(name, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			calls[i].Add(1)
+			return graph.Update(graph.AppendTo(logKey, name)), nil
+		})
+		g.AddEdge("a", name)
+		g.AddEdge(name, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+	saver := memory.New()
+	opts := []graph.Option{graph.WithSaver(saver), graph.Thread("t"), graph.MaxConcurrency(1), graph.WithDurability(mode)}
+
+	for ev, err := range r.Stream(t.Context(), graph.Input(), opts...) {
+		require.NoError(t, err)
+		if ev.Kind == graph.EventNodeStart && ev.Node == "c" {
+			break // b has ended: one task runs at a time
+		}
+	}
+	assert.EqualValues(t, []int32{1, 0, 0}, []int32{calls[0].Load(), calls[1].Load(), calls[2].Load()})
+
+	res, err := r.Invoke(t.Context(), nil, opts...)
+	require.NoError(t, err)
+	assert.Equal(t, graph.StatusDone, res.Status)
+	assert.EqualValues(t, []int32{1, 1, 1}, []int32{calls[0].Load(), calls[1].Load(), calls[2].Load()}, "b's result was kept; each runs once")
+	assert.Equal(t, names, logKey.Get(res.State))
+}
