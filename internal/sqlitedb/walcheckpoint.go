@@ -113,6 +113,17 @@ func (c *walCheckpointer) checkpoint(writes int64) error {
 	if err != nil {
 		return err
 	}
+	c.learn(writes, frames)
+	return nil
+}
+
+// learn sets the number of writes until the next checkpoint from writes,
+// those since the last one, and frames, the log's size now (-1 when
+// another checkpoint held the log and it was not read: nothing to learn).
+func (c *walCheckpointer) learn(writes, frames int64) {
+	if frames < 0 {
+		return
+	}
 	// frames counts the log from its start; it starts again only after
 	// a complete checkpoint (see above).
 	added := frames - c.frames
@@ -123,7 +134,6 @@ func (c *walCheckpointer) checkpoint(writes int64) error {
 	if writes > 0 && added > 0 {
 		c.every.Store(min(max(writes*walFrames/added, 1), maxWritesPerCheckpoint))
 	}
-	return nil
 }
 
 // close stops the background checkpoints, interrupting the one in

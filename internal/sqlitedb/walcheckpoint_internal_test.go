@@ -131,3 +131,13 @@ func TestCloseDoesNotWaitForAConnectionTheBackgroundCheckpointWaitsFor(t *testin
 		t.Fatal("Close waits for the connection the reader holds")
 	}
 }
+
+func TestACheckpointThatCouldNotReadTheLogLeavesTheCadenceAlone(t *testing.T) {
+	var c walCheckpointer
+	c.learn(100, 500) // 100 writes added 500 frames: 5 a write
+	assert.EqualValues(t, 200, c.every.Load(), "a checkpoint every 1,000 frames")
+	c.learn(100, -1) // another checkpoint held the log: (1, -1, -1)
+	assert.EqualValues(t, 200, c.every.Load())
+	c.learn(100, 1000) // the next one reads 500 frames more
+	assert.EqualValues(t, 200, c.every.Load(), "counted from the last size read, not from -1")
+}
