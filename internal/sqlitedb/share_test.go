@@ -162,3 +162,33 @@ func TestTheWriterHasForeignKeysOn(t *testing.T) {
 	require.NoError(t, conn.QueryRowContext(t.Context(), `PRAGMA foreign_keys`).Scan(&on))
 	assert.Equal(t, 1, on)
 }
+
+// TestTheWriterGoesBackToThePoolAsItCame: a database the caller opened
+// keeps its connections' WAL checkpoint cadence once the last backend on
+// it closed; the writer's, moved to the background, is SQLite's again.
+func TestTheWriterGoesBackToThePoolAsItCame(t *testing.T) {
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "db"), sqlitedb.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	// Two connections: the writer, and one for the background
+	// checkpoints and reads. Both stay in the pool when idle.
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	var setups int
+	s := share(db, "t", &setups)
+	conn, err := s.Lock(t.Context())
+	require.NoError(t, err)
+	_, err = conn.ExecContext(t.Context(), `INSERT INTO t (x) VALUES (1)`)
+	require.NoError(t, err)
+	s.Unlock()
+	require.NoError(t, s.Close())
+
+	for i := range 2 { // every connection of the pool, the writer's among them
+		c, err := db.Conn(t.Context())
+		require.NoError(t, err)
+		defer c.Close()
+		var limit int
+		require.NoError(t, c.QueryRowContext(t.Context(), `PRAGMA wal_autocheckpoint`).Scan(&limit))
+		assert.Equal(t, 1000, limit, "connection %d checkpoints the log as SQLite does", i)
+	}
+}

@@ -60,6 +60,9 @@ type walCheckpointer struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 	ran  func(error) // walCheckpointed when started
+	// connLimit is the writer connection's wal_autocheckpoint before it
+	// was set to walHardLimit, given back when the writer is released.
+	connLimit int
 }
 
 // walCheckpointed, when set (by tests, before a writer starts), is called

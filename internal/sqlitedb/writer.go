@@ -63,10 +63,16 @@ func walCheckpoints(ctx context.Context, db *sql.DB, conn *sql.Conn) (*walCheckp
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		return nil, err
 	}
+	var limit int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&limit); err != nil {
+		return nil, err
+	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walHardLimit)); err != nil {
 		return nil, err
 	}
-	return startWALCheckpointer(db), nil
+	c := startWALCheckpointer(db)
+	c.connLimit = limit
+	return c, nil
 }
 
 // wrote counts a write done through w.
@@ -86,8 +92,12 @@ func (w *writer) release(db *sql.DB) error {
 		return nil
 	}
 	delete(writers.m, db)
+	var err error
 	if w.wal != nil {
 		w.wal.close()
+		// No background checkpoint follows the writes of the connection
+		// any more: it goes back to the pool checkpointing as it did.
+		_, err = w.conn.ExecContext(context.Background(), fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", w.wal.connLimit))
 	}
-	return w.conn.Close()
+	return errors.Join(err, w.conn.Close())
 }
