@@ -443,3 +443,40 @@ func breakAtALaterSiblingsStart(t *testing.T, mode graph.Durability) {
 	assert.EqualValues(t, []int32{1, 1, 1}, []int32{calls[0].Load(), calls[1].Load(), calls[2].Load()}, "b's result was kept; each runs once")
 	assert.Equal(t, names, logKey.Get(res.State))
 }
+
+func TestBreakingOutAtANestedSubgraphNodesStartDoesNotCallIt(t *testing.T) {
+	var x atomic.Int32
+	leaf := graph.New("leaf", logKey)
+	leaf.AddNode("x", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		x.Add(1)
+		return graph.Update(graph.AppendTo(logKey, "x")), nil
+	})
+	leaf.AddEdge(graph.Start, "x")
+	leaf.AddEdge("x", graph.End)
+	r, err := leaf.Compile()
+	require.NoError(t, err)
+	for _, name := range []string{"mid", "outer"} { // leaf in mid in outer
+		wrap := graph.New(name, logKey)
+		wrap.AddSubgraph("sub", r)
+		wrap.AddEdge(graph.Start, "sub")
+		wrap.AddEdge("sub", graph.End)
+		r, err = wrap.Compile()
+		require.NoError(t, err)
+	}
+	saver := memory.New()
+
+	for ev, err := range r.Stream(t.Context(), graph.Input(), graph.WithSaver(saver), graph.Thread("t")) {
+		require.NoError(t, err)
+		if ev.Kind == graph.EventNodeStart && ev.Node == "x" {
+			require.Equal(t, "outer/sub/sub/x", ev.Path)
+			break // at the start of a node two subgraphs down
+		}
+	}
+	assert.EqualValues(t, 0, x.Load(), "the start reached the consumer through both parents' loops before the node was called")
+
+	res, err := r.Invoke(t.Context(), nil, graph.WithSaver(saver), graph.Thread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, graph.StatusDone, res.Status)
+	assert.EqualValues(t, 1, x.Load(), "resuming runs it once")
+	assert.Equal(t, []string{"x"}, logKey.Get(res.State))
+}
