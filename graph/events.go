@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -147,9 +148,12 @@ type Event struct {
 	Time time.Time
 }
 
-// emitter is what a node's context carries: where its events go, and the
-// task whose journal and interrupts it uses.
+// emitter is a node's context: the context it runs with, carrying where
+// its events go and the task whose journal and interrupts it uses. It is
+// like context.WithValue(ctx, emitterKey{}, em), in one allocation or
+// none (see taskContext).
 type emitter struct {
+	context.Context
 	r    *run
 	t    *task
 	path string
@@ -158,9 +162,77 @@ type emitter struct {
 	// scope is the path below the task (WithScope), which keys journal
 	// entries and interrupts so that concurrent scopes do not collide.
 	scope string
+	// live, when set, says whether the call of the node that got the
+	// context is still running (see taskContext); nil for a context kept
+	// by a task slot, whose custom events nobody reads.
+	live *liveness
+}
+
+// liveness is the state of one call of a node (an attempt, or its error
+// handler) as its custom events see it: running, with some Emits on their
+// way to the loop, or returned. An Emit that starts after the call
+// returned does nothing; the call's end waits for those on their way, so
+// the loop delivers every custom event of a task before its end.
+type liveness struct {
+	// n counts the Emits on their way, with liveEnded once the call
+	// returned and liveWaiting once its end waits for them.
+	n       atomic.Int32
+	drained chan struct{} // closed by the last of them (liveWaiting)
+}
+
+const (
+	liveEnded   = 1 << 30
+	liveWaiting = 1 << 29
+)
+
+// enter starts an Emit: false when the call has returned. A nil liveness
+// is always running.
+func (l *liveness) enter() bool {
+	if l == nil {
+		return true
+	}
+	for {
+		n := l.n.Load()
+		if n&liveEnded != 0 {
+			return false
+		}
+		if l.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// leave ends an Emit that enter started.
+func (l *liveness) leave() {
+	if l != nil && l.n.Add(-1) == liveEnded|liveWaiting {
+		close(l.drained)
+	}
+}
+
+// running reports whether the call has not returned.
+func (l *liveness) running() bool { return l == nil || l.n.Load()&liveEnded == 0 }
+
+// end marks the call returned and waits for the Emits on their way: the
+// loop takes them while the task runs.
+func (l *liveness) end() {
+	if l == nil || l.n.Add(liveEnded) == liveEnded {
+		return
+	}
+	l.drained = make(chan struct{})
+	if l.n.Add(liveWaiting) != liveEnded|liveWaiting {
+		<-l.drained
+	}
 }
 
 type emitterKey struct{}
+
+// Value returns the emitter for emitterKey and asks the parent otherwise.
+func (e *emitter) Value(key any) any {
+	if key == (emitterKey{}) {
+		return e
+	}
+	return e.Context.Value(key)
+}
 
 func emitterFrom(ctx context.Context) *emitter {
 	e, _ := ctx.Value(emitterKey{}).(*emitter)
@@ -180,14 +252,18 @@ func (ev Event) Name() string {
 // Emit sends v to the run's stream as a custom event (EventCustom), under
 // the path of the calling node (and scope). A v that is Named gives the
 // event its name. Outside a running node, or when the stream does not take
-// events of that name, it does nothing. It may block while the stream's
+// events of that name, it does nothing; so does a goroutine a node left
+// running that emits with the node's context once the node has returned
+// (its event would come after the node's end). The stream yields a node's
+// events before its EventNodeEnd. Emit may block while the stream's
 // consumer is slow, and returns early when the run is cancelled.
 func Emit(ctx context.Context, v any) {
 	e := emitterFrom(ctx)
-	if e == nil || !e.r.wantsCustom(nameOf(v)) {
+	if e == nil || !e.r.wantsCustom(nameOf(v)) || !e.live.enter() {
 		return
 	}
 	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
+	e.live.leave()
 }
 
 // WithScope returns a context whose events carry path/segment, for work
@@ -200,9 +276,10 @@ func WithScope(ctx context.Context, segment string) context.Context {
 	}
 	segment = strings.ReplaceAll(segment, "/", "_")
 	child := *e
+	child.Context = ctx
 	child.path = e.path + "/" + segment
 	child.scope = e.scope + "/" + segment
-	return context.WithValue(ctx, emitterKey{}, &child)
+	return &child
 }
 
 // PathOf returns the event path of ctx: the node's path and its scopes, or
@@ -216,8 +293,9 @@ func PathOf(ctx context.Context) string {
 
 // Wants reports whether the stream of the run that ctx belongs to takes
 // custom events named name, so that producers can skip work nobody will
-// see (such as asking a model to stream tokens).
+// see (such as asking a model to stream tokens). Once the node whose
+// context ctx is has returned, it reports false: Emit does nothing then.
 func Wants(ctx context.Context, name string) bool {
 	e := emitterFrom(ctx)
-	return e != nil && e.r.wantsCustom(name)
+	return e != nil && e.r.wantsCustom(name) && e.live.running()
 }

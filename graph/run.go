@@ -130,10 +130,14 @@ type run struct {
 	// is set while it does.
 	share   share
 	sharing bool
-	// routeEm and routeCtx are what routers' contexts carry (see
-	// routerContext).
-	routeEm  emitter
-	routeCtx nodeContext
+	// callScopes: each call of a node gets a scope of its own (the stream
+	// takes custom events; see taskContext), taken from spare, which the
+	// loop refills with chunks of scopeChunk.
+	callScopes bool
+	spare      []callScope
+	scopeChunk int
+	// routeEm is routers' context (see routerContext).
+	routeEm emitter
 	// per-step buffers, reused
 	pend    [][]any
 	pendBy  [][]string
@@ -186,9 +190,10 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
-	// scope is what the node's context carries (see taskContext); it
-	// stays with the task's slot from step to step.
-	scope *taskScope
+	// scope is the node's context (see taskContext): the slot's, kept
+	// from step to step; or, when each call has a scope of its own, the
+	// one the loop took for the task's next call, until the call takes it.
+	scope *emitter
 }
 
 type taskResult struct {
@@ -218,6 +223,7 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event, error) bool
 	if cfg.events.kinds != 0 {
 		ru.t0 = time.Now()
 	}
+	ru.callScopes = cfg.events.kinds.has(EventCustom)
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
 	}
@@ -384,9 +390,11 @@ func (ru *run) nextTasks() []*task {
 	// the previous step are done with (applied and routed).
 	if cap(ru.slab) < n {
 		ru.slab = make([]task, n)
-		scopes := make([]taskScope, n)
-		for i := range ru.slab {
-			ru.slab[i].scope = &scopes[i]
+		if !ru.callScopes { // else each call has its own
+			scopes := make([]emitter, n)
+			for i := range ru.slab {
+				ru.slab[i].scope = &scopes[i]
+			}
 		}
 	}
 	slab := ru.slab[:n]
@@ -423,6 +431,21 @@ func (ru *run) nextTasks() []*task {
 		ru.records = nil
 	}
 	return tasks
+}
+
+// takeScope returns a scope that no call has used, for a task the loop
+// starts when calls have scopes of their own (see taskContext). Scopes
+// come in chunks, twice as large as the last up to 256, so a run of many
+// steps allocates a few times, not at every step.
+func (ru *run) takeScope() *emitter {
+	if len(ru.spare) == 0 {
+		ru.scopeChunk = min(max(2*ru.scopeChunk, 16), 256)
+		ru.spare = make([]callScope, ru.scopeChunk)
+	}
+	sc := &ru.spare[0]
+	ru.spare = ru.spare[1:]
+	sc.em.live = &sc.live
+	return &sc.em
 }
 
 // packetPaths returns the event paths of the tasks packets start —

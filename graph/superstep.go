@@ -258,6 +258,9 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 			return
 		}
 		running++
+		if ru.callScopes {
+			t.scope = ru.takeScope()
+		}
 		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
 	for running < limit && next < len(todo) {
@@ -414,49 +417,55 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
-// taskScope is what a node's context carries: its emitter, and the
-// context itself (see taskContext).
-type taskScope struct {
-	em  emitter
-	ctx nodeContext
+// callScope is the emitter of one call of a node, when each call has its
+// own (see taskContext), and the call's liveness.
+type callScope struct {
+	em   emitter
+	live liveness
 }
 
-// taskContext returns the context a task's node runs with: ctx, carrying
-// the task's emitter. It lives in the task's scope, which the task's slot
-// keeps from step to step (see nextTasks), so making it allocates nothing
-// after the first step. The context is written only when it changes, so
-// that whatever a node left holding it (a connection's goroutine reading
-// Done or Err) sees no writes when the slot runs another task.
+// taskContext returns the context a call of t's node (an attempt, or its
+// error handler) runs with: ctx, carrying the task's emitter, and the
+// liveness to end when the call returns (nil: nothing to end).
+//
+// A goroutine the node left running may keep the context after the call
+// returned and use it while later tasks run. When the run's stream takes
+// custom events, each call gets an emitter of its own, which the loop
+// hands out (takeScope): an Emit with it once the call returned is known
+// for what it is and dropped, never taken for an event of the task
+// running then. So does a call with a context of its own (a node's
+// timeout). Otherwise the call uses its task slot's emitter, kept from
+// step to step (see nextTasks), so that Invoke allocates nothing for it
+// after the first step; a late Emit reads only what is written once — the
+// context, the run — and finds that nobody takes custom events, and a
+// goroutine reading Done or Err sees no writes either.
 //
 // taskContext is not inlined: the emitter it builds stays off the frame
 // of attempt, which is on the stack while the node runs.
 //
 //go:noinline
-func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
+func (ru *run) taskContext(ctx context.Context, t *task) (context.Context, *liveness) {
+	if ru.callScopes || ctx != ru.ctx {
+		em := t.scope
+		if ru.callScopes {
+			t.scope = nil // taken
+		}
+		if em == nil || em.live == nil { // a retry, the error handler, or a timeout
+			sc := new(callScope)
+			em, em.live = &sc.em, &sc.live
+		}
+		*em = emitter{Context: ctx, r: ru, t: t, path: t.path, node: t.name, step: ru.step, live: em.live}
+		return em, em.live
+	}
 	if t.scope == nil {
-		t.scope = new(taskScope)
+		t.scope = new(emitter)
 	}
-	sc := t.scope
-	sc.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
-	if sc.ctx.em == nil || sc.ctx.Context != ctx {
-		sc.ctx = nodeContext{Context: ctx, em: &sc.em}
+	em := t.scope
+	if em.r == nil {
+		em.Context, em.r, em.t = ctx, ru, t
 	}
-	return &sc.ctx
-}
-
-// nodeContext is a context carrying an emitter, like
-// context.WithValue(ctx, emitterKey{}, em) but stored in its task.
-type nodeContext struct {
-	context.Context
-	em *emitter
-}
-
-// Value returns the emitter for emitterKey and asks the parent otherwise.
-func (c *nodeContext) Value(key any) any {
-	if key == (emitterKey{}) {
-		return c.em
-	}
-	return c.Context.Value(key)
+	em.path, em.node, em.step = t.path, t.name, ru.step
+	return em, nil
 }
 
 // attempt calls the node once, into cmd, turning a panic into a
@@ -468,7 +477,8 @@ func (ru *run) attempt(t *task, s State, cmd *Command) error {
 		return ru.attemptTimed(t, s, cmd)
 	}
 	t.jr.reset()
-	return ru.call(ru.taskContext(ru.ctx, t), t, s, cmd)
+	ctx, live := ru.taskContext(ru.ctx, t)
+	return ru.call(ctx, live, t, s, cmd)
 }
 
 // attemptTimed is attempt for a node with a timeout.
@@ -476,7 +486,8 @@ func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
 	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
 	defer cancel()
 	t.jr.reset()
-	err := ru.call(ru.taskContext(ctx, t), t, s, cmd)
+	nctx, live := ru.taskContext(ctx, t)
+	err := ru.call(nctx, live, t, s, cmd)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
 		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
 	}
@@ -484,12 +495,14 @@ func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
 }
 
 // call runs the node's function (or subgraph) once, into cmd, turning a
-// panic into a *PanicError.
-func (ru *run) call(ctx context.Context, t *task, s State, cmd *Command) (err error) {
+// panic into a *PanicError. When it returns (or its goroutine ends), it
+// ends live.
+func (ru *run) call(ctx context.Context, live *liveness, t *task, s State, cmd *Command) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
+		live.end()
 	}()
 	fn := t.node.fn
 	if t.node.sub != nil {
@@ -501,11 +514,12 @@ func (ru *run) call(ctx context.Context, t *task, s State, cmd *Command) (err er
 
 // handle runs the node's error handler, recovering a panic.
 func (ru *run) handle(t *task, s State, nerr error) (cmd Command, err error) {
-	ctx := ru.taskContext(ru.ctx, t)
+	ctx, live := ru.taskContext(ru.ctx, t)
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
+		live.end()
 	}()
 	return t.node.onError(ctx, s, nerr)
 }
