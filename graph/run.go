@@ -93,7 +93,8 @@ type run struct {
 	// t0 is when the run started, read when its events are read (see now).
 	t0 time.Time
 	// partial: the run runs some tasks of a step whose others run
-	// elsewhere (RunTasks), so each task's result is stored as it ends.
+	// elsewhere (RunTasks), so each task's result is stored as it ends,
+	// and on workers, never on the caller's goroutine.
 	partial bool
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool

@@ -230,15 +230,15 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
 	keep := ru.p != nil && (len(tasks) > 1 || ru.partial)
-	if len(todo) == 1 && ru.cfg.events.kinds == 0 {
-		// Nobody reads events, so nothing from inside the node needs the
-		// loop to forward it: run the task on this goroutine.
-		ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
-		return results
-	}
-	if ru.cfg.events.kinds == 0 {
-		// Nor does it for a wide step: the loop's goroutine takes part.
-		ru.runShared(tasks, todo, results, keep)
+	// Nobody reads events, so nothing from inside the node needs the loop
+	// to forward it: this goroutine runs the task, or takes part in a wide
+	// step — except in RunTasks (see there).
+	if ru.cfg.events.kinds == 0 && !ru.partial {
+		if len(todo) == 1 {
+			ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
+		} else {
+			ru.runShared(tasks, todo, results, keep)
+		}
 		return results
 	}
 	limit := ru.cfg.maxConcurrency
