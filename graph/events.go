@@ -142,9 +142,13 @@ type Event struct {
 	Err error
 	// Time is when the event happened: for EventNodeEnd, when the task
 	// ended; a step's start and the starts of the tasks it starts at once
-	// share one reading of the clock. Times carry a monotonic clock
-	// reading, so differences between them ignore changes of the wall
-	// clock.
+	// share one reading of the clock. Along a run's stream, times never go
+	// back: an event timed on a task's goroutine (a task's end, a custom
+	// event, a subgraph's event) that reaches the stream after a later
+	// one — a sibling's in a parallel step — carries that one's time, by
+	// which it had happened.
+	// Times carry a monotonic clock reading, so differences between them
+	// ignore changes of the wall clock.
 	Time time.Time
 }
 

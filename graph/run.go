@@ -92,6 +92,8 @@ type run struct {
 	yield func(Event, error) bool
 	// t0 is when the run started, read when its events are read (see now).
 	t0 time.Time
+	// last is the time of the last event delivered.
+	last time.Time
 	// partial: the run runs some tasks of a step whose others run
 	// elsewhere (RunTasks), so each task's result is stored as it ends,
 	// and on workers, never on the caller's goroutine.
@@ -266,7 +268,12 @@ func (ru *run) emit(ev Event) {
 	}
 	if ev.Time.IsZero() {
 		ev.Time = ru.now()
+	} else if ev.Time.Before(ru.last) {
+		// Read on a task's goroutine, it reached the loop after a later
+		// one: times never go back along the stream (see Event.Time).
+		ev.Time = ru.last
 	}
+	ru.last = ev.Time
 	if !ru.yield(ev, nil) {
 		ru.stopped.Store(true)
 		ru.cancel()
