@@ -25,7 +25,8 @@ type NodeFunc func(ctx context.Context, s State) (Command, error)
 
 // Router picks a branch of a conditional edge: it returns one of the labels
 // declared with the edge. It runs after the step of its node, on the state
-// that step produced.
+// that step produced. Its context tells the node (TaskOf) and the runtime
+// values (RuntimeValue); Emit does nothing with it.
 type Router func(ctx context.Context, s State) (string, error)
 
 // Branches maps the labels a Router returns to node names.

@@ -266,3 +266,32 @@ func TestEmitsOnTheirWayWhenTheNodeReturnsComeBeforeItsEnd(t *testing.T) {
 	}
 	assert.Equal(t, []string{"first", "on its way", "node_end a"}, got)
 }
+
+// TestARouterEmitsNothing: a router is no running node, so Emit does
+// nothing with its context (and Wants says so) rather than wait for the
+// loop, which is running the router. The run goes on; the deadline only
+// bounds a run that would hang.
+func TestARouterEmitsNothing(t *testing.T) {
+	var wanted bool
+	g := graph.New("route")
+	g.AddNode("a", noop)
+	g.AddNode("b", noop)
+	g.AddEdge(graph.Start, "a")
+	g.AddConditionalEdges("a", func(ctx context.Context, s graph.State) (string, error) {
+		wanted = graph.Wants(ctx, "custom")
+		graph.Emit(ctx, "from the router")
+		return "b", nil
+	}, graph.Paths("b"))
+	g.AddEdge("b", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var got []string
+	for ev, err := range r.Stream(ctx, nil, graph.Events(graph.EventCustom, graph.EventNodeEnd)) {
+		require.NoError(t, err)
+		got = append(got, ev.Name()+" "+ev.Path)
+	}
+	assert.Equal(t, []string{"node_end route/a", "node_end route/b"}, got)
+	assert.False(t, wanted)
+}

@@ -230,6 +230,11 @@ func (l *liveness) end() {
 
 type emitterKey struct{}
 
+// inNode reports whether e is a node's, not a router's (which has no
+// task, and runs on the loop's goroutine: its events could not wait for
+// the loop to deliver them).
+func (e *emitter) inNode() bool { return e.t != nil }
+
 // Value returns the emitter for emitterKey and asks the parent otherwise.
 func (e *emitter) Value(key any) any {
 	if key == (emitterKey{}) {
@@ -255,15 +260,16 @@ func (ev Event) Name() string {
 
 // Emit sends v to the run's stream as a custom event (EventCustom), under
 // the path of the calling node (and scope). A v that is Named gives the
-// event its name. Outside a running node, or when the stream does not take
-// events of that name, it does nothing; so does a goroutine a node left
-// running that emits with the node's context once the node has returned
-// (its event would come after the node's end). The stream yields a node's
-// events before its EventNodeEnd. Emit may block while the stream's
-// consumer is slow, and returns early when the run is cancelled.
+// event its name. Outside a running node (in a Router, for one), or when
+// the stream does not take events of that name, it does nothing; so does
+// a goroutine a node left running that emits with the node's context once
+// the node has returned (its event would come after the node's end). The
+// stream yields a node's events before its EventNodeEnd. Emit may block
+// while the stream's consumer is slow, and returns early when the run is
+// cancelled.
 func Emit(ctx context.Context, v any) {
 	e := emitterFrom(ctx)
-	if e == nil || !e.r.wantsCustom(nameOf(v)) || !e.live.enter() {
+	if e == nil || !e.inNode() || !e.r.wantsCustom(nameOf(v)) || !e.live.enter() {
 		return
 	}
 	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
@@ -301,5 +307,5 @@ func PathOf(ctx context.Context) string {
 // context ctx is has returned, it reports false: Emit does nothing then.
 func Wants(ctx context.Context, name string) bool {
 	e := emitterFrom(ctx)
-	return e != nil && e.r.wantsCustom(name) && e.live.running()
+	return e != nil && e.inNode() && e.r.wantsCustom(name) && e.live.running()
 }
