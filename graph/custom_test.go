@@ -244,7 +244,7 @@ func TestEmitsOnTheirWayWhenTheNodeReturnsComeBeforeItsEnd(t *testing.T) {
 		inEmit := make(chan struct{})
 		go graph.Emit(doneHook{ctx, new(sync.Once), func() {
 			close(inEmit)
-			for graph.Wants(ctx, "custom") { // until a's call has ended
+			for graph.Wants(ctx, "custom") && ctx.Err() == nil { // until a's call has ended
 				runtime.Gosched()
 			}
 		}}, "on its way")
