@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -166,66 +167,108 @@ type emitter struct {
 	// scope is the path below the task (WithScope), which keys journal
 	// entries and interrupts so that concurrent scopes do not collide.
 	scope string
-	// live, when set, says whether the call of the node that got the
-	// context is still running (see taskContext); nil for a context kept
-	// by a task slot, whose custom events nobody reads.
-	live *liveness
+	// call is the call of the node whose context made this emitter
+	// (WithScope), when calls have contexts of their own. In a task
+	// slot's emitter, it is the context the loop took for the slot's next
+	// call, until the call takes it (see taskContext).
+	call *callContext
 }
 
-// liveness is the state of one call of a node (an attempt, or its error
-// handler) as its custom events see it: running, with some Emits on their
+// callContext is the context of one call of a node (an attempt, or its
+// error handler) when calls have contexts of their own (see taskContext):
+// its task slot's emitter, whose context it shares, and where the call
+// stands as its custom events see it — running, with some Emits on their
 // way to the loop, or returned. An Emit that starts after the call
 // returned does nothing; the call's end waits for those on their way, so
-// the loop delivers every custom event of a task before its end.
-type liveness struct {
-	// n counts the Emits on their way, with liveEnded once the call
-	// returned and liveWaiting once its end waits for them.
-	n       atomic.Int32
-	drained chan struct{} // closed by the last of them (liveWaiting)
+// the loop delivers every custom event of a task before its end, and the
+// slot's emitter, which they read, is not rewritten for the next call
+// before they are done. It is small: there is one for every call.
+type callContext struct {
+	em *emitter
+	// n counts the Emits on their way, with callEnded once the call
+	// returned and callWaiting once its end waits for them (drains).
+	n atomic.Int32
 }
 
 const (
-	liveEnded   = 1 << 30
-	liveWaiting = 1 << 29
+	callEnded   = 1 << 30
+	callWaiting = 1 << 29
 )
 
-// enter starts an Emit: false when the call has returned. A nil liveness
-// is always running.
-func (l *liveness) enter() bool {
-	if l == nil {
+// drains holds, while the end of a call waits for its Emits on their way,
+// the channel the last of them closes (rare: an Emit racing with its
+// node's return).
+var drains sync.Map // *callContext -> chan struct{}
+
+// A call's context is its slot emitter's, the run's.
+func (c *callContext) Deadline() (time.Time, bool) { return c.em.Context.Deadline() }
+func (c *callContext) Done() <-chan struct{}       { return c.em.Context.Done() }
+func (c *callContext) Err() error                  { return c.em.Context.Err() }
+
+// Value returns the call for emitterKey and asks the run's context
+// otherwise.
+func (c *callContext) Value(key any) any {
+	if key == (emitterKey{}) {
+		return c
+	}
+	return c.em.Context.Value(key)
+}
+
+// timedCall is the context of a call with a context of its own (a node's
+// timeout).
+type timedCall struct {
+	context.Context
+	call callContext
+}
+
+// Value returns the call for emitterKey and asks the parent otherwise.
+func (c *timedCall) Value(key any) any {
+	if key == (emitterKey{}) {
+		return &c.call
+	}
+	return c.Context.Value(key)
+}
+
+// enter starts an Emit: false when the call has returned. A nil call
+// (a context kept by a task slot) is always running.
+func (c *callContext) enter() bool {
+	if c == nil {
 		return true
 	}
 	for {
-		n := l.n.Load()
-		if n&liveEnded != 0 {
+		n := c.n.Load()
+		if n&callEnded != 0 {
 			return false
 		}
-		if l.n.CompareAndSwap(n, n+1) {
+		if c.n.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
 // leave ends an Emit that enter started.
-func (l *liveness) leave() {
-	if l != nil && l.n.Add(-1) == liveEnded|liveWaiting {
-		close(l.drained)
+func (c *callContext) leave() {
+	if c != nil && c.n.Add(-1) == callEnded|callWaiting {
+		ch, _ := drains.Load(c)
+		close(ch.(chan struct{}))
 	}
 }
 
 // running reports whether the call has not returned.
-func (l *liveness) running() bool { return l == nil || l.n.Load()&liveEnded == 0 }
+func (c *callContext) running() bool { return c == nil || c.n.Load()&callEnded == 0 }
 
 // end marks the call returned and waits for the Emits on their way: the
 // loop takes them while the task runs.
-func (l *liveness) end() {
-	if l == nil || l.n.Add(liveEnded) == liveEnded {
+func (c *callContext) end() {
+	if c == nil || c.n.Add(callEnded) == callEnded {
 		return
 	}
-	l.drained = make(chan struct{})
-	if l.n.Add(liveWaiting) != liveEnded|liveWaiting {
-		<-l.drained
+	ch := make(chan struct{})
+	drains.Store(c, ch)
+	if c.n.Add(callWaiting) != callEnded|callWaiting {
+		<-ch
 	}
+	drains.Delete(c)
 }
 
 type emitterKey struct{}
@@ -243,9 +286,22 @@ func (e *emitter) Value(key any) any {
 	return e.Context.Value(key)
 }
 
+// emitterFrom returns the emitter of ctx, nil outside a running node.
 func emitterFrom(ctx context.Context) *emitter {
-	e, _ := ctx.Value(emitterKey{}).(*emitter)
+	e, _ := callOf(ctx)
 	return e
+}
+
+// callOf returns the emitter of ctx and the call it belongs to (nil for
+// a context kept by a task slot, or a router's).
+func callOf(ctx context.Context) (*emitter, *callContext) {
+	switch v := ctx.Value(emitterKey{}).(type) {
+	case *callContext:
+		return v.em, v
+	case *emitter:
+		return v, v.call
+	}
+	return nil, nil
 }
 
 // Name returns the event's name, which streams, recorders and clients
@@ -268,25 +324,25 @@ func (ev Event) Name() string {
 // while the stream's consumer is slow, and returns early when the run is
 // cancelled.
 func Emit(ctx context.Context, v any) {
-	e := emitterFrom(ctx)
-	if e == nil || !e.inNode() || !e.r.wantsCustom(nameOf(v)) || !e.live.enter() {
+	e, call := callOf(ctx)
+	if e == nil || !e.inNode() || !e.r.wantsCustom(nameOf(v)) || !call.enter() {
 		return
 	}
 	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
-	e.live.leave()
+	call.leave()
 }
 
 // WithScope returns a context whose events carry path/segment, for work
 // done on behalf of something inside a node (an agent, a tool call).
 // Segments must not contain '/'.
 func WithScope(ctx context.Context, segment string) context.Context {
-	e := emitterFrom(ctx)
+	e, call := callOf(ctx)
 	if e == nil {
 		return ctx
 	}
 	segment = strings.ReplaceAll(segment, "/", "_")
 	child := *e
-	child.Context = ctx
+	child.Context, child.call = ctx, call
 	child.path = e.path + "/" + segment
 	child.scope = e.scope + "/" + segment
 	return &child
@@ -306,6 +362,6 @@ func PathOf(ctx context.Context) string {
 // see (such as asking a model to stream tokens). Once the node whose
 // context ctx is has returned, it reports false: Emit does nothing then.
 func Wants(ctx context.Context, name string) bool {
-	e := emitterFrom(ctx)
-	return e != nil && e.inNode() && e.r.wantsCustom(name) && e.live.running()
+	e, call := callOf(ctx)
+	return e != nil && e.inNode() && e.r.wantsCustom(name) && call.running()
 }

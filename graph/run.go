@@ -133,12 +133,12 @@ type run struct {
 	// is set while it does.
 	share   share
 	sharing bool
-	// callScopes: each call of a node gets a scope of its own (the stream
-	// takes custom events; see taskContext), taken from spare, which the
-	// loop refills with chunks of scopeChunk.
+	// callScopes: each call of a node gets a context of its own (the
+	// stream takes custom events; see taskContext), taken from spare,
+	// which the loop refills with chunks of spareChunk.
 	callScopes bool
-	spare      []callScope
-	scopeChunk int
+	spare      []callContext
+	spareChunk int
 	// routeEm is routers' context (see routerContext).
 	routeEm emitter
 	// per-step buffers, reused
@@ -193,9 +193,8 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
-	// scope is the node's context (see taskContext): the slot's, kept
-	// from step to step; or, when each call has a scope of its own, the
-	// one the loop took for the task's next call, until the call takes it.
+	// scope is the node's emitter (see taskContext); it stays with the
+	// task's slot from step to step.
 	scope *emitter
 }
 
@@ -398,11 +397,9 @@ func (ru *run) nextTasks() []*task {
 	// the previous step are done with (applied and routed).
 	if cap(ru.slab) < n {
 		ru.slab = make([]task, n)
-		if !ru.callScopes { // else each call has its own
-			scopes := make([]emitter, n)
-			for i := range ru.slab {
-				ru.slab[i].scope = &scopes[i]
-			}
+		scopes := make([]emitter, n)
+		for i := range ru.slab {
+			ru.slab[i].scope = &scopes[i]
 		}
 	}
 	slab := ru.slab[:n]
@@ -441,19 +438,26 @@ func (ru *run) nextTasks() []*task {
 	return tasks
 }
 
-// takeScope returns a scope that no call has used, for a task the loop
-// starts when calls have scopes of their own (see taskContext). Scopes
-// come in chunks, twice as large as the last up to 256, so a run of many
-// steps allocates a few times, not at every step.
-func (ru *run) takeScope() *emitter {
+// takeCall returns a call context that no call has used, for a task the
+// loop starts when calls have contexts of their own (see taskContext).
+// They come in chunks of 128, then 256, so a run allocates once per
+// hundreds of tasks.
+func (ru *run) takeCall() *callContext {
 	if len(ru.spare) == 0 {
-		ru.scopeChunk = min(max(2*ru.scopeChunk, 16), 256)
-		ru.spare = make([]callScope, ru.scopeChunk)
+		ru.spareChunk = min(max(2*ru.spareChunk, 128), 256)
+		ru.spare = make([]callContext, ru.spareChunk)
 	}
-	sc := &ru.spare[0]
+	c := &ru.spare[0]
 	ru.spare = ru.spare[1:]
-	sc.em.live = &sc.live
-	return &sc.em
+	return c
+}
+
+// slotEmitter returns the emitter of t's slot.
+func (ru *run) slotEmitter(t *task) *emitter {
+	if t.scope == nil {
+		t.scope = new(emitter)
+	}
+	return t.scope
 }
 
 // packetPaths returns the event paths of the tasks packets start —

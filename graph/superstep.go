@@ -259,7 +259,7 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 		}
 		running++
 		if ru.callScopes {
-			t.scope = ru.takeScope()
+			ru.slotEmitter(t).call = ru.takeCall()
 		}
 		ru.startTask(job{results: results, i: i, t: t, keep: keep})
 	}
@@ -417,55 +417,49 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
-// callScope is the emitter of one call of a node, when each call has its
-// own (see taskContext), and the call's liveness.
-type callScope struct {
-	em   emitter
-	live liveness
-}
-
 // taskContext returns the context a call of t's node (an attempt, or its
 // error handler) runs with: ctx, carrying the task's emitter, and the
-// liveness to end when the call returns (nil: nothing to end).
+// call to end when it returns (nil: nothing to end).
 //
+// The emitter is the task slot's, kept from step to step (see nextTasks),
+// so that making it allocates nothing after the first step: only path,
+// node and step are written for each task; the context and the run, once.
 // A goroutine the node left running may keep the context after the call
-// returned and use it while later tasks run. When the run's stream takes
-// custom events, each call gets an emitter of its own, which the loop
-// hands out (takeScope): an Emit with it once the call returned is known
-// for what it is and dropped, never taken for an event of the task
-// running then. So does a call with a context of its own (a node's
-// timeout). Otherwise the call uses its task slot's emitter, kept from
-// step to step (see nextTasks), so that Invoke allocates nothing for it
-// after the first step; a late Emit reads only what is written once — the
-// context, the run — and finds that nobody takes custom events, and a
-// goroutine reading Done or Err sees no writes either.
+// returned and use it while later tasks run. Where nobody takes custom
+// events, the slot's emitter is the context: a late Emit reads only what
+// is written once and finds that nobody takes its event, and a goroutine
+// reading Done or Err sees no writes. When the stream takes custom events,
+// each call gets a context of its own, which the loop hands out
+// (takeCall): an Emit with it once the call returned is known for what it
+// is and dropped, never taken for an event of the task running then. So
+// does a call with a context of its own (a node's timeout).
 //
 // taskContext is not inlined: the emitter it builds stays off the frame
 // of attempt, which is on the stack while the node runs.
 //
 //go:noinline
-func (ru *run) taskContext(ctx context.Context, t *task) (context.Context, *liveness) {
-	if ru.callScopes || ctx != ru.ctx {
-		em := t.scope
-		if ru.callScopes {
-			t.scope = nil // taken
-		}
-		if em == nil || em.live == nil { // a retry, the error handler, or a timeout
-			sc := new(callScope)
-			em, em.live = &sc.em, &sc.live
-		}
-		*em = emitter{Context: ctx, r: ru, t: t, path: t.path, node: t.name, step: ru.step, live: em.live}
-		return em, em.live
-	}
-	if t.scope == nil {
-		t.scope = new(emitter)
-	}
-	em := t.scope
+func (ru *run) taskContext(ctx context.Context, t *task) (context.Context, *callContext) {
+	em := ru.slotEmitter(t)
 	if em.r == nil {
-		em.Context, em.r, em.t = ctx, ru, t
+		em.Context, em.r, em.t = ru.ctx, ru, t
 	}
 	em.path, em.node, em.step = t.path, t.name, ru.step
-	return em, nil
+	switch {
+	case ctx != ru.ctx:
+		tc := &timedCall{Context: ctx}
+		tc.call.em = em
+		return tc, &tc.call
+	case !ru.callScopes:
+		return em, nil
+	}
+	c := em.call
+	if c != nil {
+		em.call = nil // taken
+	} else { // a retry, or the error handler
+		c = new(callContext)
+	}
+	c.em = em
+	return c, c
 }
 
 // attempt calls the node once, into cmd, turning a panic into a
@@ -477,8 +471,8 @@ func (ru *run) attempt(t *task, s State, cmd *Command) error {
 		return ru.attemptTimed(t, s, cmd)
 	}
 	t.jr.reset()
-	ctx, live := ru.taskContext(ru.ctx, t)
-	return ru.call(ctx, live, t, s, cmd)
+	ctx, c := ru.taskContext(ru.ctx, t)
+	return ru.call(ctx, c, t, s, cmd)
 }
 
 // attemptTimed is attempt for a node with a timeout.
@@ -486,8 +480,8 @@ func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
 	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
 	defer cancel()
 	t.jr.reset()
-	nctx, live := ru.taskContext(ctx, t)
-	err := ru.call(nctx, live, t, s, cmd)
+	nctx, c := ru.taskContext(ctx, t)
+	err := ru.call(nctx, c, t, s, cmd)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
 		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
 	}
@@ -496,13 +490,13 @@ func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
 
 // call runs the node's function (or subgraph) once, into cmd, turning a
 // panic into a *PanicError. When it returns (or its goroutine ends), it
-// ends live.
-func (ru *run) call(ctx context.Context, live *liveness, t *task, s State, cmd *Command) (err error) {
+// ends c.
+func (ru *run) call(ctx context.Context, c *callContext, t *task, s State, cmd *Command) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
-		live.end()
+		c.end()
 	}()
 	fn := t.node.fn
 	if t.node.sub != nil {
@@ -514,12 +508,12 @@ func (ru *run) call(ctx context.Context, live *liveness, t *task, s State, cmd *
 
 // handle runs the node's error handler, recovering a panic.
 func (ru *run) handle(t *task, s State, nerr error) (cmd Command, err error) {
-	ctx, live := ru.taskContext(ru.ctx, t)
+	ctx, c := ru.taskContext(ru.ctx, t)
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
-		live.end()
+		c.end()
 	}()
 	return t.node.onError(ctx, s, nerr)
 }
