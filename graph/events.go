@@ -167,10 +167,9 @@ type emitter struct {
 	// scope is the path below the task (WithScope), which keys journal
 	// entries and interrupts so that concurrent scopes do not collide.
 	scope string
-	// call is the call of the node whose context made this emitter
-	// (WithScope), when calls have contexts of their own. In a task
-	// slot's emitter, it is the context the loop took for the slot's next
-	// call, until the call takes it (see taskContext).
+	// call, in an emitter WithScope made, is the call whose context it
+	// was made from, when calls have contexts of their own (see
+	// taskContext).
 	call *callContext
 }
 

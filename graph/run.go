@@ -452,14 +452,6 @@ func (ru *run) takeCall() *callContext {
 	return c
 }
 
-// slotEmitter returns the emitter of t's slot.
-func (ru *run) slotEmitter(t *task) *emitter {
-	if t.scope == nil {
-		t.scope = new(emitter)
-	}
-	return t.scope
-}
-
 // packetPaths returns the event paths of the tasks packets start —
 // path/node[i] under the run's path — one after the other in one string:
 // one allocation for a step, not one per packet.

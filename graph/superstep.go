@@ -235,7 +235,7 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 	// step — except in RunTasks (see there).
 	if ru.cfg.events.kinds == 0 && !ru.partial {
 		if len(todo) == 1 {
-			ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
+			ru.execTask(tasks[todo[0]], keep, nil, &results[todo[0]])
 		} else {
 			ru.runShared(tasks, todo, results, keep)
 		}
@@ -258,10 +258,11 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 			return
 		}
 		running++
+		j := job{results: results, i: i, t: t, keep: keep}
 		if ru.callScopes {
-			ru.slotEmitter(t).call = ru.takeCall()
+			j.call = ru.takeCall()
 		}
-		ru.startTask(job{results: results, i: i, t: t, keep: keep})
+		ru.startTask(j)
 	}
 	for running < limit && next < len(todo) {
 		startNext()
@@ -302,16 +303,17 @@ func (ru *run) endTime(res *taskResult) time.Time {
 
 // runOne runs job j on a worker and reports it done.
 func (ru *run) runOne(j *job) {
-	ru.execTask(j.t, j.keep, &j.results[j.i])
+	ru.execTask(j.t, j.keep, j.call, &j.results[j.i])
 	ru.events <- Event{Kind: taskEnded, Step: j.i}
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
-// handler, into res; with keep, a successful result is stored at once.
+// handler, into res; with keep, a successful result is stored at once. call,
+// if set, is the context of the node's first call (see taskContext).
 // Results are filled in place, not returned, to keep the frames of a
 // worker's stack small: a worker's stack starts small, and the node's own
 // calls come on top of these.
-func (ru *run) execTask(t *task, keep bool, res *taskResult) {
+func (ru *run) execTask(t *task, keep bool, call *callContext, res *taskResult) {
 	*res = taskResult{}
 	// The duration is for EventNodeEnd: without a reader, the clock is
 	// not read.
@@ -320,7 +322,7 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	if timed {
 		start = ru.elapsed()
 	}
-	ru.tryTask(t, res)
+	ru.tryTask(t, call, res)
 	if timed {
 		res.end = ru.elapsed()
 		res.dur = res.end - start
@@ -342,11 +344,12 @@ func (ru *run) keepResult(t *task, res *taskResult) {
 	}
 }
 
-func (ru *run) tryTask(t *task, res *taskResult) {
+func (ru *run) tryTask(t *task, call *callContext, res *taskResult) {
 	s := State{d: ru.state, overlay: t.overlay}
 	for attempt := 1; ; attempt++ {
 		res.attempts = attempt
-		err := ru.attempt(t, s, &res.cmd)
+		err := ru.attempt(t, s, call, &res.cmd)
+		call = nil // a retry gets another
 		if err == nil {
 			if err := ru.r.checkCommand(t.node, res.cmd); err != nil {
 				// A command the graph cannot follow is a bug in the node
@@ -429,17 +432,21 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 // events, the slot's emitter is the context: a late Emit reads only what
 // is written once and finds that nobody takes its event, and a goroutine
 // reading Done or Err sees no writes. When the stream takes custom events,
-// each call gets a context of its own, which the loop hands out
-// (takeCall): an Emit with it once the call returned is known for what it
-// is and dropped, never taken for an event of the task running then. So
-// does a call with a context of its own (a node's timeout).
+// each call gets a context of its own — c, which the loop took for the
+// task's first call (takeCall), or a new one: an Emit with it once the
+// call returned is known for what it is and dropped, never taken for an
+// event of the task running then. So does a call with a context of its
+// own (a node's timeout).
 //
 // taskContext is not inlined: the emitter it builds stays off the frame
 // of attempt, which is on the stack while the node runs.
 //
 //go:noinline
-func (ru *run) taskContext(ctx context.Context, t *task) (context.Context, *callContext) {
-	em := ru.slotEmitter(t)
+func (ru *run) taskContext(ctx context.Context, t *task, c *callContext) (context.Context, *callContext) {
+	if t.scope == nil {
+		t.scope = new(emitter)
+	}
+	em := t.scope
 	if em.r == nil {
 		em.Context, em.r, em.t = ru.ctx, ru, t
 	}
@@ -452,10 +459,7 @@ func (ru *run) taskContext(ctx context.Context, t *task) (context.Context, *call
 	case !ru.callScopes:
 		return em, nil
 	}
-	c := em.call
-	if c != nil {
-		em.call = nil // taken
-	} else { // a retry, or the error handler
+	if c == nil { // a retry, or the error handler
 		c = new(callContext)
 	}
 	c.em = em
@@ -466,21 +470,21 @@ func (ru *run) taskContext(ctx context.Context, t *task) (context.Context, *call
 // *PanicError and an overrun of the node's timeout into ErrNodeTimeout.
 // The command is written in place rather than returned, to keep the frames
 // under the node small.
-func (ru *run) attempt(t *task, s State, cmd *Command) error {
+func (ru *run) attempt(t *task, s State, call *callContext, cmd *Command) error {
 	if t.node.timeout > 0 {
-		return ru.attemptTimed(t, s, cmd)
+		return ru.attemptTimed(t, s, call, cmd)
 	}
 	t.jr.reset()
-	ctx, c := ru.taskContext(ru.ctx, t)
+	ctx, c := ru.taskContext(ru.ctx, t, call)
 	return ru.call(ctx, c, t, s, cmd)
 }
 
 // attemptTimed is attempt for a node with a timeout.
-func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
+func (ru *run) attemptTimed(t *task, s State, call *callContext, cmd *Command) error {
 	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
 	defer cancel()
 	t.jr.reset()
-	nctx, c := ru.taskContext(ctx, t)
+	nctx, c := ru.taskContext(ctx, t, call)
 	err := ru.call(nctx, c, t, s, cmd)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
 		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
@@ -508,7 +512,7 @@ func (ru *run) call(ctx context.Context, c *callContext, t *task, s State, cmd *
 
 // handle runs the node's error handler, recovering a panic.
 func (ru *run) handle(t *task, s State, nerr error) (cmd Command, err error) {
-	ctx, c := ru.taskContext(ru.ctx, t)
+	ctx, c := ru.taskContext(ru.ctx, t, nil)
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
