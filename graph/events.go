@@ -147,9 +147,8 @@ type Event struct {
 	// back: an event timed on a task's goroutine (a task's end, a custom
 	// event, a subgraph's event) that reaches the stream after a later
 	// one — a sibling's in a parallel step — carries that one's time, by
-	// which it had happened.
-	// Times carry a monotonic clock reading, so differences between them
-	// ignore changes of the wall clock.
+	// which it had happened. Times carry a monotonic clock reading, so
+	// differences between them ignore changes of the wall clock.
 	Time time.Time
 }
 
