@@ -2,6 +2,8 @@ package graph_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -294,4 +296,44 @@ func TestARouterEmitsNothing(t *testing.T) {
 	}
 	assert.Equal(t, []string{"node_end route/a", "node_end route/b"}, got)
 	assert.False(t, wanted)
+}
+
+// TestAnEmitAfterItsAttemptReturnedIsDropped: each call of a node — an
+// attempt, its error handler — is a node that returns: a goroutine the
+// first attempt left running emits during the second, and one the second
+// left emits during the error handler; neither event is yielded.
+func TestAnEmitAfterItsAttemptReturnedIsDropped(t *testing.T) {
+	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	emitted := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	attempt := 0
+	g := graph.New("retry")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if attempt > 0 {
+			close(release[attempt-1])
+			<-emitted[attempt-1]
+		}
+		graph.Emit(ctx, fmt.Sprintf("attempt %d", attempt+1))
+		go func(i int) {
+			defer close(emitted[i])
+			<-release[i]
+			graph.Emit(ctx, fmt.Sprintf("late, from attempt %d", i+1))
+		}(attempt)
+		attempt++
+		return graph.Command{}, errors.New("fails")
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Nanosecond}),
+		graph.OnError(func(ctx context.Context, s graph.State, err error) (graph.Command, error) {
+			close(release[1])
+			<-emitted[1]
+			graph.Emit(ctx, "handler")
+			return graph.Command{}, nil
+		}))
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	var got []any
+	for _, ev := range collect(t, r, nil, graph.Events(graph.EventCustom)) {
+		got = append(got, ev.Data)
+	}
+	assert.Equal(t, []any{"attempt 1", "attempt 2", "handler"}, got)
 }
