@@ -183,11 +183,12 @@ func (ru *run) callRouter(t *task, route Router) (label string, err error) {
 // that whatever a router left holding it (a connection's goroutine) sees
 // no writes.
 func (ru *run) routerContext(t *task) context.Context {
-	ru.routeEm = emitter{r: ru, path: t.path, node: t.name, step: ru.step}
-	if ru.routeCtx.em == nil {
-		ru.routeCtx = nodeContext{Context: ru.ctx, em: &ru.routeEm}
+	em := &ru.routeEm
+	if em.r == nil {
+		em.Context, em.r = ru.ctx, ru
 	}
-	return &ru.routeCtx
+	em.path, em.node, em.step = t.path, t.name, ru.step
+	return em
 }
 
 // checkCommand checks the routing of a command node returned: Goto names

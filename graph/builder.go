@@ -17,12 +17,16 @@ const (
 
 // NodeFunc is the code of a node. It reads the state as of the start of its
 // step and returns a Command. It must honour ctx: cancellation and node
-// timeouts reach it only through ctx.
+// timeouts reach it only through ctx. Goroutines it starts may use ctx
+// while it runs; once it has returned, ctx stands for the node no more:
+// Emit does nothing with it, and TaskOf, PathOf, WithScope, Do and
+// Interrupt must not be given it (they may see a later task).
 type NodeFunc func(ctx context.Context, s State) (Command, error)
 
 // Router picks a branch of a conditional edge: it returns one of the labels
 // declared with the edge. It runs after the step of its node, on the state
-// that step produced.
+// that step produced. Its context tells the node (TaskOf) and the runtime
+// values (RuntimeValue); Emit does nothing with it.
 type Router func(ctx context.Context, s State) (string, error)
 
 // Branches maps the labels a Router returns to node names.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -141,15 +143,21 @@ type Event struct {
 	Err error
 	// Time is when the event happened: for EventNodeEnd, when the task
 	// ended; a step's start and the starts of the tasks it starts at once
-	// share one reading of the clock. Times carry a monotonic clock
-	// reading, so differences between them ignore changes of the wall
-	// clock.
+	// share one reading of the clock. Along a run's stream, times never go
+	// back: an event timed on a task's goroutine (a task's end, a custom
+	// event, a subgraph's event) that reaches the stream after a later
+	// one — a sibling's in a parallel step — carries that one's time, by
+	// which it had happened. Times carry a monotonic clock reading, so
+	// differences between them ignore changes of the wall clock.
 	Time time.Time
 }
 
-// emitter is what a node's context carries: where its events go, and the
-// task whose journal and interrupts it uses.
+// emitter is a node's context: the context it runs with, carrying where
+// its events go and the task whose journal and interrupts it uses. It is
+// like context.WithValue(ctx, emitterKey{}, em), in one allocation or
+// none (see taskContext).
 type emitter struct {
+	context.Context
 	r    *run
 	t    *task
 	path string
@@ -158,13 +166,140 @@ type emitter struct {
 	// scope is the path below the task (WithScope), which keys journal
 	// entries and interrupts so that concurrent scopes do not collide.
 	scope string
+	// call, in an emitter WithScope made, is the call whose context it
+	// was made from, when calls have contexts of their own (see
+	// taskContext).
+	call *callContext
+}
+
+// callContext is the context of one call of a node (an attempt, or its
+// error handler) when calls have contexts of their own (see taskContext):
+// its task slot's emitter, whose context it shares, and where the call
+// stands as its custom events see it — running, with some Emits on their
+// way to the loop, or returned. An Emit that starts after the call
+// returned does nothing; the call's end waits for those on their way, so
+// the loop delivers every custom event of a task before its end, and the
+// slot's emitter, which they read, is not rewritten for the next call
+// before they are done. It is small: there is one for every call.
+type callContext struct {
+	em *emitter
+	// n counts the Emits on their way, with callEnded once the call
+	// returned and callWaiting once its end waits for them (drains).
+	n atomic.Int32
+}
+
+const (
+	callEnded   = 1 << 30
+	callWaiting = 1 << 29
+)
+
+// drains holds, while the end of a call waits for its Emits on their way,
+// the channel the last of them closes (rare: an Emit racing with its
+// node's return).
+var drains sync.Map // *callContext -> chan struct{}
+
+// A call's context is its slot emitter's, the run's.
+func (c *callContext) Deadline() (time.Time, bool) { return c.em.Context.Deadline() }
+func (c *callContext) Done() <-chan struct{}       { return c.em.Context.Done() }
+func (c *callContext) Err() error                  { return c.em.Context.Err() }
+
+// Value returns the call for emitterKey and asks the run's context
+// otherwise.
+func (c *callContext) Value(key any) any {
+	if key == (emitterKey{}) {
+		return c
+	}
+	return c.em.Context.Value(key)
+}
+
+// timedCall is the context of a call with a context of its own (a node's
+// timeout).
+type timedCall struct {
+	context.Context
+	call callContext
+}
+
+// Value returns the call for emitterKey and asks the parent otherwise.
+func (c *timedCall) Value(key any) any {
+	if key == (emitterKey{}) {
+		return &c.call
+	}
+	return c.Context.Value(key)
+}
+
+// enter starts an Emit: false when the call has returned. A nil call
+// (a context kept by a task slot) is always running.
+func (c *callContext) enter() bool {
+	if c == nil {
+		return true
+	}
+	for {
+		n := c.n.Load()
+		if n&callEnded != 0 {
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// leave ends an Emit that enter started.
+func (c *callContext) leave() {
+	if c != nil && c.n.Add(-1) == callEnded|callWaiting {
+		ch, _ := drains.Load(c)
+		close(ch.(chan struct{}))
+	}
+}
+
+// running reports whether the call has not returned.
+func (c *callContext) running() bool { return c == nil || c.n.Load()&callEnded == 0 }
+
+// end marks the call returned and waits for the Emits on their way: the
+// loop takes them while the task runs.
+func (c *callContext) end() {
+	if c == nil || c.n.Add(callEnded) == callEnded {
+		return
+	}
+	ch := make(chan struct{})
+	drains.Store(c, ch)
+	if c.n.Add(callWaiting) != callEnded|callWaiting {
+		<-ch
+	}
+	drains.Delete(c)
 }
 
 type emitterKey struct{}
 
+// inNode reports whether e is a node's, not a router's (which has no
+// task, and runs on the loop's goroutine: its events could not wait for
+// the loop to deliver them).
+func (e *emitter) inNode() bool { return e.t != nil }
+
+// Value returns the emitter for emitterKey and asks the parent otherwise.
+func (e *emitter) Value(key any) any {
+	if key == (emitterKey{}) {
+		return e
+	}
+	return e.Context.Value(key)
+}
+
+// emitterFrom returns the emitter of ctx, nil outside a running node.
 func emitterFrom(ctx context.Context) *emitter {
-	e, _ := ctx.Value(emitterKey{}).(*emitter)
+	e, _ := callOf(ctx)
 	return e
+}
+
+// callOf returns the emitter of ctx and the call it belongs to (nil for
+// a context kept by a task slot, or a router's).
+func callOf(ctx context.Context) (*emitter, *callContext) {
+	switch v := ctx.Value(emitterKey{}).(type) {
+	case *callContext:
+		return v.em, v
+	case *emitter:
+		return v, v.call
+	}
+	return nil, nil
 }
 
 // Name returns the event's name, which streams, recorders and clients
@@ -179,30 +314,36 @@ func (ev Event) Name() string {
 
 // Emit sends v to the run's stream as a custom event (EventCustom), under
 // the path of the calling node (and scope). A v that is Named gives the
-// event its name. Outside a running node, or when the stream does not take
-// events of that name, it does nothing. It may block while the stream's
-// consumer is slow, and returns early when the run is cancelled.
+// event its name. Outside a running node (in a Router, for one), or when
+// the stream does not take events of that name, it does nothing; so does
+// a goroutine a node left running that emits with the node's context once
+// the node has returned (its event would come after the node's end). The
+// stream yields a node's events before its EventNodeEnd. Emit may block
+// while the stream's consumer is slow, and returns early when the run is
+// cancelled.
 func Emit(ctx context.Context, v any) {
-	e := emitterFrom(ctx)
-	if e == nil || !e.r.wantsCustom(nameOf(v)) {
+	e, call := callOf(ctx)
+	if e == nil || !e.inNode() || !e.r.wantsCustom(nameOf(v)) || !call.enter() {
 		return
 	}
 	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
+	call.leave()
 }
 
 // WithScope returns a context whose events carry path/segment, for work
 // done on behalf of something inside a node (an agent, a tool call).
 // Segments must not contain '/'.
 func WithScope(ctx context.Context, segment string) context.Context {
-	e := emitterFrom(ctx)
+	e, call := callOf(ctx)
 	if e == nil {
 		return ctx
 	}
 	segment = strings.ReplaceAll(segment, "/", "_")
 	child := *e
+	child.Context, child.call = ctx, call
 	child.path = e.path + "/" + segment
 	child.scope = e.scope + "/" + segment
-	return context.WithValue(ctx, emitterKey{}, &child)
+	return &child
 }
 
 // PathOf returns the event path of ctx: the node's path and its scopes, or
@@ -216,8 +357,9 @@ func PathOf(ctx context.Context) string {
 
 // Wants reports whether the stream of the run that ctx belongs to takes
 // custom events named name, so that producers can skip work nobody will
-// see (such as asking a model to stream tokens).
+// see (such as asking a model to stream tokens). Once the node whose
+// context ctx is has returned, it reports false: Emit does nothing then.
 func Wants(ctx context.Context, name string) bool {
-	e := emitterFrom(ctx)
-	return e != nil && e.r.wantsCustom(name)
+	e, call := callOf(ctx)
+	return e != nil && e.inNode() && e.r.wantsCustom(name) && call.running()
 }

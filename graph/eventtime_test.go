@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +105,49 @@ func TestTheEndOfANodeThatEndedItsGoroutineIsTimedWhenTheLoopHearsOfIt(t *testin
 	}
 	require.False(t, start.IsZero())
 	assert.False(t, end.Before(start), "node end %v before its start %v", end, start)
+}
+
+// TestEventTimesNeverGoBackInAParallelStep: in a parallel step, a reads
+// the clock for its custom event before b does, but its event reaches the
+// loop after b's has been yielded. Along the stream, times still never go
+// back.
+func TestEventTimesNeverGoBackInAParallelStep(t *testing.T) {
+	aTimed, bYielded := make(chan struct{}), make(chan struct{})
+	g := graph.New("wide")
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(doneHook{ctx, new(sync.Once), func() { // a's event has its time
+			close(aTimed)
+			<-bYielded
+		}}, "a")
+		return graph.Command{}, nil
+	})
+	g.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		<-aTimed
+		graph.Emit(ctx, "b")
+		return graph.Command{}, nil
+	})
+	for _, n := range []string{"a", "b"} {
+		g.AddEdge(graph.Start, n)
+		g.AddEdge(n, graph.End)
+	}
+	r, err := g.Compile()
+	require.NoError(t, err)
+
+	var evs []graph.Event
+	var customs []any
+	for ev, err := range r.Stream(t.Context(), nil) {
+		require.NoError(t, err)
+		evs = append(evs, ev)
+		if ev.Kind == graph.EventCustom {
+			customs = append(customs, ev.Data)
+			if ev.Data == "b" {
+				close(bYielded)
+			}
+		}
+	}
+	assert.Equal(t, []any{"b", "a"}, customs)
+	for i := 1; i < len(evs); i++ {
+		assert.False(t, evs[i].Time.Before(evs[i-1].Time), "%s %s at %v comes after %s %s at %v",
+			evs[i].Name(), evs[i].Path, evs[i].Time, evs[i-1].Name(), evs[i-1].Path, evs[i-1].Time)
+	}
 }

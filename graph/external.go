@@ -140,6 +140,9 @@ type TaskOutcome struct {
 // RunTasks runs nothing and returns ErrStaleStep. A task that fails for
 // good (after its RetryPolicy) is returned as the error (*NodeError), the
 // first in task order; the outcomes of the others are returned with it.
+// The tasks run on goroutines of their own, so a node that ends its
+// goroutine (runtime.Goexit) fails its task. No goroutine RunTasks
+// started outlives it.
 func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, opts ...Option) ([]TaskOutcome, error) {
 	cfg := r.streamConfig(opts)
 	switch {
@@ -156,6 +159,8 @@ func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ru.ctx, ru.cancel = ctx, cancel
+	defer ru.releaseResults() // once the workers have ended
+	defer ru.stopWorkers()
 	if _, err := ru.begin(nil, nil); err != nil {
 		return nil, err
 	}
@@ -175,7 +180,10 @@ func (r *Runnable) RunTasks(ctx context.Context, after string, labels []string, 
 	if err := ru.prepare(tasks); err != nil {
 		return nil, err
 	}
-	ru.partial = true // the step's other tasks run elsewhere
+	// The step's other tasks run elsewhere; and these never on this
+	// goroutine, so that a node ending its goroutine (runtime.Goexit)
+	// fails its task, which is reported, rather than ending the caller's.
+	ru.partial = true
 	results := ru.runTasks(tasks, time.Time{})
 	if ru.stopped.Load() {
 		return nil, errStopped

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -153,4 +155,128 @@ func TestRunTasksWithASinkFailsATaskEndedByGoexit(t *testing.T) {
 	_, err = r.RunTasks(t.Context(), res.Checkpoint, res.NextTasks, opts...)
 	assert.EqualError(t, err, `graph: node "b" (step 1, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
 	assert.Equal(t, []string{"b"}, failed)
+}
+
+// TestRunTasksFailsATaskEndedByGoexit: a node that ends its goroutine
+// (runtime.Goexit, as t.FailNow does) in RunTasks fails its task, as in
+// Invoke and Stream, with a sink or without one, alone or with a
+// sibling: RunTasks returns the *NodeError, the outcome is not done,
+// nothing is stored as its result, and the Step after runs it again (and
+// not its sibling, which finished).
+func TestRunTasksFailsATaskEndedByGoexit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		sink   bool
+	}{
+		{"alone", []string{"quits"}, false},
+		{"with a sibling", []string{"quits", "stays"}, false},
+		{"alone, streamed", []string{"quits"}, true},
+		{"with a sibling, streamed", []string{"quits", "stays"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var quits, stays atomic.Int32
+			g := graph.New("goexit")
+			g.AddNode("prep", noop)
+			g.AddNode("quits", func(ctx context.Context, s graph.State) (graph.Command, error) {
+				if quits.Add(1) == 1 {
+					runtime.Goexit()
+				}
+				return graph.Command{}, nil
+			})
+			g.AddNode("stays", func(ctx context.Context, s graph.State) (graph.Command, error) {
+				stays.Add(1)
+				return graph.Command{}, nil
+			})
+			g.AddEdge(graph.Start, "prep")
+			for _, n := range []string{"quits", "stays"} {
+				g.AddEdge("prep", n)
+				g.AddEdge(n, graph.End)
+			}
+			r, err := g.Compile()
+			require.NoError(t, err)
+			opts := []graph.Option{graph.WithSaver(memory.New()), graph.Thread("t")}
+			if tc.sink {
+				opts = append(opts, graph.StreamTo(func(graph.Event) bool { return true }))
+			}
+			res, err := r.Step(t.Context(), graph.Input(), opts...)
+			require.NoError(t, err)
+
+			var outcomes []graph.TaskOutcome
+			returned := false
+			ended := make(chan struct{})
+			go func() { // RunTasks must return, not end this goroutine
+				defer close(ended)
+				outcomes, err = r.RunTasks(t.Context(), res.Checkpoint, tc.labels, opts...)
+				returned = true
+			}()
+			<-ended
+			require.True(t, returned, "RunTasks ended its caller's goroutine")
+			var ne *graph.NodeError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, "quits", ne.Node)
+			assert.EqualError(t, err, `graph: node "quits" (step 1, attempt 1): the node called runtime.Goexit (t.FailNow?) on the goroutine running it`)
+			want := []graph.TaskOutcome{{Label: "quits"}}
+			if len(tc.labels) == 2 {
+				want = append(want, graph.TaskOutcome{Label: "stays", Done: true})
+			}
+			assert.Equal(t, want, outcomes)
+
+			snap, err := r.State(t.Context(), "t", opts...)
+			require.NoError(t, err)
+			require.Len(t, snap.Tasks, 2)
+			assert.Equal(t, graph.TaskFailed, snap.Tasks[0].Status, "quits")
+			assert.Contains(t, snap.Tasks[0].Error, "runtime.Goexit")
+
+			done, err := r.Step(t.Context(), nil, opts...)
+			require.NoError(t, err)
+			assert.False(t, done.More)
+			assert.Equal(t, int32(2), quits.Load(), "the Step after runs quits again")
+			assert.Equal(t, int32(1), stays.Load(), "and stays once in all")
+		})
+	}
+}
+
+// runWorkersWaiting counts the goroutines waiting for a task in a run's
+// worker loop.
+func runWorkersWaiting() int {
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		panic(err)
+	}
+	n := 0
+	for g := range strings.SplitSeq(b.String(), "\n\n") {
+		header, stack, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[chan receive") && strings.HasPrefix(stack, "github.com/coorflow/coorflow/graph.(*run).work(") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunTasksEndsItsWorkers: the goroutines that run RunTasks's tasks
+// end before it returns, as a run's do.
+func TestRunTasksEndsItsWorkers(t *testing.T) {
+	g := graph.New("workers")
+	g.AddNode("prep", noop)
+	for _, n := range []string{"b", "c"} {
+		g.AddNode(n, noop)
+		g.AddEdge("prep", n)
+		g.AddEdge(n, graph.End)
+	}
+	g.AddEdge(graph.Start, "prep")
+	r, err := g.Compile()
+	require.NoError(t, err)
+	for _, sink := range []bool{false, true} {
+		opts := []graph.Option{graph.WithSaver(memory.New()), graph.Thread("t")}
+		if sink {
+			opts = append(opts, graph.StreamTo(func(graph.Event) bool { return true }))
+		}
+		res, err := r.Step(t.Context(), graph.Input(), opts...)
+		require.NoError(t, err)
+		before := runWorkersWaiting()
+		_, err = r.RunTasks(t.Context(), res.Checkpoint, res.NextTasks, opts...)
+		require.NoError(t, err)
+		assert.Equal(t, before, runWorkersWaiting(), "workers left waiting (sink %v)", sink)
+	}
 }

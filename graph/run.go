@@ -92,8 +92,11 @@ type run struct {
 	yield func(Event, error) bool
 	// t0 is when the run started, read when its events are read (see now).
 	t0 time.Time
+	// last is the time of the last event delivered.
+	last time.Time
 	// partial: the run runs some tasks of a step whose others run
-	// elsewhere (RunTasks), so each task's result is stored as it ends.
+	// elsewhere (RunTasks), so each task's result is stored as it ends,
+	// and on workers, never on the caller's goroutine.
 	partial bool
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
@@ -130,10 +133,14 @@ type run struct {
 	// is set while it does.
 	share   share
 	sharing bool
-	// routeEm and routeCtx are what routers' contexts carry (see
-	// routerContext).
-	routeEm  emitter
-	routeCtx nodeContext
+	// callScopes: each call of a node gets a context of its own (the
+	// stream takes custom events; see taskContext), taken from spare,
+	// which the loop refills with chunks of spareChunk.
+	callScopes bool
+	spare      []callContext
+	spareChunk int
+	// routeEm is routers' context (see routerContext).
+	routeEm emitter
 	// per-step buffers, reused
 	pend    [][]any
 	pendBy  [][]string
@@ -186,9 +193,9 @@ type task struct {
 	waiting []InterruptInfo            // unanswered interrupts: not run again
 	resume  map[string]json.RawMessage // answers, by interrupt id
 	jr      journal
-	// scope is what the node's context carries (see taskContext); it
-	// stays with the task's slot from step to step.
-	scope *taskScope
+	// scope is the node's emitter (see taskContext); it stays with the
+	// task's slot from step to step.
+	scope *emitter
 }
 
 type taskResult struct {
@@ -218,6 +225,7 @@ func (r *Runnable) newRun(cfg config, path string, yield func(Event, error) bool
 	if cfg.events.kinds != 0 {
 		ru.t0 = time.Now()
 	}
+	ru.callScopes = cfg.events.kinds.has(EventCustom)
 	if ru.cfg.stepLimit <= 0 {
 		ru.cfg.stepLimit = defaultStepLimit
 	}
@@ -259,7 +267,12 @@ func (ru *run) emit(ev Event) {
 	}
 	if ev.Time.IsZero() {
 		ev.Time = ru.now()
+	} else if ev.Time.Before(ru.last) {
+		// Read on a task's goroutine, it reached the loop after a later
+		// one: times never go back along the stream (see Event.Time).
+		ev.Time = ru.last
 	}
+	ru.last = ev.Time
 	if !ru.yield(ev, nil) {
 		ru.stopped.Store(true)
 		ru.cancel()
@@ -384,7 +397,7 @@ func (ru *run) nextTasks() []*task {
 	// the previous step are done with (applied and routed).
 	if cap(ru.slab) < n {
 		ru.slab = make([]task, n)
-		scopes := make([]taskScope, n)
+		scopes := make([]emitter, n)
 		for i := range ru.slab {
 			ru.slab[i].scope = &scopes[i]
 		}
@@ -423,6 +436,20 @@ func (ru *run) nextTasks() []*task {
 		ru.records = nil
 	}
 	return tasks
+}
+
+// takeCall returns a call context that no call has used, for a task the
+// loop starts when calls have contexts of their own (see taskContext).
+// They come in chunks of 128, then 256, so a run allocates once per
+// hundreds of tasks.
+func (ru *run) takeCall() *callContext {
+	if len(ru.spare) == 0 {
+		ru.spareChunk = min(max(2*ru.spareChunk, 128), 256)
+		ru.spare = make([]callContext, ru.spareChunk)
+	}
+	c := &ru.spare[0]
+	ru.spare = ru.spare[1:]
+	return c
 }
 
 // packetPaths returns the event paths of the tasks packets start —

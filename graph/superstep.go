@@ -230,15 +230,15 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
 	keep := ru.p != nil && (len(tasks) > 1 || ru.partial)
-	if len(todo) == 1 && ru.cfg.events.kinds == 0 {
-		// Nobody reads events, so nothing from inside the node needs the
-		// loop to forward it: run the task on this goroutine.
-		ru.execTask(tasks[todo[0]], keep, &results[todo[0]])
-		return results
-	}
-	if ru.cfg.events.kinds == 0 {
-		// Nor does it for a wide step: the loop's goroutine takes part.
-		ru.runShared(tasks, todo, results, keep)
+	// Nobody reads events, so nothing from inside the node needs the loop
+	// to forward it: this goroutine runs the task, or takes part in a wide
+	// step — except in RunTasks (see there).
+	if ru.cfg.events.kinds == 0 && !ru.partial {
+		if len(todo) == 1 {
+			ru.execTask(tasks[todo[0]], keep, nil, &results[todo[0]])
+		} else {
+			ru.runShared(tasks, todo, results, keep)
+		}
 		return results
 	}
 	limit := ru.cfg.maxConcurrency
@@ -258,7 +258,11 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 			return
 		}
 		running++
-		ru.startTask(job{results: results, i: i, t: t, keep: keep})
+		j := job{results: results, i: i, t: t, keep: keep}
+		if ru.callScopes {
+			j.call = ru.takeCall()
+		}
+		ru.startTask(j)
 	}
 	for running < limit && next < len(todo) {
 		startNext()
@@ -299,16 +303,17 @@ func (ru *run) endTime(res *taskResult) time.Time {
 
 // runOne runs job j on a worker and reports it done.
 func (ru *run) runOne(j *job) {
-	ru.execTask(j.t, j.keep, &j.results[j.i])
+	ru.execTask(j.t, j.keep, j.call, &j.results[j.i])
 	ru.events <- Event{Kind: taskEnded, Step: j.i}
 }
 
 // execTask runs one task with its node's retry policy, timeout and error
-// handler, into res; with keep, a successful result is stored at once.
+// handler, into res; with keep, a successful result is stored at once. call,
+// if set, is the context of the node's first call (see taskContext).
 // Results are filled in place, not returned, to keep the frames of a
 // worker's stack small: a worker's stack starts small, and the node's own
 // calls come on top of these.
-func (ru *run) execTask(t *task, keep bool, res *taskResult) {
+func (ru *run) execTask(t *task, keep bool, call *callContext, res *taskResult) {
 	*res = taskResult{}
 	// The duration is for EventNodeEnd: without a reader, the clock is
 	// not read.
@@ -317,7 +322,7 @@ func (ru *run) execTask(t *task, keep bool, res *taskResult) {
 	if timed {
 		start = ru.elapsed()
 	}
-	ru.tryTask(t, res)
+	ru.tryTask(t, call, res)
 	if timed {
 		res.end = ru.elapsed()
 		res.dur = res.end - start
@@ -339,11 +344,12 @@ func (ru *run) keepResult(t *task, res *taskResult) {
 	}
 }
 
-func (ru *run) tryTask(t *task, res *taskResult) {
+func (ru *run) tryTask(t *task, call *callContext, res *taskResult) {
 	s := State{d: ru.state, overlay: t.overlay}
 	for attempt := 1; ; attempt++ {
 		res.attempts = attempt
-		err := ru.attempt(t, s, &res.cmd)
+		err := ru.attempt(t, s, call, &res.cmd)
+		call = nil // a retry gets another
 		if err == nil {
 			if err := ru.r.checkCommand(t.node, res.cmd); err != nil {
 				// A command the graph cannot follow is a bug in the node
@@ -414,69 +420,72 @@ func (ru *run) nodeErr(t *task, attempt int, err error) *NodeError {
 	return &NodeError{Node: t.label, Path: t.path, Step: ru.step, Attempt: attempt, Err: err}
 }
 
-// taskScope is what a node's context carries: its emitter, and the
-// context itself (see taskContext).
-type taskScope struct {
-	em  emitter
-	ctx nodeContext
-}
-
-// taskContext returns the context a task's node runs with: ctx, carrying
-// the task's emitter. It lives in the task's scope, which the task's slot
-// keeps from step to step (see nextTasks), so making it allocates nothing
-// after the first step. The context is written only when it changes, so
-// that whatever a node left holding it (a connection's goroutine reading
-// Done or Err) sees no writes when the slot runs another task.
+// taskContext returns the context a call of t's node (an attempt, or its
+// error handler) runs with: ctx, carrying the task's emitter, and the
+// call to end when it returns (nil: nothing to end).
+//
+// The emitter is the task slot's, kept from step to step (see nextTasks),
+// so that making it allocates nothing after the first step: only path,
+// node and step are written for each task; the context and the run, once.
+// A goroutine the node left running may keep the context after the call
+// returned and use it while later tasks run. Where nobody takes custom
+// events, the slot's emitter is the context: a late Emit reads only what
+// is written once and finds that nobody takes its event, and a goroutine
+// reading Done or Err sees no writes. When the stream takes custom events,
+// each call gets a context of its own — c, which the loop took for the
+// task's first call (takeCall), or a new one: an Emit with it once the
+// call returned is known for what it is and dropped, never taken for an
+// event of the task running then. So does a call with a context of its
+// own (a node's timeout).
 //
 // taskContext is not inlined: the emitter it builds stays off the frame
 // of attempt, which is on the stack while the node runs.
 //
 //go:noinline
-func (ru *run) taskContext(ctx context.Context, t *task) context.Context {
+func (ru *run) taskContext(ctx context.Context, t *task, c *callContext) (context.Context, *callContext) {
 	if t.scope == nil {
-		t.scope = new(taskScope)
+		t.scope = new(emitter)
 	}
-	sc := t.scope
-	sc.em = emitter{r: ru, t: t, path: t.path, node: t.name, step: ru.step}
-	if sc.ctx.em == nil || sc.ctx.Context != ctx {
-		sc.ctx = nodeContext{Context: ctx, em: &sc.em}
+	em := t.scope
+	if em.r == nil {
+		em.Context, em.r, em.t = ru.ctx, ru, t
 	}
-	return &sc.ctx
-}
-
-// nodeContext is a context carrying an emitter, like
-// context.WithValue(ctx, emitterKey{}, em) but stored in its task.
-type nodeContext struct {
-	context.Context
-	em *emitter
-}
-
-// Value returns the emitter for emitterKey and asks the parent otherwise.
-func (c *nodeContext) Value(key any) any {
-	if key == (emitterKey{}) {
-		return c.em
+	em.path, em.node, em.step = t.path, t.name, ru.step
+	switch {
+	case ctx != ru.ctx:
+		tc := &timedCall{Context: ctx}
+		tc.call.em = em
+		return tc, &tc.call
+	case !ru.callScopes:
+		return em, nil
 	}
-	return c.Context.Value(key)
+	if c == nil { // a retry, or the error handler
+		c = new(callContext)
+	}
+	c.em = em
+	return c, c
 }
 
 // attempt calls the node once, into cmd, turning a panic into a
 // *PanicError and an overrun of the node's timeout into ErrNodeTimeout.
 // The command is written in place rather than returned, to keep the frames
 // under the node small.
-func (ru *run) attempt(t *task, s State, cmd *Command) error {
+func (ru *run) attempt(t *task, s State, call *callContext, cmd *Command) error {
 	if t.node.timeout > 0 {
-		return ru.attemptTimed(t, s, cmd)
+		return ru.attemptTimed(t, s, call, cmd)
 	}
 	t.jr.reset()
-	return ru.call(ru.taskContext(ru.ctx, t), t, s, cmd)
+	ctx, c := ru.taskContext(ru.ctx, t, call)
+	return ru.call(ctx, c, t, s, cmd)
 }
 
 // attemptTimed is attempt for a node with a timeout.
-func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
+func (ru *run) attemptTimed(t *task, s State, call *callContext, cmd *Command) error {
 	ctx, cancel := context.WithTimeout(ru.ctx, t.node.timeout)
 	defer cancel()
 	t.jr.reset()
-	err := ru.call(ru.taskContext(ctx, t), t, s, cmd)
+	nctx, c := ru.taskContext(ctx, t, call)
+	err := ru.call(nctx, c, t, s, cmd)
 	if err != nil && ctx.Err() == context.DeadlineExceeded && ru.ctx.Err() == nil {
 		err = fmt.Errorf("%w after %v: %w", ErrNodeTimeout, t.node.timeout, err)
 	}
@@ -484,12 +493,14 @@ func (ru *run) attemptTimed(t *task, s State, cmd *Command) error {
 }
 
 // call runs the node's function (or subgraph) once, into cmd, turning a
-// panic into a *PanicError.
-func (ru *run) call(ctx context.Context, t *task, s State, cmd *Command) (err error) {
+// panic into a *PanicError. When it returns (or its goroutine ends), it
+// ends c.
+func (ru *run) call(ctx context.Context, c *callContext, t *task, s State, cmd *Command) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
+		c.end()
 	}()
 	fn := t.node.fn
 	if t.node.sub != nil {
@@ -501,11 +512,12 @@ func (ru *run) call(ctx context.Context, t *task, s State, cmd *Command) (err er
 
 // handle runs the node's error handler, recovering a panic.
 func (ru *run) handle(t *task, s State, nerr error) (cmd Command, err error) {
-	ctx := ru.taskContext(ru.ctx, t)
+	ctx, c := ru.taskContext(ru.ctx, t, nil)
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
+		c.end()
 	}()
 	return t.node.onError(ctx, s, nerr)
 }

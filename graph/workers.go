@@ -18,12 +18,14 @@ type workers struct {
 }
 
 // job is one task for a worker: run t and store its result in results[i]
-// (see runOne).
+// (see runOne); call is the context of its node's first call, when calls
+// have contexts of their own (see taskContext).
 type job struct {
 	results []taskResult
 	i       int
 	t       *task
 	keep    bool
+	call    *callContext
 }
 
 // startTask hands j to an idle worker, starting one when the busy ones are
@@ -161,7 +163,7 @@ func (s *share) work(cur *int) {
 			s.help()
 		}
 		*cur = i
-		s.ru.execTask(s.tasks[i], s.keep, &s.results[i])
+		s.ru.execTask(s.tasks[i], s.keep, nil, &s.results[i])
 		*cur = -1
 		s.free.Add(1)
 	}
