@@ -440,11 +440,16 @@ func (ru *run) nextTasks() []*task {
 
 // takeCall returns a call context that no call has used, for a task the
 // loop starts when calls have contexts of their own (see taskContext).
-// They come in chunks of 128, then 256, so a run allocates once per
-// hundreds of tasks.
+// They come in chunks: the first as many as the graph has nodes (8 to
+// 128: a small subgraph's run takes little), then twice the last, up to
+// 256, so a long run allocates once per hundreds of tasks.
 func (ru *run) takeCall() *callContext {
 	if len(ru.spare) == 0 {
-		ru.spareChunk = min(max(2*ru.spareChunk, 128), 256)
+		if ru.spareChunk == 0 {
+			ru.spareChunk = min(max(len(ru.r.nodes), 8), 128)
+		} else {
+			ru.spareChunk = min(2*ru.spareChunk, 256)
+		}
 		ru.spare = make([]callContext, ru.spareChunk)
 	}
 	c := &ru.spare[0]
