@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
@@ -185,11 +187,32 @@ func TestStreamSaysWhenTheLogDroppedEvents(t *testing.T) {
 	defer small.Close()
 	e.graphs.StreamTo(small)
 	e.startWorker(e.queue, false)
-	r := chain("bounded-"+randomHex(), 1)
+	// One node, as chain's, that also says it ran: the workflow exists.
+	ran := make(chan struct{})
+	var once sync.Once
+	g := graph.New("bounded-"+randomHex(), callLog)
+	g.AddNode("n00", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		once.Do(func() { close(ran) })
+		return graph.Update(graph.AppendTo(callLog, "n00@"+activity.GetInfo(ctx).TaskQueue)), nil
+	})
+	g.AddEdge(graph.Start, "n00")
+	g.AddEdge("n00", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
 	run := e.runner(r, func(c *temporalrun.Config) { c.Events = small })
 	var evs []graph.Event
-	for ev, err := range run.Stream(t.Context(), graph.Input(), graph.Thread("bounded-"+randomHex())) {
+	thread := "bounded-" + randomHex()
+	for ev, err := range run.Stream(t.Context(), graph.Input(), graph.Thread(thread)) {
 		require.NoError(t, err)
+		if len(evs) == 0 {
+			// The run's start, which the caller yields before it reads
+			// the log: read nothing until the workflow has ended, so the
+			// log holds every frame unread and drops those beyond its
+			// bound, however fast the worker and this loop are.
+			require.Equal(t, graph.EventRunStart, ev.Kind)
+			<-ran
+			require.NoError(t, e.client.GetWorkflow(t.Context(), thread, "").Get(t.Context(), nil))
+		}
 		evs = append(evs, ev)
 	}
 	require.GreaterOrEqual(t, len(evs), 3)
