@@ -1,0 +1,24 @@
+// Package runs is the home of a run: what coorflow promises about a run
+// from the request that asks for it to its end, whatever transport asked
+// (the CLI's run, the server's /v1 and Platform API, /mcp, crons,
+// webhooks) and wherever it executes (this process, another replica, a
+// Temporal worker).
+//
+// It owns, each in a file named for it:
+//   - admission (admission.go, ledger*.go): quotas of active and queued runs
+//     per owner and owner budgets, checked and taken in one atomic step
+//     where they are stored (a critical section in process, one statement
+//     or transaction in SQLite and PostgreSQL);
+//   - budgets (budget.go): reservations of model calls before they are
+//     sent, settled with the provider's usage after;
+//   - the caller's config (config.go): the values a run's request carries
+//     for its nodes, as graph runtime values and expression variables;
+//   - the environment a workflow compiles with (env.go): models, tools,
+//     code execution, skills and MCP servers, one definition for `run`,
+//     `serve`, `worker`, `mcp` and `replay`;
+//   - the event log (eventlog*.go): one log for recordings, replica streams
+//     and Temporal streams.
+//
+// Transports translate their wire formats to and from this package; they
+// do not re-implement its rules.
+package runs
