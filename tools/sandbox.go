@@ -46,8 +46,18 @@ func (m SandboxMode) String() string {
 // TempSize that is its working directory; everything else, this process's
 // working directory, data and home among them, is absent. Its environment
 // is empty but for PATH, HOME, LANG, TMPDIR, the Python I/O settings and
-// the variables the operator lists. Ending the sandbox's first process
-// ends every process in it, however it was started.
+// the variables the operator lists. Its first process, pid 1, sets the
+// limits before it starts the code, so every process of the sandbox runs
+// under them. A seccomp filter denies the calls that reach other
+// processes (ptrace, process_vm_*), memory the limits do not count
+// (memfd_create, System V shared memory and message queues), kernel
+// interfaces (io_uring, keyrings, bpf, perf, userfaultfd, mounts,
+// namespaces, modules) and sockets other than AF_UNIX, AF_INET and
+// AF_INET6; it kills a process that makes a call of another ABI. Files of
+// /proc that show the host's kernel (its command line among them) read as
+// empty. Ending the sandbox's first process ends every process in it,
+// however it was started. The seccomp filter exists for amd64 and arm64;
+// on other architectures the sandbox refuses.
 type SandboxConfig struct {
 	// Mode says whether the code runs in the sandbox (the default).
 	Mode SandboxMode
@@ -64,8 +74,12 @@ type SandboxConfig struct {
 }
 
 // SandboxLimits bound the resources of code in the sandbox, as rlimits
-// set before the code starts (both soft and hard, so the code cannot
-// raise them). A zero field takes its default.
+// set by the sandbox's pid 1 before the code starts (both soft and hard,
+// so the code cannot raise them), and so inherited by every process of
+// the sandbox. A zero field takes its default. They are per process, not
+// per sandbox (there is no cgroup): the memory of a sandbox is at most
+// Processes × Memory, plus twice TempSize in /tmp and /dev/shm, plus the
+// kernel's buffers of its pipes and sockets (bounded by OpenFiles).
 type SandboxLimits struct {
 	// Memory is the address space of each process, in bytes; default
 	// DefaultSandboxMemory. An allocation beyond it fails (a MemoryError
@@ -81,6 +95,10 @@ type SandboxLimits struct {
 	// FileSize is the largest file the code may write, in bytes; default
 	// DefaultSandboxFileSize.
 	FileSize int64
+	// OpenFiles caps the descriptors each process may hold open at once;
+	// default DefaultSandboxOpenFiles. It bounds the kernel memory a
+	// process can hold in pipes and sockets.
+	OpenFiles int
 	// TempSize is the size of the writable /tmp, and of /dev/shm, in
 	// bytes; default DefaultSandboxTempSize.
 	TempSize int64
@@ -92,6 +110,7 @@ const (
 	DefaultSandboxProcesses = 64
 	DefaultSandboxFileSize  = 64 << 20
 	DefaultSandboxTempSize  = 128 << 20
+	DefaultSandboxOpenFiles = 256
 )
 
 // withDefaults fills the zero fields; timeout is the tool's.
@@ -111,6 +130,9 @@ func (l SandboxLimits) withDefaults(timeout time.Duration) SandboxLimits {
 	}
 	if l.TempSize <= 0 {
 		l.TempSize = DefaultSandboxTempSize
+	}
+	if l.OpenFiles <= 0 {
+		l.OpenFiles = DefaultSandboxOpenFiles
 	}
 	return l
 }

@@ -34,33 +34,69 @@ var (
 	etcNetwork = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf"}
 )
 
+// procHidden are the files of the sandbox's /proc that would show this
+// host's kernel rather than the sandbox: each reads as empty (/dev/null
+// is bound over it) where this host has it. The kernel's command line
+// may hold secrets of the machine's set-up; the others show kernel
+// memory, keys and timers of every process.
+var procHidden = []string{"/proc/cmdline", "/proc/bootconfig", "/proc/config.gz", "/proc/kcore", "/proc/keys",
+	"/proc/key-users", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms"}
+
 // The descriptors bwrap gets, after stdin, stdout and stderr.
 const (
-	readyFD = 3 // the code's preamble writes one byte here once the limits are set
-	infoFD  = 4 // bwrap writes the host pid of the sandbox's init here
-	codeFD  = 5 // the source, copied to /tmp/main.py
+	readyFD   = 3 // the code's preamble writes one byte here once the limits are set
+	infoFD    = 4 // bwrap writes the host pid of the sandbox's init here
+	codeFD    = 5 // the source, copied to /tmp/main.py
+	seccompFD = 6 // the seccomp filter bwrap installs
 )
 
-// preamble runs in the sandbox before the code: it sets the rlimits (soft
-// and hard) given as its arguments, says so on readyFD, closes every
-// descriptor but the standard ones, and replaces itself with the
-// interpreter running main.py. Setting the limits from inside, after
-// bwrap has made the namespaces, keeps them off bwrap itself and makes
-// the process count that of the sandbox's own user.
-const preamble = `import os, resource, sys
-mem, cpu, nproc, fsize = map(int, sys.argv[1:5])
+// preamble is the sandbox's first process, its pid 1 (bwrap runs it
+// --as-pid-1, with no init of its own): it sets the rlimits (soft and
+// hard) given as its arguments, makes itself undumpable, says so on
+// readyFD, closes every descriptor but the standard ones and starts the
+// interpreter on main.py as its child; then it reaps every process of the
+// sandbox until that child ends, and ends with its status (128 plus the
+// signal's number for a signal). Its end ends every other process of the
+// sandbox.
+//
+// Setting the limits from inside, after bwrap has made the namespaces,
+// keeps them off bwrap itself and makes the process count that of the
+// sandbox's own user; setting them in pid 1 before the code exists puts
+// every process of the sandbox under them. Undumpable, pid 1 cannot be
+// written to through /proc/1/mem by the code (the filter denies ptrace
+// and process_vm_writev); an interpreter without ctypes leaves it
+// dumpable, and under the same limits.
+const preamble = `import os, resource, signal, sys
+mem, cpu, nproc, fsize, nofile = map(int, sys.argv[1:6])
 for r, soft, hard in ((resource.RLIMIT_AS, mem, mem), (resource.RLIMIT_CPU, cpu, cpu + 1),
-        (resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_FSIZE, fsize, fsize), (resource.RLIMIT_CORE, 0, 0)):
+        (resource.RLIMIT_NPROC, nproc, nproc), (resource.RLIMIT_FSIZE, fsize, fsize),
+        (resource.RLIMIT_NOFILE, nofile, nofile), (resource.RLIMIT_CORE, 0, 0)):
     resource.setrlimit(r, (soft, hard))
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
 os.write(3, b"1")
 os.closerange(3, 1 << 20)
-os.execv(sys.executable, [sys.executable, "main.py"])
+code = os.fork()
+if code == 0:
+    try:
+        os.execv(sys.executable, [sys.executable, "main.py"])
+    finally:
+        os._exit(127)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    pid, status = os.wait()
+    if pid == code:
+        os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 `
 
 // sandboxRun runs the code in bubblewrap.
 type sandboxRun struct {
-	cmd  *exec.Cmd
-	code *os.File // the staged source, already removed from its directory
+	cmd    *exec.Cmd
+	code   *os.File // the staged source, already removed from its directory
+	filter []byte   // the seccomp filter
 	// ready and info are this side's ends of the pipes on readyFD and
 	// infoFD; the child's ends are closed once it has started.
 	ready, info *os.File
@@ -81,14 +117,19 @@ func (p *pythonTool) sandboxed(code string) (codeRun, error) {
 	if err != nil {
 		return nil, &SandboxError{Tool: "python", Reason: err.Error() + " (install bubblewrap: apt-get install bubblewrap)"}
 	}
+	filter, err := sandboxSeccomp()
+	if err != nil {
+		return nil, &SandboxError{Tool: "python", Reason: err.Error()}
+	}
 	src, err := stageSource(p.cfg.TempDir, code)
 	if err != nil {
 		return nil, err
 	}
-	s := &sandboxRun{code: src, bwrap: bwrap, readyc: make(chan bool, 1), initc: make(chan *os.Process, 1)}
+	s := &sandboxRun{code: src, filter: filter, bwrap: bwrap, readyc: make(chan bool, 1), initc: make(chan *os.Process, 1)}
 	l := sb.Limits
 	args := append(bwrapArgs(sb), "--", p.cfg.Interpreter, "-I", "-S", "-c", preamble,
-		strconv.FormatInt(l.Memory, 10), strconv.Itoa(int(l.CPU/time.Second)), strconv.Itoa(l.Processes), strconv.FormatInt(l.FileSize, 10))
+		strconv.FormatInt(l.Memory, 10), strconv.Itoa(int(l.CPU/time.Second)), strconv.Itoa(l.Processes),
+		strconv.FormatInt(l.FileSize, 10), strconv.Itoa(l.OpenFiles))
 	s.cmd = exec.Command(bwrap, args...)
 	s.cmd.Dir = "/"
 	// The environment bwrap passes on: set here rather than with
@@ -129,6 +170,7 @@ func bwrapArgs(sb SandboxConfig) []string {
 		a = append(a, "--share-net")
 	}
 	a = append(a, "--unshare-user", "--uid", strconv.Itoa(nobody), "--gid", strconv.Itoa(nobody), "--disable-userns",
+		"--as-pid-1", "--seccomp", strconv.Itoa(seccompFD),
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
 		"--ro-bind", "/usr", "/usr")
 	for _, d := range systemLinks {
@@ -148,8 +190,14 @@ func bwrapArgs(sb SandboxConfig) []string {
 	for _, p := range sb.ReadOnly {
 		a = append(a, "--ro-bind", p, p)
 	}
+	a = append(a, "--proc", "/proc")
+	for _, f := range procHidden {
+		if _, err := os.Stat(f); err == nil {
+			a = append(a, "--dev-bind", "/dev/null", f)
+		}
+	}
 	size := strconv.FormatInt(sb.Limits.TempSize, 10)
-	return append(a, "--proc", "/proc", "--dev", "/dev",
+	return append(a, "--dev", "/dev",
 		"--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--size", size, "--tmpfs", "/tmp", "--file", strconv.Itoa(codeFD), "/tmp/main.py", "--chdir", "/tmp",
 		"--info-fd", strconv.Itoa(infoFD), "--remount-ro", "/")
@@ -166,12 +214,21 @@ func (s *sandboxRun) start(out *os.File) (*exec.Cmd, error) {
 		readyW.Close()
 		return nil, fmt.Errorf("tools: python: %w", err)
 	}
+	filter, err := filterPipe(s.filter)
+	if err != nil {
+		readyR.Close()
+		readyW.Close()
+		infoR.Close()
+		infoW.Close()
+		return nil, fmt.Errorf("tools: python: %w", err)
+	}
 	s.ready, s.info = readyR, infoR
 	s.cmd.Stdout, s.cmd.Stderr = out, out
-	s.cmd.ExtraFiles = []*os.File{readyW, infoW, s.code} // readyFD, infoFD, codeFD
+	s.cmd.ExtraFiles = []*os.File{readyW, infoW, s.code, filter} // readyFD, infoFD, codeFD, seccompFD
 	err = s.cmd.Start()
 	readyW.Close()
 	infoW.Close()
+	filter.Close()
 	if err != nil {
 		readyR.Close()
 		infoR.Close()
@@ -181,6 +238,25 @@ func (s *sandboxRun) start(out *os.File) (*exec.Cmd, error) {
 	go s.readReady()
 	go s.readInit()
 	return s.cmd, nil
+}
+
+// filterPipe returns the read end of a pipe that holds filter, whole:
+// a filter is at most 4,096 instructions of 8 bytes, less than a pipe
+// holds.
+func filterPipe(filter []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(filter)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // readReady reports whether the preamble wrote its byte: it did, or
