@@ -57,7 +57,8 @@ const (
 // interpreter on main.py as its child; then it reaps every process of the
 // sandbox until that child ends, and ends with its status (128 plus the
 // signal's number for a signal). Its end ends every other process of the
-// sandbox.
+// sandbox. As a PID namespace's init it gets no signal from the code but
+// those it handles, and it ignores SIGINT, Python's only one.
 //
 // Setting the limits from inside, after bwrap has made the namespaces,
 // keeps them off bwrap itself and makes the process count that of the
@@ -79,13 +80,15 @@ except Exception:
     pass
 os.write(3, b"1")
 os.closerange(3, 1 << 20)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 code = os.fork()
 if code == 0:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         os.execv(sys.executable, [sys.executable, "main.py"])
-    finally:
-        os._exit(127)
-signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except BaseException as e:
+        os.write(2, ("cannot start the code: %s\n" % e).encode())
+    os._exit(127)
 while True:
     pid, status = os.wait()
     if pid == code:
