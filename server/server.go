@@ -18,6 +18,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/telemetry"
 	runtrace "github.com/coorflow/coorflow/trace"
@@ -198,7 +199,7 @@ type Server struct {
 	finished *list.List             // finished runs, oldest first
 	retained int64                  // bytes the finished runs take
 	values   *valuesCache           // of runs that ended done (valuescache.go)
-	usage    map[string]*usage      // by owner
+	ledger   *runs.Ledger           // admits the runs (without Replicas)
 	budgetMu sync.Mutex             // guards meters
 	meters   budgets                // owner budgets (budget.go)
 	wg       sync.WaitGroup         // run goroutines
@@ -246,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 		runs:      make(map[string]*run),
 		threads:   make(map[string]*threadRuns),
 		finished:  list.New(),
-		usage:     make(map[string]*usage),
+		ledger:    runs.NewLedger(),
 		meters:    budgets{},
 	}
 	s.eventNames = eventNames(cfg.EventNames)
@@ -435,7 +436,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var queued, active []*run
 	for _, ts := range s.threads {
 		for _, ru := range ts.queue {
-			s.countLocked(ru.owner, 0, -1)
+			ru.ticket.Release()
 		}
 		queued = append(queued, ts.queue...)
 		ts.queue = nil
