@@ -102,17 +102,17 @@ type answer struct {
 	body   []byte
 }
 
-// fire sends alice's POSTs of body to paths all at once, the i-th to
+// fire sends alice's POSTs to paths all at once, the i-th with body(i) to
 // envs[i%len(envs)], and returns their answers, in order.
-func fire(t *testing.T, envs []*env, paths []string, body any) []answer {
+func fire(t *testing.T, envs []*env, paths []string, body func(i int) any) []answer {
 	t.Helper()
-	data, err := json.Marshal(body)
-	require.NoError(t, err)
 	out, errs := make([]answer, len(paths)), make([]error, len(paths))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, path := range paths {
 		e := envs[i%len(envs)]
+		data, err := json.Marshal(body(i))
+		require.NoError(t, err)
 		wg.Go(func() {
 			req, err := http.NewRequestWithContext(t.Context(), "POST", e.hs.URL+path, bytes.NewReader(data))
 			if err != nil {
@@ -139,14 +139,15 @@ func fire(t *testing.T, envs []*env, paths []string, body any) []answer {
 	return out
 }
 
-// admitted splits answers into the runs accepted (202) and requires every
+// admitted splits answers into the runs accepted (/v1's 202, the
+// Platform's 200) and requires every
 // other answer to be the 429 want, with Retry-After 5.
 func admitted(t *testing.T, answers []answer, want server.ErrorDetail) []server.Run {
 	t.Helper()
 	var accepted []server.Run
 	for _, a := range answers {
 		switch a.status {
-		case http.StatusAccepted:
+		case http.StatusAccepted, http.StatusOK: // /v1's, the Platform's
 			var ru server.Run
 			require.NoError(t, json.Unmarshal(a.body, &ru), "%s", a.body)
 			accepted = append(accepted, ru)
@@ -182,16 +183,26 @@ func TestParallelRunsGetExactlyTheActiveRunQuota(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			h := newHoldFlow(t, n)
 			envs := b.start(t, server.Config{Workflows: workflows(h.r), MaxActiveRuns: quota})
+			// Every other run is asked for through the Platform API.
 			paths := make([]string, n)
 			for i := range paths {
 				th := envs[0].thread(alice, "hold", fmt.Sprintf("t%d", i))
 				paths[i] = "/v1/threads/" + th.ID + "/runs"
+				if i%2 == 1 {
+					paths[i] = "/threads/" + th.ID + "/runs"
+				}
 			}
-			accepted := admitted(t, fire(t, envs, paths, map[string]any{"input": map[string]any{"text": "x"}}),
+			body := func(i int) any {
+				if i%2 == 1 {
+					return map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "x"}}
+				}
+				return map[string]any{"input": map[string]any{"text": "x"}}
+			}
+			accepted := admitted(t, fire(t, envs, paths, body),
 				server.ErrorDetail{Code: "quota_exceeded", Quota: "active_runs", Limit: quota,
 					Message: fmt.Sprintf(`owner "alice" has %d runs in progress, the most allowed: wait for one to end, or cancel one, then try again`, quota)})
 			t.Logf("%s: %d of %d runs asked for at once accepted; active run quota %d", b.name, len(accepted), n, quota)
-			require.Len(t, accepted, quota, "runs accepted")
+			require.Equal(t, quota, len(accepted), "runs accepted")
 			h.waitEntered(t, quota)
 			assert.Equal(t, int64(quota), h.cur.Load(), "the accepted runs run")
 
@@ -226,11 +237,11 @@ func TestParallelRunsOnBusyThreadsGetExactlyTheQueuedRunQuota(t *testing.T) {
 			for i := range paths {
 				paths[i] = fmt.Sprintf("/v1/threads/t%d/runs", i%threads)
 			}
-			accepted := admitted(t, fire(t, envs, paths, input),
+			accepted := admitted(t, fire(t, envs, paths, func(int) any { return input }),
 				server.ErrorDetail{Code: "quota_exceeded", Quota: "queued_runs", Limit: quota,
 					Message: fmt.Sprintf(`owner "alice" has %d runs queued, the most allowed: wait for some to start, or cancel one, then try again`, quota)})
 			t.Logf("%s: %d of %d runs asked for at once on %d busy threads accepted; queued run quota %d", b.name, len(accepted), n, threads, quota)
-			require.Len(t, accepted, quota, "runs queued")
+			require.Equal(t, quota, len(accepted), "runs queued")
 			for _, ru := range accepted {
 				assert.Equal(t, "queued", ru.Status)
 			}
@@ -243,4 +254,29 @@ func TestParallelRunsOnBusyThreadsGetExactlyTheQueuedRunQuota(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run admitted among replicas that waits for a replica with room
+// counts as active, not queued: it waits behind no run of its thread.
+func TestARunWaitingForAReplicaWithRoomCountsAsActive(t *testing.T) {
+	const quota = 3
+	h := newHoldFlow(t, 8)
+	e := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(h.r), MaxActiveRuns: quota, ReplicaRuns: 2}).envs[0]
+	input := map[string]any{"input": map[string]any{"text": "x"}}
+	var accepted []server.Run
+	for i := range quota {
+		th := e.thread(alice, "hold", fmt.Sprintf("t%d", i))
+		var ru server.Run
+		e.call("POST", "/v1/threads/"+th.ID+"/runs", alice, input, http.StatusAccepted, &ru)
+		accepted = append(accepted, ru)
+	}
+	h.waitEntered(t, 2)
+	assert.Equal(t, "queued", accepted[2].Status, "the replica has room for two")
+	e.thread(alice, "hold", "one-more")
+	got, retry := e.refused("POST", "/v1/threads/one-more/runs", alice, input)
+	assert.Equal(t, server.ErrorDetail{Code: "quota_exceeded", Quota: "active_runs", Limit: quota,
+		Message: `owner "alice" has 3 runs in progress, the most allowed: wait for one to end, or cancel one, then try again`}, got)
+	assert.Equal(t, "5", retry)
+	h.open()
+	awaitRuns(t, e, accepted)
 }
