@@ -18,7 +18,9 @@ import (
 
 	sqlitesaver "github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/server/replicas"
 )
 
 // holdFlow is a workflow "hold" whose node waits until the test opens it
@@ -279,4 +281,39 @@ func TestARunWaitingForAReplicaWithRoomCountsAsActive(t *testing.T) {
 	assert.Equal(t, "5", retry)
 	h.open()
 	awaitRuns(t, e, accepted)
+}
+
+// The run of a replica that died counts against its owner's quota until
+// the replica that takes it over ends it, once: the count is of the run
+// rows, whoever holds them.
+func TestARunTakenOverFromADeadReplicaCountsOnceUntilItEnds(t *testing.T) {
+	h := newHoldFlow(t, 4)
+	rs := newReplicaSet(t, 1, 2*time.Second, server.Config{Workflows: workflows(h.r), MaxActiveRuns: 1})
+	live := rs.envs[0]
+	live.thread(alice, "hold", "a")
+	live.thread(alice, "hold", "b")
+	// A replica that claims a run and dies at once: its lease of no
+	// duration is never renewed.
+	dead, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "dead", LeaseTTL: time.Microsecond, Schema: rs.schema})
+	require.NoError(t, err)
+	defer dead.Close()
+	sr := server.SharedRun{ID: "run-1", Thread: "a", Key: "alice/a", Owner: "alice", Workflow: "hold",
+		Request: json.RawMessage(`{"input":{"text":"x"}}`), CreatedAt: time.Now()}
+	require.NoError(t, dead.Enqueue(t.Context(), sr, runs.Refuse, runs.Limits{MaxActive: 1, MaxQueued: 0}))
+	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+
+	input := map[string]any{"input": map[string]any{"text": "x"}}
+	got, _ := live.refused("POST", "/v1/threads/b/runs", alice, input)
+	assert.Equal(t, "active_runs", got.Quota, "the dead replica's run counts")
+	h.waitEntered(t, 1) // the live replica took it over
+	got, _ = live.refused("POST", "/v1/threads/b/runs", alice, input)
+	assert.Equal(t, "active_runs", got.Quota, "the run taken over counts once")
+
+	h.open()
+	awaitRuns(t, live, []server.Run{{ID: "run-1", ThreadID: "a"}})
+	var ru server.Run
+	live.call("POST", "/v1/threads/b/runs", alice, input, http.StatusAccepted, &ru)
+	awaitRuns(t, live, []server.Run{ru})
 }
