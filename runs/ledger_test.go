@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,4 +137,22 @@ func TestAQuotaErrorSaysWhoIsAtWhichQuota(t *testing.T) {
 	assert.EqualError(t, err, `runs: owner "alice" has 0 runs in progress, the most allowed (active_runs 0)`)
 	_, err = runs.Request{Owner: "alice", Busy: runs.Queue, Limits: runs.Limits{MaxQueued: 2}}.Decide(runs.Usage{Queued: 2}, "r")
 	assert.EqualError(t, err, `runs: owner "alice" has 2 runs queued, the most allowed (queued_runs 2)`)
+}
+
+// BenchmarkLedgerAdmitRelease admits and releases runs from parallel
+// goroutines, each on a thread of its own, all of one owner.
+func BenchmarkLedgerAdmitRelease(b *testing.B) {
+	l := runs.NewLedger()
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		thread := fmt.Sprintf("alice/t%d", next.Add(1))
+		for pb.Next() {
+			t, err := l.Admit(runs.Request{Owner: "alice", Thread: thread, Run: "r", Limits: runs.NoLimits})
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.Release()
+		}
+	})
 }

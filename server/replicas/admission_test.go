@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,4 +101,33 @@ func TestEnqueueOnThreeReplicasQueuesExactlyTheQueuedQuota(t *testing.T) {
 	var be *runs.BusyError
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, "alice/t0", be.Thread)
+}
+
+// BenchmarkEnqueueAndCancel admits runs among replicas and releases each
+// (a cancel while queued), from parallel goroutines of one owner, each on
+// a thread of its own: the owner's lock serializes them.
+func BenchmarkEnqueueAndCancel(b *testing.B) {
+	pool := pgtest.Pool(b)
+	schema := pgtest.Schema(b, pool, "coorflow_test_")
+	reps, err := replicas.New(pool, replicas.Config{Saver: postgres.New(pool, postgres.WithSchema(schema)), Name: "r0", LeaseTTL: time.Minute, Schema: schema})
+	require.NoError(b, err)
+	require.NoError(b, reps.Start(b.Context()))
+	b.Cleanup(func() { assert.NoError(b, reps.Close()) })
+	var next atomic.Int64
+	limits := runs.Limits{MaxActive: 16, MaxQueued: 64}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		th := fmt.Sprintf("t%d", next.Add(1))
+		for pb.Next() {
+			id := fmt.Sprintf("run-%d", next.Add(1))
+			sr := server.SharedRun{ID: id, Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",
+				Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+			if err := reps.Enqueue(b.Context(), sr, runs.Refuse, limits); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := reps.Cancel(b.Context(), id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
