@@ -317,3 +317,60 @@ func TestARunTakenOverFromADeadReplicaCountsOnceUntilItEnds(t *testing.T) {
 	live.call("POST", "/v1/threads/b/runs", alice, input, http.StatusAccepted, &ru)
 	awaitRuns(t, live, []server.Run{ru})
 }
+
+// cancelRun cancels alice's run ru on e and follows it to its end, which
+// must be a cancellation.
+func cancelRun(t *testing.T, e *env, ru server.Run) {
+	t.Helper()
+	resp := e.request("POST", "/v1/threads/"+ru.ThreadID+"/runs/"+ru.ID+"/cancel", alice, nil)
+	resp.Body.Close()
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, resp.StatusCode)
+	evs := e.stream("GET", "/v1/threads/"+ru.ThreadID+"/runs/"+ru.ID+"/stream", alice, nil)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, "cancelled", evs[len(evs)-1].run(t).Status)
+}
+
+// A run gives its place up however it ends: cancelled while queued or
+// running, failed before it started, or stopped by a shutdown.
+func TestEveryWayARunEndsGivesItsPlaceUp(t *testing.T) {
+	for _, b := range admissionBackends {
+		t.Run(b.name, func(t *testing.T) {
+			h := newHoldFlow(t, 8)
+			e := b.start(t, server.Config{Workflows: workflows(h.r), QueueBusy: true, MaxActiveRuns: 1, MaxQueuedRuns: 1})[0]
+			e.thread(alice, "hold", "t1")
+			e.thread(alice, "hold", "t2")
+			input := map[string]any{"input": map[string]any{"text": "x"}}
+			post := func(thread string) server.Run {
+				t.Helper()
+				var ru server.Run
+				e.call("POST", "/v1/threads/"+thread+"/runs", alice, input, http.StatusAccepted, &ru)
+				return ru
+			}
+			first := post("t1")
+			h.waitEntered(t, 1)
+			queued := post("t1")
+			require.Equal(t, "queued", queued.Status)
+			got, _ := e.refused("POST", "/v1/threads/t2/runs", alice, input)
+			assert.Equal(t, "active_runs", got.Quota)
+			got, _ = e.refused("POST", "/v1/threads/t1/runs", alice, input)
+			assert.Equal(t, "queued_runs", got.Quota)
+
+			cancelRun(t, e, queued)
+			cancelRun(t, e, post("t1")) // the queued run's place was free
+			cancelRun(t, e, first)
+			// A run refused by the thread's state once admitted.
+			e.call("POST", "/v1/threads/t2/runs", alice, map[string]any{"resume": "yes"}, http.StatusConflict, nil)
+			last := post("t2") // the place of each was free
+			h.waitEntered(t, 1)
+			if b.name == "memory" || b.name == "sqlite" {
+				assert.Equal(t, map[string][2]int{"alice": {1, 0}}, server.RunCounts(e.srv))
+				post("t2") // queued
+				require.NoError(t, e.srv.Shutdown(t.Context()))
+				assert.Empty(t, server.RunCounts(e.srv), "the shutdown gave the places of its runs up")
+				return
+			}
+			h.open()
+			awaitRuns(t, e, []server.Run{last})
+		})
+	}
+}
