@@ -90,11 +90,12 @@ type Config struct {
 	// time is dropped; its run goes on.
 	WriteTimeout time.Duration
 	// MaxActiveRuns, MaxQueuedRuns and MaxStoredBytes are the quotas of
-	// each owner: runs in progress (default 16), runs queued behind
-	// others (default 64), and the bytes the server has stored in the
-	// Saver for the owner's threads (default 1 GiB). A request beyond
-	// one is refused with 429 quota_exceeded. A negative value means no
-	// limit.
+	// each owner: runs in progress (default 16; with Replicas, a run
+	// waiting for a replica with room is in progress), runs queued
+	// behind others of their thread (default 64), and the bytes the
+	// server has stored in the Saver for the owner's threads (default 1
+	// GiB). A request beyond one is refused with 429 quota_exceeded. A
+	// negative value means no limit.
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
