@@ -369,9 +369,13 @@ func (s *Server) complete(ru *run, err error) {
 	}
 	if ru.ticket != nil {
 		// The thread's next run, if one is queued, takes ru's place in
-		// the same step (Shutdown released the queued ones first).
-		if next := ru.ticket.Release(); next != nil && ts != nil {
-			s.startLocked(ts, ts.dequeue(next.Run()))
+		// the same step (Shutdown released the queued ones first). The
+		// ledger queues a thread's runs as ts.queue does.
+		for next := ru.ticket.Release(); next != nil; next = next.Release() {
+			if q := ts.dequeue(next.Run()); q != nil {
+				s.startLocked(ts, q)
+				break
+			}
 		}
 	}
 	s.retainLocked(ru)
@@ -380,8 +384,11 @@ func (s *Server) complete(ru *run, err error) {
 }
 
 // dequeue removes the queued run id from the thread's queue and returns
-// it, or nil when it is not queued.
+// it, or nil when it is not queued (or ts is nil).
 func (ts *threadRuns) dequeue(id string) *run {
+	if ts == nil {
+		return nil
+	}
 	for i, q := range ts.queue {
 		if q.id == id {
 			ts.queue = append(ts.queue[:i], ts.queue[i+1:]...)
