@@ -6,9 +6,11 @@
 //
 // It owns, each in a file named for it:
 //   - admission (admission.go, ledger*.go): quotas of active and queued runs
-//     per owner and owner budgets, checked and taken in one atomic step
-//     where they are stored (a critical section in process, one statement
-//     or transaction in SQLite and PostgreSQL);
+//     per owner, a thread's one active run, and owner budgets, checked and
+//     taken in one atomic step where they are stored: Request.Decide is the
+//     rule, Ledger applies it in one critical section for the runs of one
+//     process, and server/replicas in one PostgreSQL transaction over the
+//     run rows the replicas share;
 //   - budgets (budget.go): reservations of model calls before they are
 //     sent, settled with the provider's usage after;
 //   - the caller's config (config.go): the values a run's request carries

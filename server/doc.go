@@ -86,6 +86,18 @@
 // beyond one is refused with 429 quota_exceeded, naming the quota and its
 // limit, with a Retry-After when waiting for a run to end helps.
 //
+// A run is active from its admission when no other run of its thread is
+// open (it runs, or waits for a replica with room), and queued while it
+// waits behind one; when a thread's run ends, the next takes its place in
+// the same step. Every entry point that starts runs (/v1, the Platform
+// API, /mcp, crons) admits them through one ledger that checks the quotas
+// and the thread's runs and records the run in one atomic step (package
+// runs), so that runs asked for at once never get past a quota together:
+// a single server keeps its ledger in its memory (runs.Ledger: its runs
+// are in memory whatever its Saver, SQLite included; two servers on one
+// SQLite file do not share quotas), replicas in the database, where the
+// count is of the open run rows of every replica (see Replicas).
+//
 // # Runs
 //
 // A RunRequest holds one of: "input" (channel name -> JSON value, decoded

@@ -12,11 +12,10 @@ func Routes(s *Server) []string {
 
 // RunCounts returns the owners' counts of runs in progress and queued.
 func RunCounts(s *Server) map[string][2]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string][2]int, len(s.usage))
-	for owner, u := range s.usage {
-		out[owner] = [2]int{u.active, u.queued}
+	owners := s.ledger.Owners()
+	out := make(map[string][2]int, len(owners))
+	for owner, u := range owners {
+		out[owner] = [2]int{u.Active, u.Queued}
 	}
 	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/openaitest"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 	storepg "github.com/coorflow/coorflow/store/postgres"
@@ -341,9 +342,7 @@ func TestAPlatformRunWhoseReplicaDiedIsTakenOverWithItsRequest(t *testing.T) {
 	defer dead.Close()
 	req := `{"platform":{"assistant_id":"gate","input":{"text":"hi"},"stream_mode":["values","updates"],"metadata":{"k":"v"},"multitask_strategy":"enqueue"}}`
 	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate", Request: json.RawMessage(req), CreatedAt: time.Now()}
-	busy, err := dead.Enqueue(t.Context(), sr, false)
-	require.NoError(t, err)
-	require.Empty(t, busy)
+	require.NoError(t, dead.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
 	require.NoError(t, err)
 	require.NotNil(t, claim)
@@ -786,8 +785,7 @@ func TestACancelOfARunWhoseReplicaIsGoneSaysItDidNotStop(t *testing.T) {
 	defer gone.Close()
 	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",
 		Request: json.RawMessage(`{"platform":{"assistant_id":"gate","input":{"text":"hi"}}}`), CreatedAt: time.Now()}
-	_, err = gone.Enqueue(t.Context(), sr, false)
-	require.NoError(t, err)
+	require.NoError(t, gone.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 	claim, err := gone.Claim(t.Context(), sr.ID, []string{"gate"})
 	require.NoError(t, err)
 	require.NotNil(t, claim)

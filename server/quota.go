@@ -2,19 +2,21 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 )
 
 // The quotas of an owner (Config.MaxActiveRuns, MaxQueuedRuns,
 // MaxStoredBytes, MaxMCPSessions), as 429 answers name them.
 const (
-	QuotaActiveRuns  = "active_runs"
-	QuotaQueuedRuns  = "queued_runs"
+	QuotaActiveRuns  = runs.QuotaActiveRuns
+	QuotaQueuedRuns  = runs.QuotaQueuedRuns
 	QuotaStoredBytes = "stored_bytes"
 	QuotaMCPSessions = "mcp_sessions"
 )
@@ -22,26 +24,6 @@ const (
 // quotaRetryAfter is the Retry-After, in seconds, of a refusal that ends
 // when one of the owner's runs does.
 const quotaRetryAfter = "5"
-
-// usage counts an owner's runs in progress and queued. s.mu guards it.
-type usage struct {
-	active, queued int
-}
-
-// countLocked adds to the owner's counts and forgets an owner with none.
-// s.mu is held.
-func (s *Server) countLocked(owner string, active, queued int) {
-	u := s.usage[owner]
-	if u == nil {
-		u = &usage{}
-		s.usage[owner] = u
-	}
-	u.active += active
-	u.queued += queued
-	if u.active == 0 && u.queued == 0 {
-		delete(s.usage, owner)
-	}
-}
 
 // quotaError is the 429 of an owner at one of its quotas.
 func quotaError(quota string, limit int64, format string, args ...any) *apiError {
@@ -53,25 +35,38 @@ func quotaError(quota string, limit int64, format string, args ...any) *apiError
 	return e
 }
 
-// runQuotaLocked refuses a run the owner has no room for: one that would
-// wait behind the thread's run in progress (busy) or start. s.mu is held.
-func (s *Server) runQuotaLocked(owner string, busy bool) *apiError {
-	var u usage
-	if p := s.usage[owner]; p != nil {
-		u = *p
-	}
-	return s.runQuota(owner, u, busy)
+// runLimits are the quotas of runs every owner has (Config.MaxActiveRuns,
+// MaxQueuedRuns), as the ledgers of runs take them.
+func (s *Server) runLimits() runs.Limits {
+	return runs.Limits{MaxActive: s.cfg.MaxActiveRuns, MaxQueued: s.cfg.MaxQueuedRuns}
 }
 
-// runQuota refuses a run the owner, with runs u, has no room for.
-func (s *Server) runQuota(owner string, u usage, busy bool) *apiError {
-	if max := s.cfg.MaxQueuedRuns; busy && max >= 0 && u.queued >= max {
-		return quotaError(QuotaQueuedRuns, int64(max),
-			"owner %q has %d runs queued, the most allowed: wait for some to start, or cancel one, then try again", owner, u.queued)
+// busyOf is what becomes of ru when its thread has a run in progress:
+// queued, when the request or Config.QueueBusy says so, or refused.
+func (s *Server) busyOf(ru *run) runs.Busy {
+	if ru.busy == busyQueue || ru.busy == busyDefault && s.cfg.QueueBusy {
+		return runs.Queue
 	}
-	if max := s.cfg.MaxActiveRuns; !busy && max >= 0 && u.active >= max {
-		return quotaError(QuotaActiveRuns, int64(max),
-			"owner %q has %d runs in progress, the most allowed: wait for one to end, or cancel one, then try again", owner, u.active)
+	return runs.Refuse
+}
+
+// refusal is the answer to a run that admission refused with err: 429
+// quota_exceeded for a *runs.QuotaError, 409 thread_busy for a
+// *runs.BusyError; nil for any other error.
+func refusal(ru *run, err error) *apiError {
+	var qe *runs.QuotaError
+	var be *runs.BusyError
+	switch {
+	case errors.As(err, &qe) && qe.Quota == runs.QuotaQueuedRuns:
+		return quotaError(QuotaQueuedRuns, int64(qe.Limit),
+			"owner %q has %d runs queued, the most allowed: wait for some to start, or cancel one, then try again", qe.Owner, qe.Count)
+	case errors.As(err, &qe):
+		return quotaError(QuotaActiveRuns, int64(qe.Limit),
+			"owner %q has %d runs in progress, the most allowed: wait for one to end, or cancel one, then try again", qe.Owner, qe.Count)
+	case errors.As(err, &be):
+		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, be.Run)
+		e.Run = be.Run
+		return e
 	}
 	return nil
 }

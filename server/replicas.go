@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 )
 
 // Replicas shares runs between the replicas of a server on one database
@@ -18,12 +19,15 @@ import (
 // and when it dies, another replica takes the run over from its last
 // checkpoint once the lease has expired.
 type Replicas interface {
-	// Enqueue stores a new run, queued, for this replica to claim: the
+	// Enqueue admits a new run and stores it, queued, for this replica
+	// to claim, in one atomic step (runs.Request.Decide is the rule): the
 	// others leave it to this one for a lease's time, unless it is
-	// offered (Offer). Unless queue is set, a thread with a queued or
-	// running run refuses it: Enqueue returns that run's id as busy and
-	// stores nothing.
-	Enqueue(ctx context.Context, run SharedRun, queue bool) (busy string, err error)
+	// offered (Offer). A thread with a queued or running run refuses it
+	// with a *runs.BusyError unless busy is runs.Queue; an owner at one
+	// of its limits, counted over the open runs of every replica, gets a
+	// *runs.QuotaError. A refused run is not stored. The run holds its
+	// place until it ends (Finish, or Cancel while queued).
+	Enqueue(ctx context.Context, run SharedRun, busy runs.Busy, limits runs.Limits) error
 	// Offer leaves a queued run that this replica enqueued but has no
 	// room for to any replica, at once.
 	Offer(ctx context.Context, id string) error
@@ -67,9 +71,6 @@ type Replicas interface {
 	// keep (in the order they were enqueued), at most limit of them, and
 	// returns how many it forgot. Replicas may prune at once.
 	Prune(ctx context.Context, keep, limit int) (int, error)
-	// OwnerRuns counts the owner's runs in progress and queued, on every
-	// replica.
-	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)
 	// Changed returns a channel closed at the next change of the run —
 	// an event, its end, a request to cancel — on any replica; "" is any
 	// run that becomes due.

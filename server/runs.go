@@ -17,6 +17,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/telemetry"
 )
 
@@ -84,6 +85,10 @@ type run struct {
 	// busy says what to do when the thread has a run in progress; the
 	// Platform's multitask strategies set it per run.
 	busy busyPolicy
+	// ticket is the run's place in the server's ledger of runs, released
+	// when it ends or leaves the queue (nil for the runs of replicas:
+	// their rows in the database are their places).
+	ticket *runs.Ticket
 	// platform holds what a Platform API request adds (platform_runs.go);
 	// nil for /v1 runs.
 	platform *platformRun
@@ -164,28 +169,26 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 	if s.closing {
 		return false, errorf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; start the run again later")
 	}
+	t, refused := s.ledger.Admit(runs.Request{Owner: ru.owner, Thread: ru.key, Run: ru.id, Busy: s.busyOf(ru), Limits: s.runLimits()})
+	if refused != nil {
+		if e := refusal(ru, refused); e != nil {
+			return false, e
+		}
+		return false, errorf(http.StatusInternalServerError, "run_failed", "%v", refused)
+	}
+	ru.ticket = t
 	ts := s.threads[ru.key]
-	busy := ts != nil && ts.active != nil
-	if busy && (ru.busy == busyRefuse || (ru.busy == busyDefault && !s.cfg.QueueBusy)) {
-		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, ts.active.id)
-		e.Run = ts.active.id
-		return false, e
-	}
-	if e := s.runQuotaLocked(ru.owner, busy); e != nil {
-		return false, e
-	}
 	if ts == nil {
 		ts = &threadRuns{}
 		s.threads[ru.key] = ts
 	}
 	s.runs[ru.id] = ru
 	ts.runs = append(ts.runs, ru)
-	if busy {
+	if t.Queued() {
 		ru.mu.Lock()
 		ru.status = StatusQueued
 		ru.mu.Unlock()
 		ts.queue = append(ts.queue, ru)
-		s.countLocked(ru.owner, 0, 1)
 		return true, nil
 	}
 	s.startLocked(ts, ru)
@@ -194,7 +197,6 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 
 // startLocked makes ru the thread's active run and starts it. s.mu is held.
 func (s *Server) startLocked(ts *threadRuns, ru *run) {
-	s.countLocked(ru.owner, 1, 0)
 	ts.active = ru
 	ru.mu.Lock()
 	ru.status = StatusRunning
@@ -361,19 +363,39 @@ func (s *Server) complete(ru *run, err error) {
 	ru.settle(err)
 	s.finishShared(ru)
 	s.mu.Lock()
-	if ts := s.threads[ru.key]; ts != nil && ts.active == ru {
+	ts := s.threads[ru.key]
+	if ts != nil && ts.active == ru {
 		ts.active = nil
-		s.countLocked(ru.owner, -1, 0)
-		if len(ts.queue) > 0 && !s.closing {
-			next := ts.queue[0]
-			ts.queue = ts.queue[1:]
-			s.countLocked(next.owner, 0, -1)
-			s.startLocked(ts, next)
+	}
+	if ru.ticket != nil {
+		// The thread's next run, if one is queued, takes ru's place in
+		// the same step (Shutdown released the queued ones first). The
+		// ledger queues a thread's runs as ts.queue does.
+		for next := ru.ticket.Release(); next != nil; next = next.Release() {
+			if q := ts.dequeue(next.Run()); q != nil {
+				s.startLocked(ts, q)
+				break
+			}
 		}
 	}
 	s.retainLocked(ru)
 	s.mu.Unlock()
 	ru.wake()
+}
+
+// dequeue removes the queued run id from the thread's queue and returns
+// it, or nil when it is not queued (or ts is nil).
+func (ts *threadRuns) dequeue(id string) *run {
+	if ts == nil {
+		return nil
+	}
+	for i, q := range ts.queue {
+		if q.id == id {
+			ts.queue = append(ts.queue[:i], ts.queue[i+1:]...)
+			return q
+		}
+	}
+	return nil
 }
 
 // finishUnstarted ends a queued run that never started.
@@ -686,13 +708,9 @@ func (s *Server) cancelRun(ru *run) bool {
 	s.mu.Lock()
 	queued := false
 	if ts := s.threads[ru.key]; ts != nil {
-		for i, q := range ts.queue {
-			if q == ru {
-				ts.queue = append(ts.queue[:i], ts.queue[i+1:]...)
-				s.countLocked(ru.owner, 0, -1)
-				queued = true
-				break
-			}
+		if q := ts.dequeue(ru.id); q != nil {
+			q.ticket.Release()
+			queued = true
 		}
 	}
 	s.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/telemetry"
 	runtrace "github.com/coorflow/coorflow/trace"
@@ -89,11 +90,12 @@ type Config struct {
 	// time is dropped; its run goes on.
 	WriteTimeout time.Duration
 	// MaxActiveRuns, MaxQueuedRuns and MaxStoredBytes are the quotas of
-	// each owner: runs in progress (default 16), runs queued behind
-	// others (default 64), and the bytes the server has stored in the
-	// Saver for the owner's threads (default 1 GiB). A request beyond
-	// one is refused with 429 quota_exceeded. A negative value means no
-	// limit.
+	// each owner: runs in progress (default 16; with Replicas, a run
+	// waiting for a replica with room is in progress), runs queued
+	// behind others of their thread (default 64), and the bytes the
+	// server has stored in the Saver for the owner's threads (default 1
+	// GiB). A request beyond one is refused with 429 quota_exceeded. A
+	// negative value means no limit.
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
@@ -198,7 +200,7 @@ type Server struct {
 	finished *list.List             // finished runs, oldest first
 	retained int64                  // bytes the finished runs take
 	values   *valuesCache           // of runs that ended done (valuescache.go)
-	usage    map[string]*usage      // by owner
+	ledger   *runs.Ledger           // admits the runs (without Replicas)
 	budgetMu sync.Mutex             // guards meters
 	meters   budgets                // owner budgets (budget.go)
 	wg       sync.WaitGroup         // run goroutines
@@ -246,7 +248,7 @@ func New(cfg Config) (*Server, error) {
 		runs:      make(map[string]*run),
 		threads:   make(map[string]*threadRuns),
 		finished:  list.New(),
-		usage:     make(map[string]*usage),
+		ledger:    runs.NewLedger(),
 		meters:    budgets{},
 	}
 	s.eventNames = eventNames(cfg.EventNames)
@@ -435,7 +437,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var queued, active []*run
 	for _, ts := range s.threads {
 		for _, ru := range ts.queue {
-			s.countLocked(ru.owner, 0, -1)
+			ru.ticket.Release()
 		}
 		queued = append(queued, ts.queue...)
 		ts.queue = nil

@@ -167,7 +167,6 @@ func (s *Server) startClaim(c *Claim) *run {
 	}
 	ts.runs = append(ts.runs, ru)
 	ts.active = ru
-	s.countLocked(ru.owner, 1, 0)
 	s.replica.active++
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -369,18 +368,13 @@ func (s *Server) finishShared(ru *run) {
 	}
 }
 
-// queues reports whether ru waits behind a run in progress on its thread
-// rather than being refused.
-func (s *Server) queues(ru *run) bool {
-	return ru.busy == busyQueue || ru.busy == busyDefault && s.cfg.QueueBusy
-}
-
 // submitShared stores ru among the replicas, with its request req, and
 // claims it for this replica unless its thread is busy or this replica
 // has no room: then another replica, or this one later, claims it. It
 // returns the run this replica executes, if it does. A run its owner has
 // no room or budget for, or refused on a busy thread, is an *apiError, as
-// submit's.
+// submit's: the quotas and the thread's runs are checked against the
+// runs of every replica in the step that stores the run (Enqueue).
 func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (*run, error) {
 	if e := s.storageQuota(ru.owner); e != nil {
 		return nil, e
@@ -388,25 +382,16 @@ func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (
 	if e := s.budgetQuota(ctx, ru.owner); e != nil {
 		return nil, e
 	}
-	if e, err := s.sharedQuota(ctx, ru); e != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return nil, e
-	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("server: store run %q: %w", ru.id, err)
 	}
 	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued, CreatedAt: ru.created}
-	busy, err := s.cfg.Replicas.Enqueue(ctx, sr, s.queues(ru))
-	if err != nil {
+	if err := s.cfg.Replicas.Enqueue(ctx, sr, s.busyOf(ru), s.runLimits()); err != nil {
+		if e := refusal(ru, err); e != nil {
+			return nil, e
+		}
 		return nil, err
-	}
-	if busy != "" {
-		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, busy)
-		e.Run = busy
-		return nil, e
 	}
 	s.mu.Lock()
 	room := !s.closing && s.replica.active < s.cfg.ReplicaRuns
@@ -646,21 +631,6 @@ func deletedRun(sr SharedRun, thread string) Run {
 	v.Error = &ErrorDetail{Code: CodeUnknownRun,
 		Message: fmt.Sprintf("run %q on thread %q was deleted before it was seen to end (a rollback deletes its run)", sr.ID, thread)}
 	return v
-}
-
-// sharedQuota refuses a run its owner has no room for among the runs of
-// every replica (Config.MaxActiveRuns, MaxQueuedRuns). Two requests at
-// once on two replicas may both pass.
-func (s *Server) sharedQuota(ctx context.Context, ru *run) (*apiError, error) {
-	running, queued, err := s.cfg.Replicas.OwnerRuns(ctx, ru.owner)
-	if err != nil {
-		return nil, err
-	}
-	active, behind, err := s.sharedActivity(ctx, ru.key)
-	if err != nil {
-		return nil, err
-	}
-	return s.runQuota(ru.owner, usage{active: running, queued: queued}, active != "" || behind > 0), nil
 }
 
 // sharedActivity returns the run in progress on the thread key, on any

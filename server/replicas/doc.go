@@ -19,6 +19,16 @@
 // run over continues it from the thread's last checkpoint; the model and
 // tool calls the first replica journaled are replayed, not made again.
 //
+// Enqueue is the replicas' ledger of runs (runs.Request.Decide is its
+// rule): it admits a run against its owner's quotas and its thread's open
+// runs and stores it in one transaction, under an advisory lock on the
+// owner taken before the count, so that runs asked for at once on any
+// replicas are admitted one at a time. It counts the owner's open run
+// rows (each thread's oldest active, the others queued), not a counter:
+// a run leaves the count when its row ends, one taken over counts once,
+// and one whose replica died counts until another replica serving its
+// workflow takes it over and ends it.
+//
 //	reps, err := replicas.New(pool, replicas.Config{Saver: saver, LeaseTTL: 10 * time.Second})
 //	if err != nil {
 //		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgdb"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 )
 
@@ -104,8 +105,8 @@ func (r *Replicas) Changed(key string) <-chan struct{} { return r.listener.Chang
 // queries are the statements, with their tables qualified.
 type queries struct {
 	channel                                                   string
-	busy, insert, candidates, claim, cancel, finish, publish  string
-	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
+	usage, insert, candidates, claim, cancel, finish, publish string
+	run, runs, events, lastEvent, cancelled, offer            string
 	remove, prune, activity                                   string
 }
 
@@ -120,7 +121,11 @@ func newQueries(schema, leases string) *queries {
 	return &queries{
 		// One channel per schema: replicas of other schemas share nothing.
 		channel: "coorflow_runs:" + strings.Trim(schema, `"`),
-		busy:    rep.Replace(`SELECT run_id FROM {schema}.server_runs WHERE thread_key = $1 AND ` + open + ` ORDER BY seq LIMIT 1`),
+		// The owner's threads with open runs, its open runs, and the
+		// oldest open run of the thread $2 ("" when it has none).
+		usage: rep.Replace(`SELECT count(DISTINCT thread_key), count(*),
+				coalesce((SELECT run_id FROM {schema}.server_runs WHERE thread_key = $2 AND ` + open + ` ORDER BY seq LIMIT 1), '')
+			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
 		// The replica that enqueues a run is its holder until it claims
 		// it: the others leave it alone for a lease's time.
 		insert: rep.Replace(`INSERT INTO {schema}.server_runs (run_id, thread_key, thread_id, owner, workflow, request, status, created, holder)
@@ -175,9 +180,7 @@ func newQueries(schema, leases string) *queries {
 		// most $2 of them: a DELETE that replicas may race on.
 		prune: rep.Replace(`DELETE FROM {schema}.server_runs WHERE run_id IN (
 				SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)`),
-		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
-		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
-			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
+		offer:     rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
 		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
 		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
@@ -217,26 +220,38 @@ func (r *Replicas) notify(ctx context.Context, q *queries, payloads ...string) e
 	return nil
 }
 
-// Enqueue implements server.Replicas. The runs of one thread are enqueued
-// one at a time, under an advisory lock on the thread.
-func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, queue bool) (string, error) {
+// Enqueue implements server.Replicas: it is the ledger of the replicas'
+// runs. The runs of one owner are admitted one at a time, each in one
+// transaction under an advisory lock on the owner: the owner's open runs
+// are counted, the thread's oldest open run found, runs.Request.Decide
+// applied and the run stored before the lock is released. The count is of
+// the run rows themselves, whichever replica holds them, so there is no
+// counter to drift: a run leaves it when its row ends (Finish, Cancel),
+// a run taken over from a replica that died counts once, as it did, and
+// pruning deletes only ended rows. An open run whose replica died counts
+// until a replica serving its workflow takes it over and ends it.
+func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, busy runs.Busy, limits runs.Limits) error {
 	q, err := r.ready(ctx)
 	if err != nil {
-		return "", fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
+		return fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
 	}
-	var busy string
-	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "coorflow/run:"+run.Key); err != nil {
+	req := runs.Request{Owner: run.Owner, Thread: run.Key, Run: run.ID, Busy: busy, Limits: limits}
+	var refused error
+	// Read committed: each statement sees what the owner's former lock
+	// holders committed, the lock taken by the statement before.
+	err = pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, q.channel+"/owner:"+run.Owner); err != nil {
 			return err
 		}
-		if !queue {
-			err := tx.QueryRow(ctx, q.busy, run.Key).Scan(&busy)
-			if err == nil {
-				return nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
+		var threads, open int
+		var holder string
+		if err := tx.QueryRow(ctx, q.usage, run.Owner, run.Key).Scan(&threads, &open, &holder); err != nil {
+			return err
+		}
+		// Each thread with open runs has one active, its oldest; the
+		// others are queued behind it.
+		if _, refused = req.Decide(runs.Usage{Active: threads, Queued: open - threads}, holder); refused != nil {
+			return nil
 		}
 		// No notification: the replica that enqueues a run claims it
 		// itself when it has room; the others find it due when a run
@@ -245,9 +260,9 @@ func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, queue bool
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
+		return fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
 	}
-	return busy, nil
+	return refused
 }
 
 // Offer implements server.Replicas.
@@ -483,18 +498,6 @@ func (r *Replicas) Events(ctx context.Context, run string, after int64, limit in
 		return nil, fmt.Errorf("replicas: events of run %q: %w", run, err)
 	}
 	return out, nil
-}
-
-// OwnerRuns implements server.Replicas.
-func (r *Replicas) OwnerRuns(ctx context.Context, owner string) (running, queued int, err error) {
-	q, err := r.ready(ctx)
-	if err == nil {
-		err = r.pool.QueryRow(ctx, q.ownerRuns, owner).Scan(&running, &queued)
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("replicas: runs of owner %q: %w", owner, err)
-	}
-	return running, queued, nil
 }
 
 // Delete implements server.Replicas.

@@ -18,6 +18,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 )
@@ -219,9 +220,7 @@ func TestARunWhoseReplicaStoppedRenewingIsTakenOver(t *testing.T) {
 	defer dead.Close()
 	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",
 		Request: json.RawMessage(`{"input":{"text":"hi"}}`), CreatedAt: time.Now()}
-	busy, err := dead.Enqueue(t.Context(), sr, false)
-	require.NoError(t, err)
-	require.Empty(t, busy)
+	require.NoError(t, dead.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
 	require.NoError(t, err)
 	require.NotNil(t, claim)
@@ -331,10 +330,8 @@ func TestActivityReadsAThreadsOpenRunsAndItsNewestOnly(t *testing.T) {
 	ctx := t.Context()
 	enqueue := func(key, id string) {
 		t.Helper()
-		busy, err := reps.Enqueue(ctx, server.SharedRun{ID: id, Key: key, Thread: key, Owner: "alice", Workflow: "gate",
-			Request: json.RawMessage(`{}`), CreatedAt: time.Now()}, true)
-		require.NoError(t, err)
-		require.Empty(t, busy)
+		require.NoError(t, reps.Enqueue(ctx, server.SharedRun{ID: id, Key: key, Thread: key, Owner: "alice", Workflow: "gate",
+			Request: json.RawMessage(`{}`), CreatedAt: time.Now()}, runs.Queue, runs.NoLimits))
 	}
 	claim := func(id string) *server.Claim {
 		t.Helper()
