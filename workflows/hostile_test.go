@@ -1,14 +1,21 @@
+//go:build unix
+
 package workflows_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -50,4 +57,98 @@ func TestAliasesOfALongTextAreBoundedByBytes(t *testing.T) {
 func TestAliasesOfAShortTextStillLoad(t *testing.T) {
 	_, err := workflows.Parse("w.yaml", aliasedPrompt(100, 4<<10))
 	require.NoError(t, err)
+}
+
+// demoFile is a workflow whose demo script is script.
+func demoFile(script string) string {
+	return fmt.Sprintf(`apiVersion: coorflow/v1
+name: wf
+state: {answer: {type: string}}
+nodes:
+  a: {type: llm, prompt: "hi", output: answer}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: end}
+demo:
+  script: %q
+`, script)
+}
+
+// TestTheDemoScriptIsAFileOfTheWorkflowsOwn holds finding 4 of issue 26:
+// demo.script was read from any path, whole (/dev/zero took 1.6 GiB in
+// 3.5 s), an error showed the first line of /etc/passwd, and validate
+// said ok. The script must now be a regular file of at most 4 MiB in the
+// workflow's directory tree, after resolving links; loading the file
+// (what validate, graph, run and serve do) reads and checks it, and no
+// error quotes it.
+func TestTheDemoScriptIsAFileOfTheWorkflowsOwn(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "passwd.yaml"), []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.yaml"), make([]byte, 5<<20), 0o600))
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "link.yaml")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o600))
+	outside := "is outside the workflow's directory " + dir
+	tail := ": a workflow may only use files in its own directory tree; move the file there, " +
+		"or let the program that loads the workflow allow its directory (coorflow --include-root DIR, workflows.WithIncludeRoot)"
+	cases := []struct{ script, want string }{
+		{"/dev/zero", "demo script /dev/zero " + outside + " (it is /dev/zero)" + tail},
+		{"/etc/passwd", "demo script /etc/passwd " + outside + " (it is /etc/passwd)" + tail},
+		{"../../../../../../../etc/passwd", "demo script ../../../../../../../etc/passwd " + outside + " (it is /etc/passwd)" + tail},
+		{"link.yaml", "demo script link.yaml " + outside + " (it is /etc/passwd)" + tail},
+		{"fifo.yaml", "demo script fifo.yaml is a named pipe, not a file: a demo script is a YAML file next to the workflow"},
+		{"big.yaml", "demo script big.yaml is larger than 4 MiB (5242880 bytes): a demo script holds a few replies"},
+		{"passwd.yaml", "demo script passwd.yaml: scripted: invalid script: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str into scripted.fileScript"},
+	}
+	for _, c := range cases {
+		t.Run(c.script, func(t *testing.T) {
+			path := filepath.Join(dir, "wf.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(demoFile(c.script)), 0o600))
+			done := make(chan []string)
+			go func() { done <- loadProblems(t, path) }()
+			select {
+			case got := <-done:
+				require.Len(t, got, 1)
+				assert.Contains(t, got[0], ":10:11: demo.script: ")
+				assert.True(t, strings.HasSuffix(got[0], c.want), "%s\nwant it to end in\n%s", got[0], c.want)
+				assert.NotContains(t, got[0], "root:x")
+			case <-t.Context().Done():
+				t.Fatal("the load never ended")
+			}
+		})
+	}
+}
+
+// TestADemoScriptInTheWorkflowsDirectoryPlays: the confined script is
+// the one a run plays.
+func TestADemoScriptInTheWorkflowsDirectoryPlays(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "demo"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "demo", "script.yaml"), []byte("default: {text: scripted hello}\n"), 0o600))
+	path := filepath.Join(dir, "wf.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(demoFile("demo/../demo/script.yaml")), 0o600))
+	f, err := workflows.Load(path)
+	require.NoError(t, err)
+	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	require.True(t, ms.Demo)
+	m, err := ms.Model(llm.TierBasic)
+	require.NoError(t, err)
+	out, err := m.Call(t.Context(), "hi")
+	require.NoError(t, err)
+	assert.Equal(t, "scripted hello", out)
+}
+
+// loadProblems loads the file at path and returns the problems a user
+// sees.
+func loadProblems(t *testing.T, path string) []string {
+	_, err := workflows.Load(path)
+	var fe *workflows.FileError
+	if !errors.As(err, &fe) {
+		return []string{fmt.Sprint(err)}
+	}
+	var out []string
+	for _, p := range fe.Problems {
+		out = append(out, p.String())
+	}
+	return out
 }

@@ -355,19 +355,27 @@ func (f *File) join(name string) string {
 // folder"), located at l, and checks that it is inside the workflow's
 // directory tree or another allowed root.
 func (f *File) reach(ps *problems, l located, what, name string) (string, bool) {
+	real, err := f.resolve(what, name)
+	if err != nil {
+		ps.at(l.val, l.path, "%v", err)
+		return "", false
+	}
+	return real, true
+}
+
+// resolve is reach's check, with the problem as an error.
+func (f *File) resolve(what, name string) (string, error) {
 	real, err := filepath.EvalSymlinks(f.join(name))
 	if err != nil {
-		ps.at(l.val, l.path, "%s %s cannot be read: %v", what, name, unwrapPath(err))
-		return "", false
+		return "", fmt.Errorf("%s %s cannot be read: %w", what, name, unwrapPath(err))
 	}
 	real = resolved(real)
 	if f.opts.session.allowed(real) {
-		return real, true
+		return real, nil
 	}
-	ps.at(l.val, l.path, "%s %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
+	return "", fmt.Errorf("%s %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
 		"move the file there, or let the program that loads the workflow allow its directory (coorflow --include-root DIR, workflows.WithIncludeRoot)",
 		what, name, f.opts.session.roots[0], real)
-	return "", false
 }
 
 func unwrapPath(err error) error {
