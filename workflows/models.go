@@ -125,7 +125,9 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 // modelConfig builds the llm configuration from the file, the environment
 // and the overrides.
 func (f *File) modelConfig(opts ModelOptions) (llm.Config, error) {
-	cfg := llm.Config{Models: map[llm.Tier]llm.ModelConfig{}}
+	// The file chooses the base URLs: the keys go only where the
+	// operator lets them (llm.Config.Confined).
+	cfg := llm.Config{Models: map[llm.Tier]llm.ModelConfig{}, Confined: true}
 	for _, tier := range llm.Tiers() {
 		m, ok := f.spec.Models[string(tier)]
 		if !ok {
