@@ -52,6 +52,25 @@ func parseAllowed(v string) []string {
 	return out
 }
 
+// KeyMayGoTo reports whether a secret may be sent to rawURL, a URL
+// someone other than the operator chose (a workflow file): its origin is
+// one of own, the origins of the service the secret is for
+// ("https://api.tavily.com"), or the operator allows it in
+// COORFLOW_ALLOW_ENDPOINTS, read through getenv. It returns the origin.
+func KeyMayGoTo(getenv func(string) string, rawURL string, own ...string) (string, bool) {
+	o, ok := origin(rawURL)
+	if !ok {
+		return rawURL, false
+	}
+	allowed := parseAllowed(getenv(EnvAllowEndpoints))
+	for _, u := range own {
+		if uo, ok := origin(u); ok {
+			allowed = append(allowed, uo)
+		}
+	}
+	return o, slices.Contains(allowed, o)
+}
+
 // keyMayGo reports whether tier t's API key may be sent to its base URL:
 // always for a configuration that is not confined; otherwise when the
 // tier uses its provider's endpoint, the environment set its base URL, or

@@ -55,7 +55,9 @@ func TestExportFixesACoorRunThatThenRunsOnNewInputWithoutThePlanner(t *testing.T
 run it on new input: coorflow run `+out+" --input '…'\n", stdout)
 	code, stdout, stderr = c.run("validate", out)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, "ok  "+out+"  (db_choice: 2 nodes)\n", stdout)
+	assert.Equal(t, "ok  "+out+"  (db_choice: 2 nodes)\n    when it runs, it executes:\n"+
+		"      url https://api.tavily.com (web_search)  (tools.web_search, "+out+":17)\n"+
+		"      url any URL the model asks http_fetch for  (tools.http_fetch, "+out+":20)\n", stdout)
 
 	// Edit by hand: a demo script of our own.
 	b, err := os.ReadFile(out)
