@@ -132,6 +132,7 @@ func TestInspectingAHostileFileExecutesNothing(t *testing.T) {
 			what := strings.Join(args, " ")
 			assert.Contains(t, []int{exitOK, exitUsage}, r.code, "%s: %s", what, r.stderr)
 			assert.Less(t, r.maxRSS, int64(100<<20), "%s used %d MiB", what, r.maxRSS>>20)
+			assert.Less(t, r.took, 5*time.Second, "%s: a generous bound; it takes well under a second", what)
 			assert.NotContains(t, r.stdout+r.stderr, "root:x:", what)
 			if r.took > slowest.took {
 				slowest, slowestWhat = r, what
