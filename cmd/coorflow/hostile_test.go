@@ -11,9 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -83,13 +83,57 @@ type inspection struct {
 	maxRSS         int64 // bytes
 }
 
-// inspect runs bin with args in dir, bounded by a generous deadline, and
-// measures it.
-func inspect(t *testing.T, bin, dir string, args ...string) inspection {
+// maxRSSSource is a program that runs a command and writes the most
+// memory it held (its maximum resident set, in KiB) to a file. The
+// rusage of a child of the test itself would not do: Linux counts in it
+// the peak of the process it was started from (the test's, through
+// vfork), which is larger than what is measured.
+const maxRSSSource = `package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func main() {
+	cmd := exec.Command(os.Args[2], os.Args[3:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(125)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if err := os.WriteFile(os.Args[1], []byte(fmt.Sprint(ru.Maxrss)), 0o600); err != nil {
+		os.Exit(125)
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
+}
+`
+
+// buildMaxRSS builds maxRSSSource.
+func buildMaxRSS(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(maxRSSSource), 0o600))
+	bin := filepath.Join(dir, "maxrss")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "main.go")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// inspect runs bin with args in dir, through the maxrss program, bounded
+// by a generous deadline, and measures it.
+func inspect(t *testing.T, maxrss, bin, dir string, args ...string) inspection {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	rss := filepath.Join(t.TempDir(), "maxrss")
+	cmd := exec.CommandContext(ctx, maxrss, append([]string{rss, bin}, args...)...)
 	cmd.Dir = dir
 	// What the review had: keys in the environment, no allowed endpoint.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "COORFLOW_DB=" + filepath.Join(dir, "coorflow.db"),
@@ -106,9 +150,12 @@ func inspect(t *testing.T, bin, dir string, args ...string) inspection {
 	} else {
 		require.NoError(t, err)
 	}
-	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	require.NotNil(t, ru)
-	return inspection{code: code, stdout: out.String(), stderr: errOut.String(), took: took, maxRSS: ru.Maxrss * 1024}
+	require.NotEqual(t, 125, code, "maxrss: %s", errOut.String())
+	b, err := os.ReadFile(rss)
+	require.NoError(t, err)
+	kib, err := strconv.ParseInt(string(b), 10, 64)
+	require.NoError(t, err)
+	return inspection{code: code, stdout: out.String(), stderr: errOut.String(), took: took, maxRSS: kib << 10}
 }
 
 // TestInspectingAHostileFileExecutesNothing holds the last "done means"
@@ -117,7 +164,7 @@ func inspect(t *testing.T, bin, dir string, args ...string) inspection {
 // memory, and executes nothing: no MCP command leaves its marker, no
 // connection reaches the listener the files name.
 func TestInspectingAHostileFileExecutesNothing(t *testing.T) {
-	bin := buildCoorflow(t)
+	bin, maxrss := buildCoorflow(t), buildMaxRSS(t)
 	dir, conns := hostileDir(t)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -128,7 +175,7 @@ func TestInspectingAHostileFileExecutesNothing(t *testing.T) {
 	for _, e := range entries {
 		for _, c := range commands {
 			args := append(append([]string{}, c...), e.Name())
-			r := inspect(t, bin, dir, args...)
+			r := inspect(t, maxrss, bin, dir, args...)
 			what := strings.Join(args, " ")
 			assert.Contains(t, []int{exitOK, exitUsage}, r.code, "%s: %s", what, r.stderr)
 			assert.Less(t, r.maxRSS, int64(100<<20), "%s used %d MiB", what, r.maxRSS>>20)
