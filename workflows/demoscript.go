@@ -1,12 +1,18 @@
 package workflows
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
 	"github.com/coorflow/coorflow/llm/scripted"
 )
+
+// maxSubgraphBytes bounds a subgraph file: each is read whole, up to
+// maxFiles of them, and a file from elsewhere names them.
+const maxSubgraphBytes = 4 << 20
 
 // readDemoScript reads and parses the file's demo script. A file from
 // elsewhere names it, and it is read whole, so it must be a regular file
@@ -19,29 +25,47 @@ func (f *File) readDemoScript() (scripted.Script, error) {
 	if err != nil {
 		return scripted.Script{}, err
 	}
-	info, err := os.Stat(real)
+	data, err := readOwnFile(real, "demo script", name, scripted.MaxScriptBytes, "a demo script holds a few replies")
 	if err != nil {
-		return scripted.Script{}, fmt.Errorf("demo script %s cannot be read: %w", name, unwrapPath(err))
+		return scripted.Script{}, err
 	}
-	if !info.Mode().IsRegular() {
-		return scripted.Script{}, fmt.Errorf("demo script %s is %s, not a file: a demo script is a YAML file next to the workflow", name, fileKind(info.Mode()))
-	}
-	if info.Size() > scripted.MaxScriptBytes {
-		return scripted.Script{}, fmt.Errorf("demo script %s is larger than %d MiB (%d bytes): a demo script holds a few replies", name, scripted.MaxScriptBytes>>20, info.Size())
-	}
-	fh, err := os.Open(real)
-	if err != nil {
-		return scripted.Script{}, fmt.Errorf("demo script %s cannot be read: %w", name, unwrapPath(err))
-	}
-	defer fh.Close()
-	if now, err := fh.Stat(); err != nil || !os.SameFile(info, now) {
-		return scripted.Script{}, fmt.Errorf("demo script %s changed while it was read", name)
-	}
-	script, err := scripted.Load(fh)
+	script, err := scripted.Load(bytes.NewReader(data))
 	if err != nil {
 		return scripted.Script{}, fmt.Errorf("demo script %s: %w", name, err)
 	}
 	return script, nil
+}
+
+// readOwnFile reads the file at real, a resolved path the workflow names
+// as name (its "demo script", "subgraph file"): a regular file of at most
+// limit bytes, read whole; why says why that is enough.
+func readOwnFile(real, what, name string, limit int64, why string) ([]byte, error) {
+	info, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s cannot be read: %w", what, name, unwrapPath(err))
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %s is %s, not a file: a %s is a YAML file next to the workflow", what, name, fileKind(info.Mode()), what)
+	}
+	if info.Size() > limit {
+		return nil, fmt.Errorf("%s %s is larger than %d MiB (%d bytes): %s", what, name, limit>>20, info.Size(), why)
+	}
+	fh, err := os.Open(real)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s cannot be read: %w", what, name, unwrapPath(err))
+	}
+	defer fh.Close()
+	if now, err := fh.Stat(); err != nil || !os.SameFile(info, now) {
+		return nil, fmt.Errorf("%s %s changed while it was read", what, name)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s %s cannot be read: %w", what, name, unwrapPath(err))
+	case int64(len(data)) > limit:
+		return nil, fmt.Errorf("%s %s is larger than %d MiB: %s", what, name, limit>>20, why)
+	}
+	return data, nil
 }
 
 // fileKind names what a file that is not a regular file is.

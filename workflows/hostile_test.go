@@ -152,3 +152,20 @@ func loadProblems(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestASubgraphFileIsARegularFileOfAFewMiB: a subgraph file is read
+// whole, like the demo script, so a named pipe in the workflow's
+// directory (from an archive) would have hung validate, and a huge file
+// filled memory; both are now problems at the include.
+func TestASubgraphFileIsARegularFileOfAFewMiB(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.yaml"), make([]byte, 5<<20), 0o600))
+	for file, want := range map[string]string{
+		"fifo.yaml": "subgraph file fifo.yaml is a named pipe, not a file: a subgraph file is a YAML file next to the workflow",
+		"big.yaml":  "subgraph file big.yaml is larger than 4 MiB (5242880 bytes): a workflow file is a few KiB",
+	} {
+		path := writeFile(t, dir, "workflow.yaml", subgraphFile(file))
+		assert.Equal(t, []string{path + ":4:29: nodes.s.file: " + want}, loadProblems(t, path))
+	}
+}

@@ -312,16 +312,20 @@ func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 		return nil
 	}
 	sub, err, first := f.opts.session.load(real, func() (*File, error) {
-		data, err := os.ReadFile(real)
+		data, err := readOwnFile(real, "subgraph file", name, maxSubgraphBytes, "a workflow file is a few KiB")
 		if err != nil {
-			return nil, err
+			return nil, errOwnFile{err}
 		}
 		return parse(f.join(name), data, f.opts)
 	})
 	var fe *FileError
+	var ofe errOwnFile
 	switch {
 	case errors.Is(err, errTooManyFiles):
 		ps.at(l.val, l.path, "subgraph file %s is one file too many: a workflow may include at most %d files; merge some of them", name, maxFiles)
+		return nil
+	case errors.As(err, &ofe):
+		ps.at(l.val, l.path, "%v", ofe.error)
 		return nil
 	case errors.As(err, &fe):
 		ps.at(l.val, l.path, "subgraph file %s is invalid (%d problems, below)", name, len(fe.Problems))
@@ -341,6 +345,10 @@ func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 	f.size += sub.size
 	return sub
 }
+
+// errOwnFile is a file the workflow names that readOwnFile refused; its
+// message is the whole problem.
+type errOwnFile struct{ error }
 
 // join returns the path of a file the workflow names, relative to its
 // directory.
