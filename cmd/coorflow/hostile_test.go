@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +57,7 @@ func hostileDir(t *testing.T) (string, *atomic.Int64) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o600))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "alias_bytes.yaml"), aliasedPrompt(1000, 1<<20), 0o600))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe.yaml"), 0o600))
 	return dir, &conns
 }
 
@@ -166,15 +169,16 @@ func inspect(t *testing.T, maxrss, bin, dir string, args ...string) inspection {
 func TestInspectingAHostileFileExecutesNothing(t *testing.T) {
 	bin, maxrss := buildCoorflow(t), buildMaxRSS(t)
 	dir, conns := hostileDir(t)
-	entries, err := os.ReadDir(dir)
+	entries, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	require.NoError(t, err)
+	entries = slices.DeleteFunc(entries, func(p string) bool { return filepath.Base(p) == "pipe.yaml" })
 	commands := [][]string{{"validate"}, {"validate", "--json"}, {"graph"}, {"schema"}, {"tools", "list"}, {"tools", "list", "--json"}}
 	var slowest inspection
 	var slowestWhat string
 	var largest int64
 	for _, e := range entries {
 		for _, c := range commands {
-			args := append(append([]string{}, c...), e.Name())
+			args := append(append([]string{}, c...), filepath.Base(e))
 			r := inspect(t, maxrss, bin, dir, args...)
 			what := strings.Join(args, " ")
 			assert.Contains(t, []int{exitOK, exitUsage}, r.code, "%s: %s", what, r.stderr)
