@@ -97,6 +97,7 @@ func (f *File) checkMCP(ps *problems) {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// mcpServerNames are the names of the servers of the tools.mcp section.
 func (f *File) mcpServerNames() []string {
 	var out []string
 	for _, s := range f.mcpServers() {
