@@ -129,6 +129,18 @@ type Config struct {
 	// OnRetry, if set, is told of every retry of every tier's model before
 	// its wait, e.g. to log it; it must not block.
 	OnRetry func(t Tier, retry int, wait time.Duration, err error) `yaml:"-"`
+	// Confined marks a configuration someone other than the operator
+	// wrote, such as a workflow file from elsewhere, which chooses base
+	// URLs: a tier's API key is then sent only to its provider's own
+	// endpoint, to a base URL the environment set (OPENAI_BASE_URL...),
+	// or to an origin of AllowEndpoints. Any other base URL gets no key:
+	// an OpenAI tier without api_key_env runs keyless, as for a local
+	// server, and New fails with ErrEndpointNotAllowed for the others.
+	Confined bool `yaml:"-"`
+	// AllowEndpoints are origins ("https://llm.example.com:443") a
+	// confined configuration's keys may be sent to; ApplyEnv adds those
+	// of COORFLOW_ALLOW_ENDPOINTS.
+	AllowEndpoints []string `yaml:"-"`
 
 	file  string         // where the config was loaded from
 	lines map[string]int // "tier" and "tier.field" → line in file
@@ -265,6 +277,7 @@ func (c *Config) ApplyEnv(getenv func(string) string, overrides ...Override) err
 			return err
 		}
 	}
+	c.AllowEndpoints = append(c.AllowEndpoints, parseAllowed(getenv(EnvAllowEndpoints))...)
 	c.applyBaseURL(ProviderOpenAI, EnvOpenAIBaseURL, strings.TrimSpace(getenv(EnvOpenAIBaseURL)))
 	c.applyBaseURL(ProviderAnthropic, EnvAnthropicBaseURL, strings.TrimSpace(getenv(EnvAnthropicBaseURL)))
 	host := strings.TrimSpace(getenv(EnvOllamaHost))
@@ -412,6 +425,14 @@ func (c Config) apiKey(t Tier, mc ModelConfig) (string, error) {
 	if key == "" && required {
 		return "", c.errorf(t, "api_key_env", ErrMissingAPIKey,
 			"environment variable %s is not set (it should hold the %s API key)", name, mc.Provider)
+	}
+	if to, ok := c.keyMayGo(t, mc); key != "" && !ok {
+		if !required {
+			return "", nil // a local server's, which needs no key
+		}
+		return "", c.errorf(t, "base_url", ErrEndpointNotAllowed,
+			"%s is not an endpoint of %s, so %s is not sent to it: a workflow file may send a key only to its provider; "+
+				"if you trust the endpoint, allow it: %s=%s", to, mc.Provider, name, EnvAllowEndpoints, to)
 	}
 	return key, nil
 }

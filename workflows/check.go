@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -116,9 +115,9 @@ func (f *File) checkDemo(ps *problems) {
 	if f.spec.Demo == nil {
 		return
 	}
-	if _, err := os.Stat(f.DemoScript()); err != nil {
+	if _, err := f.readDemoScript(); err != nil {
 		l := f.doc.loc("/demo/script")
-		ps.at(l.val, l.path, "demo script %s cannot be read: %v", f.spec.Demo.Script, unwrapPath(err))
+		ps.at(l.val, l.path, "%v", err)
 	}
 }
 

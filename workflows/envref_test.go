@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -29,6 +30,9 @@ func TestAFileReadsOnlyTheEnvironmentVariablesItIsAllowed(t *testing.T) {
 	f, err := workflows.Load(path, workflows.WithAllowedEnv("AWS_S*", "EVIL_URL"))
 	require.NoError(t, err)
 	getenv := env(map[string]string{"AWS_SECRET_ACCESS_KEY": "s3cr3t", "AWS_SESSION_TOKEN": "t0ken"})
+	_, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: getenv})
+	require.ErrorIs(t, err, llm.ErrEndpointNotAllowed, "the file may read the variables; the key still goes only where the operator allows")
+	getenv = env(map[string]string{"AWS_SECRET_ACCESS_KEY": "s3cr3t", "AWS_SESSION_TOKEN": "t0ken", llm.EnvAllowEndpoints: "https://evil.example"})
 	ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: getenv})
 	require.NoError(t, err)
 	assert.Equal(t, "https://evil.example/s3cr3t", ms.Config.Models["basic"].BaseURL)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ type exprError struct {
 // strings metered and what workflow expressions may not do refused.
 func (sc *scope) compileExpr(src string, asBool bool) (*vm.Program, error) {
 	g := &guard{}
-	opts := []expr.Option{expr.Env(sc.types), expr.Patch(concatPatch{}), expr.Patch(g)}
+	opts := []expr.Option{expr.Env(sc.types), expr.Patch(concatPatch{}), expr.Patch(stepPatch{}), expr.Patch(g)}
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -99,9 +100,9 @@ func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*v
 	return nil, &exprError{pos: d.textPos(n, 0, 0), msg: msg}
 }
 
-// evalBool runs a condition.
-func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
-	env, err := sc.env(s, newMeter())
+// evalBool runs a condition, until ctx ends.
+func (sc *scope) evalBool(ctx context.Context, p *vm.Program, s graph.State) (bool, error) {
+	env, err := sc.env(s, newMeter(ctx))
 	if err != nil {
 		return false, err
 	}
@@ -115,8 +116,8 @@ func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
 
 // eval runs an expression. Its value counts against the evaluation's
 // budget as JSON, the form it leaves in.
-func (sc *scope) eval(p *vm.Program, s graph.State) (any, error) {
-	m := newMeter()
+func (sc *scope) eval(ctx context.Context, p *vm.Program, s graph.State) (any, error) {
+	m := newMeter(ctx)
 	env, err := sc.env(s, m)
 	if err != nil {
 		return nil, err
@@ -212,12 +213,12 @@ func errMessage(err error) string {
 // render fills the template from the state: strings as they are, other
 // values as JSON. The text it adds counts against one evaluation's
 // budget, shared by its expressions.
-func (t *template) render(sc *scope, s graph.State) (string, error) {
+func (t *template) render(ctx context.Context, sc *scope, s graph.State) (string, error) {
 	if t == nil {
 		return "", nil
 	}
 	var env map[string]any
-	m := newMeter()
+	m := newMeter(ctx)
 	var b strings.Builder
 	for _, p := range t.parts {
 		if p.prog == nil {

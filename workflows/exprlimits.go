@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -31,16 +32,49 @@ const (
 	// exprElementBudget is expr's own budget: the elements of the
 	// lists, ranges and maps one evaluation may build.
 	exprElementBudget = 1_000_000
+	// exprStepBudget is how many times one evaluation may run the body
+	// of a predicate (of all, filter, map, reduce, sortBy...), where
+	// its time goes: expr has no bound on time of its own.
+	exprStepBudget = 1_000_000
+	// exprCheckEvery is how often, in steps, an evaluation looks whether
+	// its context was cancelled (the node's timeout, a cancelled run).
+	exprCheckEvery = 64
 )
+
+// ErrExpressionSteps: an expression ran the bodies of its predicates
+// more often than an evaluation may.
+var ErrExpressionSteps = fmt.Errorf("workflows: the expression runs the body of its predicates more than %d times, the limit of one evaluation", exprStepBudget)
 
 // ErrExpressionBudget: an expression built more than an evaluation may.
 var ErrExpressionBudget = errors.New("workflows: the expression builds more than 16 MiB of text and lists, the limit of one evaluation")
 
-// meter is what one evaluation may still build, in bytes. An evaluation
-// runs on one goroutine.
-type meter struct{ left int }
+// meter is what one evaluation may still build, in bytes, and how many
+// steps it may still take before ctx ends. An evaluation runs on one
+// goroutine.
+type meter struct {
+	left  int
+	steps int
+	ctx   context.Context
+}
 
-func newMeter() *meter { return &meter{left: exprByteBudget} }
+func newMeter(ctx context.Context) *meter {
+	return &meter{left: exprByteBudget, steps: exprStepBudget, ctx: ctx}
+}
+
+// step counts one step of the evaluation, and stops it when the budget
+// of steps is spent or its context ended.
+func (m *meter) step() (bool, error) {
+	m.steps--
+	if m.steps < 0 {
+		return false, ErrExpressionSteps
+	}
+	if m.steps%exprCheckEvery == 0 {
+		if err := context.Cause(m.ctx); err != nil {
+			return false, fmt.Errorf("workflows: the evaluation was stopped: %w", err)
+		}
+	}
+	return true, nil
+}
 
 // charge takes n bytes from the meter, or fails when fewer are left.
 func (m *meter) charge(n int) error {
@@ -123,6 +157,18 @@ var meteredFuncs = map[string]func(m *meter) any{
 			return charged(m, size, func() (any, error) { return callBuiltin("concat", lists...) })
 		}
 	},
+	// A step of the evaluation (stepName), which stepPatch puts at the
+	// start of the body of every predicate. Its type is one expr calls
+	// without reflection, at the cost of failing by a panic, which the
+	// evaluation recovers as the error it returns.
+	stepName: func(m *meter) any {
+		return func() bool {
+			if _, err := m.step(); err != nil {
+				panic(err)
+			}
+			return true
+		}
+	},
 	// The + of two strings (concatName) and of values whose types are
 	// known only when the expression runs (addName); concatPatch puts
 	// them in place of +.
@@ -143,11 +189,32 @@ var meteredFuncs = map[string]func(m *meter) any{
 	},
 }
 
-// The names of the functions that take the place of +.
+// The names of the functions that take the place of +, and of the one
+// that counts steps.
 const (
 	concatName = "__concat"
 	addName    = "__add"
+	stepName   = "__step"
 )
+
+// stepPatch puts a call of stepName at the start of the body of every
+// predicate, which runs once per element of the list it ranges over:
+// there goes an evaluation's time, which the meter's steps bound and its
+// context can stop.
+type stepPatch struct{}
+
+// Visit implements ast.Visitor.
+func (stepPatch) Visit(node *ast.Node) {
+	p, ok := (*node).(*ast.PredicateNode)
+	if !ok {
+		return
+	}
+	call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: stepName}}
+	call.SetLocation(p.Location())
+	seq := &ast.SequenceNode{Nodes: []ast.Node{call, p.Node}}
+	seq.SetLocation(p.Node.Location())
+	p.Node = seq
+}
 
 // meteredTypes are the types of the metered functions, for the checker.
 var meteredTypes = func() types.Map {

@@ -181,3 +181,21 @@ func TestExpressionsThatCannotRunWithinTheBudgetAreProblemsWhenTheFileLoads(t *t
 	_, err := evalIn(t, "argument", `len(1..1000000000)`, "in")
 	assert.ErrorContains(t, err, "memory budget exceeded")
 }
+
+// TestExpressionStepsAreBounded holds finding 8 of issue 26: an
+// expression of 2.7e7 steps ran for seconds, past its node's timeout,
+// with nothing to bound it. The bodies of its predicates may now run at
+// most 1,000,000 times in one evaluation.
+func TestExpressionStepsAreBounded(t *testing.T) {
+	const cube = `let r = 1..300; all(r, {all(r, {all(r, {# > 0})})})`
+	for _, where := range []string{"argument", "condition", "template"} {
+		t.Run(where, func(t *testing.T) {
+			_, err := evalIn(t, where, cube, "in")
+			require.ErrorIs(t, err, workflows.ErrExpressionSteps)
+			assert.ErrorContains(t, err, "the expression runs the body of its predicates more than 1000000 times, the limit of one evaluation")
+		})
+	}
+	out, err := evalIn(t, "argument", `let r = 1..900; string(all(r, {all(r, {# > 0})}))`, "in")
+	require.NoError(t, err, "810,000 steps are within the budget")
+	assert.Equal(t, "true", out)
+}

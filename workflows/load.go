@@ -312,16 +312,20 @@ func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 		return nil
 	}
 	sub, err, first := f.opts.session.load(real, func() (*File, error) {
-		data, err := os.ReadFile(real)
+		data, err := readOwnFile(real, "subgraph file", name, maxSubgraphBytes, "a workflow file is a few KiB")
 		if err != nil {
-			return nil, err
+			return nil, errOwnFile{err}
 		}
 		return parse(f.join(name), data, f.opts)
 	})
 	var fe *FileError
+	var ofe errOwnFile
 	switch {
 	case errors.Is(err, errTooManyFiles):
 		ps.at(l.val, l.path, "subgraph file %s is one file too many: a workflow may include at most %d files; merge some of them", name, maxFiles)
+		return nil
+	case errors.As(err, &ofe):
+		ps.at(l.val, l.path, "%v", ofe.error)
 		return nil
 	case errors.As(err, &fe):
 		ps.at(l.val, l.path, "subgraph file %s is invalid (%d problems, below)", name, len(fe.Problems))
@@ -342,6 +346,10 @@ func (f *File) loadSub(ps *problems, n named[nodeSpec]) *File {
 	return sub
 }
 
+// errOwnFile is a file the workflow names that readOwnFile refused; its
+// message is the whole problem.
+type errOwnFile struct{ error }
+
 // join returns the path of a file the workflow names, relative to its
 // directory.
 func (f *File) join(name string) string {
@@ -355,19 +363,27 @@ func (f *File) join(name string) string {
 // folder"), located at l, and checks that it is inside the workflow's
 // directory tree or another allowed root.
 func (f *File) reach(ps *problems, l located, what, name string) (string, bool) {
+	real, err := f.resolve(what, name)
+	if err != nil {
+		ps.at(l.val, l.path, "%v", err)
+		return "", false
+	}
+	return real, true
+}
+
+// resolve is reach's check, with the problem as an error.
+func (f *File) resolve(what, name string) (string, error) {
 	real, err := filepath.EvalSymlinks(f.join(name))
 	if err != nil {
-		ps.at(l.val, l.path, "%s %s cannot be read: %v", what, name, unwrapPath(err))
-		return "", false
+		return "", fmt.Errorf("%s %s cannot be read: %w", what, name, unwrapPath(err))
 	}
 	real = resolved(real)
 	if f.opts.session.allowed(real) {
-		return real, true
+		return real, nil
 	}
-	ps.at(l.val, l.path, "%s %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
+	return "", fmt.Errorf("%s %s is outside the workflow's directory %s (it is %s): a workflow may only use files in its own directory tree; "+
 		"move the file there, or let the program that loads the workflow allow its directory (coorflow --include-root DIR, workflows.WithIncludeRoot)",
 		what, name, f.opts.session.roots[0], real)
-	return "", false
 }
 
 func unwrapPath(err error) error {

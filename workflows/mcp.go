@@ -97,6 +97,15 @@ func (f *File) checkMCP(ps *problems) {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// mcpServerNames are the names of the servers of the tools.mcp section.
+func (f *File) mcpServerNames() []string {
+	var out []string
+	for _, s := range f.mcpServers() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
 // mcpRef reports whether name refers to MCP tools: a server's name (all
 // its tools) or "<server>_<tool>" (one of them).
 func (f *File) mcpRef(name string) (server string, whole, ok bool) {
@@ -135,7 +144,16 @@ func (f *File) toolChoices() []string {
 // tool nodes see them with their schemas. The sessions belong to env.MCP,
 // which the host closes. Offline, the tools nodes name get stand-ins.
 func (f *File) addMCPTools(ctx context.Context, env Env, reg *tools.Registry) error {
-	servers := f.mcpServers()
+	return f.addMCPToolsOf(ctx, env, reg, nil)
+}
+
+// addMCPToolsOf is addMCPTools for the servers start accepts (all when
+// nil); the others are left out.
+func (f *File) addMCPToolsOf(ctx context.Context, env Env, reg *tools.Registry, start func(server string) bool) error {
+	if start == nil {
+		start = func(string) bool { return true }
+	}
+	servers := slices.DeleteFunc(f.mcpServers(), func(s named[mcpServerSpec]) bool { return !start(s.Name) })
 	if len(servers) == 0 {
 		return nil
 	}
@@ -186,7 +204,7 @@ func (f *File) addMCPTools(ctx context.Context, env Env, reg *tools.Registry) er
 			}
 		}
 	}
-	return f.checkMCPRefs(reg)
+	return f.checkMCPRefs(reg, start)
 }
 
 // mcpToolRefs are the names of single MCP tools the file's nodes and
@@ -218,15 +236,15 @@ func (f *File) toolRefNames() []string {
 	return out
 }
 
-// checkMCPRefs reports the MCP tools the file names that its servers do
-// not offer.
-func (f *File) checkMCPRefs(reg *tools.Registry) error {
+// checkMCPRefs reports the MCP tools the file names that its servers
+// (those started) do not offer.
+func (f *File) checkMCPRefs(reg *tools.Registry, started func(server string) bool) error {
 	var errs []error
 	for _, name := range f.mcpToolRefs() {
-		if _, err := reg.Get(name); err == nil {
+		server, _, _ := f.mcpRef(name)
+		if _, err := reg.Get(name); err == nil || !started(server) {
 			continue
 		}
-		server, _, _ := f.mcpRef(name)
 		var offered []string
 		for _, n := range reg.Names() {
 			if strings.HasPrefix(n, server+"_") {
@@ -268,12 +286,14 @@ func (b *build) expandTools(names []string) []string {
 	return out
 }
 
-// Tools returns the tools the file declares, its MCP servers' included,
-// sorted by name, to be shown (`coorflow tools list`): the MCP servers are
-// reached through env.MCP (unless env.Offline) to list their tools, while
-// the other tools are made as for an offline compilation, so that tools a
-// Go program registers and unset ${ENV} show as stand-ins.
-func (f *File) Tools(ctx context.Context, env Env) ([]tools.Tool, error) {
+// Tools returns the tools the file declares, sorted by name, to be shown
+// (`coorflow tools list`). Of its MCP servers, which are commands the
+// file chose or URLs it chose, only those named in start are started or
+// reached, through env.MCP (unless env.Offline), to list their tools; the
+// tools nodes name of the others show as stand-ins, and MCPServers lists
+// them. The other tools are made as for an offline compilation, so that
+// tools a Go program registers and unset ${ENV} show as stand-ins.
+func (f *File) Tools(ctx context.Context, env Env, start ...string) ([]tools.Tool, error) {
 	env.defaults()
 	offline := env
 	offline.Offline = true
@@ -285,7 +305,12 @@ func (f *File) Tools(ctx context.Context, env Env) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.addMCPTools(ctx, env, reg); err != nil {
+	for _, name := range start {
+		if !slices.ContainsFunc(f.mcpServers(), func(s named[mcpServerSpec]) bool { return s.Name == name }) {
+			return nil, fmt.Errorf("workflows: %s: tools.mcp has no server %q%s", f.path, name, suggest(name, f.mcpServerNames(), "its servers are"))
+		}
+	}
+	if err := f.addMCPToolsOf(ctx, env, reg, func(s string) bool { return slices.Contains(start, s) }); err != nil {
 		return nil, err
 	}
 	return reg.List(), nil

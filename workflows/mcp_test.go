@@ -178,7 +178,7 @@ func TestBearerEnvMustBeSet(t *testing.T) {
 func TestFileToolsListsMCPToolsWithTheirSchemas(t *testing.T) {
 	f, err := parseMCP(t, "  python: {}\n"+everythingTools(t, "      tools: [echo, get-sum]\n"), reactOnEverything)
 	require.NoError(t, err)
-	ts, err := f.Tools(t.Context(), workflows.Env{MCP: hub(t)})
+	ts, err := f.Tools(t.Context(), workflows.Env{MCP: hub(t)}, "everything")
 	require.NoError(t, err)
 	var names []string
 	for _, tl := range ts {

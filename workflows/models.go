@@ -12,7 +12,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/llm"
-	"github.com/coorflow/coorflow/llm/scripted"
 )
 
 // ModelOptions says where a file's models come from besides the file.
@@ -108,9 +107,9 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 	profile := llm.Profile{Model: "demo"}
 	var model llms.Model
 	if f.DemoScript() != "" {
-		script, err := scripted.LoadFile(f.DemoScript())
+		script, err := f.readDemoScript()
 		if err != nil {
-			return nil, fmt.Errorf("workflows: %s: demo script: %w", f.path, err)
+			return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 		}
 		model = NewDemoModel(script)
 	} else {
@@ -126,7 +125,9 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 // modelConfig builds the llm configuration from the file, the environment
 // and the overrides.
 func (f *File) modelConfig(opts ModelOptions) (llm.Config, error) {
-	cfg := llm.Config{Models: map[llm.Tier]llm.ModelConfig{}}
+	// The file chooses the base URLs: the keys go only where the
+	// operator lets them (llm.Config.Confined).
+	cfg := llm.Config{Models: map[llm.Tier]llm.ModelConfig{}, Confined: true}
 	for _, tier := range llm.Tiers() {
 		m, ok := f.spec.Models[string(tier)]
 		if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/tools"
@@ -59,6 +60,10 @@ func (f *File) buildTool(t named[toolSpec], env Env, mem *memories.Memories) (to
 				return nil, nil
 			}
 			return nil, err
+		}
+		if to, ok := llm.KeyMayGoTo(env.Getenv, base, tools.DefaultTavilyURL); s.Provider == "tavily" && key != "" && base != "" && !ok && !env.Offline {
+			return nil, fmt.Errorf("workflows: %s: tools.web_search.base_url: %s is not Tavily's endpoint, so its api_key is not sent to it: "+
+				"a workflow file may send a key only to its provider; if you trust the endpoint, allow it: %s=%s", f.path, to, llm.EnvAllowEndpoints, to)
 		}
 		var p tools.SearchProvider
 		if s.Provider == "tavily" {

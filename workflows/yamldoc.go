@@ -40,6 +40,10 @@ type document struct {
 const (
 	// maxAliasNodes is how many entries aliases may add to a file.
 	maxAliasNodes = 10_000
+	// maxAliasBytes is how many bytes of text aliases may add to a file:
+	// a few entries repeating a long text multiply bytes as a bomb
+	// multiplies entries.
+	maxAliasBytes = 4 << 20
 	// maxDepth is how deeply entries may nest.
 	maxDepth = 100
 	// maxLocationBytes bounds the key paths recorded for the entries
@@ -52,6 +56,7 @@ const (
 // limit stopped it.
 type conversion struct {
 	aliasNodes int
+	aliasBytes int
 	locBytes   int
 	open       map[*yaml.Node]bool
 	stopped    bool
@@ -187,6 +192,9 @@ func (d *document) charge(n *yaml.Node, ptr, path string, via *yaml.Node, depth 
 	l := &d.limits
 	if via != nil {
 		l.aliasNodes++
+		if n.Kind == yaml.ScalarNode {
+			l.aliasBytes += len(n.Value)
+		}
 	}
 	l.locBytes += len(ptr) + len(path)
 	var msg string
@@ -196,6 +204,10 @@ func (d *document) charge(n *yaml.Node, ptr, path string, via *yaml.Node, depth 
 		pos = position{via.Line, via.Column}
 		msg = fmt.Sprintf("aliases expand the file by more than %d entries (this alias *%s is where the limit was reached): "+
 			"anchors and aliases may repeat entries, not multiply them; write the entries out or use fewer aliases", maxAliasNodes, via.Value)
+	case l.aliasBytes > maxAliasBytes:
+		pos = position{via.Line, via.Column}
+		msg = fmt.Sprintf("aliases expand the file by more than %d MiB of text (this alias *%s is where the limit was reached): "+
+			"anchors and aliases may repeat entries, not multiply them; write the entries out or use fewer aliases", maxAliasBytes>>20, via.Value)
 	case depth > maxDepth:
 		msg = fmt.Sprintf("entries nest more than %d levels deep: a workflow file does not need that many; flatten this entry", maxDepth)
 	case l.locBytes > maxLocationBytes:

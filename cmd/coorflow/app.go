@@ -244,8 +244,9 @@ Usage:
                                        run the workflows' runs on Temporal: poll the task queue for their
                                        workflow code and steps (--steps-only: steps alone, for a queue of
                                        one kind of node); threads live in --db (postgres:// across machines)
-  coorflow tools list FILE|DIR|NAME [--json]
-                                       the file's tools, its MCP servers' included, with their schemas
+  coorflow tools list FILE|DIR|NAME [--json] [--mcp SERVER]
+                                       the file's tools, with their schemas; an MCP server's tools only
+                                       when --mcp names it (it is a command or URL the file chose)
   coorflow schema                      print the JSON Schema of workflow files
 
 Models, strongest first: --model TIER=provider:model; COORFLOW_MODEL_<TIER> (e.g.

@@ -64,8 +64,13 @@ func (a *app) export(ctx context.Context, args []string) error {
 	if path == "" {
 		path = p.Name + ".yaml" // names the file in problems; the YAML goes to stdout
 	}
-	if p.Demo, err = demoFrom(src.file, path); err != nil {
+	var skipped string
+	if p.Demo, skipped, err = demoFrom(src.file, path); err != nil {
 		return err
+	}
+	if skipped != "" {
+		a.notice("the export has no demo script: %s is outside the directory of %s, where a workflow may not read one; "+
+			"copy it there and add demo: {script: NAME} to run the export offline", skipped, path)
 	}
 	data, err := src.file.Export(path, p)
 	if err != nil {
@@ -232,25 +237,27 @@ Edit it by hand (prompts, steps, tiers, tools), then: coorflow validate FILE`,
 }
 
 // demoFrom returns the source's demo script relative to the exported
-// file at path, or "" when the source has none.
-func demoFrom(src *workflows.File, path string) (string, error) {
+// file at path, or "" when the source has none. A script outside the
+// exported file's directory tree, which the export could not read, is
+// left out: skipped names it.
+func demoFrom(src *workflows.File, path string) (rel, skipped string, err error) {
 	script := src.DemoScript()
 	if script == "" {
-		return "", nil
+		return "", "", nil
 	}
 	absScript, err := filepath.Abs(script)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	rel, err := filepath.Rel(dir, absScript)
-	if err != nil {
-		return absScript, nil
+	rel, err = filepath.Rel(dir, absScript)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", script, nil
 	}
-	return filepath.ToSlash(rel), nil
+	return filepath.ToSlash(rel), "", nil
 }
 
 func agentNames(agents []factory.Agent) string {

@@ -44,7 +44,8 @@ func TestExportFixesACoorRunThatThenRunsOnNewInputWithoutThePlanner(t *testing.T
 	require.Equal(t, exitOK, code, stderr)
 	golden, err := os.ReadFile("testdata/coor_export.golden.yaml")
 	require.NoError(t, err)
-	assert.Equal(t, string(golden), normalize(stdout, c.db), "the exported workflow (to stdout, its demo script relative to the working directory)")
+	assert.Equal(t, string(golden), normalize(stdout, c.db), "the exported workflow (to stdout, without the demo script, which is outside the working directory)")
+	assert.Regexp(t, `the export has no demo script: \S*examples/coor/demo.yaml is outside the directory of coor-r-\w+\.yaml, where a workflow may not read one`, stderr)
 
 	dir := t.TempDir()
 	out := filepath.Join(dir, "production.yaml")
@@ -54,13 +55,15 @@ func TestExportFixesACoorRunThatThenRunsOnNewInputWithoutThePlanner(t *testing.T
 run it on new input: coorflow run `+out+" --input '…'\n", stdout)
 	code, stdout, stderr = c.run("validate", out)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, "ok  "+out+"  (db_choice: 2 nodes)\n", stdout)
+	assert.Equal(t, "ok  "+out+"  (db_choice: 2 nodes)\n    when it runs, it executes:\n"+
+		"      url https://api.tavily.com (web_search)  (tools.web_search, "+out+":17)\n"+
+		"      url any URL the model asks http_fetch for  (tools.http_fetch, "+out+":20)\n", stdout)
 
 	// Edit by hand: a demo script of our own.
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
-	require.Regexp(t, demoLine, string(b))
-	edited := demoLine.ReplaceAllString(string(b), "  script: production_demo.yaml")
+	require.NotRegexp(t, demoLine, string(b), "the source's script is outside the exported file's directory")
+	edited := string(b) + "demo:\n  script: production_demo.yaml\n"
 	require.NoError(t, os.WriteFile(out, []byte(edited), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "production_demo.yaml"), []byte(productionScript), 0o644))
 

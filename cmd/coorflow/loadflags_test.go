@@ -55,7 +55,7 @@ edges:
 
 	code, stdout, stderr = c.run("validate", "--allow-env", "CORP_*", "--include-root", filepath.Join(dir, "lib"), wf)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, "ok  "+wf+"  (wf: 1 nodes)\n", stdout)
+	assert.Equal(t, "ok  "+wf+"  (wf: 1 nodes)\n    when it runs, it executes:\n      url ${CORP_LLM_URL}  (models.basic.base_url, "+wf+":4)\n", stdout)
 
 	code, _, stderr = c.run("run", "--input", "x", wf)
 	assert.Equal(t, exitUsage, code)

@@ -430,7 +430,16 @@ func TestValidateAndGraph(t *testing.T) {
 	c := newCLI(t)
 	code, stdout, stderr := c.run("validate", "../../examples/coor", "../../examples/research/workflow.yaml", "research")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, "ok  ../../examples/coor  (coor: 5 nodes)\nok  ../../examples/research/workflow.yaml  (research: 8 nodes)\nok  research  (research: 8 nodes)\n", stdout)
+	executes := func(file string, line int) string {
+		return fmt.Sprintf("    when it runs, it executes:\n"+
+			"      url https://api.tavily.com (web_search)  (tools.web_search, %s:%d)\n"+
+			"      url any URL the model asks http_fetch for  (tools.http_fetch, %[1]s:%[3]d)\n"+
+			"      code python: code the model writes, run by python3 when the program allows code execution (coorflow --allow-code-exec)  (tools.python, %[1]s:%[4]d)\n",
+			file, line, line+3, line+4)
+	}
+	assert.Equal(t, "ok  ../../examples/coor  (coor: 5 nodes)\n"+executes("../../examples/coor/workflow.yaml", 25)+
+		"ok  ../../examples/research/workflow.yaml  (research: 8 nodes)\n"+executes("../../examples/research/workflow.yaml", 26)+
+		"ok  research  (research: 8 nodes)\n"+executes("research.yaml", 19), stdout)
 
 	code, stdout, stderr = c.run("validate", "../../examples/embed")
 	require.Equal(t, exitOK, code, stderr)
@@ -441,7 +450,7 @@ func TestValidateAndGraph(t *testing.T) {
 
 	code, stdout, stderr = c.run("validate", "../../examples/coor", "../../workflows/testdata/bad/cycle_with_no_exit.yaml", "../../workflows/testdata/bad/yaml_syntax.yaml")
 	assert.Equal(t, exitUsage, code)
-	assert.Equal(t, "ok  ../../examples/coor  (coor: 5 nodes)\n", stdout)
+	assert.Equal(t, "ok  ../../examples/coor  (coor: 5 nodes)\n"+executes("../../examples/coor/workflow.yaml", 25), stdout)
 	assert.Equal(t, `../../workflows/testdata/bad/cycle_with_no_exit.yaml:4:3: nodes.a: node "a" cannot reach end: every route from it loops (a -> b -> a); add an exit, such as a conditional edge to end
 ../../workflows/testdata/bad/cycle_with_no_exit.yaml:5:3: nodes.b: node "b" cannot reach end: every route from it loops (b -> a -> b); add an exit, such as a conditional edge to end
 ../../workflows/testdata/bad/yaml_syntax.yaml:4:1: invalid YAML: did not find expected ',' or '}'

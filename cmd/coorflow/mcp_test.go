@@ -31,7 +31,7 @@ func goEnv(c *cli) {
 func TestToolsListShowsAFilesMCPToolsWithTheirSchemas(t *testing.T) {
 	c := newCLI(t)
 	goEnv(c)
-	code, stdout, stderr := c.run("tools", "list", "../../examples/mcp")
+	code, stdout, stderr := c.run("tools", "list", "../../examples/mcp", "--mcp", "spec")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, `spec_read  (MCP server spec, tool read)
   Read one section of the MCP notes.
@@ -55,7 +55,7 @@ spec_search  (MCP server spec, tool search)
 		args []string
 		want string
 	}{
-		{[]string{"tools"}, "coorflow: tools: want tools list FILE|DIR|NAME [--json]\n"},
+		{[]string{"tools"}, "coorflow: tools: want tools list FILE|DIR|NAME [--json] [--mcp SERVER]\n"},
 		{[]string{"tools", "list"}, "coorflow: tools list: give one workflow file, directory or built-in name\n"},
 	} {
 		code, _, stderr := c.run(bad.args...)

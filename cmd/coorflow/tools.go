@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/coorflow/coorflow/tools"
@@ -16,18 +17,27 @@ import (
 type toolInfo struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
-	Schema      json.RawMessage `json:"schema"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
 	// Server and Remote name an MCP tool's server and its name there.
 	Server string `json:"server,omitempty"`
 	Remote string `json:"remote,omitempty"`
+	// NotStarted is an MCP server of the file that was not started (no
+	// --mcp NAME): Command or URL says what listing its tools would run
+	// or reach.
+	NotStarted bool   `json:"not_started,omitempty"`
+	Command    string `json:"command,omitempty"`
+	URL        string `json:"url,omitempty"`
 }
 
 func (a *app) tools(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "list" {
-		return usagef("tools: want tools list FILE|DIR|NAME [--json]")
+		return usagef("tools: want tools list FILE|DIR|NAME [--json] [--mcp SERVER]")
 	}
 	fs := newFlags("tools list")
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
+	var start multiFlag
+	fs.Var(&start, "mcp", "SERVER: start (or reach) the file's MCP server SERVER to list its tools; a server is a command or URL "+
+		"the file chose, so none is started unless named (repeatable, or comma-separated)")
 	pos, err := a.parse(fs, args[1:])
 	if err != nil {
 		return err
@@ -39,7 +49,19 @@ func (a *app) tools(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ts, err := wf.file.Tools(ctx, workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }})
+	var servers, names []string
+	for _, s := range wf.file.MCPServers() {
+		names = append(names, s.Name)
+	}
+	for _, s := range start {
+		for _, name := range strings.Split(s, ",") {
+			if !slices.Contains(names, name) {
+				return usagef("tools list --mcp: %s has no MCP server %q%s", wf.arg, name, didYouMean(name, names))
+			}
+			servers = append(servers, name)
+		}
+	}
+	ts, err := wf.file.Tools(ctx, workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}, servers...)
 	if err != nil {
 		return err
 	}
@@ -47,12 +69,22 @@ func (a *app) tools(ctx context.Context, args []string) error {
 	for i, t := range ts {
 		out[i] = describeTool(t)
 	}
+	for _, s := range wf.file.MCPServers() {
+		if !slices.Contains(servers, s.Name) {
+			out = append(out, toolInfo{Name: s.Name, Server: s.Name, NotStarted: true, Command: s.CommandLine(), URL: s.URL})
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
 	for _, t := range out {
+		if t.NotStarted {
+			fmt.Fprintf(a.stdout, "%s  (MCP server, not started: it would %s; to list its tools, run coorflow tools list %s --mcp %s)\n",
+				t.Name, notStartedWhat(t), shellQuote(pos[0]), t.Name)
+			continue
+		}
 		head := t.Name
 		if t.Server != "" {
 			head += fmt.Sprintf("  (MCP server %s, tool %s)", t.Server, t.Remote)
@@ -64,6 +96,14 @@ func (a *app) tools(ctx context.Context, args []string) error {
 		fmt.Fprintln(a.stdout, "  schema: "+string(t.Schema))
 	}
 	return nil
+}
+
+// notStartedWhat says what starting an MCP server would do.
+func notStartedWhat(t toolInfo) string {
+	if t.Command != "" {
+		return "run the command " + t.Command
+	}
+	return "connect to " + t.URL
 }
 
 func describeTool(t tools.Tool) toolInfo {

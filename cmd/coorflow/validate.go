@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/coorflow/coorflow/workflows"
@@ -17,7 +18,11 @@ type validation struct {
 	Name  string   `json:"name,omitempty"`
 	Nodes []string `json:"nodes,omitempty"`
 	// Needs are the tools and functions its Go program must register.
-	Needs    []string            `json:"needs,omitempty"`
+	Needs []string `json:"needs,omitempty"`
+	// Executes is what the file will make coorflow do outside its
+	// process when it runs: commands, code, URLs (workflows.Effect).
+	// Validating it does none of them.
+	Executes []workflows.Effect  `json:"executes,omitempty"`
 	Problems []workflows.Problem `json:"problems,omitempty"`
 	Error    string              `json:"error,omitempty"`
 }
@@ -58,6 +63,7 @@ func (a *app) validate(ctx context.Context, args []string) error {
 				needs = "; its Go program registers " + strings.Join(v.Needs, ", ")
 			}
 			fmt.Fprintf(a.stdout, "ok  %s  (%s: %d nodes%s)\n", v.File, v.Name, len(v.Nodes), needs)
+			printEffects(a.stdout, v.Executes)
 		}
 	}
 	if len(failures) == 0 {
@@ -86,7 +92,20 @@ func (a *app) validateOne(ctx context.Context, arg string, opts []workflows.Load
 		return v, &usageError{msg: err.Error()}
 	}
 	v.Valid, v.Name, v.Nodes, v.Needs = true, wf.file.Name(), wf.file.Nodes(), wf.file.Unregistered()
+	v.Executes = wf.file.Effects()
 	return v, nil
+}
+
+// printEffects writes what a file executes, one line each, under its
+// verdict: a file from elsewhere is code its user may not have written.
+func printEffects(w io.Writer, effects []workflows.Effect) {
+	if len(effects) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "    when it runs, it executes:")
+	for _, e := range effects {
+		fmt.Fprintf(w, "      %s\n", e)
+	}
 }
 
 func (a *app) graph(ctx context.Context, args []string) error {

@@ -14,6 +14,8 @@ var (
 	ErrToolNotOffered = errors.New("scripted: tool not offered")
 	// ErrInvalidScript means a script file is malformed.
 	ErrInvalidScript = errors.New("scripted: invalid script")
+	// ErrScriptTooLarge means a script is longer than MaxScriptBytes.
+	ErrScriptTooLarge = fmt.Errorf("scripted: the script is longer than %d MiB", MaxScriptBytes>>20)
 )
 
 // TurnError is the failure of one call, naming the agent and its turn.

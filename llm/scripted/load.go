@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -81,8 +82,14 @@ var errorClasses = map[string]error{
 	"permanent":        llm.ErrPermanent,
 }
 
+// MaxScriptBytes is the largest script Load and LoadFile read: a script
+// is read whole, and a workflow file from elsewhere may name it.
+const MaxScriptBytes = 4 << 20
+
 // Load reads a Script from YAML (see the format above). Errors give the
-// line of the offending entry and wrap ErrInvalidScript.
+// line of the offending entry and wrap ErrInvalidScript; they quote none
+// of the script's text, which may be a file that is not a script at all.
+// A script longer than MaxScriptBytes is an error (ErrScriptTooLarge).
 func Load(r io.Reader) (Script, error) {
 	return load(r, "")
 }
@@ -99,19 +106,22 @@ func LoadFile(path string) (Script, error) {
 }
 
 func load(r io.Reader, file string) (Script, error) {
-	prefix := "scripted: "
+	prefix := ""
 	if file != "" {
-		prefix += file + ": "
+		prefix = "scripted: " + file + ": "
 	}
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxScriptBytes+1))
 	if err != nil {
 		return Script{}, fmt.Errorf("scripted: read script: %w", err)
+	}
+	if len(data) > MaxScriptBytes {
+		return Script{}, fmt.Errorf("%s%w", prefix, ErrScriptTooLarge)
 	}
 	var fs fileScript
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fs); err != nil && !errors.Is(err, io.EOF) {
-		return Script{}, fmt.Errorf("%s%w: %v", prefix, ErrInvalidScript, err)
+		return Script{}, fmt.Errorf("%s%w: %s", prefix, ErrInvalidScript, unquoted(err))
 	}
 	s, err := fs.script()
 	if err != nil {
@@ -165,8 +175,8 @@ func (fr fileReply) reply(path string) (Reply, error) {
 	if fe := fr.Error; fe != nil {
 		class, ok := errorClasses[fe.Class.Value]
 		if !ok {
-			return Reply{}, fmt.Errorf("%w: %s.error: line %d: unknown error class %q (want context_overflow, "+
-				"rate_limited, transient or permanent)", ErrInvalidScript, path, fe.Class.Line, fe.Class.Value)
+			return Reply{}, fmt.Errorf("%w: %s.error: line %d: unknown error class (want context_overflow, "+
+				"rate_limited, transient or permanent)", ErrInvalidScript, path, fe.Class.Line)
 		}
 		r.Err = fmt.Errorf("scripted: %s: %w", fe.Message, class)
 	}
@@ -181,13 +191,13 @@ func arguments(n yaml.Node) (string, error) {
 		return "", nil
 	case yaml.ScalarNode:
 		if !json.Valid([]byte(n.Value)) {
-			return "", fmt.Errorf("%w: line %d: arguments are not valid JSON: %s", ErrInvalidScript, n.Line, n.Value)
+			return "", fmt.Errorf("%w: line %d: arguments are not valid JSON", ErrInvalidScript, n.Line)
 		}
 		return n.Value, nil
 	case yaml.MappingNode:
 		var v map[string]any
 		if err := n.Decode(&v); err != nil {
-			return "", fmt.Errorf("%w: line %d: %v", ErrInvalidScript, n.Line, err)
+			return "", fmt.Errorf("%w: line %d: %s", ErrInvalidScript, n.Line, unquoted(err))
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -196,4 +206,13 @@ func arguments(n yaml.Node) (string, error) {
 		return string(b), nil
 	}
 	return "", fmt.Errorf("%w: line %d: arguments must be a mapping or a JSON string", ErrInvalidScript, n.Line)
+}
+
+// quotedValue is a value yaml.v3 quotes in its errors ("cannot unmarshal
+// !!str `root:x:0:0...` into ...").
+var quotedValue = regexp.MustCompile("\\s*`[^`]*`")
+
+// unquoted is the message of a YAML error without the values it quotes.
+func unquoted(err error) string {
+	return quotedValue.ReplaceAllString(err.Error(), "")
 }

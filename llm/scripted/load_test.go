@@ -59,7 +59,7 @@ func TestLoadErrors(t *testing.T) {
 		message string
 	}{
 		{"unknown field", "agents:\n  a:\n    - txt: hi\n", "line 3: field txt not found"},
-		{"bad class", "default:\n  error:\n    class: flaky\n", `default.error: line 3: unknown error class "flaky"`},
+		{"bad class", "default:\n  error:\n    class: flaky\n", "default.error: line 3: unknown error class (want context_overflow"},
 		{"bad json arguments", "agents:\n  a:\n    - tool_calls:\n        - name: t\n          arguments: '{oops'\n",
 			"line 5: arguments are not valid JSON"},
 		{"list arguments", "agents:\n  a:\n    - tool_calls:\n        - name: t\n          arguments: [1]\n",
@@ -90,4 +90,41 @@ func TestLoadEmpty(t *testing.T) {
 	require.NoError(t, err)
 	_, err = scripted.New(s).GenerateContent(t.Context(), []llms.MessageContent{})
 	assert.ErrorIs(t, err, scripted.ErrNoReply)
+}
+
+// TestLoadQuotesNoneOfTheText holds finding 4 of issue 26: a workflow
+// file named /etc/passwd as its demo script, and the error showed its
+// first line. Errors now give lines, never the text.
+func TestLoadQuotesNoneOfTheText(t *testing.T) {
+	for _, text := range []string{
+		"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n",
+		"agents:\n  a:\n    - tool_calls:\n        - name: t\n          arguments: 'secret-token-123'\n",
+		"default:\n  error:\n    class: secret-token-123\n",
+	} {
+		_, err := scripted.Load(strings.NewReader(text))
+		require.ErrorIs(t, err, scripted.ErrInvalidScript)
+		assert.NotContains(t, err.Error(), "root:x")
+		assert.NotContains(t, err.Error(), "secret-token")
+	}
+	_, err := scripted.Load(strings.NewReader("root:x:0:0:root:/root:/bin/bash\n"))
+	assert.EqualError(t, err, "scripted: invalid script: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str into scripted.fileScript")
+}
+
+// TestLoadReadsAtMostMaxScriptBytes: a script is read whole, so its
+// length is bounded; /dev/zero took 1.6 GiB.
+func TestLoadReadsAtMostMaxScriptBytes(t *testing.T) {
+	r := &countingZeros{}
+	_, err := scripted.Load(r)
+	require.ErrorIs(t, err, scripted.ErrScriptTooLarge)
+	assert.EqualError(t, err, "scripted: the script is longer than 4 MiB")
+	assert.LessOrEqual(t, r.n, scripted.MaxScriptBytes+64<<10, "read no more than the limit")
+}
+
+// countingZeros reads as /dev/zero does, counting the bytes.
+type countingZeros struct{ n int }
+
+func (z *countingZeros) Read(p []byte) (int, error) {
+	clear(p)
+	z.n += len(p)
+	return len(p), nil
 }
