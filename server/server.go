@@ -154,7 +154,14 @@ type Config struct {
 	Store store.Store
 	// WebhookAllow lists the URL prefixes a Platform run's webhook may
 	// call (for example "https://hooks.example.com/"); without any, runs
-	// with a webhook are refused. Redirects are not followed.
+	// with a webhook are refused. Redirects are not followed. A webhook
+	// is allowed when an entry has its scheme, host and port (the
+	// scheme's default when none is given) and the entry's path is a
+	// prefix of its path segment by segment ("/hooks" allows "/hooks"
+	// and "/hooks/a", not "/hooksa"); webhooks whose paths have "." or
+	// ".." segments, encoded slashes or backslashes are refused. An
+	// entry must be an http or https URL without credentials, query or
+	// fragment, or New fails.
 	WebhookAllow []string
 	// WebhookTimeout bounds each webhook call (default 10s).
 	WebhookTimeout time.Duration
@@ -164,6 +171,13 @@ type Config struct {
 	// Store they live in the server's memory, and with Config.Replicas
 	// they are not served.
 	MaxCrons int
+	// MinCronInterval is the shortest time between two runs of a cron
+	// (default 1 minute; negative: no minimum). A cron whose schedule
+	// fires more often ("@every 1s") is refused with 400 invalid_field,
+	// and a stored one fires no sooner than this after its last run. A
+	// cron's runs count in its owner's quotas and budget as requested
+	// runs do.
+	MinCronInterval time.Duration
 	// Replicas, when set, shares runs with the other replicas of the
 	// server on one database: any replica answers for any run, and a run
 	// whose replica dies is taken over by another (see Replicas).
@@ -205,6 +219,7 @@ type Server struct {
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
 	crons    cronState              // Platform crons (platform_crons.go)
+	webhooks webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
 	replica  replicaState           // with Config.Replicas (sharedruns.go)
 }
 
@@ -275,6 +290,10 @@ func New(cfg Config) (*Server, error) {
 	if err := checkBudgets(cfg); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.webhooks, err = parseWebhookAllow(cfg.WebhookAllow); err != nil {
+		return nil, err
+	}
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -301,6 +320,7 @@ func New(cfg Config) (*Server, error) {
 	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
 	s.cfg.MaxMCPSessions = orDefault(s.cfg.MaxMCPSessions, DefaultMaxMCPSessions)
 	s.cfg.MaxCrons = orDefault(s.cfg.MaxCrons, DefaultMaxCrons)
+	s.cfg.MinCronInterval = orDefault(s.cfg.MinCronInterval, DefaultMinCronInterval)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
