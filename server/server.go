@@ -90,10 +90,25 @@ type Config struct {
 	WriteTimeout time.Duration
 	// MaxActiveRuns, MaxQueuedRuns and MaxStoredBytes are the quotas of
 	// each owner: runs in progress (default 16), runs queued behind
-	// others (default 64), and the bytes the server has stored in the
-	// Saver for the owner's threads (default 1 GiB). A request beyond
-	// one is refused with 429 quota_exceeded. A negative value means no
-	// limit.
+	// others (default 64), and the bytes the server stores for the owner
+	// (default 1 GiB). A request beyond one is refused with 429
+	// quota_exceeded. A negative value means no limit.
+	//
+	// The stored bytes are those of the owner's threads' checkpoints in
+	// the Saver, of its recorded runs (Recorder) and of its Platform store
+	// items (Store). At its first request after the server starts, an
+	// owner's recorded runs (when the Recorder's store is a trace.Sizer,
+	// as coorflow's are) and store items are read from the databases;
+	// checkpoints are counted as this server writes them (Savers tell no
+	// sizes). A store item is taken from the quota before it is written,
+	// in one step, so parallel writes cannot pass it together. A run's
+	// recording stops growing when it would pass the quota: its events
+	// from there on are not recorded, the recording ends with an event of
+	// kind trace.KindTruncated, and the run goes on. Deleting a thread
+	// deletes its recorded runs, which frees their bytes (and forgets
+	// what they spent: OwnerBudget counts recorded runs). An owner at the
+	// quota has its recorded runs and items read again every 10 seconds
+	// at most, so that runs pruned meanwhile count no more.
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
@@ -198,6 +213,7 @@ type Server struct {
 	mux       *http.ServeMux
 	routes    []string      // the patterns served, in the order registered
 	saver     *meteredSaver // Config.Saver, counting the bytes of each owner
+	storage   *storageMeter // the stored bytes of each owner (storage.go)
 	tokens    map[[sha256.Size]byte]string
 	tracer    trace.Tracer
 	log       *slog.Logger
@@ -266,7 +282,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.eventNames = eventNames(cfg.EventNames)
 	s.values = newValuesCache(valuesCacheBytes)
-	s.saver = newMeteredSaver(cfg.Saver, s.values)
+	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
+	var recorded runtrace.Store
+	if cfg.Recorder != nil {
+		recorded = cfg.Recorder.Store()
+	}
+	s.storage = newStorageMeter(s.cfg.MaxStoredBytes, recorded, cfg.Store)
+	s.saver = newMeteredSaver(cfg.Saver, s.values, s.storage)
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {
 			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
@@ -317,7 +339,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.cfg.MaxActiveRuns = orDefault(s.cfg.MaxActiveRuns, DefaultMaxActiveRuns)
 	s.cfg.MaxQueuedRuns = orDefault(s.cfg.MaxQueuedRuns, DefaultMaxQueuedRuns)
-	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
 	s.cfg.MaxMCPSessions = orDefault(s.cfg.MaxMCPSessions, DefaultMaxMCPSessions)
 	s.cfg.MaxCrons = orDefault(s.cfg.MaxCrons, DefaultMaxCrons)
 	s.cfg.MinCronInterval = orDefault(s.cfg.MinCronInterval, DefaultMinCronInterval)
