@@ -97,18 +97,20 @@ type Config struct {
 	// The stored bytes are those of the owner's threads' checkpoints in
 	// the Saver, of its recorded runs (Recorder) and of its Platform store
 	// items (Store). At its first request after the server starts, an
-	// owner's recorded runs (when the Recorder's store is a trace.Sizer,
-	// as coorflow's are) and store items are read from the databases;
-	// checkpoints are counted as this server writes them (Savers tell no
-	// sizes). A store item is taken from the quota before it is written,
+	// owner's checkpoints (when the Saver is a graph.ThreadSizer), recorded
+	// runs (when the Recorder's store is a trace.Sizer) and store items
+	// are read from the databases — coorflow's Savers and stores are
+	// Sizers; with another, what this server writes is counted from its
+	// start — then the server counts what it writes. A store item is taken from the quota before it is written,
 	// in one step, so parallel writes cannot pass it together. A run's
 	// recording stops growing when it would pass the quota: its events
 	// from there on are not recorded, the recording ends with an event of
 	// kind trace.KindTruncated, and the run goes on. Deleting a thread
 	// deletes its recorded runs, which frees their bytes (and forgets
 	// what they spent: OwnerBudget counts recorded runs). An owner at the
-	// quota has its recorded runs and items read again every 10 seconds
-	// at most, so that runs pruned meanwhile count no more.
+	// quota has its bytes read again every 10 seconds at most, so that
+	// runs pruned meanwhile count no more, and those written by other
+	// replicas do.
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
@@ -287,7 +289,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Recorder != nil {
 		recorded = cfg.Recorder.Store()
 	}
-	s.storage = newStorageMeter(s.cfg.MaxStoredBytes, recorded, cfg.Store)
+	s.storage = newStorageMeter(s.cfg.MaxStoredBytes, cfg.Saver, recorded, cfg.Store)
 	s.saver = newMeteredSaver(cfg.Saver, s.values, s.storage)
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {

@@ -24,15 +24,16 @@ const (
 // Config.MaxStoredBytes: the checkpoints of its threads (meteredSaver),
 // its recorded runs (Config.Recorder's store) and its Platform store
 // items (Config.Store). An owner's count starts, at its first use, from
-// what the databases hold for it — its recorded runs when the Recorder's
-// store is a trace.Sizer, its store items — and then follows what the
-// server writes and deletes. Checkpoints are counted as written by this
-// process: Savers tell no sizes, so those of threads written before it
-// started are not counted.
+// what the databases hold for it — its checkpoints when the Saver is a
+// graph.ThreadSizer, its recorded runs when the Recorder's store is a
+// trace.Sizer, its store items — and then follows what the server writes
+// and deletes. With a Saver that is no ThreadSizer, checkpoints are
+// counted as written by this process only.
 type storageMeter struct {
-	max      int64       // Config.MaxStoredBytes; negative: no limit
-	recorder trace.Store // nil without a Recorder
-	items    store.Store // nil without a Store
+	max      int64             // Config.MaxStoredBytes; negative: no limit
+	saver    graph.ThreadSizer // nil when Config.Saver is not one
+	recorder trace.Store       // nil without a Recorder
+	items    store.Store       // nil without a Store
 
 	mu     sync.Mutex
 	owners map[string]*ownerBytes
@@ -69,8 +70,28 @@ func (o *ownerBytes) count(k storedKind) *int64 {
 	return &o.checkpoints
 }
 
-func newStorageMeter(max int64, recorder trace.Store, items store.Store) *storageMeter {
-	return &storageMeter{max: max, recorder: recorder, items: items, owners: make(map[string]*ownerBytes)}
+func newStorageMeter(max int64, saver graph.Saver, recorder trace.Store, items store.Store) *storageMeter {
+	sz, _ := saver.(graph.ThreadSizer)
+	return &storageMeter{max: max, saver: sz, recorder: recorder, items: items, owners: make(map[string]*ownerBytes)}
+}
+
+// counts is what the databases hold for an owner.
+type counts struct {
+	checkpoints, recordings, items int64
+}
+
+// set makes o's counts c: those read, added to those counted before when
+// the database could not tell them.
+func (m *storageMeter) set(o *ownerBytes, c counts, replace bool) {
+	if m.saver != nil {
+		o.checkpoints = c.checkpoints
+	}
+	if replace {
+		o.recordings, o.items = c.recordings, c.items
+		return
+	}
+	o.recordings += c.recordings
+	o.items += c.items
 }
 
 // owner returns the counts of owner, read from the databases at its first
@@ -101,13 +122,12 @@ func (m *storageMeter) owner(ctx context.Context, owner string) (*ownerBytes, er
 	}
 	loaded := o.loaded
 	m.mu.Unlock()
-	recordings, items, err := m.read(ctx, owner)
+	c, err := m.read(ctx, owner)
 	m.mu.Lock()
 	if err != nil {
 		o.unread, o.err = true, err
 	} else {
-		o.recordings += recordings
-		o.items += items
+		m.set(o, c, false)
 		o.refreshed = time.Now()
 	}
 	m.mu.Unlock()
@@ -118,25 +138,32 @@ func (m *storageMeter) owner(ctx context.Context, owner string) (*ownerBytes, er
 	return o, nil
 }
 
-// read reads what the databases hold for owner: its recorded runs and its
-// store items.
-func (m *storageMeter) read(ctx context.Context, owner string) (recordings, items int64, err error) {
+// read reads what the databases hold for owner: its checkpoints, its
+// recorded runs and its store items.
+func (m *storageMeter) read(ctx context.Context, owner string) (counts, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storageLoadTimeout)
 	defer cancel()
+	var c counts
+	var err error
+	if m.saver != nil {
+		if c.checkpoints, err = m.saver.ThreadBytes(ctx, threadKey(owner, "")); err != nil {
+			return c, fmt.Errorf("server: the bytes of owner %q's threads: %w", owner, err)
+		}
+	}
 	if sz, ok := m.recorder.(trace.Sizer); ok {
-		if recordings, err = sz.OwnerBytes(ctx, owner); err != nil {
-			return 0, 0, fmt.Errorf("server: the bytes of owner %q's recorded runs: %w", owner, err)
+		if c.recordings, err = sz.OwnerBytes(ctx, owner); err != nil {
+			return c, fmt.Errorf("server: the bytes of owner %q's recorded runs: %w", owner, err)
 		}
 	}
 	if m.items != nil {
 		for meta, err := range store.All(ctx, m.items, owner, "") {
 			if err != nil {
-				return 0, 0, fmt.Errorf("server: the bytes of owner %q's store items: %w", owner, err)
+				return c, fmt.Errorf("server: the bytes of owner %q's store items: %w", owner, err)
 			}
-			items += itemBytes(meta.Path, meta.Size)
+			c.items += itemBytes(meta.Path, meta.Size)
 		}
 	}
-	return recordings, items, nil
+	return c, nil
 }
 
 // itemBytes is what a store item of path with size bytes of content
@@ -168,8 +195,8 @@ func (m *storageMeter) add(owner string, k storedKind, n int64) {
 	o := m.owners[owner]
 	if o == nil || o.unread {
 		// Not read yet: the reading will count what is stored, but
-		// checkpoints, which it cannot read, are counted from here.
-		if k != storedCheckpoints {
+		// checkpoints, when it cannot read them, are counted from here.
+		if k != storedCheckpoints || m.saver != nil {
 			return
 		}
 		if o == nil {
@@ -181,8 +208,8 @@ func (m *storageMeter) add(owner string, k storedKind, n int64) {
 	*o.count(k) = max(*o.count(k)+n, 0)
 }
 
-// refresh reads owner's recorded runs and store items again, at most once
-// every storageRefresh, and returns the owner's counts.
+// refresh reads owner's stored bytes again, at most once every
+// storageRefresh, and returns the owner's counts.
 func (m *storageMeter) refresh(ctx context.Context, owner string, o *ownerBytes) *ownerBytes {
 	m.mu.Lock()
 	if time.Since(o.refreshed) < storageRefresh {
@@ -191,29 +218,39 @@ func (m *storageMeter) refresh(ctx context.Context, owner string, o *ownerBytes)
 	}
 	o.refreshed = time.Now()
 	m.mu.Unlock()
-	recordings, items, err := m.read(ctx, owner)
+	c, err := m.read(ctx, owner)
 	if err != nil {
 		return o
 	}
 	m.mu.Lock()
-	o.recordings, o.items = recordings, items
+	m.set(o, c, true)
 	m.mu.Unlock()
 	return o
 }
 
-// reread sets owner's count of recorded runs to what the Recorder's store
-// holds (after runs were deleted).
-func (m *storageMeter) reread(ctx context.Context, owner string) {
-	sz, ok := m.recorder.(trace.Sizer)
-	if !ok {
-		return
+// reread sets owner's counts of recorded runs (k storedRecordings) or of
+// checkpoints (storedCheckpoints) to what the database holds, after some
+// were deleted; it reports whether it could.
+func (m *storageMeter) reread(ctx context.Context, owner string, k storedKind) bool {
+	var n int64
+	var err error
+	switch sz, ok := m.recorder.(trace.Sizer); {
+	case k == storedRecordings && ok:
+		n, err = sz.OwnerBytes(ctx, owner)
+	case k == storedCheckpoints && m.saver != nil:
+		n, err = m.saver.ThreadBytes(ctx, threadKey(owner, ""))
+	default:
+		return false
 	}
-	n, err := sz.OwnerBytes(ctx, owner)
+	if err != nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if o := m.owners[owner]; o != nil && err == nil {
-		o.recordings = n
+	if o := m.owners[owner]; o != nil && !o.unread {
+		*o.count(k) = n
 	}
+	return true
 }
 
 // storageQuota refuses to store more for an owner at its MaxStoredBytes.
@@ -290,7 +327,7 @@ func (s *Server) forgetRecordings(ctx context.Context, owner, thread string) err
 			}
 		}
 	}
-	s.storage.reread(ctx, owner)
+	s.storage.reread(ctx, owner, storedRecordings)
 	return nil
 }
 
@@ -377,7 +414,9 @@ func (m *meteredSaver) DeleteThread(ctx context.Context, thread string) error {
 	n := m.threads[thread]
 	delete(m.threads, thread)
 	m.mu.Unlock()
-	m.meter.add(owner, storedCheckpoints, -n)
+	if !m.meter.reread(context.WithoutCancel(ctx), owner, storedCheckpoints) {
+		m.meter.add(owner, storedCheckpoints, -n)
+	}
 	return nil
 }
 

@@ -159,9 +159,10 @@ func TestARecordingStopsAtTheStorageQuota(t *testing.T) {
 }
 
 // TestStoredBytesOutliveARestartAndGoWithTheirThread: a new server counts
-// what the databases hold for an owner (issue 26, finding 9: the count
-// started from zero), and deleting a thread deletes its recorded runs
-// and frees their bytes (they stayed, uncounted).
+// what the databases hold for an owner — checkpoints, recorded runs, store
+// items (issue 26, finding 9: the count started from zero) — and deleting
+// a thread deletes its recorded runs and frees their bytes (they stayed,
+// uncounted).
 func TestStoredBytesOutliveARestartAndGoWithTheirThread(t *testing.T) {
 	rec := recorder(t)
 	items := storemem.New(store.Config{})
@@ -182,13 +183,17 @@ func TestStoredBytesOutliveARestartAndGoWithTheirThread(t *testing.T) {
 	require.NotNil(t, m, got.Message)
 	assert.Equal(t, strconv.FormatInt(recorded, 10), m[3], "the recorded runs, read from the recorder's store")
 	assert.Equal(t, strconv.Itoa(len("docs/k")+len(`{"a":1}`)), m[4], "the store item, read from the store")
+	checkpoints, err := saver.ThreadBytes(t.Context(), "alice/")
+	require.NoError(t, err)
+	require.NotZero(t, checkpoints)
+	assert.Equal(t, strconv.FormatInt(checkpoints, 10), m[2], "the checkpoints, read from the saver")
 
 	second.call("DELETE", "/v1/threads/t", alice, nil, http.StatusNoContent, nil)
 	runs, err := rec.Store().Runs(t.Context(), trace.RunQuery{Owner: "alice", Thread: "t"})
 	require.NoError(t, err)
 	assert.Empty(t, runs, "the thread's recorded runs went with it")
 	assert.Zero(t, ownerBytes(t, rec, "alice"))
-	second.thread(alice, "chatty", "u")
+	second.thread(alice, "chatty", "u") // the deleted thread's bytes are free
 }
 
 // decodeJSON decodes resp's body into out.
