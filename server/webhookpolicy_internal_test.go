@@ -3,9 +3,13 @@ package server
 import (
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 )
+
+// slashes are runs of slashes.
+var slashes = regexp.MustCompile(`/+`)
 
 // FuzzWebhookPolicy checks checkWebhook against an oracle of its own: a
 // webhook it allows has the scheme, host and port of an allowed entry, a
@@ -55,8 +59,10 @@ func FuzzWebhookPolicy(f *testing.F) {
 		if strings.Contains(esc, "%2f") || strings.Contains(esc, "%5c") || strings.Contains(u.Path, `\`) {
 			t.Fatalf("allowed %q: an encoded separator", raw)
 		}
-		if u.Path != "" && path.Clean(u.Path) != strings.TrimSuffix(u.Path, "/") && path.Clean(u.Path) != u.Path {
-			t.Fatalf("allowed %q: its path %q is not clean (%q)", raw, u.Path, path.Clean(u.Path))
+		// Empty segments may be collapsed by the server reached; what is
+		// left must have no dot segment.
+		if p := slashes.ReplaceAllString(u.Path, "/"); p != "" && path.Clean(p) != strings.TrimSuffix(p, "/") && path.Clean(p) != p {
+			t.Fatalf("allowed %q: its path %q is not clean (%q)", raw, u.Path, path.Clean(p))
 		}
 		if ap := strings.TrimSuffix(a.Path, "/"); ap != "" && u.Path != ap && !strings.HasPrefix(u.Path, ap+"/") {
 			t.Fatalf("allowed %q: path %q is not below %q", raw, u.Path, a.Path)
