@@ -129,6 +129,30 @@ type Saver interface {
 	DeleteThread(ctx context.Context, thread string) error
 }
 
+// A ThreadSizer is a Saver that can tell how many bytes it keeps for the
+// threads whose ids start with prefix — their checkpoints, blobs and task
+// records — about as the lengths of their ids, metadata and data add up.
+// A server counts what an owner stored with it (its thread ids start with
+// the owner's). checkpoint/sqlite, checkpoint/postgres and
+// checkpoint/memory are ThreadSizers.
+type ThreadSizer interface {
+	ThreadBytes(ctx context.Context, prefix string) (int64, error)
+}
+
+// PrefixEnd is the least string greater than every string that starts
+// with prefix, for a range query prefix <= id < PrefixEnd(prefix); "" when
+// there is none (prefix is empty or all 0xff bytes).
+func PrefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
 // A BlobReader is a Saver that can read the blobs of given channel
 // versions. When its Saver is one, the engine reads a checkpoint's state
 // with BlobsAt, which reads what that state needs, rather than with Blobs,

@@ -40,6 +40,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, errorf(http.StatusUnauthorized, CodeUnauthorized, "unknown bearer token"))
 			return
 		}
+		markAuthenticated(r.Context()) // the connection leaves the anonymous share (connguard.go)
 		h(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, owner)))
 	}
 }

@@ -80,11 +80,18 @@
 //
 // Each owner may have Config.MaxActiveRuns runs in progress (default 16),
 // Config.MaxQueuedRuns queued (default 64), and Config.MaxStoredBytes
-// stored (default 1 GiB: the bytes this server wrote to the Saver for the
-// owner's threads since it started, less those of deleted threads), and
+// stored (default 1 GiB: its threads' checkpoints, its recorded runs and
+// its Platform store items; see Config.MaxStoredBytes), and
 // Config.MaxMCPSessions sessions open on /mcp (default 16). A request
 // beyond one is refused with 429 quota_exceeded, naming the quota and its
-// limit, with a Retry-After when waiting for a run to end helps.
+// limit, with a Retry-After when waiting for a run to end helps. Crons'
+// runs are admitted as requests are. Deleting a thread deletes its
+// recorded runs too, and frees their bytes.
+//
+// NewHTTPServer bounds connections: Limits.MaxConns open, a quarter of them
+// for clients that have not sent a valid token (Limits.MaxAnonConns, with
+// 5-second reads: Limits.AnonTimeout), half for one IP address
+// (Limits.MaxConnsPerIP).
 //
 // A run is active from its admission when no other run of its thread is
 // open (it runs, or waits for a replica with room), and queued while it

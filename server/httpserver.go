@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -16,6 +15,7 @@ const (
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxConns          = 1024
+	DefaultAnonTimeout       = 5 * time.Second
 )
 
 // Limits bound what a client's connections can hold of an HTTPServer. A
@@ -38,6 +38,22 @@ type Limits struct {
 	// MaxConns caps the open connections (default 1024); those beyond
 	// wait in the listen queue until one closes.
 	MaxConns int
+	// MaxAnonConns caps the anonymous connections when the handler is a
+	// Server (default a quarter of MaxConns, at least 1): a connection is
+	// anonymous until one of its requests carries a token of
+	// Config.Tokens. One more closes the oldest anonymous connection, and
+	// so does a new connection while MaxConns are open: clients without a
+	// token cannot keep those with one waiting.
+	MaxAnonConns int
+	// MaxConnsPerIP caps the connections of one remote IP address
+	// (default half of MaxConns, at least 1). One more closes the
+	// address's oldest anonymous connection, or, when it has none, is
+	// closed at once.
+	MaxConnsPerIP int
+	// AnonTimeout bounds every read of an anonymous connection, while it
+	// waits for a request or reads one (default 5s); a token lifts it to
+	// the timeouts above.
+	AnonTimeout time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -47,6 +63,18 @@ func (l Limits) withDefaults() Limits {
 	l.IdleTimeout = orDefault(l.IdleTimeout, DefaultIdleTimeout)
 	l.MaxHeaderBytes = orDefault(l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	l.MaxConns = orDefault(l.MaxConns, DefaultMaxConns)
+	share := func(v, div int) int {
+		if v != 0 {
+			return v
+		}
+		if l.MaxConns < 0 {
+			return -1
+		}
+		return max(l.MaxConns/div, 1)
+	}
+	l.MaxAnonConns = share(l.MaxAnonConns, 4)
+	l.MaxConnsPerIP = share(l.MaxConnsPerIP, 2)
+	l.AnonTimeout = orDefault(l.AnonTimeout, DefaultAnonTimeout)
 	return l
 }
 
@@ -54,8 +82,11 @@ func (l Limits) withDefaults() Limits {
 // slow or idle clients cannot hold connections open. Create it with
 // NewHTTPServer.
 type HTTPServer struct {
-	hs       *http.Server
-	maxConns int
+	hs     *http.Server
+	limits Limits
+	// shares: the handler tells authenticated connections (a Server), so
+	// anonymous ones get MaxAnonConns and AnonTimeout.
+	shares bool
 }
 
 // NewHTTPServer returns an HTTPServer serving h within limits.
@@ -67,6 +98,7 @@ type HTTPServer struct {
 //	srv.Shutdown(ctx) // then stop the runs
 func NewHTTPServer(h http.Handler, limits Limits) *HTTPServer {
 	l := limits.withDefaults()
+	_, shares := h.(*Server)
 	return &HTTPServer{
 		hs: &http.Server{
 			Handler:           h,
@@ -75,18 +107,32 @@ func NewHTTPServer(h http.Handler, limits Limits) *HTTPServer {
 			WriteTimeout:      l.WriteTimeout,
 			IdleTimeout:       l.IdleTimeout,
 			MaxHeaderBytes:    l.MaxHeaderBytes,
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				if gc, ok := c.(*capConn); ok {
+					return context.WithValue(ctx, connKey{}, gc)
+				}
+				return ctx
+			},
 		},
-		maxConns: l.MaxConns,
+		limits: l,
+		shares: shares,
 	}
 }
 
-// Serve accepts connections on ln, at most Limits.MaxConns open at a time,
-// until Shutdown or Close; it then returns http.ErrServerClosed.
+// Serve accepts connections on ln within Limits, until Shutdown or
+// Close; it then returns http.ErrServerClosed.
 func (s *HTTPServer) Serve(ln net.Listener) error {
-	if s.maxConns > 0 {
-		ln = limitListener(ln, s.maxConns)
+	return s.hs.Serve(s.guard(ln))
+}
+
+// guard wraps ln in the capListener of s's limits.
+func (s *HTTPServer) guard(ln net.Listener) *capListener {
+	g := limitListener(ln, s.limits.MaxConns).(*capListener)
+	g.perIP = s.limits.MaxConnsPerIP
+	if s.shares {
+		g.maxAnon, g.anonTimeout = s.limits.MaxAnonConns, s.limits.AnonTimeout
 	}
-	return s.hs.Serve(ln)
+	return g
 }
 
 // Shutdown stops taking connections and waits for the requests in
@@ -95,50 +141,3 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error { return s.hs.Shutdown(
 
 // Close closes the listener and every connection at once.
 func (s *HTTPServer) Close() error { return s.hs.Close() }
-
-// limitListener accepts at most n connections open at a time: Accept
-// waits while n are open.
-func limitListener(ln net.Listener, n int) net.Listener {
-	return &capListener{Listener: ln, slots: make(chan struct{}, n), closed: make(chan struct{})}
-}
-
-type capListener struct {
-	net.Listener
-	slots     chan struct{} // one value per open connection
-	closed    chan struct{}
-	closeOnce sync.Once
-}
-
-// Accept waits for a free slot, then for a connection.
-func (l *capListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &capConn{Conn: c, free: func() { <-l.slots }}, nil
-}
-
-// Close closes the listener and wakes an Accept waiting for a slot.
-func (l *capListener) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
-	return l.Listener.Close()
-}
-
-// capConn frees its slot when closed, once.
-type capConn struct {
-	net.Conn
-	once sync.Once
-	free func()
-}
-
-func (c *capConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.free)
-	return err
-}

@@ -119,10 +119,14 @@ func (q lgCronRequest) runRequest() lgRunRequest {
 
 // setSchedule parses the schedule (five cron fields, or @hourly...) in
 // the time zone and computes the next run after now.
-func (c *cronJob) setSchedule(schedule, tz string, now time.Time) *apiError {
+// A schedule that fires more often than every min (min > 0) is refused.
+func (c *cronJob) setSchedule(schedule, tz string, now time.Time, min time.Duration) *apiError {
 	sched, err := cron.ParseStandard(schedule)
 	if err != nil {
 		return fieldErrorf(CodeInvalidField, "schedule", "field \"schedule\" is not a cron schedule (five fields, or @hourly, @daily...): %v", err)
+	}
+	if gap := minCronGap(sched, now); min > 0 && gap > 0 && gap < min {
+		return cronRateError(schedule, gap, min)
 	}
 	if _, err := time.LoadLocation(tz); err != nil {
 		return fieldErrorf(CodeInvalidField, "timezone", "field \"timezone\" is not a known time zone: %q", tz)
@@ -328,7 +332,7 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 		}
 		job.Thread = id
 	}
-	if e := job.setSchedule(req.Schedule, req.Timezone, job.Created); e != nil {
+	if e := job.setSchedule(req.Schedule, req.Timezone, job.Created, s.cfg.MinCronInterval); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -396,7 +400,7 @@ func (s *Server) lgUpdateCron(w http.ResponseWriter, r *http.Request) {
 		if tz == "" {
 			tz = job.Timezone
 		}
-		if e := job.setSchedule(sched, tz, now); e != nil {
+		if e := job.setSchedule(sched, tz, now, s.cfg.MinCronInterval); e != nil {
 			writeError(w, e)
 			return
 		}
@@ -608,7 +612,7 @@ func (s *Server) fireCron(ctx context.Context, j *cronJob, now time.Time) error 
 	if err != nil {
 		return fmt.Errorf("server: cron %q: %w", j.ID, err)
 	}
-	j.Next = j.after(sched, now)
+	j.Next = j.nextFiring(sched, now, s.cfg.MinCronInterval)
 	if err := s.writeCron(ctx, j); err != nil {
 		return err // store.ErrConflict: another replica fired it
 	}

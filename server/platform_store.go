@@ -99,19 +99,42 @@ func (s *Server) lgPutItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner, ctx := ownerFrom(r.Context()), r.Context()
+	// The bytes the item adds are taken from the owner's quota before it
+	// is written, in one step; what it replaced is corrected after.
+	size, prev := itemBytes(p, int64(len(req.Value))), int64(0)
+	if cur, err := st.Get(ctx, owner, p); err == nil {
+		prev = itemBytes(p, cur.Size)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	delta := size - prev
+	if delta > 0 {
+		if e := s.takeStorage(ctx, owner, storedItems, delta); e != nil {
+			writeError(w, e)
+			return
+		}
+	} else {
+		s.storage.add(owner, storedItems, delta)
+	}
+	replaced := int64(0)
 	_, err := st.Add(ctx, owner, p, string(req.Value), store.Attrs{ContentType: store.ContentJSON})
 	if errors.Is(err, store.ErrExists) {
 		var cur store.Item
 		if cur, err = st.Get(ctx, owner, p); err == nil {
 			ed := store.Replace(cur.Revision, string(req.Value))
 			ed.Attrs = &store.Attrs{ContentType: store.ContentJSON}
-			_, err = st.Edit(ctx, owner, p, ed)
+			if _, err = st.Edit(ctx, owner, p, ed); err == nil {
+				replaced = itemBytes(p, cur.Size)
+			}
 		}
 	}
 	if err != nil {
+		s.storage.add(owner, storedItems, -delta)
 		writeError(w, s.storeError(r, err))
 		return
 	}
+	s.storage.add(owner, storedItems, prev-replaced) // another request changed it meanwhile
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -172,7 +195,9 @@ func (s *Server) lgDeleteItem(w http.ResponseWriter, r *http.Request) {
 	owner := ownerFrom(r.Context())
 	it, err := st.Get(r.Context(), owner, p)
 	if err == nil {
-		err = st.Delete(r.Context(), owner, p, it.Revision)
+		if err = st.Delete(r.Context(), owner, p, it.Revision); err == nil {
+			s.storage.add(owner, storedItems, -itemBytes(p, it.Size))
+		}
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		writeError(w, s.storeError(r, err))

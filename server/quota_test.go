@@ -76,7 +76,7 @@ func TestAnOwnerAtItsStorageQuotaGets429UntilItDeletesThreads(t *testing.T) {
 
 	want := server.ErrorDetail{Code: "quota_exceeded", Quota: "stored_bytes", Limit: 1}
 	got, retry := e.refused("POST", "/v1/threads/t/runs/wait", alice, map[string]any{"input": map[string]any{"text": "x"}})
-	assert.Regexp(t, `^owner "alice" has stored \d+ bytes, the most allowed: delete threads that are no longer needed \(DELETE /v1/threads/\{thread\}\), then try again$`, got.Message)
+	assert.Regexp(t, `^owner "alice" has stored (\d+) bytes \(checkpoints \d+, recorded runs 0, store items 0\), the most allowed: delete threads that are no longer needed \(DELETE /v1/threads/\{thread\}: their recorded runs go with them\) or store items, then try again$`, got.Message)
 	got.Message = ""
 	assert.Equal(t, want, got)
 	assert.Empty(t, retry, "waiting does not help")

@@ -93,9 +93,27 @@ type Config struct {
 	// each owner: runs in progress (default 16; with Replicas, a run
 	// waiting for a replica with room is in progress), runs queued
 	// behind others of their thread (default 64), and the bytes the
-	// server has stored in the Saver for the owner's threads (default 1
-	// GiB). A request beyond one is refused with 429 quota_exceeded. A
-	// negative value means no limit.
+	// server stores for the owner (default 1 GiB). A request beyond one
+	// is refused with 429 quota_exceeded. A negative value means no
+	// limit.
+	//
+	// The stored bytes are those of the owner's threads' checkpoints in
+	// the Saver, of its recorded runs (Recorder) and of its Platform store
+	// items (Store). At its first request after the server starts, an
+	// owner's checkpoints (when the Saver is a graph.ThreadSizer), recorded
+	// runs (when the Recorder's store is a trace.Sizer) and store items
+	// are read from the databases — coorflow's Savers and stores are
+	// Sizers; with another, what this server writes is counted from its
+	// start — then the server counts what it writes. A store item is taken from the quota before it is written,
+	// in one step, so parallel writes cannot pass it together. A run's
+	// recording stops growing when it would pass the quota: its events
+	// from there on are not recorded, the recording ends with an event of
+	// kind trace.KindTruncated, and the run goes on. Deleting a thread
+	// deletes its recorded runs, which frees their bytes (and forgets
+	// what they spent: OwnerBudget counts recorded runs). An owner at the
+	// quota has its bytes read again every 10 seconds at most, so that
+	// runs pruned meanwhile count no more, and those written by other
+	// replicas do.
 	MaxActiveRuns  int
 	MaxQueuedRuns  int
 	MaxStoredBytes int64
@@ -156,7 +174,14 @@ type Config struct {
 	Store store.Store
 	// WebhookAllow lists the URL prefixes a Platform run's webhook may
 	// call (for example "https://hooks.example.com/"); without any, runs
-	// with a webhook are refused. Redirects are not followed.
+	// with a webhook are refused. Redirects are not followed. A webhook
+	// is allowed when an entry has its scheme, host and port (the
+	// scheme's default when none is given) and the entry's path is a
+	// prefix of its path segment by segment ("/hooks" allows "/hooks"
+	// and "/hooks/a", not "/hooksa"); webhooks whose paths have "." or
+	// ".." segments, encoded slashes or backslashes are refused. An
+	// entry must be an http or https URL without credentials, query or
+	// fragment, or New fails.
 	WebhookAllow []string
 	// WebhookTimeout bounds each webhook call (default 10s).
 	WebhookTimeout time.Duration
@@ -166,6 +191,13 @@ type Config struct {
 	// Store they live in the server's memory, and with Config.Replicas
 	// they are not served.
 	MaxCrons int
+	// MinCronInterval is the shortest time between two runs of a cron
+	// (default 1 minute; negative: no minimum). A cron whose schedule
+	// fires more often ("@every 1s") is refused with 400 invalid_field,
+	// and a stored one fires no sooner than this after its last run. A
+	// cron's runs count in its owner's quotas and budget as requested
+	// runs do.
+	MinCronInterval time.Duration
 	// Replicas, when set, shares runs with the other replicas of the
 	// server on one database: any replica answers for any run, and a run
 	// whose replica dies is taken over by another (see Replicas).
@@ -186,6 +218,7 @@ type Server struct {
 	mux       *http.ServeMux
 	routes    []string      // the patterns served, in the order registered
 	saver     *meteredSaver // Config.Saver, counting the bytes of each owner
+	storage   *storageMeter // the stored bytes of each owner (storage.go)
 	tokens    map[[sha256.Size]byte]string
 	tracer    trace.Tracer
 	log       *slog.Logger
@@ -207,6 +240,7 @@ type Server struct {
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
 	crons    cronState              // Platform crons (platform_crons.go)
+	webhooks webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
 	replica  replicaState           // with Config.Replicas (sharedruns.go)
 }
 
@@ -253,7 +287,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.eventNames = eventNames(cfg.EventNames)
 	s.values = newValuesCache(valuesCacheBytes)
-	s.saver = newMeteredSaver(cfg.Saver, s.values)
+	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
+	var recorded runtrace.Store
+	if cfg.Recorder != nil {
+		recorded = cfg.Recorder.Store()
+	}
+	s.storage = newStorageMeter(s.cfg.MaxStoredBytes, cfg.Saver, recorded, cfg.Store)
+	s.saver = newMeteredSaver(cfg.Saver, s.values, s.storage)
 	for tok, owner := range cfg.Tokens {
 		if tok == "" || owner == "" {
 			return nil, fmt.Errorf("server: Config.Tokens: a token and its owner must both be non-empty (owner %q)", owner)
@@ -275,6 +315,10 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if err := checkBudgets(cfg); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.webhooks, err = parseWebhookAllow(cfg.WebhookAllow); err != nil {
 		return nil, err
 	}
 	if s.cfg.MaxBodyBytes <= 0 {
@@ -300,9 +344,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.cfg.MaxActiveRuns = orDefault(s.cfg.MaxActiveRuns, DefaultMaxActiveRuns)
 	s.cfg.MaxQueuedRuns = orDefault(s.cfg.MaxQueuedRuns, DefaultMaxQueuedRuns)
-	s.cfg.MaxStoredBytes = orDefault(s.cfg.MaxStoredBytes, DefaultMaxStoredBytes)
 	s.cfg.MaxMCPSessions = orDefault(s.cfg.MaxMCPSessions, DefaultMaxMCPSessions)
 	s.cfg.MaxCrons = orDefault(s.cfg.MaxCrons, DefaultMaxCrons)
+	s.cfg.MinCronInterval = orDefault(s.cfg.MinCronInterval, DefaultMinCronInterval)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -259,6 +259,10 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
 		return
 	}
+	if err := s.forgetRecordings(r.Context(), ownerFrom(r.Context()), th.ID); err != nil {
+		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

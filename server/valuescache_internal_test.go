@@ -39,7 +39,7 @@ func TestTheValuesCacheForgetsTheOldestBeyondItsBoundAndKeepsNoLargeValues(t *te
 
 func TestDeletingAThreadForgetsTheValuesCachedOfIt(t *testing.T) {
 	c := newValuesCache(valuesCacheBytes)
-	m := newMeteredSaver(memory.New(), c)
+	m := newMeteredSaver(memory.New(), c, newStorageMeter(-1, nil, nil, nil))
 	c.put(threadKey("alice", "t"), "c1", json.RawMessage(`{"text":"secret"}`))
 	assert.NoError(t, m.DeleteThread(t.Context(), threadKey("alice", "t")))
 	_, ok := c.get(threadKey("alice", "t"), "c1")

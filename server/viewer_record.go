@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"github.com/coorflow/coorflow/trace"
 )
@@ -43,6 +44,7 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 		s.log.ErrorContext(ru.ctx, "server: the run will not be recorded", "run", ru.id, "err", err)
 		return nil
 	}
+	s.limitRecording(ru, rr, info, ru.claim == nil || !ru.claim.Takeover)
 	return rr
 }
 
@@ -52,7 +54,11 @@ func (s *Server) finishRecording(ru *run, rr *trace.RunRecorder, runErr error) {
 	if rr == nil {
 		return
 	}
-	if err := rr.Finish(context.WithoutCancel(ru.ctx), runErr); err != nil {
+	err := rr.Finish(context.WithoutCancel(ru.ctx), runErr)
+	switch {
+	case errors.Is(err, trace.ErrLimit):
+		s.log.WarnContext(ru.ctx, "server: the run's recording stopped at its owner's storage quota (Config.MaxStoredBytes)", "run", ru.id, "owner", ru.owner, "err", err)
+	case err != nil:
 		s.log.ErrorContext(ru.ctx, "server: recording the run failed", "run", ru.id, "err", err)
 	}
 }

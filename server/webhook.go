@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -21,23 +20,24 @@ const maxWebhookURL = 2048
 
 // checkWebhook refuses a webhook URL that Config.WebhookAllow does not
 // allow: the URL is the caller's, the request is the server's, so only
-// the operator's prefixes may be called.
+// the operator's URLs may be called (webhookPolicy).
 func (s *Server) checkWebhook(raw string) *apiError {
 	u, err := url.Parse(raw)
 	switch {
 	case len(raw) > maxWebhookURL:
 		return fieldErrorf(CodeInvalidField, "webhook", "field \"webhook\" is longer than %d bytes", maxWebhookURL)
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Opaque != "":
 		return fieldErrorf(CodeInvalidField, "webhook", "field \"webhook\" must be an http or https URL without credentials, not %q", raw)
-	case len(s.cfg.WebhookAllow) == 0:
+	case len(s.webhooks) == 0:
 		return fieldErrorf(CodeInvalidField, "webhook", "webhooks are off on this server: its operator allows URL prefixes with --webhook-allow (Config.WebhookAllow)")
 	}
-	for _, p := range s.cfg.WebhookAllow {
-		if strings.HasPrefix(u.String(), p) {
-			return nil
-		}
+	if err := checkWebhookPath(u); err != nil {
+		return fieldErrorf(CodeInvalidField, "webhook", "webhook %q is refused: %v", raw, err)
 	}
-	return fieldErrorf(CodeInvalidField, "webhook", "webhook %q is not under a URL prefix this server allows (--webhook-allow)", raw)
+	if !s.webhooks.allows(u) {
+		return fieldErrorf(CodeInvalidField, "webhook", "webhook %q is not under a URL prefix this server allows (--webhook-allow)", raw)
+	}
+	return nil
 }
 
 // webhookClient follows no redirect: an allowed URL must not send the

@@ -295,6 +295,8 @@ type RunRecorder struct {
 	status   string // from the root run's run_end
 	final    json.RawMessage
 	finished bool
+	allow    func(bytes int64) bool // Limit's; nil: no limit
+	limited  bool                   // allow refused: nothing more is recorded
 
 	errMu sync.Mutex
 	err   error // the first failure to record
@@ -333,15 +335,54 @@ func (rr *RunRecorder) Observe(ev graph.Event) {
 			rr.fail(fmt.Errorf("trace: encode the final state: %w", err))
 		}
 	}
-	seq := rr.seq
+	seq, allow, limited := rr.seq, rr.allow, rr.limited
 	rr.mu.Unlock()
-	if slices.Contains(rr.r.cfg.Skip, ev.Name()) {
+	if limited || slices.Contains(rr.r.cfg.Skip, ev.Name()) {
 		return
 	}
+	enc := encodeEvent(rr.info.ID, seq, ev)
+	if allow != nil && !allow(enc.Size()) {
+		enc = rr.limit(seq)
+	}
 	// Not under mu: a full queue must not hold up Finish.
-	if err := rr.r.enqueue(context.Background(), item{ev: encodeEvent(rr.info.ID, seq, ev), run: rr}); err != nil {
+	if err := rr.r.enqueue(context.Background(), item{ev: enc, run: rr}); err != nil {
 		rr.fail(err)
 	}
+}
+
+// KindTruncated is the kind of the event a RunRecorder records, in place
+// of the one its limit refused, when it stops recording a run's events
+// (RunRecorder.Limit).
+const KindTruncated = "recording_truncated"
+
+// ErrLimit is wrapped by the error of Finish when the run's limit stopped
+// its recording (RunRecorder.Limit).
+var ErrLimit = errors.New("trace: the recording reached its limit")
+
+// Limit makes rr ask allow, with an event's Size, before it records the
+// event, and with the final state's length before it records that. Once
+// allow refuses an event, rr records one event of kind KindTruncated in
+// its place and no more of the run's events, and a refused final state is
+// left out; the run's index entry stays and Finish returns an error
+// wrapping ErrLimit. Call it before the first Observe.
+func (rr *RunRecorder) Limit(allow func(bytes int64) bool) {
+	if rr == nil {
+		return
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.allow = allow
+}
+
+// limit stops the recording of rr's events and returns the event that
+// says so, numbered seq.
+func (rr *RunRecorder) limit(seq int64) Event {
+	rr.mu.Lock()
+	rr.limited = true
+	rr.mu.Unlock()
+	err := fmt.Errorf("trace: run %q: its events from %d on are not recorded: %w", rr.info.ID, seq, ErrLimit)
+	rr.fail(err)
+	return Event{RunID: rr.info.ID, Seq: seq, Kind: KindTruncated, Time: time.Now().UTC(), Error: err.Error()}
 }
 
 // Finish waits until the run's events are written and records how the run
@@ -361,6 +402,7 @@ func (rr *RunRecorder) Finish(ctx context.Context, runErr error) error {
 	rr.finished = true
 	info := rr.info
 	info.Events, info.FinalState = rr.seq, rr.final
+	allow := rr.allow
 	switch {
 	case runErr == nil && rr.status != "":
 		info.Status = rr.status
@@ -372,6 +414,10 @@ func (rr *RunRecorder) Finish(ctx context.Context, runErr error) error {
 		info.Status, info.Error = StatusError, runErr.Error()
 	}
 	rr.mu.Unlock()
+	if allow != nil && len(info.FinalState) > 0 && !allow(int64(len(info.FinalState))) {
+		info.FinalState = nil
+		rr.fail(fmt.Errorf("trace: run %q: its final state is not recorded: %w", info.ID, ErrLimit))
+	}
 
 	flush := make(chan struct{})
 	if err := rr.r.enqueue(ctx, item{flush: flush}); err != nil {

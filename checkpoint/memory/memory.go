@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -349,4 +350,37 @@ func cloneRecord(rec graph.CheckpointRecord) graph.CheckpointRecord {
 // normalizeTime keeps t to the microsecond, in UTC, as the SQL backends do.
 func normalizeTime(t time.Time) time.Time {
 	return t.Truncate(time.Microsecond).UTC()
+}
+
+var _ graph.ThreadSizer = (*Saver)(nil)
+
+// ThreadBytes is the bytes the Saver keeps for the threads whose ids
+// start with prefix: the lengths of their checkpoints' ids, parents,
+// namespaces and metadata, of their blobs and of their task records.
+func (s *Saver) ThreadBytes(ctx context.Context, prefix string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var n int
+	for id, th := range s.threads {
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		for ns, sp := range th.spaces {
+			for _, c := range sp.order {
+				n += len(c.rec.ID) + len(c.rec.ParentID) + len(ns) + len(c.rec.Meta)
+				for k, data := range c.tasks {
+					n += len(k.task) + len(k.kind) + len(k.key) + len(data)
+				}
+			}
+			for _, versions := range sp.blobs {
+				for _, b := range versions {
+					n += len(b.Channel) + len(b.Version) + len(b.Base) + len(b.Data)
+				}
+			}
+		}
+	}
+	return int64(n), nil
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -107,6 +108,7 @@ type queries struct {
 	blobsAt       string
 	tasks         string
 	threads       string
+	threadBytes   string
 	lease         leaseQueries
 }
 
@@ -187,6 +189,14 @@ func newQueries(quoted string) queries {
 			ORDER BY t.task_id, t.kind, t.key`),
 		threads: r.Replace(`SELECT thread_id, sum(checkpoints)::bigint, min(created), max(updated)
 			FROM {schema}.checkpoint_heads GROUP BY thread_id ORDER BY max(last_seq) DESC LIMIT $1`),
+		// $2 NULL: no upper bound.
+		threadBytes: r.Replace(`SELECT
+			(SELECT coalesce(sum(octet_length(checkpoint_id) + octet_length(parent_id) + octet_length(ns) + octet_length(meta)), 0)
+				FROM {schema}.checkpoints WHERE thread_id >= $1 AND ($2::text IS NULL OR thread_id < $2))
+			+ (SELECT coalesce(sum(octet_length(channel) + octet_length(version) + octet_length(base) + octet_length(data)), 0)
+				FROM {schema}.checkpoint_blobs WHERE thread_id >= $1 AND ($2::text IS NULL OR thread_id < $2))
+			+ (SELECT coalesce(sum(octet_length(task_id) + octet_length(kind) + octet_length(key) + octet_length(data)), 0)
+				FROM {schema}.checkpoint_tasks WHERE thread_id >= $1 AND ($2::text IS NULL OR thread_id < $2))`),
 	}
 	q.lease = newLeaseQueries(r)
 	// Heads first: their row locks make a concurrent PutCheckpoint of the
@@ -195,4 +205,24 @@ func newQueries(quoted string) queries {
 		q.deleteThread[i] = `DELETE FROM ` + quoted + `.` + table + ` WHERE thread_id = $1`
 	}
 	return q
+}
+
+var _ graph.ThreadSizer = (*Saver)(nil)
+
+// ThreadBytes is about the bytes the Saver keeps for the threads whose ids
+// start with prefix: the lengths of their checkpoints' ids, parents,
+// namespaces and metadata, of their blobs and of their task records.
+func (s *Saver) ThreadBytes(ctx context.Context, prefix string) (int64, error) {
+	if err := s.checkReady(ctx); err != nil {
+		return 0, err
+	}
+	var end *string
+	if e := graph.PrefixEnd(prefix); e != "" {
+		end = &e
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, s.q.threadBytes, prefix, end).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: bytes of threads %q...: %w", prefix, err)
+	}
+	return n, nil
 }

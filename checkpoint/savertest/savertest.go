@@ -35,6 +35,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) graph.Saver) {
 		valueRules,
 		concurrencyRules,
 		conflictRules,
+		sizeRules,
 	}
 	for _, group := range groups {
 		for _, r := range group {

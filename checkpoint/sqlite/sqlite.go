@@ -174,3 +174,30 @@ func inTx(ctx, wctx context.Context, w *writeStatements, fn func(ctx context.Con
 	}
 	return err
 }
+
+var _ graph.ThreadSizer = (*Saver)(nil)
+
+// ThreadBytes is about the bytes the Saver keeps for the threads whose ids
+// start with prefix: the lengths of their checkpoints' ids, parents,
+// namespaces and metadata, of their blobs and of their task records.
+func (s *Saver) ThreadBytes(ctx context.Context, prefix string) (int64, error) {
+	if err := s.init(ctx); err != nil {
+		return 0, err
+	}
+	end := graph.PrefixEnd(prefix)
+	if end == "" {
+		end = "\xff\xff\xff\xff" // beyond every thread id the engine makes
+	}
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT coalesce(sum(octet_length(checkpoint_id) + octet_length(parent_id) + octet_length(ns) + octet_length(meta)), 0)
+			FROM checkpoints WHERE thread_id >= ?1 AND thread_id < ?2)
+		+ (SELECT coalesce(sum(octet_length(channel) + octet_length(version) + octet_length(base) + octet_length(data)), 0)
+			FROM checkpoint_blobs WHERE thread_id >= ?1 AND thread_id < ?2)
+		+ (SELECT coalesce(sum(octet_length(task_id) + octet_length(kind) + octet_length(key) + octet_length(data)), 0)
+			FROM checkpoint_tasks WHERE thread_id >= ?1 AND thread_id < ?2)`, prefix, end).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: bytes of threads %q...: %w", prefix, err)
+	}
+	return n, nil
+}

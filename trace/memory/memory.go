@@ -227,3 +227,26 @@ func micro(t time.Time) time.Time {
 	}
 	return t.UTC().Truncate(time.Microsecond)
 }
+
+var _ trace.Sizer = (*Store)(nil)
+
+// OwnerBytes is the bytes the store keeps for the owner's runs, as
+// trace.RunInfo.Size and trace.Event.Size count them.
+func (s *Store) OwnerBytes(ctx context.Context, owner string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var n int64
+	for _, r := range s.runs {
+		if r.info.Owner != owner {
+			continue
+		}
+		n += r.info.Size()
+		for _, e := range r.events {
+			n += e.Size()
+		}
+	}
+	return n, nil
+}

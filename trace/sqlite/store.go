@@ -497,3 +497,30 @@ func endedMicros(t *time.Time) any {
 	}
 	return t.UnixMicro()
 }
+
+var _ trace.Sizer = (*Store)(nil)
+
+// OwnerBytes is about the bytes the store keeps for the owner's runs, as
+// trace.RunInfo.Size and trace.Event.Size count them.
+func (s *Store) OwnerBytes(ctx context.Context, owner string) (int64, error) {
+	if err := s.reader(ctx); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.db.QueryRowContext(ctx, ownerBytesQuery, owner, owner).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: bytes of owner %q: %w", owner, err)
+	}
+	return n, nil
+}
+
+// ownerBytesQuery sums the sizes of an owner's runs and of their events.
+const ownerBytesQuery = `SELECT
+	(SELECT coalesce(sum(octet_length(run_id) + octet_length(thread_id) + octet_length(graph_thread) + octet_length(workflow)
+		+ octet_length(graph) + octet_length(owner) + octet_length(status) + octet_length(start_kind)
+		+ coalesce(octet_length(input), 0) + coalesce(octet_length(runtime), 0) + coalesce(octet_length(final_state), 0)
+		+ octet_length(error) + 32), 0) FROM trace_runs WHERE owner = ?)
+	+ (SELECT coalesce(sum(octet_length(e.run_id) + octet_length(e.kind) + octet_length(e.path) + octet_length(e.node)
+		+ octet_length(e.agent) + coalesce(octet_length(e.payload), 0) + octet_length(e.error) + octet_length(e.hash)
+		+ coalesce(octet_length(e.request), 0) + coalesce(octet_length(e.response), 0) + 40), 0)
+		FROM trace_events e JOIN trace_runs r ON r.run_id = e.run_id WHERE r.owner = ?)`

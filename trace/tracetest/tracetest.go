@@ -50,6 +50,7 @@ var rules = []rule{
 	{"PruneRemovesRunsOlderThanMaxAge", testPruneByAge},
 	{"PruneDryRunAndOneOwner", testPruneDryRunAndOwner},
 	{"PruneDefaults", testPruneDefaults},
+	{"OwnerBytesCountsTheOwnersRuns", testOwnerBytes},
 }
 
 // base is the time the suite's runs start at, give or take.
@@ -442,4 +443,31 @@ func testPruneDefaults(t *testing.T, s trace.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"week"}, prunedIDs(rep), "ages are measured from now by default")
 	assert.Empty(t, runIDs(t, s, trace.RunQuery{}))
+}
+
+// testOwnerBytes: a Sizer counts an owner's runs and events, their
+// bodies too, and no other owner's; a deleted run is no longer counted.
+func testOwnerBytes(t *testing.T, s trace.Store) {
+	sz, ok := s.(trace.Sizer)
+	if !ok {
+		t.Skip("the store is not a trace.Sizer")
+	}
+	n, err := sz.OwnerBytes(t.Context(), "alice")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	r1, r2, other := run("r1", base), run("r2", base), run("r3", base)
+	other.Owner = "bob"
+	create(t, s, r1, r2, other)
+	evs := []trace.Event{event("r1", 1, "a", "wf"), event("r1", 2, "b", "wf/é"), event("r2", 1, "a", "wf"), event("r3", 1, "a", "wf")}
+	evs[1].Request, evs[1].Response, evs[1].Hash, evs[1].Error = json.RawMessage(`{"q":1}`), json.RawMessage(strings.Repeat("x", 10_000)), "h", "boom"
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	want := r1.Size() + r2.Size() + evs[0].Size() + evs[1].Size() + evs[2].Size()
+	n, err = sz.OwnerBytes(t.Context(), "alice")
+	require.NoError(t, err)
+	assert.InDelta(t, want, n, 2, "about the sizes of alice's runs and events (runtime values as JSON)")
+
+	require.NoError(t, s.DeleteRun(t.Context(), "r1"))
+	n, err = sz.OwnerBytes(t.Context(), "alice")
+	require.NoError(t, err)
+	assert.InDelta(t, r2.Size()+evs[2].Size(), n, 1)
 }
