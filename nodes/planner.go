@@ -86,8 +86,8 @@ func (c *PlannerConfig) defaults() {
 // CurrentTurn and goes to the reviewer, or to the reporter when enough is
 // known. A reviewer's feedback always gets a new plan, made with the
 // feedback. When the plan of the turn's last allowed round has run, it
-// goes to the reporter and says so: a warning event, and a note on the
-// turn.
+// goes to the reporter; when steps of that plan did not complete it says
+// so: a warning event, and a note on the turn.
 func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: the planner needs a model", ErrNoModel)
@@ -102,11 +102,13 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		rounds := Iterations.Get(s)
 		revising := Feedback.Get(s) != "" && PlanKey.Get(s) != nil
 		if !revising && PlanKey.Get(s) != nil && rounds >= cfg.MaxIterations {
-			note := roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
-			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + note})
 			if len(unfinished(PlanKey.Get(s))) == 0 {
+				// Every step of the last plan completed: the limit cut
+				// nothing short, so there is nothing to warn about.
 				return graph.Goto(cfg.Reporter), nil
 			}
+			note := roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
+			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + note})
 			turn.Note = note // the answer says it too
 			return graph.Goto(cfg.Reporter, CurrentTurn.Set(turn)), nil
 		}
