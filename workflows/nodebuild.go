@@ -176,11 +176,12 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 		return nil, err
 	}
 	set := b.f.spec.Settings
+	wc, windowed := b.f.nodeContext(n)
 	cfg := factory.TeamConfig{
 		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
 		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
 		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
-		Window: b.f.Context(), Skills: b.f.skills, Memories: b.teamMemories(),
+		Window: wc, NoWindow: !windowed, Skills: b.f.skills, Memories: b.teamMemories(),
 	}
 	if ft := n.team; ft != nil {
 		cfg.Agents = slices.Clone(ft.agents)
@@ -308,7 +309,11 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 			return graph.Command{}, err
 		}
 		sys = equipped.Prompt(sys)
-		agent, err := react.New(react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
+		cfg := react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns}
+		if err := b.reactWindow(ctx, n, &cfg); err != nil {
+			return graph.Command{}, err
+		}
+		agent, err := react.New(cfg)
 		if err != nil {
 			return graph.Command{}, err
 		}

@@ -43,7 +43,7 @@ func (m mechanisms) String() string {
 
 // clearing is the benchmark's setting of the new policy: with no known
 // window, clear at 60,000 tokens, keeping the last 3 turns' results.
-var clearing = window.ClearPolicy{Enabled: true, FallbackTokens: 60_000, KeepTurns: 3}
+var clearing = window.ClearPolicy{FallbackTokens: 60_000, KeepTurns: 3}
 
 // config returns the window configuration of m; every other setting is
 // the default. The model's window is unknown (Budget{}), so nothing is
@@ -56,6 +56,8 @@ func (m mechanisms) config(bs *window.BoardStore) window.Config {
 	}
 	if m.clear {
 		cfg.Clear = clearing
+	} else {
+		cfg.Clear.Disabled = true
 	}
 	return cfg
 }
