@@ -95,8 +95,8 @@ func (m mechanisms) config(bs *window.BoardStore) window.Config {
 type outcome struct {
 	name        string
 	calls       int
-	prompt      int // prompt tokens reported over the wire, all calls
-	cached      int // of which the server reported cached
+	prompt      int     // prompt tokens reported over the wire, all calls
+	cached      int     // of which the server reported cached
 	weighted    float64 // prompt tokens weighted by price, in uncached gpt-4o input tokens: the agent's (a cached one counts CachedInput/Input) and the summarizer's
 	sumPrompt   int     // the summarizer's prompt tokens
 	sumOut      int     // the summarizer's completion tokens
