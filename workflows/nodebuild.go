@@ -221,11 +221,27 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
-	if err != nil {
+	base := react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns}
+	if _, err := react.New(base); err != nil {
 		return nil, err
 	}
-	return nodes.Worker(nodes.WorkerConfig{Agent: agent, Threshold: b.f.spec.Settings.ConfidenceThreshold})
+	// The agent is made for each run: its window offloads to the run's
+	// thread.
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		cfg := base
+		if err := b.reactWindow(ctx, n, &cfg); err != nil {
+			return graph.Command{}, err
+		}
+		agent, err := react.New(cfg)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		node, err := nodes.Worker(nodes.WorkerConfig{Agent: agent, Threshold: b.f.spec.Settings.ConfidenceThreshold})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return node(ctx, s)
+	}, nil
 }
 
 // render renders a node's system prompt and prompt from the state.
