@@ -78,7 +78,8 @@ func applyContext(c *window.Config, cs *contextSpec) {
 // context (or settings.context) says disabled: large tool results are
 // offloaded to the thread's mission board and old ones cleared, both
 // readable back with read_context, and the history is summarized near
-// the model's input window by the basic tier. The agent's tools are
+// the model's input window by the basic tier (the node's model when the
+// file has no basic tier). The agent's tools are
 // copied first, so that each run's read_context reads its own thread.
 func (b *build) reactWindow(ctx context.Context, n *fileNode, cfg *react.Config) error {
 	wc, on := b.f.nodeContext(n)
@@ -91,7 +92,7 @@ func (b *build) reactWindow(ctx context.Context, n *fileNode, cfg *react.Config)
 	}
 	summarizer, err := b.env.Models.Model(llm.TierBasic)
 	if err != nil {
-		return fmt.Errorf("workflows: node %q: the summarizer: %w", n.Name, err)
+		summarizer = cfg.Model // no basic tier: the node's own model summarizes
 	}
 	tier := llm.Tier(b.f.tierOf(n))
 	bs := window.NewBoardStore(board, store.Viewer{Task: n.Name, Agent: n.Name})
