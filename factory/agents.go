@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/dag"
@@ -162,16 +164,31 @@ func (t *teamRun) window(cfg *react.Config, a Agent, viewer store.Viewer, profil
 	if err != nil {
 		return fmt.Errorf("factory: the summarizer for agent %q: %w", a.Name, err)
 	}
-	bs := window.NewBoardStore(t.board, viewer)
-	wc := t.cfg.Window
+	return GiveWindow(cfg, t.cfg.Window, window.NewBoardStore(t.board, viewer), summarizer, profile.MaxInputTokens)
+}
+
+// GiveWindow gives an agent's config a window with wc's policies that
+// offloads to and reads back from bs and summarizes with summarizer,
+// within a model input window of maxInput tokens (0: unknown) less a
+// reserve for the reply, and the read_context tool to read back what the
+// window moved out (unless the agent has a tool of that name already).
+// The team's agents and a workflow file's react and worker nodes get
+// their windows this way.
+func GiveWindow(cfg *react.Config, wc window.Config, bs *window.BoardStore, summarizer llms.Model, maxInput int) error {
 	wc.Offloader, wc.Summarizer = bs, summarizer
 	cfg.Window = window.New(wc)
-	cfg.Budget = window.Budget{MaxInputTokens: profile.MaxInputTokens}
-	if profile.MaxInputTokens > 16_000 {
+	cfg.Budget = window.Budget{MaxInputTokens: maxInput}
+	if maxInput > 16_000 {
 		cfg.Budget.ReserveForOutput = 4096
 	}
+	if cfg.Tools == nil {
+		cfg.Tools = &tools.Registry{}
+	}
+	if _, err := cfg.Tools.Get(window.ReadContextName); err == nil {
+		return nil
+	}
 	if err := cfg.Tools.Register(window.ReadContextTool(bs)); err != nil {
-		return fmt.Errorf("factory: agent %q: %w", a.Name, err)
+		return fmt.Errorf("factory: agent %q: %w", cfg.Name, err)
 	}
 	return nil
 }

@@ -211,7 +211,7 @@ func (r *Registry) Cards(ctx context.Context) ([]nodes.AgentCard, error) {
 	}
 	out := make([]nodes.AgentCard, len(as))
 	for i, a := range as {
-		out[i] = nodes.AgentCard{Name: a.Name, Description: a.Description}
+		out[i] = nodes.AgentCard{Name: a.Name, Description: a.Description, Created: a.Created}
 	}
 	return out, nil
 }

@@ -191,6 +191,23 @@ type teamRun struct {
 // mission board of the thread, when the team has a store.
 func (t *teamRun) open(ctx context.Context) error {
 	info, _ := graph.TaskOf(ctx)
+	t.prefix = fmt.Sprintf("step%d-", info.Step)
+	if t.cfg.Store == nil {
+		return nil
+	}
+	b, err := MissionBoard(ctx, t.cfg.Store, t.cfg.Registry.OwnerOf(ctx))
+	if err != nil {
+		return err
+	}
+	t.board = b
+	return nil
+}
+
+// MissionBoard opens the mission board in s of the thread ctx runs in
+// (RuntimeThread, else the engine's thread, else "local"), for owner: the
+// board a team's agents share, where windows offload what they move out.
+func MissionBoard(ctx context.Context, s store.Store, owner string) (*board.Board, error) {
+	info, _ := graph.TaskOf(ctx)
 	run := graph.RuntimeString(ctx, graph.RuntimeThread) // the thread as its owner named it
 	if run == "" {
 		run = info.Thread
@@ -198,17 +215,11 @@ func (t *teamRun) open(ctx context.Context) error {
 	if run == "" {
 		run = "local"
 	}
-	run = url.PathEscape(run) // a board's run id is one path segment
-	t.prefix = fmt.Sprintf("step%d-", info.Step)
-	if t.cfg.Store == nil {
-		return nil
-	}
-	b, err := board.New(t.cfg.Store, t.cfg.Registry.OwnerOf(ctx), run)
+	b, err := board.New(s, owner, url.PathEscape(run)) // a board's run id is one path segment
 	if err != nil {
-		return fmt.Errorf("factory: open the mission board of %q: %w", run, err)
+		return nil, fmt.Errorf("factory: open the mission board of %q: %w", run, err)
 	}
-	t.board = b
-	return nil
+	return b, nil
 }
 
 // remember keeps the summary of each step done as a memory of the run's

@@ -31,6 +31,26 @@ func TestLookupPrice(t *testing.T) {
 		{llm.ProviderOllama, "llama3.1:8b", llm.Price{}, true},
 		{llm.ProviderOpenAI, "o30", llm.Price{}, false},
 		{llm.ProviderOpenAI, "my-finetune", llm.Price{}, false},
+		// Dated snapshots and aliases take the price of the model they pin.
+		{llm.ProviderOpenAI, "o3-pro-2025-06-10", llm.Price{Input: 20, CachedInput: 20, Output: 80}, true},
+		{llm.ProviderOpenAI, "gpt-5-pro-2025-10-06", llm.Price{Input: 15, CachedInput: 15, Output: 120}, true},
+		{llm.ProviderOpenAI, "gpt-5-2025-08-07", llm.Price{Input: 1.25, CachedInput: 0.125, Output: 10}, true},
+		{llm.ProviderOpenAI, "GPT-4.1-2025-04-14", llm.Price{Input: 2, CachedInput: 0.50, Output: 8}, true},
+		{llm.ProviderAnthropic, "claude-opus-4-1-20250805", llm.Price{Input: 15, CachedInput: 1.50, CacheWrite: 18.75, Output: 75}, true},
+		{llm.ProviderAnthropic, "claude-haiku-4-5@20251001", llm.Price{Input: 1, CachedInput: 0.10, CacheWrite: 1.25, Output: 5}, true},
+		{llm.ProviderAnthropic, "claude-3-5-haiku-latest", llm.Price{Input: 0.80, CachedInput: 0.08, CacheWrite: 1, Output: 4}, true},
+		{llm.ProviderGoogleAI, "models/gemini-2.5-pro", llm.Price{Input: 1.25, CachedInput: 0.31, Output: 10}, true},
+		// A snapshot listed with its own price keeps it.
+		{llm.ProviderOpenAI, "gpt-4o-2024-05-13", llm.Price{Input: 5, CachedInput: 5, Output: 15}, true},
+		{llm.ProviderOpenAI, "gpt-4o-2024-11-20", llm.Price{Input: 2.50, CachedInput: 1.25, Output: 10}, true},
+		// Unlisted relatives are unknown, never a cheaper relative's price.
+		{llm.ProviderOpenAI, "o3-deep-research", llm.Price{}, false},
+		{llm.ProviderOpenAI, "gpt-5-pro-preview", llm.Price{}, false},
+		{llm.ProviderOpenAI, "gpt-4o-audio-preview", llm.Price{}, false},
+		{llm.ProviderOpenAI, "chatgpt-4o-latest", llm.Price{}, false},
+		{llm.ProviderAnthropic, "claude-opus-4-7", llm.Price{}, false},
+		{llm.ProviderGoogleAI, "gemini-2.5-flash-preview-09-2025", llm.Price{}, false},
+		{llm.ProviderOpenAI, "gpt-4o-mini-2024-07-18-ft-mine", llm.Price{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -39,33 +40,43 @@ func (p Price) Validate() error {
 }
 
 // knownPrices are the list prices of common models, standard tier, in US
-// dollars per million tokens, as the providers published them on
-// 2025-08-15; LookupPrice matches the longest prefix, so
-// "gpt-4o-mini-2024-07-18" finds "gpt-4o-mini" and "claude-sonnet-4-5"
-// finds "claude-sonnet-4". Prices change: a file overrides them with
-// models.TIER.price. Where a provider charges more above a prompt size
-// (Gemini 2.5 Pro over 200k tokens, Qwen over 128k) the lower tier is
-// kept. Qwen's cached input is listed at the full input price (its
-// discount depends on the cache mode).
+// dollars per million tokens, as the providers published them. A model is
+// matched by its exact id (LookupPrice); a dated snapshot
+// ("gpt-4o-mini-2024-07-18", "claude-sonnet-4-5-20250929") takes the
+// price of the model it pins unless it is listed itself
+// ("gpt-4o-2024-05-13" costs twice gpt-4o). Never by prefix: "o3-pro"
+// costs ten times "o3", "gpt-5-pro" twelve times "gpt-5". Prices change:
+// a file overrides them with models.TIER.price. Where a provider charges
+// more above a prompt size (Gemini 2.5 Pro over 200k tokens, Qwen over
+// 128k) the lower tier is kept. A model without prompt caching, and Qwen
+// (whose discount depends on the cache mode), lists its cached input at
+// the full input price.
 var knownPrices = map[string]Price{
 	// OpenAI: cached input is what the API bills for prompt-cache hits.
-	"gpt-4o":       {Input: 2.50, CachedInput: 1.25, Output: 10.00},
-	"gpt-4o-mini":  {Input: 0.15, CachedInput: 0.075, Output: 0.60},
-	"gpt-4.1":      {Input: 2.00, CachedInput: 0.50, Output: 8.00},
-	"gpt-4.1-mini": {Input: 0.40, CachedInput: 0.10, Output: 1.60},
-	"gpt-4.1-nano": {Input: 0.10, CachedInput: 0.025, Output: 0.40},
-	"gpt-5":        {Input: 1.25, CachedInput: 0.125, Output: 10.00},
-	"gpt-5-mini":   {Input: 0.25, CachedInput: 0.025, Output: 2.00},
-	"gpt-5-nano":   {Input: 0.05, CachedInput: 0.005, Output: 0.40},
-	"o3":           {Input: 2.00, CachedInput: 0.50, Output: 8.00},
-	"o3-mini":      {Input: 1.10, CachedInput: 0.55, Output: 4.40},
-	"o4-mini":      {Input: 1.10, CachedInput: 0.275, Output: 4.40},
+	"gpt-4o":            {Input: 2.50, CachedInput: 1.25, Output: 10.00},
+	"gpt-4o-2024-05-13": {Input: 5.00, CachedInput: 5.00, Output: 15.00},
+	"gpt-4o-mini":       {Input: 0.15, CachedInput: 0.075, Output: 0.60},
+	"gpt-4.1":           {Input: 2.00, CachedInput: 0.50, Output: 8.00},
+	"gpt-4.1-mini":      {Input: 0.40, CachedInput: 0.10, Output: 1.60},
+	"gpt-4.1-nano":      {Input: 0.10, CachedInput: 0.025, Output: 0.40},
+	"gpt-5":             {Input: 1.25, CachedInput: 0.125, Output: 10.00},
+	"gpt-5-mini":        {Input: 0.25, CachedInput: 0.025, Output: 2.00},
+	"gpt-5-nano":        {Input: 0.05, CachedInput: 0.005, Output: 0.40},
+	"gpt-5-pro":         {Input: 15.00, CachedInput: 15.00, Output: 120.00},
+	"o1":                {Input: 15.00, CachedInput: 7.50, Output: 60.00},
+	"o1-pro":            {Input: 150.00, CachedInput: 150.00, Output: 600.00},
+	"o3":                {Input: 2.00, CachedInput: 0.50, Output: 8.00},
+	"o3-pro":            {Input: 20.00, CachedInput: 20.00, Output: 80.00},
+	"o3-mini":           {Input: 1.10, CachedInput: 0.55, Output: 4.40},
+	"o4-mini":           {Input: 1.10, CachedInput: 0.275, Output: 4.40},
 	// Anthropic: cache reads at a tenth of the input price, writes (5
 	// minute cache) at 1.25 times.
 	"claude-opus-4":     {Input: 15.00, CachedInput: 1.50, CacheWrite: 18.75, Output: 75.00},
+	"claude-opus-4-1":   {Input: 15.00, CachedInput: 1.50, CacheWrite: 18.75, Output: 75.00},
 	"claude-opus-4-5":   {Input: 5.00, CachedInput: 0.50, CacheWrite: 6.25, Output: 25.00},
 	"claude-sonnet-4":   {Input: 3.00, CachedInput: 0.30, CacheWrite: 3.75, Output: 15.00},
-	"claude-haiku-4":    {Input: 1.00, CachedInput: 0.10, CacheWrite: 1.25, Output: 5.00},
+	"claude-sonnet-4-5": {Input: 3.00, CachedInput: 0.30, CacheWrite: 3.75, Output: 15.00},
+	"claude-haiku-4-5":  {Input: 1.00, CachedInput: 0.10, CacheWrite: 1.25, Output: 5.00},
 	"claude-3-5-haiku":  {Input: 0.80, CachedInput: 0.08, CacheWrite: 1.00, Output: 4.00},
 	"claude-3-7-sonnet": {Input: 3.00, CachedInput: 0.30, CacheWrite: 3.75, Output: 15.00},
 	// Google Gemini.
@@ -86,13 +97,42 @@ var knownPrices = map[string]Price{
 	"demo":     {},
 }
 
+// priceAliases are the providers' other names for a listed model that a
+// date suffix does not explain.
+var priceAliases = map[string]string{
+	"claude-opus-4-0":           "claude-opus-4",
+	"claude-sonnet-4-0":         "claude-sonnet-4",
+	"gemini-2.0-flash-001":      "gemini-2.0-flash",
+	"gemini-2.0-flash-lite-001": "gemini-2.0-flash-lite",
+}
+
+// datedSuffix matches the snapshot date providers append to a model id:
+// "-2024-07-18" (OpenAI, Qwen), "-20250929" (Anthropic), "@20250929"
+// (Anthropic on Vertex AI), or "-latest".
+var datedSuffix = regexp.MustCompile(`([-@](\d{4}-\d{2}-\d{2}|\d{8})|-latest)$`)
+
 // LookupPrice returns the built-in price of a model: nothing for a model
 // served by Ollama (it runs locally) or a scripted model, the list price
-// of a known model (matched by the longest prefix of its name), and false
-// for any other model, whose cost is then unknown — not zero.
+// of a known model, and false for any other model, whose cost is then
+// unknown — not zero. The model is matched by its exact id, lower-cased,
+// after any "vendor/" part, then by the same id without a snapshot date
+// or "-latest" suffix; never by a prefix, so a model this table does not
+// list is reported unknown rather than priced as a cheaper relative.
 func LookupPrice(provider Provider, model string) (Price, bool) {
 	if provider == ProviderOllama {
 		return Price{}, true
 	}
-	return longestPrefix(knownPrices, strings.TrimSpace(model))
+	name := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	for _, id := range []string{name, datedSuffix.ReplaceAllString(name, "")} {
+		if a, ok := priceAliases[id]; ok {
+			id = a
+		}
+		if p, ok := knownPrices[id]; ok {
+			return p, true
+		}
+	}
+	return Price{}, false
 }

@@ -162,6 +162,9 @@ func TestExpandStripsFencesAndThinkBlocks(t *testing.T) {
 		{"unclosed think", goodPrompt + "\n<think>was that right", goodPrompt},
 		{"inner fences kept", "```markdown\n" + withFence + "\n```", withFence},
 		{"inner fences of an unwrapped prompt kept", withFence, withFence},
+		{"preamble", "Here is the system prompt you asked for:\n\n" + goodPrompt, goodPrompt},
+		{"preamble and fence", "Sure! Here's the system prompt:\n```markdown\n" + goodPrompt + "\n```", goodPrompt},
+		{"think, preamble and fence", "<think>ok</think>\nBelow is the prompt for the agent.\n\n```\n" + goodPrompt + "\n```", goodPrompt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -21,6 +23,9 @@ import (
 type AgentCard struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// Created is when the agent was built (zero for a built-in one); the
+	// planner prefers recent agents among equally fitting ones.
+	Created time.Time `json:"created,omitzero"`
 }
 
 // AgentDirectory lists the agents that exist (the factory's registry).
@@ -56,6 +61,11 @@ type PlannerConfig struct {
 	MaxSteps      int
 	MaxIterations int
 	Repairs       int
+	// MaxAgents caps the agents the planner is shown (DefaultMaxAgents):
+	// those that fit the request best, so that its prompt does not grow
+	// with every agent the team ever built. A plan may still name any
+	// agent of Agents.
+	MaxAgents int
 	// Review is the node that receives a new plan; Reporter the node that
 	// writes the report once enough is known or the iterations are used.
 	Review   string
@@ -78,6 +88,9 @@ func (c *PlannerConfig) defaults() {
 	if c.Repairs <= 0 {
 		c.Repairs = 2
 	}
+	if c.MaxAgents <= 0 {
+		c.MaxAgents = DefaultMaxAgents
+	}
 }
 
 // Planner returns the planner node. It reads Request, Locale, Background,
@@ -86,8 +99,8 @@ func (c *PlannerConfig) defaults() {
 // CurrentTurn and goes to the reviewer, or to the reporter when enough is
 // known. A reviewer's feedback always gets a new plan, made with the
 // feedback. When the plan of the turn's last allowed round has run, it
-// goes to the reporter and says so: a warning event, and a note on the
-// turn.
+// goes to the reporter; when steps of that plan did not complete it says
+// so: a warning event, and a note on the turn.
 func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("%w: the planner needs a model", ErrNoModel)
@@ -102,11 +115,13 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		rounds := Iterations.Get(s)
 		revising := Feedback.Get(s) != "" && PlanKey.Get(s) != nil
 		if !revising && PlanKey.Get(s) != nil && rounds >= cfg.MaxIterations {
-			note := roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
-			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + note})
 			if len(unfinished(PlanKey.Get(s))) == 0 {
+				// Every step of the last plan completed: the limit cut
+				// nothing short, so there is nothing to warn about.
 				return graph.Goto(cfg.Reporter), nil
 			}
+			note := roundLimitNote(cfg.MaxIterations, PlanKey.Get(s))
+			graph.Emit(ctx, agentevent.Warning{Value: "planner: " + note})
 			turn.Note = note // the answer says it too
 			return graph.Goto(cfg.Reporter, CurrentTurn.Set(turn)), nil
 		}
@@ -115,20 +130,20 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 			return graph.Command{}, fmt.Errorf("nodes: planner: list agents: %w", err)
 		}
 		known := map[string]bool{}
-		var list strings.Builder
 		for _, c := range cards {
 			known[c.Name] = true
-			fmt.Fprintf(&list, "- %s: %s\n", c.Name, c.Description)
 		}
 		locale := Locale.Get(s)
 		if locale == "" {
 			locale = "en-US"
 		}
-		sys := prompt("planner", map[string]string{"max_steps": fmt.Sprint(cfg.MaxSteps), "locale": locale, "agents": list.String()})
+		sys := prompt("planner", map[string]string{"max_steps": fmt.Sprint(cfg.MaxSteps), "locale": locale})
 		if !cfg.AllowNewAgents {
 			sys += "\nThis team has no factory: new_agents_needed must stay empty.\n"
 		}
-		input := plannerInput(s, locale)
+		sys += planSchemaNote()
+		shown := pickAgents(cards, Request.Get(s), usedAgents(s), cfg.MaxAgents)
+		input := agentList(shown, len(cards)) + "\n" + plannerInput(s, locale)
 		if cfg.Recall != nil {
 			recalled, err := graph.Do(ctx, "recall", func(ctx context.Context) (string, error) { return cfg.Recall(ctx, Request.Get(s)) })
 			if err != nil {
@@ -138,10 +153,10 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 				input += "\n# What earlier conversations with this user learned (may be out of date)\n" + recalled
 			}
 		}
-		msgs := []llms.MessageContent{
-			llms.TextParts(llms.ChatMessageTypeSystem, sys),
-			llms.TextParts(llms.ChatMessageTypeHuman, input),
-		}
+		// What stays the same from turn to turn comes first — the
+		// instructions, the earlier turns — and what changes last.
+		msgs := append([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, sys)}, turnMessages(s)...)
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, input))
 		ctx = llm.WithAgent(ctx, "planner")
 		p, err := generatePlan(ctx, model, msgs, func(n string) bool { return known[n] }, cfg)
 		if err != nil {
@@ -163,6 +178,15 @@ func Planner(cfg PlannerConfig) (graph.NodeFunc, error) {
 		return graph.Goto(cfg.Review, writes...), nil
 	}, nil
 }
+
+// planSchemaNote asks for the plan as JSON of planDraft's schema.
+var planSchemaNote = sync.OnceValue(func() string {
+	schema, err := structured.SchemaFor[planDraft]()
+	if err != nil {
+		panic(err) // a fixed Go type: fails every test if wrong
+	}
+	return "\n# Reply\nReply with only a JSON value that matches this JSON Schema, with no code fences and no other text:\n" + string(schema) + "\n"
+})
 
 // unfinished returns the ids of the steps of p that did not complete.
 func unfinished(p *plan.Plan) []string {
@@ -198,8 +222,8 @@ func plannerInput(s graph.State, locale string) string {
 	if bg := Background.Get(s); bg != "" {
 		fmt.Fprintf(&b, "\n# Background investigation\n%s\n", bg)
 	}
-	if r := earlierTurns(s); r != "" {
-		fmt.Fprintf(&b, "\n# Earlier turns of this conversation\nWhat was asked and found before, as summaries: build on it, and do not plan again what is known.\n\n%s", r)
+	if len(Turns.Get(s)) > 0 {
+		b.WriteString("\nThe earlier turns of this conversation are above, as summaries: build on them, and do not plan again what is known.\n")
 	}
 	if r := plan.ResultsView(turnFindings(s)); r != "" {
 		fmt.Fprintf(&b, "\n# Results of the steps run so far\n%s", r)
@@ -217,7 +241,9 @@ func generatePlan(ctx context.Context, model llms.Model, msgs []llms.MessageCont
 	var last []string
 	var lastJSON []byte
 	for attempt := 0; attempt <= cfg.Repairs; attempt++ {
-		draft, err := structured.Generate[planDraft](ctx, model, msgs, structured.WithRepairs(cfg.Repairs))
+		// The schema is in the system prompt (planSchemaNote), which stays
+		// the same from call to call, not after the request.
+		draft, err := structured.Generate[planDraft](ctx, model, msgs, structured.WithRepairs(cfg.Repairs), structured.WithInstruction(""))
 		if err != nil {
 			return nil, fmt.Errorf("nodes: planner: %w", err)
 		}

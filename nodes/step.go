@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -113,13 +114,12 @@ func (r StepRun) attempt(ctx context.Context, task, suffix string) (stepAnswer, 
 	return ans, nil
 }
 
+// parseAnswer reads a step's answer from the agent's last reply: the JSON
+// value in it that matches stepAnswer's schema, wherever it is — a chatty
+// model's "[1]" citation or example object before it does not hide it.
 func parseAnswer(out string) (stepAnswer, bool) {
-	raw, err := structured.ExtractJSON(out)
-	if err != nil {
-		return stepAnswer{}, false
-	}
-	var a stepAnswer
-	if json.Unmarshal(raw, &a) != nil || strings.TrimSpace(a.Result) == "" || a.Confidence < 0 || a.Confidence > 1 {
+	a, err := structured.Decode[stepAnswer](out, structured.WithSchema(answerSchema()))
+	if err != nil || strings.TrimSpace(a.Result) == "" {
 		return stepAnswer{}, false
 	}
 	if a.Summary == "" {
@@ -127,6 +127,25 @@ func parseAnswer(out string) (stepAnswer, bool) {
 	}
 	return a, true
 }
+
+// answerSchema is stepAnswer's schema with other properties allowed: a
+// model that adds a field of its own still answered.
+var answerSchema = sync.OnceValue(func() []byte {
+	raw, err := structured.SchemaFor[stepAnswer]()
+	if err != nil {
+		panic(err) // a fixed Go type: fails every test if wrong
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		panic(err)
+	}
+	delete(s, "additionalProperties")
+	out, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return out
+})
 
 // contextParts returns the handoffs and notes as window parts, for an
 // agent with a window; without one they are in the task text.

@@ -1,12 +1,10 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -345,7 +343,7 @@ func (s *core) Search(ctx context.Context, owner, query string, opts SearchOptio
 	if err != nil {
 		return nil, wrap("search", owner, opts.Prefix, err)
 	}
-	hits := rank(items, terms)
+	hits := rank(items, terms, time.Now())
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = DefaultSearchLimit
@@ -354,28 +352,4 @@ func (s *core) Search(ctx context.Context, owner, query string, opts SearchOptio
 		hits = hits[:limit]
 	}
 	return hits, nil
-}
-
-// rank scores items against terms, drops those without a match and sorts
-// the rest: more matches first, then by path.
-func rank(items []Item, terms []string) []Hit {
-	var hits []Hit
-	for _, it := range items {
-		lpath, lcontent := strings.ToLower(it.Path), strings.ToLower(it.Content)
-		n := 0
-		for _, t := range terms {
-			n += strings.Count(lpath, t) + strings.Count(lcontent, t)
-		}
-		if n == 0 {
-			continue
-		}
-		hits = append(hits, Hit{Meta: it.Meta, Matches: n, Snippet: snippet(it.Content, lcontent, terms)})
-	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		return cmp.Or(
-			cmp.Compare(b.Matches, a.Matches),
-			strings.Compare(a.Path, b.Path),
-		)
-	})
-	return hits
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,8 +79,31 @@ func TestCountOverlapping(t *testing.T) {
 }
 
 func TestQueryTerms(t *testing.T) {
-	assert.Equal(t, []string{"go", "rust"}, queryTerms("  Go\tRUST go\n"))
+	assert.Equal(t, []string{"rust", "mascot"}, queryTerms("  Go\tRUST go mascot?\n"), "short words go when there are longer ones")
+	assert.Equal(t, []string{"go", "c"}, queryTerms("Go c go"), "a query of short words keeps them")
+	assert.Equal(t, []string{"checkpoint", "rate", "sqlite"}, queryTerms("What is the checkpoint rate of it in (SQLite)?"), "stop words and punctuation go")
+	assert.NotContains(t, queryTerms("What is the checkpoint rate of it in SQLite?"), "the", "stop words go")
 	assert.Empty(t, queryTerms(" \t "))
+}
+
+func TestRankDropsItemsWithTooFewTermsAndPrefersRecentOnATie(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	item := func(path, content string, age time.Duration) Item {
+		return Item{Meta: Meta{Path: path, Updated: now.Add(-age)}, Content: content}
+	}
+	terms := []string{"sqlite", "checkpoint", "wal", "rate"}
+	hits := rank([]Item{
+		item("m/old", "sqlite checkpoint rate in wal mode", 365*24*time.Hour),
+		item("m/new", "sqlite checkpoint rate in wal mode", time.Hour),
+		item("m/one", "the rate of exchange", 0),
+	}, terms, now)
+	var paths []string
+	for _, h := range hits {
+		paths = append(paths, h.Path)
+	}
+	assert.Equal(t, []string{"m/new", "m/old"}, paths, "2 of 4 terms at least; the newer first")
+	assert.Equal(t, 2, minMatch(4))
+	assert.Equal(t, 1, minMatch(3))
 }
 
 func TestSnippet(t *testing.T) {

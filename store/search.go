@@ -2,21 +2,7 @@ package store
 
 import (
 	"strings"
-	"unicode"
 )
-
-// queryTerms splits a query into distinct lower-case terms at white space.
-func queryTerms(query string) []string {
-	var terms []string
-	seen := map[string]bool{}
-	for _, f := range strings.FieldsFunc(strings.ToLower(query), unicode.IsSpace) {
-		if !seen[f] {
-			seen[f] = true
-			terms = append(terms, f)
-		}
-	}
-	return terms
-}
 
 // snippetBefore and snippetAfter bound the excerpt around a match, in bytes.
 const (

@@ -20,8 +20,11 @@ type Store interface {
 	// larger offset fails with ErrOffset.
 	Read(ctx context.Context, owner, path string, offset, limit int64) (Chunk, error)
 
-	// Search returns the owner's items whose path or content contains any
-	// of the query's terms, best first.
+	// Search returns the owner's items whose path or content contains
+	// enough of the query's terms, best first (BM25). A query's terms are
+	// its words, lower-cased, without stop words and words under three
+	// letters (unless it has no others); a hit contains at least 30% of
+	// them, rounded up.
 	Search(ctx context.Context, owner, query string, opts SearchOptions) ([]Hit, error)
 
 	// Get returns an item's content and metadata.
@@ -96,6 +99,9 @@ type Hit struct {
 	// Matches counts the occurrences of the query's terms in the path and
 	// the content.
 	Matches int
+	// Score ranks the hit (higher is better): BM25 over the items that
+	// matched, with a small bonus for recently updated items.
+	Score float64
 	// Snippet is a short excerpt of the content around the first match
 	// (empty when only the path matched).
 	Snippet string

@@ -19,7 +19,7 @@ import (
 // cache keeps hitting between clearings.
 func (a *assembly) clearToolResults(ctx context.Context) error {
 	p := a.b.cfg.Clear
-	if !p.Enabled {
+	if p.Disabled {
 		return nil
 	}
 	return a.eachHistoryOver(p.Threshold, p.FallbackTokens, func(w *work, why string) error {

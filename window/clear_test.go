@@ -27,7 +27,7 @@ func toolTurns(n, tokens int) []llms.MessageContent {
 
 func clearing(mod func(*window.ClearPolicy)) func(*window.Config) {
 	return func(c *window.Config) {
-		c.Clear = window.ClearPolicy{Enabled: true, FallbackTokens: 5_000}
+		c.Clear = window.ClearPolicy{FallbackTokens: 5_000}
 		if mod != nil {
 			mod(&c.Clear)
 		}
@@ -110,7 +110,7 @@ func TestClearingSettings(t *testing.T) {
 		{"keep one turn", func(p *window.ClearPolicy) { p.KeepTurns = 1 }, 5},
 		{"excluded tool", func(p *window.ClearPolicy) { p.Exclude = []string{"fetch"} }, 0},
 		{"results under the minimum", func(p *window.ClearPolicy) { p.MinTokens = 2_000 }, 0},
-		{"disabled", func(p *window.ClearPolicy) { p.Enabled = false }, 0},
+		{"disabled", func(p *window.ClearPolicy) { p.Disabled = true }, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestClearingSettings(t *testing.T) {
 }
 
 func TestClearingKeepsResultsWhenTheStoreFails(t *testing.T) {
-	b := window.New(window.Config{Offloader: failingOffloader{}, Clear: window.ClearPolicy{Enabled: true, FallbackTokens: 5_000}})
+	b := window.New(window.Config{Offloader: failingOffloader{}, Clear: window.ClearPolicy{FallbackTokens: 5_000}})
 	history := toolTurns(6, 1_000)
 	res, err := b.Assemble(t.Context(), agentRequest(history, window.Budget{}))
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestClearingKeepsResultsWhenTheStoreFails(t *testing.T) {
 	assert.Equal(t, "clear_tool_results: result of fetch (call call_01) kept: disk full", skipped[0].Detail)
 	assert.Equal(t, text(history[1]), text(res.Messages[3]), "the result stays in the window, nothing is lost")
 
-	nb := window.New(window.Config{Clear: window.ClearPolicy{Enabled: true, FallbackTokens: 5_000}})
+	nb := window.New(window.Config{Clear: window.ClearPolicy{FallbackTokens: 5_000}})
 	res, err = nb.Assemble(t.Context(), agentRequest(history, window.Budget{}))
 	require.NoError(t, err)
 	skipped = res.Snapshot.PoliciesOf(window.PolicySkipped)

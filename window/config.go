@@ -99,8 +99,10 @@ type OffloadPolicy struct {
 // reference, which read_context reads back. It runs before the history
 // is summarized, since it loses nothing the agent cannot read again.
 type ClearPolicy struct {
-	// Enabled turns clearing on; it is off by default.
-	Enabled bool
+	// Disabled keeps every tool result in the history until the history
+	// is summarized. Clearing is on by default: it loses nothing the agent
+	// cannot read back, and needs an Offloader (without one it is skipped).
+	Disabled bool
 	// Threshold is the fraction of the limit the window must reach for
 	// clearing to run (default 0.50).
 	Threshold float64

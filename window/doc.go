@@ -20,7 +20,7 @@
 //     lines; an agent output above 32 KiB becomes a summary of at most
 //     4 KiB and a reference. The read_context tool (ReadContextTool) reads
 //     the full text back page by page.
-//   - Clearing of old tool results (Config.Clear, off by default): at
+//   - Clearing of old tool results (Config.Clear, on by default): at
 //     50% of the limit every tool result older than the last 3
 //     tool-calling turns is offloaded and replaced by a one-line stub
 //     with its reference, all at once so the prompt prefix stays stable
@@ -39,6 +39,32 @@
 //     one.
 //   - Results, not process: RenderResults renders the planner's view of
 //     the steps, one line each.
+//
+// What each policy costs and saves (figures from bench/longrun: one agent,
+// 100 tool turns of 2,000 to 60,000 tokens each, on a 128k window):
+//
+//   - Offload saves the tokens of every large result on every later call
+//     and costs nothing until the agent needs the result's middle: then
+//     one read_context call per page. Lossless.
+//   - Clearing does most of the work in a long tool-using run (most of a
+//     run's prompt tokens are old tool results); it costs a read_context
+//     call when a cleared result is needed again, and one break of the
+//     prompt cache per clearing, which is why it clears everything old
+//     at once. Lossless. Clear.Threshold lower clears sooner and more
+//     often (fewer tokens, more cache breaks); KeepTurns higher keeps
+//     more of the recent results in view.
+//   - Step compression saves the older steps' results in a plan of many
+//     steps; the full results stay readable by reference. Lossless.
+//   - Summarization is the last resort: it costs a summarizer call (the
+//     basic tier, up to SummaryTokens of output) and loses detail the
+//     summary leaves out (the archived transcript stays readable), so it
+//     starts late (85% of the limit), after clearing had its chance.
+//
+// All four are on by default; without an Offloader, offload and clearing
+// are skipped (there is nowhere to read the text back from). The
+// factory's agents and a workflow file's react nodes get an Offloader on
+// the run's mission board; a file turns policies off or tunes them in
+// settings.context or a node's context section.
 //
 // Token counts are llm.EstimateMessages estimates; the limit is the
 // budget's MaxInputTokens (llm.Profile) less its output reserve. Summaries

@@ -176,11 +176,12 @@ func (b *build) team(n *fileNode) (graph.NodeFunc, error) {
 		return nil, err
 	}
 	set := b.f.spec.Settings
+	wc, windowed := b.f.nodeContext(n)
 	cfg := factory.TeamConfig{
 		Registry: b.reg, Models: b.env.Models, Tools: b.tools, Store: b.env.Store,
 		BuildConcurrency: set.BuildConcurrency, StepConcurrency: set.StepConcurrency,
 		Threshold: set.ConfidenceThreshold, FailFast: set.FailFast, MaxTurns: set.MaxTurns,
-		Window: b.f.Context(), Skills: b.f.skills, Memories: b.teamMemories(),
+		Window: wc, NoWindow: !windowed, Skills: b.f.skills, Memories: b.teamMemories(),
 	}
 	if ft := n.team; ft != nil {
 		cfg.Agents = slices.Clone(ft.agents)
@@ -220,11 +221,27 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	agent, err := react.New(react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns})
-	if err != nil {
+	base := react.Config{Name: a.Name, Model: m, Info: info, SystemPrompt: prompt, Tools: reg, MaxTurns: b.f.spec.Settings.MaxTurns}
+	if _, err := react.New(base); err != nil {
 		return nil, err
 	}
-	return nodes.Worker(nodes.WorkerConfig{Agent: agent, Threshold: b.f.spec.Settings.ConfidenceThreshold})
+	// The agent is made for each run: its window offloads to the run's
+	// thread.
+	return func(ctx context.Context, s graph.State) (graph.Command, error) {
+		cfg := base
+		if err := b.reactWindow(ctx, n, &cfg); err != nil {
+			return graph.Command{}, err
+		}
+		agent, err := react.New(cfg)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		node, err := nodes.Worker(nodes.WorkerConfig{Agent: agent, Threshold: b.f.spec.Settings.ConfidenceThreshold})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return node(ctx, s)
+	}, nil
 }
 
 // render renders a node's system prompt and prompt from the state.
@@ -308,7 +325,11 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 			return graph.Command{}, err
 		}
 		sys = equipped.Prompt(sys)
-		agent, err := react.New(react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns})
+		cfg := react.Config{Name: n.Name, Model: m, Info: info, SystemPrompt: sys, Tools: reg, MaxTurns: n.Spec.MaxTurns}
+		if err := b.reactWindow(ctx, n, &cfg); err != nil {
+			return graph.Command{}, err
+		}
+		agent, err := react.New(cfg)
 		if err != nil {
 			return graph.Command{}, err
 		}

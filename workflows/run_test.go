@@ -19,6 +19,7 @@ import (
 	"github.com/coorflow/coorflow/store"
 	smem "github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/tools"
+	"github.com/coorflow/coorflow/window"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -237,6 +238,7 @@ func TestAPlannerWithoutNewAgentsPlansWithTheFilesWorkers(t *testing.T) {
 	assert.Equal(t, []string{"planner", "review", "team", "analyst", "team", "planner", "reporter"}, path)
 	assert.Contains(t, model.CallsFor("planner")[0].Prompt(), "- analyst: Analyses numbers.\n")
 	assert.Contains(t, model.CallsFor("analyst")[0].Prompt(), "You analyse numbers and reason before you conclude.")
+	assert.Contains(t, model.CallsFor("analyst")[0].ToolNames(), window.ReadContextName, "a worker's agent has a window, and read_context")
 }
 
 func TestATeamWithAFixedPlanRunsItsAgentsOnTheRequestWithoutAPlannerOrBuilder(t *testing.T) {

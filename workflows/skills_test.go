@@ -76,7 +76,7 @@ func TestAReactNodeWithSkillsSeesTheirCatalogueAndOpensThem(t *testing.T) {
 	for _, tl := range calls[0].Options.Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	assert.ElementsMatch(t, []string{"open_skill", "read_skill_file"}, offered)
+	assert.ElementsMatch(t, []string{"open_skill", "read_skill_file", "read_context"}, offered, "the skill tools, and the window's read_context")
 	assert.Contains(t, lastText(calls[1].Messages), "Three lines: five, seven and five syllables")
 	assert.Contains(t, lastText(calls[2].Messages), "5-7-5, no title.")
 }

@@ -102,8 +102,11 @@ type settingsSpec struct {
 	Budget              *budgetSpec  `yaml:"budget"`
 }
 
+// contextSpec is a context section: settings.context for the whole file,
+// a node's context for that node (see context.go).
 type contextSpec struct {
-	Steps struct {
+	Disabled bool `yaml:"disabled"`
+	Steps    struct {
 		Disabled   bool    `yaml:"disabled"`
 		Threshold  float64 `yaml:"threshold"`
 		Full       int     `yaml:"full"`
@@ -116,6 +119,13 @@ type contextSpec struct {
 		OutputBytes  int  `yaml:"output_bytes"`
 		SummaryBytes int  `yaml:"summary_bytes"`
 	} `yaml:"offload"`
+	Clear struct {
+		Disabled  bool     `yaml:"disabled"`
+		Threshold float64  `yaml:"threshold"`
+		KeepTurns int      `yaml:"keep_turns"`
+		MinTokens int      `yaml:"min_tokens"`
+		Exclude   []string `yaml:"exclude"`
+	} `yaml:"clear"`
 	History struct {
 		Disabled  bool    `yaml:"disabled"`
 		Threshold float64 `yaml:"threshold"`
@@ -174,6 +184,9 @@ type nodeSpec struct {
 	Agent        string            `yaml:"agent"`
 	Plan         *planSpec         `yaml:"plan"`
 	Agents       yaml.Node         `yaml:"agents"`
+	// Context sets the window of a react node or a team's agents, over
+	// settings.context (see context.go).
+	Context *contextSpec `yaml:"context"`
 	// Set writes expressions' values to channels (see set.go).
 	Set map[string]string `yaml:"set"`
 }

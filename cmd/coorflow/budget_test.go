@@ -172,3 +172,68 @@ func TestServeKeepsOwnerAndWorkflowBudgets(t *testing.T) {
 	code, stderr := s.stop()
 	assert.Equal(t, exitOK, code, stderr)
 }
+
+// TestABudgetAsksOnceForTheAgentsItBlocks: two nodes of one step are both
+// stopped by a budget with on_exceed: ask; the run asks one question and
+// one --resume answers it for both (it asked once per agent, and --resume
+// failed as ambiguous).
+func TestABudgetAsksOnceForTheAgentsItBlocks(t *testing.T) {
+	dir := t.TempDir()
+	wf := `apiVersion: coorflow/v1
+name: fanout
+input: topic
+output: left
+models:
+  basic:
+    provider: openai
+    model: gpt-4o-mini
+settings:
+  budget:
+    tokens: 1100
+    on_exceed: ask
+state:
+  topic: {type: string}
+  draft: {type: string}
+  left: {type: string}
+  right: {type: string}
+nodes:
+  draft:
+    type: llm
+    prompt: "Write on {{ state.topic }}."
+    output: draft
+  left:
+    type: llm
+    prompt: "Praise: {{ state.draft }}"
+    output: left
+  right:
+    type: llm
+    prompt: "Critique: {{ state.draft }}"
+    output: right
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: left}
+  - {from: draft, to: right}
+  - {from: left, to: end}
+  - {from: right, to: end}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "workflow.yaml"), []byte(wf), 0o600))
+	srv := openaitest.NewServer(
+		openaitest.Response{Text: "A draft.", Usage: &openaitest.Usage{PromptTokens: 1000, CompletionTokens: 200}},
+		openaitest.Response{Text: "A fine draft.", Usage: &openaitest.Usage{PromptTokens: 100, CompletionTokens: 10}},
+		openaitest.Response{Text: "A fine draft.", Usage: &openaitest.Usage{PromptTokens: 100, CompletionTokens: 10}})
+	t.Cleanup(srv.Close)
+	c := newCLI(t)
+	c.env = map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.BaseURL()}
+
+	code, stdout, stderr := c.run("run", dir, "--input", "caching", "--thread", "f1")
+	require.Equal(t, exitInterrupted, code, stderr)
+	assert.Equal(t, 1, strings.Count(stdout, "The run budget of 1100 tokens would be exceeded"), stdout)
+	assert.Contains(t, stdout, "--thread f1 --resume '<answer>'")
+	assert.NotContains(t, stdout, "--answer")
+	assert.Len(t, srv.Requests(), 1)
+
+	code, stdout, stderr = c.run("run", dir, "--thread", "f1", "--resume", `{"tokens": 3000}`)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "A fine draft.")
+	assert.Len(t, srv.Requests(), 3)
+}

@@ -410,7 +410,7 @@ func (p *textPrinter) question(q graph.InterruptInfo) {
 
 func (p *textPrinter) waiting(ins []graph.InterruptInfo, shown bool) {
 	p.flush()
-	for _, q := range ins {
+	for _, q := range questions(ins) {
 		if !shown {
 			p.question(q)
 		}

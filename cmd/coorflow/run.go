@@ -240,7 +240,7 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 		if len(snap.Interrupts) == 0 {
 			return nil, nil, usagef("thread %s waits for no answer (%s): nothing to resume", r.thread, status(snap))
 		}
-		opt, err := r.answers()
+		opt, err := r.answers(snap.Interrupts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -297,13 +297,18 @@ func (r *runner) inputWrites(text string) ([]graph.Write, error) {
 	return ws, nil
 }
 
-// answers returns the resume option the flags give.
-func (r *runner) answers() (graph.Option, error) {
+// answers returns the resume option the flags give for the pending
+// interrupts: --resume answers the only question, or every agent's copy
+// of one budget question.
+func (r *runner) answers(pending []graph.InterruptInfo) (graph.Option, error) {
 	f := r.flags
 	if len(f.answers) == 0 {
 		text, err := readArg(f.resume)
 		if err != nil {
 			return nil, err
+		}
+		if oneBudgetQuestion(pending) {
+			return answerAll(pending, answerValue(text)), nil
 		}
 		return graph.Resume(answerValue(text)), nil
 	}
@@ -454,7 +459,7 @@ func (r *runner) ask(ctx context.Context, p printer, ins []graph.InterruptInfo) 
 		r.in = bufio.NewReader(r.app.stdin)
 	}
 	each := map[string]any{}
-	for _, q := range ins {
+	for _, q := range questions(ins) {
 		p.question(q)
 		var line string
 		for line == "" { // an empty line asks again
@@ -466,6 +471,9 @@ func (r *runner) ask(ctx context.Context, p printer, ins []graph.InterruptInfo) 
 			}
 		}
 		each[q.ID] = answerValue(line)
+	}
+	if oneBudgetQuestion(ins) {
+		return answerAll(ins, each[ins[0].ID]), true
 	}
 	if len(ins) == 1 {
 		return graph.Resume(each[ins[0].ID]), true
@@ -496,7 +504,7 @@ func (r *runner) readLine(ctx context.Context) (string, bool) {
 // resumeCommand is the command that answers a question of the thread.
 func (r *runner) resumeCommand(ins []graph.InterruptInfo) string {
 	parts := r.threadCommand()
-	if len(ins) == 1 {
+	if len(questions(ins)) == 1 {
 		return strings.Join(append(parts, "--resume", "'<answer>'"), " ")
 	}
 	for _, in := range ins {

@@ -79,8 +79,8 @@ func TestAThreadIsAConversationOfTurns(t *testing.T) {
 	require.Len(t, first, 1)
 	require.NotEmpty(t, first[0].Ref, "the full result is on the mission board")
 	p2 := planner[1].Prompt()
-	assert.Contains(t, p2, "# Earlier turns of this conversation")
-	assert.Contains(t, p2, "## Turn 1\nUser: "+messages[0])
+	assert.Contains(t, p2, "The earlier turns of this conversation are above")
+	assert.Contains(t, p2, "Turn 1. User: "+messages[0])
 	assert.Contains(t, p2, "(agent storage_analyst, confidence 0.90): A durable SQLite commit in WAL mode (synchronous=FULL) costs about 1 ms on a laptop SSD: one fsync of the WAL. (ref: "+first[0].Ref+")")
 	assert.Contains(t, nodes.Answer.Get(states[1]), "At the **~1 ms per durable commit** found in the first answer")
 
@@ -97,8 +97,8 @@ func TestAThreadIsAConversationOfTurns(t *testing.T) {
 	// Turn 3 changes the topic: its planner gets the earlier turns as
 	// summaries, not their results, reports or reasoning.
 	p3 := planner[2].Prompt()
-	assert.Contains(t, p3, "## Turn 1")
-	assert.Contains(t, p3, "## Turn 2")
+	assert.Contains(t, p3, "Turn 1. User: ")
+	assert.Contains(t, p3, "Turn 2. User: ")
 	assert.Contains(t, p3, "10,000 steps spend about 10 s on durable checkpoint commits (1 ms each).")
 	for _, transcript := range []string{
 		"synchronous=NORMAL skips that fsync: ~20 µs", // turn 1's full result
@@ -206,7 +206,7 @@ func TestAConversationOverTheOpenAIProtocol(t *testing.T) {
 	for _, m := range reqs[7].Chat.Messages {
 		planner.WriteString(m.Text())
 	}
-	assert.Contains(t, planner.String(), "## Turn 1\nUser: "+messages[0])
+	assert.Contains(t, planner.String(), "Turn 1. User: "+messages[0])
 	assert.Contains(t, planner.String(), fact)
 	assert.NotContains(t, planner.String(), "synchronous=NORMAL skips that fsync: ~20 µs", "a summary, not turn 1's full result")
 	assert.Contains(t, nodes.Answer.Get(final), "At the **~1 ms per durable commit** found in the first answer")

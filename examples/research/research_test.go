@@ -70,6 +70,6 @@ func TestTheReviewFeedbackLoopFromTheCommandLine(t *testing.T) {
 	code, out, stderr = cli.Run("run", "examples/research", "--thread", "fb", "--resume", "y")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "✓ s2 researcher  (0.85) A durable commit on macOS needs F_FULLFSYNC", "y accepted the plan: its steps ran")
-	assert.Contains(t, out, "! planner: planning stopped at its limit of 1 round per turn (max_iterations: 1)")
+	assert.NotContains(t, out, "planning stopped at its limit", "every step completed: the round limit cut nothing short")
 	assert.Contains(t, out, "about **100 checkpoints per second** [3][4]")
 }

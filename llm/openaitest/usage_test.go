@@ -89,3 +89,20 @@ func TestUSDBudgetNeedsAPrice(t *testing.T) {
 	assert.Contains(t, err.Error(), "model my-finetune has no price; give its price in the workflow file (models.TIER.price")
 	assert.Empty(t, srv.Requests())
 }
+
+// TestUSDBudgetRefusesAnUnlistedRelative: a dollar budget for a model the
+// price table does not list — here a relative of a listed one, which the
+// old prefix match priced as its cheaper sibling — is refused, not
+// allowed at the sibling's price.
+func TestUSDBudgetRefusesAnUnlistedRelative(t *testing.T) {
+	srv := newServer(t, openaitest.Text("never sent"))
+	models := newModels(t, srv, "", nil)
+	m, err := models.Model(llm.TierBasic)
+	require.NoError(t, err)
+	obs := llm.Observe(m, llm.ModelInfo{Tier: "basic", Model: "o3-deep-research", Provider: llm.ProviderOpenAI})
+	ctx := llm.WithMeter(t.Context(), llm.NewMeter(llm.ScopeRun, llm.Budget{USD: 1}, llm.Spend{}, nil))
+	_, err = obs.GenerateContent(ctx, human("hi"))
+	require.ErrorIs(t, err, llm.ErrUnpriced)
+	assert.Contains(t, err.Error(), "model o3-deep-research has no price")
+	assert.Empty(t, srv.Requests())
+}

@@ -74,3 +74,18 @@ func FuzzExtractJSON(f *testing.F) {
 		assert.Contains(t, reply, string(raw))
 	})
 }
+
+// TestDecodeTakesTheValueThatMatchesTheSchema: Decode skips the values
+// before the one that validates; with none valid it says what was wrong.
+func TestDecodeTakesTheValueThatMatchesTheSchema(t *testing.T) {
+	type answer struct {
+		Result string `json:"result" jsonschema:"required"`
+	}
+	got, err := structured.Decode[answer](`See [1] and {"x": 1}. Answer: {"result": "yes"} done`)
+	require.NoError(t, err)
+	assert.Equal(t, "yes", got.Result)
+
+	_, err = structured.Decode[answer](`See [1] and {"x": 1}.`)
+	require.ErrorIs(t, err, structured.ErrInvalidOutput)
+	assert.ErrorContains(t, err, "structured: no valid output: expected ")
+}

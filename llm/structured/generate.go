@@ -57,11 +57,14 @@ const maxShownOutput = 200
 // Error returns "structured: no valid output after N attempts: expected
 // ...; received "...": problems", the reply quoted and cut to 200 bytes.
 func (e *Error) Error() string {
-	attempts := fmt.Sprintf("%d attempts", e.Attempts)
-	if e.Attempts == 1 {
-		attempts = "1 attempt"
+	attempts := fmt.Sprintf(" after %d attempts", e.Attempts)
+	switch e.Attempts {
+	case 0: // Decode: no model call
+		attempts = ""
+	case 1:
+		attempts = " after 1 attempt"
 	}
-	return fmt.Sprintf("structured: no valid output after %s: expected %s; received %s: %s",
+	return fmt.Sprintf("structured: no valid output%s: expected %s; received %s: %s",
 		attempts, e.Expected, quoteShort(e.Output, maxShownOutput), strings.Join(e.Problems, "; "))
 }
 

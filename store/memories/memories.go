@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/coorflow/coorflow/graph"
@@ -116,7 +117,9 @@ func (m *Memories) OwnerOf(ctx context.Context) string {
 }
 
 // Remember keeps text as a memory of owner, from source (an agent, a
-// node), with the thread of the calling run.
+// node), with the thread of the calling run. A lesson the owner already
+// has — the same words, give or take a few (see RelearnedSimilarity) — is not
+// stored again: Remember returns the memory that holds it.
 func (m *Memories) Remember(ctx context.Context, owner, text, source string) (Memory, error) {
 	text = strings.TrimSpace(strings.ToValidUTF8(text, "\uFFFD"))
 	if text == "" {
@@ -124,6 +127,9 @@ func (m *Memories) Remember(ctx context.Context, owner, text, source string) (Me
 	}
 	if len(text) > m.cfg.MaxText {
 		text = cut(text, m.cfg.MaxText)
+	}
+	if same, ok, err := m.relearned(ctx, owner, text); err != nil || ok {
+		return same, err
 	}
 	info, _ := graph.TaskOf(ctx)
 	now := time.Now().UTC()
@@ -372,4 +378,59 @@ func (m *Memories) Prune(ctx context.Context, owner string, now time.Time) (int,
 		n++
 	}
 	return n, nil
+}
+
+// RelearnedSimilarity is the share of words (Jaccard similarity of the
+// two texts' sets of words) above which a new memory is the lesson of an
+// existing one, learned again.
+const RelearnedSimilarity = 0.8
+
+// relearned returns the owner's memory that already holds text, if any:
+// among the best full-text matches of text, one whose words are nearly
+// the same.
+func (m *Memories) relearned(ctx context.Context, owner, text string) (Memory, bool, error) {
+	hits, err := m.cfg.Store.Search(ctx, owner, text, store.SearchOptions{Prefix: Prefix, Limit: 3})
+	if errors.Is(err, store.ErrInvalid) {
+		return Memory{}, false, nil // no words to search by
+	}
+	if err != nil {
+		return Memory{}, false, fmt.Errorf("memories: remember: %w", err)
+	}
+	words := wordSet(text)
+	for _, h := range hits {
+		it, err := m.cfg.Store.Get(ctx, owner, h.Path)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Memory{}, false, fmt.Errorf("memories: remember: %w", err)
+		}
+		if jaccard(words, wordSet(it.Content)) >= RelearnedSimilarity {
+			return Memory{ID: strings.TrimPrefix(it.Path, Prefix), Text: it.Content, Thread: it.Labels[LabelThread],
+				Source: it.Labels[LabelSource], Created: it.Created}, true, nil
+		}
+	}
+	return Memory{}, false, nil
+}
+
+// wordSet returns the distinct lower-case words of s.
+func wordSet(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out[w] = true
+	}
+	return out
+}
+
+func jaccard(a, b map[string]bool) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	both := 0
+	for w := range a {
+		if b[w] {
+			both++
+		}
+	}
+	return float64(both) / float64(len(a)+len(b)-both)
 }

@@ -193,14 +193,20 @@ func testSearch(t *testing.T, s store.Store) {
 		opts  store.SearchOptions
 		want  []string
 	}{
-		{"ranked by matches then path", "go", store.SearchOptions{},
-			[]string{"project/go", "memory/lang", "mission/r1/notes", "team/gopher"}},
-		{"any term counts", "rust mascot", store.SearchOptions{},
-			[]string{"memory/lang", "memory/other", "team/gopher"}},
-		{"case-insensitive terms", "RUST", store.SearchOptions{}, []string{"memory/lang", "memory/other"}},
+		// BM25: more occurrences first, in a shorter item first.
+		{"ranked by BM25", "go", store.SearchOptions{},
+			[]string{"project/go", "mission/r1/notes", "memory/lang", "team/gopher"}},
+		{"either of two terms counts", "rust mascot", store.SearchOptions{},
+			[]string{"team/gopher", "memory/other", "memory/lang"}},
+		{"case-insensitive terms", "RUST", store.SearchOptions{}, []string{"memory/other", "memory/lang"}},
 		{"unicode case-insensitive", "ärger", store.SearchOptions{}, []string{"mission/r1/más"}},
 		{"prefix", "go", store.SearchOptions{Prefix: "mission/"}, []string{"mission/r1/notes"}},
-		{"limit", "go", store.SearchOptions{Limit: 2}, []string{"project/go", "memory/lang"}},
+		{"limit", "go", store.SearchOptions{Limit: 2}, []string{"project/go", "mission/r1/notes"}},
+		// "what", "is" and "a" are stop words, "go" too short beside
+		// "rust": they would match nearly every item.
+		{"stop words and short words are left out", "what is a Go rust?", store.SearchOptions{},
+			[]string{"memory/other", "memory/lang"}},
+		{"a hit has 30% of the terms", "rust mascot language haskell", store.SearchOptions{}, nil},
 		{"no match", "haskell", store.SearchOptions{}, nil},
 		{"percent is literal", "100%", store.SearchOptions{}, nil},
 		{"underscore is literal", "g_", store.SearchOptions{}, nil},
@@ -221,9 +227,10 @@ func testSearch(t *testing.T, s store.Store) {
 		assert.Equal(t, map[string]string{"k": "v"}, hits[0].Labels, "hits carry metadata")
 	})
 	t.Run("matches count every term", func(t *testing.T) {
-		hits, err := s.Search(ctx, alice, "go rust", store.SearchOptions{Prefix: "memory/lang"})
+		hits, err := s.Search(ctx, alice, "write rust fast", store.SearchOptions{Prefix: "memory/lang"})
 		require.NoError(t, err)
 		require.Len(t, hits, 1)
 		assert.Equal(t, 3, hits[0].Matches)
+		assert.Positive(t, hits[0].Score)
 	})
 }
