@@ -70,6 +70,13 @@ type Replicas interface {
 	// OwnerRuns counts the owner's runs in progress and queued, on every
 	// replica.
 	OwnerRuns(ctx context.Context, owner string) (running, queued int, err error)
+	// NextDue returns how long until a run of the named workflows may
+	// become due with no replica saying so: the earliest lease of another
+	// replica's running run to expire (a takeover), or the end of the
+	// hold on a queued run another replica enqueued. ok is false when no
+	// such run is open. The time is the database's, so clocks of replicas
+	// that disagree do not matter.
+	NextDue(ctx context.Context, workflows []string) (wait time.Duration, ok bool, err error)
 	// Changed returns a channel closed at the next change of the run —
 	// an event, its end, a request to cancel — on any replica; "" is any
 	// run that becomes due.

@@ -106,7 +106,7 @@ type queries struct {
 	channel                                                   string
 	busy, insert, candidates, claim, cancel, finish, publish  string
 	run, runs, events, lastEvent, cancelled, ownerRuns, offer string
-	remove, prune, activity                                   string
+	remove, prune, activity, nextDue                          string
 }
 
 // runColumns are what scanRun reads, in order.
@@ -175,6 +175,16 @@ func newQueries(schema, leases string) *queries {
 		// most $2 of them: a DELETE that replicas may race on.
 		prune: rep.Replace(`DELETE FROM {schema}.server_runs WHERE run_id IN (
 				SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)`),
+		// The earliest moment a run may become due unannounced: a lease
+		// of another replica's running run expires, or another replica's
+		// hold on a run it enqueued ends ($2 µs after it did).
+		nextDue: rep.Replace(`SELECT extract(epoch FROM min(t) - clock_timestamp())::float8 FROM (
+				SELECT l.expires AS t FROM {schema}.server_runs r JOIN {leases} l ON l.thread_id = r.thread_key
+				WHERE r.status = 'running' AND l.holder <> $1 AND r.workflow = ANY($3::text[])
+				UNION ALL
+				SELECT r.created + $2 * interval '1 microsecond' FROM {schema}.server_runs r
+				WHERE r.status = 'queued' AND r.holder NOT IN ('', $1) AND r.workflow = ANY($3::text[])
+			) x WHERE t > clock_timestamp()`),
 		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		ownerRuns: rep.Replace(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'queued')
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
@@ -412,6 +422,22 @@ func (r *Replicas) Release(ctx context.Context, c *server.Claim) error {
 		return fmt.Errorf("replicas: release run %q: %w", c.Run.ID, err)
 	}
 	return r.notify(ctx, q, "")
+}
+
+// NextDue implements server.Replicas.
+func (r *Replicas) NextDue(ctx context.Context, workflows []string) (time.Duration, bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("replicas: next due: %w", err)
+	}
+	var secs *float64
+	if err := r.pool.QueryRow(ctx, q.nextDue, r.name, r.ttl.Microseconds(), workflows).Scan(&secs); err != nil {
+		return 0, false, fmt.Errorf("replicas: next due: %w", err)
+	}
+	if secs == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
 }
 
 // Run implements server.Replicas.

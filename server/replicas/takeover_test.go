@@ -1,0 +1,82 @@
+package replicas_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/server/replicas"
+)
+
+// TestATakeoverWaitsForTheLeaseNotForTheNextLook: a live replica whose
+// own lease is an hour long (so it would look for expired leases every
+// half hour) takes a dead replica's run over once the dead one's lease of
+// two seconds expires: it wakes at the earliest lease it knows of. Without
+// that, the stream below waits half an hour (the test's minute runs out).
+func TestATakeoverWaitsForTheLeaseNotForTheNextLook(t *testing.T) {
+	gate := make(chan struct{})
+	close(gate)
+	c := newCluster(t, 1, gateGraph(t, gate), time.Hour)
+	th := thread(t, c.urls[0])
+	pool := pgtest.Pool(t)
+	dead, err := replicas.New(pool, replicas.Config{Saver: c.saver, Name: "dead", LeaseTTL: 2 * time.Second, Schema: c.schema})
+	require.NoError(t, err)
+	defer dead.Close()
+	sr := server.SharedRun{ID: "run-1", Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",
+		Request: json.RawMessage(`{"input":{"text":"hi"}}`), CreatedAt: time.Now()}
+	busy, err := dead.Enqueue(t.Context(), sr, false)
+	require.NoError(t, err)
+	require.Empty(t, busy)
+	claim, err := dead.Claim(t.Context(), sr.ID, []string{sr.Workflow})
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+
+	// What the live replica knows: the dead one's lease, not its own.
+	wait, ok, err := dead.NextDue(t.Context(), []string{"gate"})
+	require.NoError(t, err)
+	assert.False(t, ok, "a replica does not wait for its own leases (%v)", wait)
+	live, err := replicas.New(pool, replicas.Config{Saver: c.saver, Name: "other", LeaseTTL: time.Hour, Schema: c.schema})
+	require.NoError(t, err)
+	defer live.Close()
+	wait, ok, err = live.NextDue(t.Context(), []string{"gate"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.LessOrEqual(t, wait, 2*time.Second)
+	_, ok, err = live.NextDue(t.Context(), []string{"another"})
+	require.NoError(t, err)
+	assert.False(t, ok, "the leases of runs of workflows a replica does not serve are not its business")
+
+	// Any replica's word wakes the live one's claim loop once, as a run's
+	// end elsewhere would; from then on it waits for the lease.
+	require.NoError(t, dead.Offer(t.Context(), "no-such-run"))
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.urls[0]+"/v1/threads/"+th+"/runs/run-1/stream", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := bufio.NewScanner(resp.Body)
+	var got server.Run
+	for name := ""; name != "end"; {
+		var data []byte
+		name, data = nextEvent(t, events)
+		if name == "end" {
+			require.NoError(t, json.Unmarshal(data, &got))
+		}
+	}
+	assert.Equal(t, server.StatusDone, got.Status)
+	assert.Equal(t, "r0", got.Replica, "the live replica took the run over")
+	assert.Equal(t, 1, got.Takeovers)
+}
