@@ -458,6 +458,7 @@ func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMo
 	}
 	switch mode {
 	case modeStream:
+		w.Header().Set("Location", "/v1/threads/"+ru.thread+"/runs/"+ru.id+"/stream")
 		s.serveShared(w, r, ru.id, ru.wf, ru.key, 0, nativeFormat{kinds})
 		return
 	case modeWait:
@@ -601,7 +602,7 @@ func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
 // runs it, until the run ends (then format's end) or the client leaves.
 // A run deleted meanwhile ends the stream too, with deletedRun.
 func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
-	out, ok := s.openStream(w, http.NewResponseController(w), format)
+	out, ok := s.openStream(w, r, http.NewResponseController(w), format)
 	if !ok {
 		return
 	}
