@@ -146,8 +146,10 @@
 // With Config.Replicas (package server/replicas, on PostgreSQL), any
 // number of servers share their runs: a run is executed by the replica
 // that took the request, under a lease on its thread whose token fences
-// its checkpoints, and every event is stored in the database as it is
-// streamed, so that any replica answers runs/{run}, its stream (from the
+// its checkpoints, and every event is stored in the database (the event
+// log's group commits, within milliseconds and before the run's next
+// checkpoint) before any replica streams it, so that any replica answers
+// runs/{run}, its stream (from the
 // start, or after Last-Event-ID: no buffer limit, nothing truncated),
 // runs/wait, cancel, the thread's runs and its active run; the owners'
 // quotas count the runs of every replica. A replica that dies holds its

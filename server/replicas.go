@@ -39,7 +39,10 @@ type Replicas interface {
 	// wrapping graph.ErrCheckpointConflict.
 	Renew(ctx context.Context, c *Claim) (cancel bool, err error)
 	// Publish stores an event of the claimed run and wakes the replicas
-	// following it. It stores nothing once the lease was taken over.
+	// following it; it may store it later, with others (a group commit),
+	// but before the run's next checkpoint, its Finish or its Release.
+	// It stores nothing once the lease was taken over, and says so then
+	// or at a later Publish or Finish.
 	Publish(ctx context.Context, c *Claim, ev SharedEvent) error
 	// Finish stores how the claimed run ended and releases its lease.
 	Finish(ctx context.Context, c *Claim, run SharedRun) error

@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/checkpoint/postgres"
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
+	"github.com/coorflow/coorflow/runs/eventlog"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 )
@@ -79,4 +82,72 @@ func TestATakeoverWaitsForTheLeaseNotForTheNextLook(t *testing.T) {
 	assert.Equal(t, server.StatusDone, got.Status)
 	assert.Equal(t, "r0", got.Replica, "the live replica took the run over")
 	assert.Equal(t, 1, got.Takeovers)
+}
+
+// TestARunsEventsAreStoredBeforeItsCheckpoints: events are queued for the
+// event log's group commit, but the claim's Saver stores them before the
+// run's next checkpoint, so a replica that takes the run over from that
+// checkpoint finds every event that came before it in the stream.
+func TestARunsEventsAreStoredBeforeItsCheckpoints(t *testing.T) {
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	saver := postgres.New(pool, postgres.WithSchema(schema))
+	// Commits an hour apart: only the checkpoint stores the events.
+	reps, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r0", LeaseTTL: time.Minute, Schema: schema,
+		EventLog: eventlog.Config{MaxDelay: time.Hour}})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	defer reps.Close()
+	sr := server.SharedRun{ID: "run-1", Thread: "t", Key: "alice/t", Owner: "alice", Workflow: "gate",
+		Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+	_, err = reps.Enqueue(t.Context(), sr, false)
+	require.NoError(t, err)
+	claim, err := reps.Claim(t.Context(), sr.ID, []string{"gate"})
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+	for id := int64(1); id <= 3; id++ {
+		require.NoError(t, reps.Publish(t.Context(), claim, server.SharedEvent{ID: id, Name: "ev", Frame: []byte("x")}))
+	}
+	cp := graph.CheckpointRecord{Thread: sr.Key, ID: "cp-1", Step: 0, Source: graph.SourceInput, Created: time.Now()}
+	require.NoError(t, claim.Saver.PutCheckpoint(t.Context(), cp, nil))
+	evs, err := reps.Events(t.Context(), sr.ID, 0, 10)
+	require.NoError(t, err)
+	assert.Len(t, evs, 3, "the events before the checkpoint are stored with it")
+	got, err := reps.Run(t.Context(), sr.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), got.Events)
+}
+
+// TestTheEventsAnOlderVersionStoredMoveToTheEventLog: events a replica of
+// a version before the event log stored in server_run_events are read
+// from the log once a replica of this version starts.
+func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	saver := postgres.New(pool, postgres.WithSchema(schema))
+	first, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r0", Schema: schema})
+	require.NoError(t, err)
+	require.NoError(t, first.Start(t.Context()))
+	sr := server.SharedRun{ID: "old-run", Thread: "t", Key: "alice/t", Owner: "alice", Workflow: "gate",
+		Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+	_, err = first.Enqueue(t.Context(), sr, false)
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+	// What the older version wrote.
+	_, err = pool.Exec(t.Context(), `INSERT INTO `+schema+`.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`)
+	require.NoError(t, err)
+
+	next, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r1", Schema: schema})
+	require.NoError(t, err)
+	require.NoError(t, next.Start(t.Context()))
+	defer next.Close()
+	evs, err := next.Events(t.Context(), "old-run", 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []server.SharedEvent{{ID: 1, Name: "a", Frame: []byte("x")}, {ID: 2, Name: "b", Frame: []byte("y")}}, evs)
+	got, err := next.Run(t.Context(), "old-run")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.Events)
+	var left int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM `+schema+`.server_run_events`).Scan(&left))
+	assert.Zero(t, left)
 }
