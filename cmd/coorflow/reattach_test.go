@@ -30,12 +30,12 @@ import (
 type failover struct {
 	*httptest.Server
 	mu        sync.Mutex
-	reattched map[string]int
+	reattached map[string]int
 }
 
 func newFailover(t *testing.T, reps ...*replica) *failover {
 	t.Helper()
-	f := &failover{reattched: map[string]int{}}
+	f := &failover{reattached: map[string]int{}}
 	hosts := make([]string, len(reps))
 	for i, r := range reps {
 		u, err := url.Parse(r.url)
@@ -73,7 +73,7 @@ func newFailover(t *testing.T, reps ...*replica) *failover {
 		proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tookKey{}, &took)))
 		if r.Header.Get("Last-Event-ID") != "" {
 			f.mu.Lock()
-			f.reattched[took]++
+			f.reattached[took]++
 			f.mu.Unlock()
 		}
 	}))
@@ -116,8 +116,8 @@ func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
 	require.True(t, killed)
 	assert.Equal(t, []string{"created", "joined"}, rep.Steps)
 	lb.mu.Lock()
-	assert.GreaterOrEqual(t, lb.reattched["b"], 2, "both streams re-attached on B (%v)", lb.reattched)
-	assert.Zero(t, lb.reattched["a"], "none on A")
+	assert.GreaterOrEqual(t, lb.reattached["b"], 2, "both streams re-attached on B (%v)", lb.reattached)
+	assert.Zero(t, lb.reattached["a"], "none on A")
 	lb.mu.Unlock()
 	var run struct {
 		Status    string `json:"status"`
@@ -128,5 +128,5 @@ func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
 	assert.Equal(t, "done", run.Status)
 	assert.Equal(t, "b", run.Replica)
 	assert.Equal(t, 1, run.Takeovers)
-	t.Logf("the SDK's two streams of one run re-attached to B by themselves after A's SIGKILL: %d events each, re-attachments %v", rep.Events, lb.reattched)
+	t.Logf("the SDK's two streams of one run re-attached to B by themselves after A's SIGKILL: %d events each, re-attachments %v", rep.Events, lb.reattached)
 }
