@@ -29,7 +29,7 @@ import (
 // by the replica that took them.
 type failover struct {
 	*httptest.Server
-	mu        sync.Mutex
+	mu         sync.Mutex
 	reattached map[string]int
 }
 
