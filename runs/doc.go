@@ -18,8 +18,9 @@
 //   - the environment a workflow compiles with (env.go): models, tools,
 //     code execution, skills and MCP servers, one definition for `run`,
 //     `serve`, `worker`, `mcp` and `replay`;
-//   - the event log (eventlog*.go): one log for recordings, replica streams
-//     and Temporal streams.
+//   - the event log (package runs/eventlog, on PostgreSQL, a package of
+//     its own so that temporalrun and server/replicas, below runs, use
+//     it): one log for recordings, replica streams and Temporal streams.
 //
 // Transports translate their wire formats to and from this package; they
 // do not re-implement its rules.

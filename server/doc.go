@@ -149,7 +149,10 @@
 // Config.EventBufferBytes, default 1 MiB, of them): a client re-attaches with
 // GET .../runs/{run}/stream and gets the buffered events after the id it
 // last saw (Last-Event-ID, as browsers' EventSource send it, or ?after=N),
-// then the live ones. If some of those were dropped from the buffer, it
+// then the live ones. Every stream's answer says where to re-attach in
+// its Location header (the run's .../runs/{run}/stream, /v1 or Platform),
+// which the LangGraph SDK follows by itself with Last-Event-ID when a
+// stream breaks. If some of those were dropped from the buffer, it
 // first gets a "truncated" event saying how many. Once the run has ended
 // the server holds none of its events: with a Recorder, a re-attached
 // stream reads them from the recording, the same events but for the state
@@ -162,13 +165,18 @@
 // With Config.Replicas (package server/replicas, on PostgreSQL), any
 // number of servers share their runs: a run is executed by the replica
 // that took the request, under a lease on its thread whose token fences
-// its checkpoints, and every event is stored in the database as it is
-// streamed, so that any replica answers runs/{run}, its stream (from the
+// its checkpoints, and every event is stored in the database (the event
+// log's group commits, within milliseconds and before the run's next
+// checkpoint) before any replica streams it, so that any replica answers
+// runs/{run}, its stream (from the
 // start, or after Last-Event-ID: no buffer limit, nothing truncated),
 // runs/wait, cancel, the thread's runs and its active run; the owners'
 // quotas count the runs of every replica. A replica that dies holds its
 // runs until their leases expire (Config.LeaseTTL); another then takes
-// each over from its last checkpoint, replaying its journaled calls. One
+// each over from its last checkpoint, replaying its journaled calls: it
+// wakes when the earliest lease it knows of expires, so a takeover comes
+// a lease and ~100ms after the replica's last renewal. A stream that was
+// read from the dead replica re-attaches to any other at its Location. One
 // that shuts down hands its runs over at once. A replica runs only the
 // runs of the workflows it serves (Config.Workflows): replicas serving
 // different sets, as during a rolling upgrade, leave each other's alone.

@@ -831,7 +831,7 @@ func TestSharedRunsBeyondRetainRunsArePrunedWithTheirEvents(t *testing.T) {
 		ended = append(ended, a.wait(alice, "e", map[string]any{"input": map[string]any{"text": text}}).ID)
 	}
 	countEvents := func(run string) (n int) {
-		require.NoError(t, rs.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+rs.schema+`.server_run_events WHERE run_id = $1`, run).Scan(&n))
+		require.NoError(t, rs.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+rs.schema+`.event_frames WHERE stream = $1`, run).Scan(&n))
 		return n
 	}
 	require.NotZero(t, countEvents(ended[0]))

@@ -43,7 +43,10 @@ type Replicas interface {
 	// wrapping graph.ErrCheckpointConflict.
 	Renew(ctx context.Context, c *Claim) (cancel bool, err error)
 	// Publish stores an event of the claimed run and wakes the replicas
-	// following it. It stores nothing once the lease was taken over.
+	// following it; it may store it later, with others (a group commit),
+	// but before the run's next checkpoint, its Finish or its Release.
+	// It stores nothing once the lease was taken over, and says so then
+	// or at a later Publish or Finish.
 	Publish(ctx context.Context, c *Claim, ev SharedEvent) error
 	// Finish stores how the claimed run ended and releases its lease.
 	Finish(ctx context.Context, c *Claim, run SharedRun) error
@@ -71,6 +74,13 @@ type Replicas interface {
 	// keep (in the order they were enqueued), at most limit of them, and
 	// returns how many it forgot. Replicas may prune at once.
 	Prune(ctx context.Context, keep, limit int) (int, error)
+	// NextDue returns how long until a run of the named workflows may
+	// become due with no replica saying so: the earliest lease of another
+	// replica's running run to expire (a takeover), or the end of the
+	// hold on a queued run another replica enqueued. ok is false when no
+	// such run is open. The time is the database's, so clocks of replicas
+	// that disagree do not matter.
+	NextDue(ctx context.Context, workflows []string) (wait time.Duration, ok bool, err error)
 	// Changed returns a channel closed at the next change of the run —
 	// an event, its end, a request to cancel — on any replica; "" is any
 	// run that becomes due.

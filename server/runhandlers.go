@@ -112,6 +112,7 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 			s.extendWrite(rc)
 			writeJSON(w, http.StatusOK, v)
 		case modeStream:
+			w.Header().Set("Location", "/v1/threads/"+th.ID+"/runs/"+ru.id+"/stream")
 			s.serveEvents(w, r, rc, ru, 0, nativeFormat{kinds})
 		}
 	}

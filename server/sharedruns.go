@@ -45,24 +45,52 @@ func (s *Server) stopReplica() {
 }
 
 // claimLoop claims due runs whenever a replica says one may be due, and
-// every half lease: a lease that expired says nothing. Then, and at its
-// start, it prunes the ended runs.
+// when a run may be due that nobody announces: a lease that expired, or a
+// queued run's hold by a replica that died (nextLook). It prunes the ended
+// runs at its start and every half lease.
 func (s *Server) claimLoop(ctx context.Context) {
 	defer close(s.replica.done)
 	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
 	defer tick.Stop()
+	look := time.NewTimer(s.cfg.LeaseTTL / 2)
+	defer look.Stop()
 	s.pruneShared(ctx)
 	for {
 		due := s.cfg.Replicas.Changed("")
 		s.claimDue(ctx)
+		look.Reset(s.nextLook(ctx))
 		select {
 		case <-ctx.Done():
 			return
 		case <-due:
+		case <-look.C:
 		case <-tick.C:
 			s.pruneShared(ctx)
 		}
 	}
+}
+
+// nextLook is how long the claim loop may wait before it looks for due
+// runs again: until just after the earliest lease (or hold) of another
+// replica expires, so that a dead replica's run is taken over within a
+// lease and a little (Replicas.NextDue), and at most half a lease, the
+// look of a replica that cannot ask. A live replica renews its leases
+// every third of one, so in a healthy cluster the loop looks once per
+// two thirds of a lease at most.
+func (s *Server) nextLook(ctx context.Context) time.Duration {
+	ttl := s.cfg.LeaseTTL
+	wait, ok, err := s.cfg.Replicas.NextDue(ctx, s.replica.workflows)
+	if err != nil && ctx.Err() == nil {
+		s.log.ErrorContext(ctx, "server: look for the next lease to expire", "err", err)
+	}
+	if err != nil || !ok {
+		return ttl / 2
+	}
+	// A moment after the expiry (a hundredth of a lease, at most 100ms),
+	// so that the database sees it expired; never sooner than that
+	// moment, so that a lease expiring now is not asked about in a loop.
+	slack := min(max(ttl/100, time.Millisecond), 100*time.Millisecond)
+	return min(max(wait, 0)+slack, ttl/2)
 }
 
 // pruneBatch is how many ended runs one statement of pruneShared deletes,
@@ -415,6 +443,7 @@ func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMo
 	}
 	switch mode {
 	case modeStream:
+		w.Header().Set("Location", "/v1/threads/"+ru.thread+"/runs/"+ru.id+"/stream")
 		s.serveShared(w, r, ru.id, ru.wf, ru.key, 0, nativeFormat{kinds})
 		return
 	case modeWait:
@@ -558,7 +587,7 @@ func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
 // runs it, until the run ends (then format's end) or the client leaves.
 // A run deleted meanwhile ends the stream too, with deletedRun.
 func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
-	out, ok := s.openStream(w, http.NewResponseController(w), format)
+	out, ok := s.openStream(w, r, http.NewResponseController(w), format)
 	if !ok {
 		return
 	}

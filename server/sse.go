@@ -166,9 +166,18 @@ func (sw sseWriter) flush() error {
 
 // openStream answers with a stream of server-sent events in format and
 // writes the format's head; it reports false when the client is gone.
-func (s *Server) openStream(w http.ResponseWriter, rc *http.ResponseController, format streamFormat) (sseWriter, bool) {
+//
+// Every stream says in Location where to re-attach to it: a stream that
+// breaks (its replica died, a proxy cut it) goes on from there, on any
+// replica, after the Last-Event-ID the client saw, as the LangGraph SDK
+// does by itself. A joined stream is its own location; a stream that
+// creates its run sets the run's before.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, format streamFormat) (sseWriter, bool) {
 	out := sseWriter{s: s, w: w, rc: rc}
 	h := w.Header()
+	if h.Get("Location") == "" && r.Method == http.MethodGet {
+		h.Set("Location", r.URL.EscapedPath())
+	}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
@@ -187,7 +196,7 @@ func (s *Server) openStream(w http.ResponseWriter, rc *http.ResponseController, 
 // once the run has ended; otherwise a truncated event says how many were
 // dropped.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, ru *run, after int64, format streamFormat) {
-	out, ok := s.openStream(w, rc, format)
+	out, ok := s.openStream(w, r, rc, format)
 	if !ok {
 		return
 	}

@@ -2,15 +2,20 @@
 // runs through one PostgreSQL database: it implements server.Replicas.
 //
 // A run is a row of server_runs; its events, as the streams send them, are
-// rows of server_run_events; LISTEN/NOTIFY on one channel per schema wakes
+// its stream in the event log (package runs/eventlog, in the same schema:
+// group commits of the events of every run a replica executes, stored
+// before each of the run's checkpoints and task records, before its end
+// and before it changes hands; events of server_run_events, from an older
+// version, move there at start); LISTEN/NOTIFY on one channel per schema wakes
 // the replicas that follow a run (its id is the payload), that wait for a
 // run to become due ("") or that hold a run a client asked to cancel
 // ("cancel:" and its id). A replica executes a run under the lease of its
 // thread (checkpoint/postgres: Acquire, Renew, Release) and writes its
 // checkpoints and journal through the Saver fenced by the lease's token, so
 // a replica that lost the lease — it stalled, and another took the run over
-// — stores nothing more: its checkpoints, task records, events and end are
-// refused with a *graph.CheckpointConflictError.
+// — stores nothing more: its checkpoints, task records, events (its stream
+// is fenced by the lease's token) and end are refused with a
+// *graph.CheckpointConflictError.
 //
 // A run is due when it is the oldest open run of its thread and no live
 // lease holds the thread: queued (its replica claims it at once; the

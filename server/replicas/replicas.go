@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgdb"
 	"github.com/coorflow/coorflow/runs"
+	"github.com/coorflow/coorflow/runs/eventlog"
 	"github.com/coorflow/coorflow/server"
 )
 
@@ -34,6 +36,10 @@ type Config struct {
 	// Schema keeps the tables in this PostgreSQL schema, as the Saver's
 	// WithSchema; "" is the connection's current schema.
 	Schema string
+	// EventLog tunes the event log of the runs' streams: its group
+	// commits and the memory they take (eventlog.Config; its Schema and
+	// Channel are the replicas').
+	EventLog eventlog.Config
 }
 
 // Replicas implements server.Replicas on PostgreSQL. Create it with New,
@@ -44,9 +50,11 @@ type Replicas struct {
 	saver *postgres.Saver
 	name  string
 	ttl   time.Duration
+	logs  eventlog.Config
 
 	initMu sync.Mutex
-	q      *queries // set once the schema is ready
+	q      *queries      // set once the schema is ready
+	log    *eventlog.Log // the runs' streams; set with q
 
 	// listener wakes the waiters of each notification.
 	listener *pgdb.Listener
@@ -70,7 +78,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Replicas, error) {
 		cfg.LeaseTTL = server.DefaultLeaseTTL
 	}
 	return &Replicas{
-		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL,
+		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL, logs: cfg.EventLog,
 		share:    pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
 		listener: pgdb.NewListener(pool, cfg.LeaseTTL/4),
 	}, nil
@@ -92,11 +100,19 @@ func (r *Replicas) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops listening. It does not close the pool.
+// Close stores the events published and stops listening. It does not
+// close the pool.
 func (r *Replicas) Close() error {
 	r.listener.Close()
+	r.initMu.Lock()
+	log := r.log
+	r.initMu.Unlock()
+	var err error
+	if log != nil {
+		err = log.Close()
+	}
 	r.share.Close()
-	return nil
+	return err
 }
 
 // Changed implements server.Replicas.
@@ -104,23 +120,28 @@ func (r *Replicas) Changed(key string) <-chan struct{} { return r.listener.Chang
 
 // queries are the statements, with their tables qualified.
 type queries struct {
-	channel                                                   string
-	usage, insert, candidates, claim, cancel, finish, publish string
-	run, runs, events, lastEvent, cancelled, offer            string
-	remove, prune, activity                                   string
+	channel                                          string
+	usage, insert, candidates, claim, cancel, finish string
+	run, runs, cancelled, offer, moveEvents          string
+	remove, prune, activity, nextDue                 string
 }
 
-// runColumns are what scanRun reads, in order.
+// runColumns are what scanRun reads, in order; a run's last event is its
+// stream's in the event log.
 const runColumns = `r.run_id, r.thread_id, r.thread_key, r.owner, r.workflow, r.request, r.status, r.started, r.base,
 	r.checkpoint, r.error, r.created, r.started_at, r.ended_at, r.holder, r.takeovers,
-	(SELECT coalesce(max(e.id), 0) FROM {schema}.server_run_events e WHERE e.run_id = r.run_id)`
+	coalesce((SELECT s.last FROM {streams} s WHERE s.stream = r.run_id), 0)`
 
-func newQueries(schema, leases string) *queries {
-	rep := strings.NewReplacer("{schema}", schema, "{leases}", leases, "{columns}", strings.ReplaceAll(runColumns, "{schema}", schema))
+// channelOf is the replicas' notification channel in schema (quoted).
+func channelOf(schema string) string { return "coorflow_runs:" + strings.Trim(schema, `"`) }
+
+func newQueries(schema, leases, streams, frames string) *queries {
+	rep := strings.NewReplacer("{schema}", schema, "{leases}", leases, "{streams}", streams, "{frames}", frames,
+		"{columns}", strings.NewReplacer("{schema}", schema, "{streams}", streams).Replace(runColumns))
 	open := `status IN ('queued', 'running')`
 	return &queries{
 		// One channel per schema: replicas of other schemas share nothing.
-		channel: "coorflow_runs:" + strings.Trim(schema, `"`),
+		channel: channelOf(schema),
 		// The owner's threads with open runs, its open runs, and the
 		// oldest open run of the thread $2 ("" when it has none).
 		usage: rep.Replace(`SELECT count(DISTINCT thread_key), count(*),
@@ -166,28 +187,43 @@ func newQueries(schema, leases string) *queries {
 				UPDATE {leases} l SET expires = '-infinity' FROM up WHERE l.thread_id = up.thread_key AND l.token = $2
 			)
 			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM up) x`),
-		publish: rep.Replace(`WITH ins AS (
-				INSERT INTO {schema}.server_run_events (run_id, id, name, frame)
-				SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM {schema}.server_runs WHERE run_id = $1 AND token = $5 FOR SHARE)
-				RETURNING run_id
-			)
-			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM ins) x`),
-		// An ended run goes, with its events; "" says the run is open.
+		// An ended run goes, with its stream; "" says the run is open.
 		remove: rep.Replace(`WITH old AS (SELECT run_id, status FROM {schema}.server_runs WHERE run_id = $1),
-				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id)
+				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id),
+				f AS (DELETE FROM {frames} f USING del WHERE f.stream = del.run_id),
+				s AS (DELETE FROM {streams} s USING del WHERE s.stream = del.run_id)
 			SELECT old.status, (SELECT count(*) FROM del) FROM old`),
-		// The ended runs beyond the newest $1 go, with their events, at
+		// The ended runs beyond the newest $1 go, with their streams, at
 		// most $2 of them: a DELETE that replicas may race on.
-		prune: rep.Replace(`DELETE FROM {schema}.server_runs WHERE run_id IN (
-				SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)`),
+		prune: rep.Replace(`WITH del AS (DELETE FROM {schema}.server_runs WHERE run_id IN (
+					SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)
+				RETURNING run_id),
+				f AS (DELETE FROM {frames} f USING del WHERE f.stream = del.run_id),
+				s AS (DELETE FROM {streams} s USING del WHERE s.stream = del.run_id)
+			SELECT count(*) FROM del`),
+		// The events stored by a replica of a version before the event
+		// log move to it, once.
+		moveEvents: rep.Replace(`WITH moved AS (DELETE FROM {schema}.server_run_events RETURNING run_id, id, name, frame),
+				ins AS (INSERT INTO {frames} (stream, id, name, frame) SELECT run_id, id, name, frame FROM moved ON CONFLICT DO NOTHING)
+			INSERT INTO {streams} AS s (stream, fence, last)
+			SELECT m.run_id, r.token, max(m.id) FROM moved m JOIN {schema}.server_runs r USING (run_id) GROUP BY m.run_id, r.token
+			ON CONFLICT (stream) DO UPDATE SET last = greatest(s.last, excluded.last), fence = greatest(s.fence, excluded.fence)`),
+		// The earliest moment a run may become due unannounced: a lease
+		// of another replica's running run expires, or another replica's
+		// hold on a run it enqueued ends ($2 µs after it did).
+		nextDue: rep.Replace(`SELECT extract(epoch FROM min(t) - clock_timestamp())::float8 FROM (
+				SELECT l.expires AS t FROM {schema}.server_runs r JOIN {leases} l ON l.thread_id = r.thread_key
+				WHERE r.status = 'running' AND l.holder <> $1 AND r.workflow = ANY($3::text[])
+				UNION ALL
+				SELECT r.created + $2 * interval '1 microsecond' FROM {schema}.server_runs r
+				WHERE r.status = 'queued' AND r.holder NOT IN ('', $1) AND r.workflow = ANY($3::text[])
+			) x WHERE t > clock_timestamp()`),
 		offer:     rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
 		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
 		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
 		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
 		activity: rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1
 				AND (r.` + open + ` OR r.seq = (SELECT max(seq) FROM {schema}.server_runs WHERE thread_key = $1)) ORDER BY r.seq`),
-		lastEvent: rep.Replace(`SELECT coalesce(max(id), 0) FROM {schema}.server_run_events WHERE run_id = $1`),
-		events:    rep.Replace(`SELECT id, name, frame FROM {schema}.server_run_events WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
 	}
 }
 
@@ -206,7 +242,21 @@ func (r *Replicas) ready(ctx context.Context) (*queries, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.q = newQueries(schema, leases)
+	// The runs' streams, in the same schema, notified on the replicas'
+	// channel: a stream's reader waits on its run's id.
+	logs := r.logs
+	logs.Schema, logs.Channel = strings.Trim(schema, `"`), channelOf(schema)
+	log := eventlog.New(r.pool, logs)
+	if err := log.Start(ctx); err != nil {
+		return nil, err
+	}
+	streams, frames := log.Tables()
+	q := newQueries(schema, leases, streams, frames)
+	if _, err := r.pool.Exec(ctx, q.moveEvents); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("move the events of server_run_events to the event log: %w", err)
+	}
+	r.q, r.log = q, log
 	return r.q, nil
 }
 
@@ -339,15 +389,16 @@ func (r *Replicas) claim(ctx context.Context, q *queries, id, key string) (*serv
 	if err != nil {
 		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
 	}
-	// The last event once the claim is committed: an event the former
-	// holder was storing meanwhile (under the run's row lock, FOR SHARE)
-	// is in, and it can store no more.
-	if err := r.pool.QueryRow(ctx, q.lastEvent, id).Scan(&c.Run.Events); err != nil {
+	// The stream is this replica's from now on, fenced by the lease's
+	// token: an event the former holder was storing meanwhile (under the
+	// stream's row lock) is in, and it can store no more. Its events are
+	// numbered after the last.
+	if c.Run.Events, err = r.log.Open(ctx, id, lease.Token); err != nil {
 		return nil, errors.Join(err, r.saver.Release(context.WithoutCancel(ctx), lease))
 	}
 	c.Run.Started = started
 	c.Token = lease.Token
-	c.Saver = r.saver.Fenced(lease)
+	c.Saver = &flushingSaver{Saver: r.saver.Fenced(lease), flush: func() error { return r.flush(&c) }}
 	return &c, nil
 }
 
@@ -372,20 +423,65 @@ func (r *Replicas) Renew(ctx context.Context, c *server.Claim) (bool, error) {
 	return cancel, nil
 }
 
-// Publish implements server.Replicas.
+// Publish implements server.Replicas: the event is queued for the event
+// log's next group commit, which stores the events of every run this
+// replica executes in one statement (eventlog). It returns the error of
+// an earlier commit of the run's events: once the lease was taken over,
+// a *graph.CheckpointConflictError. The run's events are all stored
+// before its checkpoints and task records (the claim's Saver flushes
+// them first), before Finish and before Release.
 func (r *Replicas) Publish(ctx context.Context, c *server.Claim, ev server.SharedEvent) error {
-	q, err := r.ready(ctx)
-	if err != nil {
+	if _, err := r.ready(ctx); err != nil {
 		return fmt.Errorf("replicas: publish: %w", err)
 	}
-	var n int
-	if err := r.pool.QueryRow(ctx, q.publish, c.Run.ID, ev.ID, ev.Name, ev.Frame, c.Token, q.channel).Scan(&n); err != nil {
-		return fmt.Errorf("replicas: publish event %d of run %q: %w", ev.ID, c.Run.ID, err)
+	err := r.log.Append(c.Run.ID, c.Token, eventlog.Frame{ID: ev.ID, Name: ev.Name, Data: ev.Frame})
+	return r.streamErr(c, "publish event "+strconv.FormatInt(ev.ID, 10)+" of", err)
+}
+
+// flush waits until the claimed run's events published so far are
+// stored.
+func (r *Replicas) flush(c *server.Claim) error {
+	return r.streamErr(c, "store the events of", r.log.Flush(c.Run.ID))
+}
+
+// streamErr words an error of the event log about claim c's run; one
+// that says the stream was fenced is a *graph.CheckpointConflictError.
+func (r *Replicas) streamErr(c *server.Claim, what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, eventlog.ErrFenced):
+		return fmt.Errorf("replicas: %s run %q: %w", what, c.Run.ID, r.takenOver(c))
 	}
-	if n == 0 {
-		return fmt.Errorf("replicas: publish event %d of run %q: %w", ev.ID, c.Run.ID, r.takenOver(c))
+	return fmt.Errorf("replicas: %s run %q: %w", what, c.Run.ID, err)
+}
+
+// flushingSaver is a claim's fenced Saver that stores the run's events
+// published so far before each write: a replica that takes the run over
+// from a checkpoint or a task record finds the events that came before
+// it, so a stream loses none of them.
+type flushingSaver struct {
+	graph.Saver
+	flush func() error
+}
+
+func (f *flushingSaver) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+	if err := f.flush(); errors.Is(err, graph.ErrCheckpointConflict) {
+		return err
 	}
-	return nil
+	return f.Saver.PutCheckpoint(ctx, cp, blobs)
+}
+
+func (f *flushingSaver) PutTaskRecords(ctx context.Context, ref graph.CheckpointRef, recs []graph.TaskRecord) error {
+	if err := f.flush(); errors.Is(err, graph.ErrCheckpointConflict) {
+		return err
+	}
+	return f.Saver.PutTaskRecords(ctx, ref, recs)
+}
+
+// BlobsAt passes graph.BlobReader through.
+func (f *flushingSaver) BlobsAt(ctx context.Context, thread, ns string, versions map[string]string) ([]graph.Blob, error) {
+	return graph.ReadBlobsAt(ctx, f.Saver, thread, ns, versions)
 }
 
 // takenOver is the error of a write under a claim whose lease another
@@ -406,6 +502,13 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 			return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
 		}
 	}
+	// The run's events before its end: a client told that the run
+	// ended has seen them all.
+	stored := r.flush(c)
+	if errors.Is(stored, graph.ErrCheckpointConflict) {
+		return stored
+	}
+	defer r.log.Forget(c.Run.ID)
 	var n int
 	if err := r.pool.QueryRow(ctx, q.finish, run.ID, c.Token, run.Status, run.Checkpoint, detail, q.channel).Scan(&n); err != nil {
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
@@ -414,7 +517,7 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, r.takenOver(c))
 	}
 	// The next run of the thread is due.
-	return r.notify(ctx, q, "")
+	return errors.Join(stored, r.notify(ctx, q, ""))
 }
 
 // Release implements server.Replicas.
@@ -423,10 +526,29 @@ func (r *Replicas) Release(ctx context.Context, c *server.Claim) error {
 	if err != nil {
 		return fmt.Errorf("replicas: release: %w", err)
 	}
+	// The events before the run changes hands.
+	stored := r.flush(c)
+	r.log.Forget(c.Run.ID)
 	if err := r.saver.Release(ctx, r.lease(c)); err != nil {
 		return fmt.Errorf("replicas: release run %q: %w", c.Run.ID, err)
 	}
-	return r.notify(ctx, q, "")
+	return errors.Join(stored, r.notify(ctx, q, ""))
+}
+
+// NextDue implements server.Replicas.
+func (r *Replicas) NextDue(ctx context.Context, workflows []string) (time.Duration, bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("replicas: next due: %w", err)
+	}
+	var secs *float64
+	if err := r.pool.QueryRow(ctx, q.nextDue, r.name, r.ttl.Microseconds(), workflows).Scan(&secs); err != nil {
+		return 0, false, fmt.Errorf("replicas: next due: %w", err)
+	}
+	if secs == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
 }
 
 // Run implements server.Replicas.
@@ -480,22 +602,22 @@ func (r *Replicas) queryRuns(ctx context.Context, what, query, threadKey string)
 	return out, nil
 }
 
+// maxEventsBytes bounds the events one call of Events returns (but the
+// first): what a stream's reader holds at once.
+const maxEventsBytes = 1 << 20
+
 // Events implements server.Replicas.
 func (r *Replicas) Events(ctx context.Context, run string, after int64, limit int) ([]server.SharedEvent, error) {
-	q, err := r.ready(ctx)
-	if err != nil {
+	if _, err := r.ready(ctx); err != nil {
 		return nil, fmt.Errorf("replicas: events: %w", err)
 	}
-	rows, err := r.pool.Query(ctx, q.events, run, after, limit)
+	frames, err := r.log.Read(ctx, run, after, limit, maxEventsBytes)
 	if err != nil {
 		return nil, fmt.Errorf("replicas: events of run %q: %w", run, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (server.SharedEvent, error) {
-		var ev server.SharedEvent
-		return ev, row.Scan(&ev.ID, &ev.Name, &ev.Frame)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("replicas: events of run %q: %w", run, err)
+	out := make([]server.SharedEvent, len(frames))
+	for i, f := range frames {
+		out[i] = server.SharedEvent{ID: f.ID, Name: f.Name, Frame: f.Data}
 	}
 	return out, nil
 }
@@ -524,11 +646,11 @@ func (r *Replicas) Prune(ctx context.Context, keep, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("replicas: prune: %w", err)
 	}
-	tag, err := r.pool.Exec(ctx, q.prune, keep, limit)
-	if err != nil {
+	var n int
+	if err := r.pool.QueryRow(ctx, q.prune, keep, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("replicas: prune: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // cancelledQueued is the error of a run cancelled before it started, as

@@ -241,8 +241,17 @@ func TestARunWhoseReplicaStoppedRenewingIsTakenOver(t *testing.T) {
 
 	_, err = dead.Renew(t.Context(), claim)
 	assert.ErrorIs(t, err, graph.ErrCheckpointConflict, "the dead replica's lease is gone")
+	// Its events are queued for the event log's next commit, which
+	// refuses them: the next Publish, or its Finish, says so.
 	err = dead.Publish(t.Context(), claim, server.SharedEvent{ID: 99, Name: "x", Frame: []byte("x")})
+	require.NoError(t, err)
+	err = dead.Finish(t.Context(), claim, claim.Run)
 	assert.ErrorIs(t, err, graph.ErrCheckpointConflict, "and its events are refused")
+	err = dead.Publish(t.Context(), claim, server.SharedEvent{ID: 100, Name: "x", Frame: []byte("x")})
+	assert.ErrorIs(t, err, graph.ErrCheckpointConflict, "for good")
+	evs, err := dead.Events(t.Context(), "run-1", 0, 1000)
+	require.NoError(t, err)
+	assert.NotEqual(t, int64(99), evs[len(evs)-1].ID)
 }
 
 func TestAReplicaShuttingDownHandsItsRunOver(t *testing.T) {

@@ -1,0 +1,466 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coorflow/coorflow/internal/pgdb"
+)
+
+// Config configures New.
+type Config struct {
+	// Schema keeps the tables in this PostgreSQL schema; "" is the
+	// connection's current schema.
+	Schema string
+	// Channel is notified after each commit, once per stream written,
+	// with the stream's key ("" is "coorflow_events:" and the schema).
+	Channel string
+	// MaxDelay bounds how long an appended frame waits for its commit
+	// (default 2ms); MaxBatch and MaxBatchBytes bound one commit
+	// (default 512 frames, 1 MiB; a larger frame is committed alone).
+	MaxDelay      time.Duration
+	MaxBatch      int
+	MaxBatchBytes int
+	// MaxPendingBytes bounds the frames waiting for a commit (default
+	// 8 MiB): Append blocks beyond it until a commit makes room.
+	MaxPendingBytes int
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxDelay        = 2 * time.Millisecond
+	DefaultMaxBatch        = 512
+	DefaultMaxBatchBytes   = 1 << 20
+	DefaultMaxPendingBytes = 8 << 20
+)
+
+// Frame is one event of a stream: its id (numbered by the writer, from 1,
+// increasing), its name and its bytes.
+type Frame struct {
+	ID   int64
+	Name string
+	Data []byte
+}
+
+// ErrFenced is the error of an append to a stream that another writer
+// opened with a larger token since: the writer lost its lease.
+var ErrFenced = errors.New("eventlog: the stream was opened by a writer with a newer token")
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("eventlog: closed")
+
+// ErrSchemaTooNew: the tables were made by a newer version.
+var ErrSchemaTooNew = errors.New("eventlog: schema is newer than this version supports")
+
+// migrations[v-1] brings the tables from version v-1 to v. Append; never
+// edit a released one.
+var migrations = [][]string{{
+	// One row per stream: the token of its writer, the id of its last
+	// frame stored.
+	`CREATE TABLE {schema}.event_streams (
+		stream  text COLLATE "C" PRIMARY KEY,
+		fence   bigint NOT NULL DEFAULT 0,
+		last    bigint NOT NULL DEFAULT 0,
+		updated timestamptz NOT NULL DEFAULT clock_timestamp()
+	)`,
+	`CREATE TABLE {schema}.event_frames (
+		stream text COLLATE "C" NOT NULL,
+		id     bigint NOT NULL,
+		name   text NOT NULL,
+		frame  bytea NOT NULL,
+		PRIMARY KEY (stream, id)
+	)`,
+}}
+
+// Log is the event log on a pool. Create it with New, Start it, Close it.
+type Log struct {
+	pool  *pgxpool.Pool
+	share *pgdb.Share
+	cfg   Config
+	q     *queries
+
+	mu      sync.Mutex
+	cond    *sync.Cond // a commit ended, or Close
+	pending []pend     // appended, not committed, oldest first
+	bytes   int        // of pending
+	seq     uint64     // frames appended
+	settled uint64     // frames committed or failed, in order
+	errs    map[string]error
+	closed  bool // Close was called: no more appends
+	stopped bool // the commit loop ended: every append is settled
+
+	kick, urgent chan struct{}
+	stop         context.CancelFunc
+	done         chan struct{}
+}
+
+// pend is one appended frame.
+type pend struct {
+	stream string
+	fence  int64
+	frame  Frame
+	seq    uint64
+}
+
+// New returns the log on pool, which the caller owns. It does no I/O.
+func New(pool *pgxpool.Pool, cfg Config) *Log {
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	l := &Log{pool: pool, cfg: cfg, errs: map[string]error{},
+		kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		share: pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Closed: ErrClosed, Migrations: pgdb.Migrations{
+			Lock: "coorflow/eventlog:", Table: "event_log_schema", Steps: migrations, TooNew: ErrSchemaTooNew,
+		}})}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// queries are the statements, with their tables qualified.
+type queries struct {
+	streams, frames                           string
+	channel, open, write, read, last, deleted string
+}
+
+func newQueries(schema, channel string) *queries {
+	streams, frames := schema+".event_streams", schema+".event_frames"
+	if channel == "" {
+		channel = "coorflow_events:" + strings.Trim(schema, `"`)
+	}
+	rep := strings.NewReplacer("{streams}", streams, "{frames}", frames)
+	return &queries{
+		streams: streams, frames: frames, channel: channel,
+		// The row lock orders an open after the appends committed before
+		// it; the appends after it with a smaller token find no row.
+		open: rep.Replace(`INSERT INTO {streams} AS s (stream, fence) VALUES ($1, $2)
+			ON CONFLICT (stream) DO UPDATE SET fence = greatest(s.fence, $2), updated = clock_timestamp()
+			RETURNING s.last`),
+		// One statement per commit, whatever the streams: each stream's
+		// frames go in when its writer's token is still the newest.
+		write: rep.Replace(`WITH b AS (
+				SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bytea[]) AS b(stream, fence, id, name, frame)
+			), ok AS (
+				UPDATE {streams} s SET last = greatest(s.last, m.last), updated = clock_timestamp()
+				FROM (SELECT stream, max(fence) AS fence, max(id) AS last FROM b GROUP BY stream) m
+				WHERE s.stream = m.stream AND s.fence <= m.fence
+				RETURNING s.stream
+			), ins AS (
+				INSERT INTO {frames} (stream, id, name, frame)
+				SELECT b.stream, b.id, b.name, b.frame FROM b JOIN ok USING (stream)
+			)
+			SELECT stream FROM ok, LATERAL (SELECT pg_notify($6, stream)) n`),
+		// A page: at most $3 frames, and no more than $4 bytes but its
+		// first frame.
+		read: rep.Replace(`SELECT id, name, frame FROM (
+				SELECT id, name, frame, sum(length(frame)) OVER (ORDER BY id) AS total, row_number() OVER (ORDER BY id) AS n
+				FROM {frames} WHERE stream = $1 AND id > $2 ORDER BY id LIMIT $3
+			) p WHERE total <= $4 OR n = 1 ORDER BY id`),
+		last:    rep.Replace(`SELECT coalesce((SELECT last FROM {streams} WHERE stream = $1), 0)`),
+		deleted: rep.Replace(`WITH f AS (DELETE FROM {frames} WHERE stream = ANY($1::text[])) DELETE FROM {streams} WHERE stream = ANY($1::text[])`),
+	}
+}
+
+// Start creates or upgrades the tables and starts committing, until
+// Close.
+func (l *Log) Start(ctx context.Context) error {
+	schema, err := l.share.Init(ctx)
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q != nil {
+		return nil
+	}
+	l.q = newQueries(schema, l.cfg.Channel)
+	wctx, cancel := context.WithCancel(context.Background())
+	l.stop, l.done = cancel, make(chan struct{})
+	go l.commitLoop(wctx)
+	return nil
+}
+
+// Close commits what was appended and stops. It does not close the pool.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	stop, done := l.stop, l.done
+	l.stopped = stop == nil
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	if stop != nil {
+		signal(l.urgent)
+		<-done
+		stop()
+	}
+	l.share.Close()
+	return nil
+}
+
+// Tables returns the qualified names of the streams and frames tables,
+// for statements of other packages on the same database that delete
+// streams with what they belong to (a run); "" before Start.
+func (l *Log) Tables() (streams, frames string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil {
+		return "", ""
+	}
+	return l.q.streams, l.q.frames
+}
+
+func (l *Log) queries() (*queries, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil {
+		return nil, errors.New("eventlog: the log is not started (Log.Start)")
+	}
+	return l.q, nil
+}
+
+// Open makes the caller the writer of stream with token fence (a lease's
+// fencing token): from then on, appends with a smaller token are refused
+// (ErrFenced). It returns the id of the stream's last frame stored, after
+// which the caller numbers its frames.
+func (l *Log) Open(ctx context.Context, stream string, fence int64) (int64, error) {
+	q, err := l.queries()
+	var last int64
+	if err == nil {
+		err = l.pool.QueryRow(ctx, q.open, stream, fence).Scan(&last)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: open stream %q: %w", stream, err)
+	}
+	l.mu.Lock()
+	delete(l.errs, stream)
+	l.mu.Unlock()
+	return last, nil
+}
+
+// Append queues frame f of stream, written under token fence, for the
+// next commit. It blocks while Config.MaxPendingBytes are waiting. It
+// returns the error of an earlier commit of the stream, once (ErrFenced
+// for good): the frames of that commit were not stored.
+func (l *Log) Append(stream string, fence int64, f Frame) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if err := l.takeErr(stream); err != nil {
+			return err
+		}
+		if l.closed || l.q == nil {
+			return ErrClosed
+		}
+		if l.bytes == 0 || l.bytes+len(f.Data) <= l.cfg.MaxPendingBytes {
+			break
+		}
+		signal(l.urgent)
+		l.cond.Wait()
+	}
+	l.seq++
+	l.pending = append(l.pending, pend{stream: stream, fence: fence, frame: f, seq: l.seq})
+	l.bytes += len(f.Data)
+	if len(l.pending) >= l.cfg.MaxBatch || l.bytes >= l.cfg.MaxBatchBytes {
+		signal(l.urgent)
+	} else {
+		signal(l.kick)
+	}
+	return nil
+}
+
+// Flush waits until every frame appended before it is committed, and
+// returns the error of a commit of the stream's frames (see Append).
+func (l *Log) Flush(stream string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	target := l.seq
+	for l.settled < target && !l.stopped {
+		signal(l.urgent)
+		l.cond.Wait()
+	}
+	return l.takeErr(stream)
+}
+
+// Forget drops what the log keeps in memory of stream (its last error):
+// its writer is done with it.
+func (l *Log) Forget(stream string) {
+	l.mu.Lock()
+	delete(l.errs, stream)
+	l.mu.Unlock()
+}
+
+// takeErr returns the stream's error; any but ErrFenced once. l.mu is
+// held.
+func (l *Log) takeErr(stream string) error {
+	err := l.errs[stream]
+	if err != nil && !errors.Is(err, ErrFenced) {
+		delete(l.errs, stream)
+	}
+	return err
+}
+
+// signal wakes the commit loop without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// commitLoop commits the pending frames: MaxDelay after the first, or at
+// once when asked (urgent), until Close, after which it commits what is
+// left.
+func (l *Log) commitLoop(ctx context.Context) {
+	defer close(l.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-l.kick:
+			timer.Reset(l.cfg.MaxDelay)
+			select {
+			case <-timer.C:
+			case <-l.urgent:
+				timer.Stop()
+			}
+		case <-l.urgent:
+		}
+		l.commitAll(ctx)
+		l.mu.Lock()
+		stopped := l.closed && len(l.pending) == 0
+		if stopped {
+			l.stopped = true
+			l.cond.Broadcast()
+		}
+		l.mu.Unlock()
+		if stopped {
+			return
+		}
+	}
+}
+
+// commitAll commits batches until nothing is pending.
+func (l *Log) commitAll(ctx context.Context) {
+	for {
+		l.mu.Lock()
+		n, size := 0, 0
+		for n < len(l.pending) && n < l.cfg.MaxBatch && (n == 0 || size+len(l.pending[n].frame.Data) <= l.cfg.MaxBatchBytes) {
+			size += len(l.pending[n].frame.Data)
+			n++
+		}
+		batch := l.pending[:n:n]
+		q := l.q
+		l.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		stored, err := l.write(ctx, q, batch)
+		l.mu.Lock()
+		for _, p := range batch {
+			switch {
+			case err != nil:
+				l.errs[p.stream] = fmt.Errorf("eventlog: store frame %d of stream %q: %w", p.frame.ID, p.stream, err)
+			case !stored[p.stream]:
+				l.errs[p.stream] = fmt.Errorf("eventlog: store frame %d of stream %q: %w", p.frame.ID, p.stream, ErrFenced)
+			}
+		}
+		l.settled = batch[n-1].seq
+		clear(l.pending[:n])
+		l.pending = l.pending[n:]
+		if len(l.pending) == 0 {
+			l.pending = nil
+		}
+		l.bytes -= size
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}
+}
+
+// write stores a batch in one statement and returns the streams stored.
+func (l *Log) write(ctx context.Context, q *queries, batch []pend) (map[string]bool, error) {
+	streams, names := make([]string, len(batch)), make([]string, len(batch))
+	fences, ids := make([]int64, len(batch)), make([]int64, len(batch))
+	frames := make([][]byte, len(batch))
+	for i, p := range batch {
+		streams[i], fences[i], ids[i], names[i], frames[i] = p.stream, p.fence, p.frame.ID, p.frame.Name, p.frame.Data
+	}
+	rows, err := l.pool.Query(ctx, q.write, streams, fences, ids, names, frames, q.channel)
+	if err != nil {
+		return nil, err
+	}
+	stored := map[string]bool{}
+	var stream string
+	_, err = pgx.ForEachRow(rows, []any{&stream}, func() error {
+		stored[stream] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// Read returns the frames of stream after id after, in order: at most
+// limit, and no more than maxBytes of them but the first.
+func (l *Log) Read(ctx context.Context, stream string, after int64, limit, maxBytes int) ([]Frame, error) {
+	q, err := l.queries()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.pool.Query(ctx, q.read, stream, after, limit, maxBytes)
+	if err == nil {
+		var out []Frame
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Frame, error) {
+			var f Frame
+			return f, row.Scan(&f.ID, &f.Name, &f.Data)
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("eventlog: read stream %q: %w", stream, err)
+}
+
+// Last returns the id of the last frame of stream stored (0: none).
+func (l *Log) Last(ctx context.Context, stream string) (int64, error) {
+	q, err := l.queries()
+	var last int64
+	if err == nil {
+		err = l.pool.QueryRow(ctx, q.last, stream).Scan(&last)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: stream %q: %w", stream, err)
+	}
+	return last, nil
+}
+
+// Delete forgets streams, with their frames.
+func (l *Log) Delete(ctx context.Context, streams ...string) error {
+	q, err := l.queries()
+	if err == nil {
+		_, err = l.pool.Exec(ctx, q.deleted, streams)
+	}
+	if err != nil {
+		return fmt.Errorf("eventlog: delete %d streams: %w", len(streams), err)
+	}
+	return nil
+}
