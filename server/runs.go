@@ -17,6 +17,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/telemetry"
 )
 
@@ -75,6 +76,8 @@ type run struct {
 	// the thread's turn spent against the run budget.
 	budget      *llm.Budget
 	meter, turn *llm.Meter
+	// config is the run's config (the request's), which its nodes read.
+	config runs.Config
 	// from is the checkpoint the run starts from (graph.FromCheckpoint);
 	// empty: the thread's newest.
 	from string
@@ -247,6 +250,7 @@ func (s *Server) execute(ru *run) {
 	}
 	opts := []graph.Option{
 		graph.WithSaver(saver), graph.Thread(ru.key),
+		ru.config.Option(),
 		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
 	}
 	if ru.resume != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -16,6 +17,9 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 	info := trace.RunInfo{
 		ID: ru.id, Thread: ru.thread, GraphThread: ru.key, Workflow: ru.workflow, Graph: ru.wf.Name(), Owner: ru.owner,
 		Runtime: map[string]string{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id},
+	}
+	if c := ru.config.Encode(); c != "" {
+		info.Runtime[runs.RuntimeConfig] = c
 	}
 	switch {
 	case ru.input != nil:
