@@ -179,7 +179,7 @@ func (b *build) addEdge(g *graph.Graph, e *fileEdge) {
 		}
 		routes, sc := e.routes, b.f.scope
 		g.AddConditionalEdges(graphName(e.From), func(ctx context.Context, s graph.State) (string, error) {
-			r, err := pick(sc, routes, s)
+			r, err := pick(ctx, sc, routes, s)
 			return r.label, err
 		}, branches)
 	case len(e.set) > 0:
@@ -190,12 +190,12 @@ func (b *build) addEdge(g *graph.Graph, e *fileEdge) {
 }
 
 // pick returns the first route whose condition holds, or the last one.
-func pick(sc *scope, routes []route, s graph.State) (route, error) {
+func pick(ctx context.Context, sc *scope, routes []route, s graph.State) (route, error) {
 	for _, r := range routes {
 		if r.when == nil {
 			return r, nil
 		}
-		ok, err := sc.evalBool(r.when, s)
+		ok, err := sc.evalBool(ctx, r.when, s)
 		if err != nil {
 			return route{}, fmt.Errorf("workflows: condition %q: %w", r.label, err)
 		}

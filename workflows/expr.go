@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,9 +39,14 @@ func newScope(chs []*channel, config map[string]any) *scope {
 	return &scope{channels: chs, config: config, types: env}
 }
 
-// env builds the values an expression runs on from a state, with the
-// functions that charge what they build to m.
-func (sc *scope) env(s graph.State, m *meter) (map[string]any, error) {
+// env builds the values an expression runs on from a state and the run
+// of ctx (its config), with the functions that charge what they build to
+// m.
+func (sc *scope) env(ctx context.Context, s graph.State, m *meter) (map[string]any, error) {
+	config, err := sc.configValues(ctx)
+	if err != nil {
+		return nil, err
+	}
 	st := make(map[string]any, len(sc.channels))
 	for _, c := range sc.channels {
 		v, ok := s.Value(c.name)
@@ -55,7 +61,7 @@ func (sc *scope) env(s graph.State, m *meter) (map[string]any, error) {
 		st[c.name] = c.shape.normalize(g)
 	}
 	env := make(map[string]any, len(meteredFuncs)+2)
-	env["state"], env["config"] = st, sc.config
+	env["state"], env["config"] = st, config
 	bindFuncs(env, m)
 	return env, nil
 }
@@ -100,8 +106,8 @@ func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*v
 }
 
 // evalBool runs a condition.
-func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
-	env, err := sc.env(s, newMeter())
+func (sc *scope) evalBool(ctx context.Context, p *vm.Program, s graph.State) (bool, error) {
+	env, err := sc.env(ctx, s, newMeter())
 	if err != nil {
 		return false, err
 	}
@@ -115,9 +121,9 @@ func (sc *scope) evalBool(p *vm.Program, s graph.State) (bool, error) {
 
 // eval runs an expression. Its value counts against the evaluation's
 // budget as JSON, the form it leaves in.
-func (sc *scope) eval(p *vm.Program, s graph.State) (any, error) {
+func (sc *scope) eval(ctx context.Context, p *vm.Program, s graph.State) (any, error) {
 	m := newMeter()
-	env, err := sc.env(s, m)
+	env, err := sc.env(ctx, s, m)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +218,7 @@ func errMessage(err error) string {
 // render fills the template from the state: strings as they are, other
 // values as JSON. The text it adds counts against one evaluation's
 // budget, shared by its expressions.
-func (t *template) render(sc *scope, s graph.State) (string, error) {
+func (t *template) render(ctx context.Context, sc *scope, s graph.State) (string, error) {
 	if t == nil {
 		return "", nil
 	}
@@ -226,7 +232,7 @@ func (t *template) render(sc *scope, s graph.State) (string, error) {
 		}
 		if env == nil {
 			var err error
-			if env, err = sc.env(s, m); err != nil {
+			if env, err = sc.env(ctx, s, m); err != nil {
 				return "", err
 			}
 		}

@@ -165,13 +165,13 @@ func stepCycle(steps []stepSpec) []string {
 // fixedPlan returns the function that renders a fixed plan from the state
 // when the team runs (factory.TeamConfig.Plan).
 func (f *File) fixedPlan(ft *fixedTeam) func(ctx context.Context, s graph.State) (*plan.Plan, error) {
-	return func(_ context.Context, s graph.State) (*plan.Plan, error) {
+	return func(ctx context.Context, s graph.State) (*plan.Plan, error) {
 		p := &plan.Plan{Thought: ft.plan.Thought, Locale: ft.plan.Locale}
 		if p.Locale == "" {
 			p.Locale = "en-US"
 		}
 		var err error
-		if p.Title, err = ft.title.render(f.scope, s); err != nil {
+		if p.Title, err = ft.title.render(ctx, f.scope, s); err != nil {
 			return nil, fmt.Errorf("workflows: the plan's title: %w", err)
 		}
 		for i, st := range ft.plan.Steps {
@@ -186,7 +186,7 @@ func (f *File) fixedPlan(ft *fixedTeam) func(ctx context.Context, s graph.State)
 				tmpl *template
 				out  *string
 			}{{"title", t.title, &step.Title}, {"description", t.description, &step.Description}, {"note", t.note, &step.Note}} {
-				if *field.out, err = field.tmpl.render(f.scope, s); err != nil {
+				if *field.out, err = field.tmpl.render(ctx, f.scope, s); err != nil {
 					return nil, fmt.Errorf("workflows: step %s: %s: %w", st.ID, field.name, err)
 				}
 			}

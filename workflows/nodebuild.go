@@ -119,12 +119,12 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 	case "router":
 		routes, sc := n.routes, b.f.scope
 		return func(ctx context.Context, st graph.State) (graph.Command, error) {
-			r, err := pick(sc, routes, st)
+			r, err := pick(ctx, sc, routes, st)
 			if err != nil {
 				return graph.Command{}, err
 			}
 			cmd := graph.Goto(graphName(r.to))
-			if cmd.Update, err = b.setWrites(n.Name, r.set, st); err != nil {
+			if cmd.Update, err = b.setWrites(ctx, n.Name, r.set, st); err != nil {
 				return graph.Command{}, err
 			}
 			return cmd, nil
@@ -228,11 +228,11 @@ func (b *build) worker(n *fileNode) (graph.NodeFunc, error) {
 }
 
 // render renders a node's system prompt and prompt from the state.
-func (b *build) render(n *fileNode, s graph.State) (sys, prompt string, err error) {
-	if sys, err = n.system.render(b.f.scope, s); err != nil {
+func (b *build) render(ctx context.Context, n *fileNode, s graph.State) (sys, prompt string, err error) {
+	if sys, err = n.system.render(ctx, b.f.scope, s); err != nil {
 		return "", "", fmt.Errorf("workflows: node %q: system prompt: %w", n.Name, err)
 	}
-	if prompt, err = n.prompt.render(b.f.scope, s); err != nil {
+	if prompt, err = n.prompt.render(ctx, b.f.scope, s); err != nil {
 		return "", "", fmt.Errorf("workflows: node %q: prompt: %w", n.Name, err)
 	}
 	return sys, prompt, nil
@@ -249,7 +249,7 @@ func (b *build) llmNode(n *fileNode) (graph.NodeFunc, error) {
 	model := window.Observe(llm.Observe(m, info))
 	out := n.output
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
-		sys, prompt, err := b.render(n, s)
+		sys, prompt, err := b.render(ctx, n, s)
 		if err != nil {
 			return graph.Command{}, err
 		}
@@ -303,7 +303,7 @@ func (b *build) reactNode(n *fileNode) (graph.NodeFunc, error) {
 	}
 	out := n.output
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
-		sys, prompt, err := b.render(n, s)
+		sys, prompt, err := b.render(ctx, n, s)
 		if err != nil {
 			return graph.Command{}, err
 		}
@@ -359,7 +359,7 @@ func (b *build) toolNode(n *fileNode) (graph.NodeFunc, error) {
 	return func(ctx context.Context, s graph.State) (graph.Command, error) {
 		args := map[string]any{}
 		for _, a := range n.args {
-			v, err := sc.eval(a.prog, s)
+			v, err := sc.eval(ctx, a.prog, s)
 			if err != nil {
 				return graph.Command{}, fmt.Errorf("workflows: node %q: argument %s: %w", n.Name, a.name, err)
 			}

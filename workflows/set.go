@@ -169,7 +169,7 @@ func (b *build) withSet(n *fileNode, fn graph.NodeFunc) graph.NodeFunc {
 				}
 			}
 		}
-		ws, err := b.setWrites(n.Name, n.set, s)
+		ws, err := b.setWrites(ctx, n.Name, n.set, s)
 		if err != nil {
 			return graph.Command{}, err
 		}
@@ -180,10 +180,10 @@ func (b *build) withSet(n *fileNode, fn graph.NodeFunc) graph.NodeFunc {
 
 // setWrites evaluates a set section on s, for node (a node, or the step
 // of an edge).
-func (b *build) setWrites(node string, set []setter, s graph.State) ([]graph.Write, error) {
+func (b *build) setWrites(ctx context.Context, node string, set []setter, s graph.State) ([]graph.Write, error) {
 	ws := make([]graph.Write, 0, len(set))
 	for _, st := range set {
-		v, err := b.f.scope.eval(st.prog, s)
+		v, err := b.f.scope.eval(ctx, st.prog, s)
 		if err != nil {
 			return nil, fmt.Errorf("workflows: node %q: set %s: %q: %w", node, st.ch.name, st.src, err)
 		}
@@ -212,7 +212,7 @@ func (b *build) addSetStep(g *graph.Graph, from, to string, set []setter) string
 	b.edgeSteps[from+"\x00"+to]++
 	name := edgeStep(from, to, b.edgeSteps[from+"\x00"+to])
 	g.AddNode(name, func(ctx context.Context, s graph.State) (graph.Command, error) {
-		ws, err := b.setWrites(name, set, s)
+		ws, err := b.setWrites(ctx, name, set, s)
 		if err != nil {
 			return graph.Command{}, err
 		}
