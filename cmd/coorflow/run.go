@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
@@ -29,6 +30,8 @@ type runFlags struct {
 	load                  *loadFlags
 	input, thread, resume string
 	answers, models       multiFlag
+	// config are the --config flags: the run's config.
+	config multiFlag
 	demo, stream, json    bool
 	showModels            bool
 	verbose               bool
@@ -50,6 +53,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.StringVar(&f.resume, "resume", "", "the answer to the question the thread waits on, or @FILE")
 	fs.Var(&f.answers, "answer", "ID=VALUE: the answer to one of several questions (repeatable)")
 	fs.Var(&f.models, "model", "TIER=provider:model (repeatable)")
+	fs.Var(&f.config, "config", "KEY=VALUE (VALUE is JSON or text) or @FILE (a JSON object): the run's config, which its nodes and expressions read (repeatable)")
 	fs.BoolVar(&f.demo, "demo", false, "use the file's demo model (its script, or the reactive demo)")
 	fs.BoolVar(&f.showModels, "show-models", false, "print each tier's provider, model and endpoint before the run")
 	fs.BoolVar(&f.stream, "stream", false, "print the models' tokens as they come")
@@ -85,11 +89,15 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	config, err := parseConfigFlags(f.config)
+	if err != nil {
+		return err
+	}
 	wf, err := runnable(pos[0], f.load.options()...)
 	if err != nil {
 		return err
 	}
-	r := &runner{app: a, flags: f, wf: wf, budget: wf.file.Budget(), used: llm.NewMeter("invocation", llm.Budget{}, llm.Spend{}, nil)}
+	r := &runner{app: a, flags: f, wf: wf, budget: wf.file.Budget(), used: llm.NewMeter("invocation", llm.Budget{}, llm.Spend{}, nil), config: config}
 	if flagSet(fs, "budget-tokens") {
 		r.budget.Tokens = f.budgetTokens
 	}
@@ -157,6 +165,8 @@ type runner struct {
 	// on PostgreSQL) and are shown and recorded as a local run's are.
 	remote        remoteRunner
 	remoteStreams bool
+	// config is the run's config (--config), given to every stream.
+	config runs.Config
 }
 
 // remoteRunner runs the graph elsewhere (temporalrun.Runner).
@@ -409,7 +419,7 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 	}
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
-	opts = append(opts, graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	opts = append(opts, r.config.Option(), graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
 	if start == trace.StartInput {
 		r.spent = llm.Spend{}
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/temporalrun"
@@ -103,8 +104,8 @@ func (a *app) worker(ctx context.Context, args []string) error {
 
 // runtimeKeys are the runtime values run and serve give the workers'
 // nodes: whose run it is (the owner scopes agents and boards), its thread
-// and run ids.
-var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun}
+// and run ids, and its config.
+var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun, runs.RuntimeConfig}
 
 // startEventLog starts the log the workers store the events of streamed
 // runs in, for their callers (run --temporal, serve --temporal).
