@@ -31,10 +31,10 @@ type runFlags struct {
 	input, thread, resume string
 	answers, models       multiFlag
 	// config are the --config flags: the run's config.
-	config multiFlag
-	demo, stream, json    bool
-	showModels            bool
-	verbose               bool
+	config             multiFlag
+	demo, stream, json bool
+	showModels         bool
+	verbose            bool
 	// temporal and queue submit the run to Temporal's workers.
 	temporal, queue string
 	// resuming: --resume or --answer was given.
