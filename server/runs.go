@@ -253,6 +253,9 @@ func (s *Server) execute(ru *run) {
 		ru.config.Option(),
 		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
 	}
+	if env, ok := s.cfg.Envs[ru.workflow]; ok {
+		opts = append(opts, graph.WithRuntime(env.Runtime()))
+	}
 	if ru.resume != nil {
 		opts = append(opts, ru.resume)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/telemetry"
 	runtrace "github.com/coorflow/coorflow/trace"
@@ -120,6 +121,11 @@ type Config struct {
 	// RunOptions are given to every run, after the server's own (for
 	// example graph.StepLimit or graph.MaxConcurrency).
 	RunOptions []graph.Option
+	// Envs describe, by workflow name, the environment each workflow
+	// was compiled with (code execution, its file): each of its runs
+	// carries it (runs.RuntimeEnv) and its recording keeps it, so that a
+	// replay compiles the same. None: not said.
+	Envs map[string]runs.Env
 	// Executors run the runs of the workflows they name elsewhere than in
 	// this process (on Temporal's workers: temporalrun.Runner), with the
 	// same options and events; the other workflows, and replays and forks

@@ -21,6 +21,9 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 	if c := ru.config.Encode(); c != "" {
 		info.Runtime[runs.RuntimeConfig] = c
 	}
+	if env, ok := s.cfg.Envs[ru.workflow]; ok {
+		info.Runtime[runs.RuntimeEnv] = env.Encode()
+	}
 	switch {
 	case ru.input != nil:
 		info.Start = trace.StartInput

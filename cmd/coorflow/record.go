@@ -62,6 +62,7 @@ func (r *runner) beginRecording(ctx context.Context, id, start string, input []g
 	if c := r.config.Encode(); c != "" {
 		info.Runtime[runs.RuntimeConfig] = c
 	}
+	info.Runtime[runs.RuntimeEnv] = r.env.of(r.wf).Encode()
 	if input != nil {
 		in, err := trace.EncodeInput(input)
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
-	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -175,9 +174,11 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 	if err := seedReused(ctx, cas.Recording(), factory.NewRegistry(base.store, owner), factory.NewRegistry(st, owner)); err != nil {
 		return nil, err
 	}
-	// The run may have been served: its code came from a caller's model
-	// and runs again only in the sandbox.
-	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, Python: &tools.PythonConfig{}, MCP: a.mcpHub()})
+	environ, err := replayEnvironment(run)
+	if err != nil {
+		return nil, err
+	}
+	return src.file.Compile(ctx, environ.apply(workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, MCP: a.mcpHub()}))
 }
 
 // seedReused copies into to the agents that the recorded run used but did

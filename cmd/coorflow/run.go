@@ -167,6 +167,8 @@ type runner struct {
 	remoteStreams bool
 	// config is the run's config (--config), given to every stream.
 	config runs.Config
+	// env is the environment the workflow is compiled with.
+	env environment
 }
 
 // remoteRunner runs the graph elsewhere (temporalrun.Runner).
@@ -189,8 +191,14 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	defer r.db.Close()
 	r.rec = a.newRecorder(ctx, r.db)
 	defer a.closeRecorder(ctx, r.rec)
-	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
-		Python: localPython(), MCP: a.mcpHub()}
+	r.env = runEnvironment()
+	if f.temporal != "" {
+		// The nodes run on the workers, which compile the file as
+		// servedEnvironment says (code execution off by default).
+		r.env = servedEnvironment(ctx, false)
+	}
+	env := r.env.apply(workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
+		MCP: a.mcpHub()})
 	if models.Models != nil {
 		env.Models = models.Models
 	}
@@ -419,7 +427,7 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 	}
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
-	opts = append(opts, r.config.Option(), graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	opts = append(opts, r.config.Option(), graph.WithRuntime(r.env.of(r.wf).Runtime()), graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
 	if start == trace.StartInput {
 		r.spent = llm.Spend{}
 	}

@@ -39,7 +39,8 @@ func (a *app) tools(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ts, err := wf.file.Tools(ctx, workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }})
+	// The tools as coorflow run gives them (runEnvironment).
+	ts, err := wf.file.Tools(ctx, runEnvironment().apply(workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}))
 	if err != nil {
 		return err
 	}

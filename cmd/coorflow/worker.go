@@ -55,11 +55,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	if !isPostgres(d.db) {
 		a.notice("worker: threads are in %s: every worker and runner must run on this machine (use --db postgres://... to spread them)", base.where)
 	}
-	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
+	env := servedEnvironment(ctx, *sf.allowCodeExec)
 	var compiled []*graph.Runnable
 	var names []string
 	for _, wf := range files {
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, env)
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "worker for %s on Temporal %s (namespace %s, queue %s; threads in %s); Ctrl-C stops\n%s\n",
 		kind, *addr, *namespace, *queue, base.where, strings.Join(names, "\n"))
-	fmt.Fprintf(a.stdout, "code execution: %s\n", codeExec)
+	fmt.Fprintf(a.stdout, "code execution: %s\n", env.line)
 	<-ctx.Done()
 	w.Stop()
 	fmt.Fprintln(a.stdout, "stopped")

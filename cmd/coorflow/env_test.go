@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/runs"
+)
+
+// replayNoDivergence replays run id and requires that it reproduced its
+// recording.
+func replayNoDivergence(t *testing.T, c *cli, id string) {
+	t.Helper()
+	code, stdout, stderr := c.run("replay", id)
+	require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "; no divergence\n")
+}
+
+// recordedEnv is the environment run id's recording says it had.
+func recordedEnv(t *testing.T, c *cli, id string) runs.Env {
+	t.Helper()
+	code, stdout, stderr := c.run("runs", "list", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var list []struct {
+		ID      string            `json:"run_id"`
+		Runtime map[string]string `json:"runtime"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list), stdout)
+	for _, r := range list {
+		if r.ID == id {
+			env, ok, err := runs.DecodeEnv(r.Runtime[runs.RuntimeEnv])
+			require.NoError(t, err)
+			require.True(t, ok, "run %s records its environment", id)
+			return env
+		}
+	}
+	t.Fatalf("no recorded run %s", id)
+	return runs.Env{}
+}
+
+// TestAServedRunReplaysWithTheEnvironmentItHad: serve compiles the python
+// tool off (no --allow-code-exec), so its agents are told not to call it;
+// the recording says so, and replay compiles the same, where it used to
+// compile code execution on and diverge at every agent's first call.
+func TestAServedRunReplaysWithTheEnvironmentItHad(t *testing.T) {
+	c := newCLI(t)
+	s := c.serve("../../examples/coor", "--token-file", tokenFile(t, "tok\n", 0o600))
+	code, body := s.post("/v1/threads", "tok", `{"workflow": "coor", "thread_id": "served-1"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = s.post("/v1/threads/served-1/runs/wait", "tok", `{"input": {"input": "`+coorInput+`"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var ru struct {
+		ID     string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &ru))
+	require.Equal(t, "done", ru.Status, body)
+	exit, stderr := s.stop()
+	require.Equal(t, exitOK, exit, stderr)
+
+	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecOff, Workflow: coor}, recordedEnv(t, c, ru.ID),
+		"code execution off, and the file: a served run's workflow is known by its name (coor), which is also a built-in's")
+	replayNoDivergence(t, c, ru.ID)
+}
+
+// TestARunReplaysWithTheEnvironmentItHad: coorflow run runs the file's
+// code on this machine, and its replay compiles code execution on.
+func TestARunReplaysWithTheEnvironmentItHad(t *testing.T) {
+	c := newCLI(t)
+	id := recordCoor(t, c)
+	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecLocal, Workflow: coor}, recordedEnv(t, c, id))
+	replayNoDivergence(t, c, id)
+}
