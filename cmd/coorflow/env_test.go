@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -79,4 +82,49 @@ func TestARunReplaysWithTheEnvironmentItHad(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecLocal, Workflow: coor}, recordedEnv(t, c, id))
 	replayNoDivergence(t, c, id)
+}
+
+// TestAnMCPRunReplaysWithTheEnvironmentItHad: coorflow mcp, as serve,
+// compiles code execution off, records it, and its runs replay without
+// divergence.
+func TestAnMCPRunReplaysWithTheEnvironmentItHad(t *testing.T) {
+	c := newCLI(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var errOut lockedBuffer
+	go func() {
+		a := &app{stdin: inR, stdout: outW, stderr: &errOut,
+			getenv: func(k string) string {
+				if k == "COORFLOW_DB" {
+					return c.db
+				}
+				return ""
+			},
+			unsetenv: func(string) error { return nil }}
+		code := a.main(ctx, []string{"mcp", "../../examples/coor"})
+		_ = outW.Close()
+		done <- code
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	require.NoError(t, err)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "coor", Arguments: map[string]any{"input": coorInput, "thread_id": "mcp-env"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.NoError(t, cs.Close())
+	_ = inW.Close()
+	cancel()
+	require.Equal(t, exitOK, <-done, errOut.String())
+
+	code, stdout, stderr := c.run("runs", "list", "--json", "--thread", "mcp-env")
+	require.Equal(t, exitOK, code, stderr)
+	var list []struct {
+		ID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list))
+	require.Len(t, list, 1)
+	assert.Equal(t, runs.CodeExecOff, recordedEnv(t, c, list[0].ID).CodeExec)
+	replayNoDivergence(t, c, list[0].ID)
 }
