@@ -188,8 +188,20 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Registry) error {
 	built, used := map[string]bool{}, map[string]bool{}
 	reused := map[string]agentevent.Info{}
+	var shown []agentevent.DirectoryEntry
+	seen := map[string]bool{}
 	for _, e := range rec.Events {
 		switch e.Kind {
+		case agentevent.EventDirectory:
+			var dir agentevent.Directory
+			if json.Unmarshal(e.Payload, &dir) == nil {
+				for _, a := range dir.Agents {
+					if !seen[a.Name] {
+						seen[a.Name] = true
+						shown = append(shown, a)
+					}
+				}
+			}
 		case agentevent.EventCreated:
 			built[e.Agent] = true
 		case agentevent.EventStart:
@@ -200,6 +212,9 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 				reused[info.Agent] = info
 			}
 		}
+	}
+	if err := seedShown(ctx, to, shown, built); err != nil {
+		return err
 	}
 	for name := range used {
 		if built[name] || name == "" {
@@ -219,6 +234,31 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 			return err
 		}
 		if _, err := to.Add(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedShown puts into to the agents a recorded planner was shown (its
+// agent_directory events) that the run did not build, as it was shown
+// them: by name and description, which is all a planner sees. Those the
+// run used are then replaced with the whole agent it recorded.
+func seedShown(ctx context.Context, to *factory.Registry, shown []agentevent.DirectoryEntry, built map[string]bool) error {
+	for _, s := range shown {
+		if built[s.Name] || s.Name == "" {
+			continue
+		}
+		a, err := to.Get(ctx, s.Name)
+		switch {
+		case errors.Is(err, factory.ErrAgentNotFound):
+			_, err = to.Add(ctx, factory.Agent{Name: s.Name, Description: s.Description})
+		case err != nil:
+		case a.Description != s.Description:
+			a.Description = s.Description
+			_, err = to.Update(ctx, a)
+		}
+		if err != nil {
 			return err
 		}
 	}
