@@ -11,6 +11,12 @@ import (
 // compiles the same.
 const RuntimeEnv = "coorflow.env"
 
+// RuntimeStart is the runtime key under which a run's recording keeps the
+// checkpoint of its thread that an input started it from (none for a new
+// thread): the end of the conversation's previous turn, from which a
+// replay of a later turn starts too.
+const RuntimeStart = "coorflow.start_checkpoint"
+
 // CodeExec is how the python tool of a workflow runs code.
 type CodeExec string
 

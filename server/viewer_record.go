@@ -32,6 +32,11 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 			s.log.ErrorContext(ru.ctx, "server: the run's input cannot be recorded", "run", ru.id, "err", err)
 		}
 		info.Input = in
+		ru.mu.Lock()
+		if ru.startCheckpoint != "" {
+			info.Runtime[runs.RuntimeStart] = ru.startCheckpoint
+		}
+		ru.mu.Unlock()
 	case ru.resume != nil:
 		info.Start = trace.StartResume
 	default:

@@ -63,8 +63,16 @@ func TestAServedRunReplaysWithTheEnvironmentItHad(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &ru))
 	require.Equal(t, "done", ru.Status, body)
+	// The conversation's second turn starts from the end of the first.
+	code, body = s.post("/v1/threads/served-1/runs/wait", "tok", `{"input": {"input": "And for a desktop app?"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var turn2 struct {
+		ID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &turn2))
 	exit, stderr := s.stop()
 	require.Equal(t, exitOK, exit, stderr)
+	replayNoDivergence(t, c, turn2.ID)
 
 	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
 	require.NoError(t, err)

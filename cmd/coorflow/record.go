@@ -63,6 +63,9 @@ func (r *runner) beginRecording(ctx context.Context, id, start string, input []g
 		info.Runtime[runs.RuntimeConfig] = c
 	}
 	info.Runtime[runs.RuntimeEnv] = r.env.of(r.wf).Encode()
+	if start == trace.StartInput && r.startCheckpoint != "" {
+		info.Runtime[runs.RuntimeStart] = r.startCheckpoint
+	}
 	if input != nil {
 		in, err := trace.EncodeInput(input)
 		if err != nil {

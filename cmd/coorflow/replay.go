@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
 	"github.com/coorflow/coorflow/trace"
@@ -113,8 +114,16 @@ func (a *app) replay(ctx context.Context, args []string) error {
 		opts = append(opts, trace.WithInput(ws...))
 	}
 	// A saver of its own, so that a run that paused on a question pauses
-	// again; the database's threads are not touched.
-	opts = append(opts, trace.WithRunOptions(graph.WithSaver(cmemory.New())))
+	// again; the database's threads are not touched. A later turn of a
+	// conversation starts from a copy of the thread as the turn found it.
+	saver := cmemory.New()
+	if start := run.Runtime[runs.RuntimeStart]; start != "" {
+		if err := copyCheckpoint(ctx, base.saver, saver, r, run.GraphThread, start); err != nil {
+			return fmt.Errorf("run %s started a turn of thread %s from its checkpoint %s, which cannot be read (was the thread deleted?): %w", run.ID, orDash(run.Thread), start, err)
+		}
+		opts = append(opts, trace.WithRunOptions(graph.DiscardUnfinished()))
+	}
+	opts = append(opts, trace.WithRunOptions(graph.WithSaver(saver)))
 	rep, err := trace.Replay(ctx, r, cas, opts...)
 	if err != nil {
 		return err
@@ -128,6 +137,25 @@ func (a *app) replay(ctx context.Context, args []string) error {
 		return err
 	}
 	return &divergedError{run: run.ID, first: rep.Divergences[0], n: len(rep.Divergences)}
+}
+
+// copyCheckpoint copies checkpoint id of thread, and the blobs of r's
+// channels, from one saver to another, where it is the thread's first.
+func copyCheckpoint(ctx context.Context, from, to graph.Saver, r *graph.Runnable, thread, id string) error {
+	rec, err := from.GetCheckpoint(ctx, graph.CheckpointRef{Thread: thread, ID: id})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, ch := range r.Channels() {
+		names = append(names, ch.Name())
+	}
+	blobs, err := from.Blobs(ctx, thread, "", names)
+	if err != nil {
+		return err
+	}
+	rec.ParentID, rec.Head = "", ""
+	return to.PutCheckpoint(ctx, rec, blobs)
 }
 
 // notReplayable says which run of the thread can be replayed instead.

@@ -34,8 +34,9 @@ func TestReplayOfASecondTurnStartsFromTheThreadBeforeIt(t *testing.T) {
 	require.Equal(t, exitInterrupted, code, stderr)
 	code, _, stderr = c.run("run", research, "--thread", "conv", "--resume", "Y")
 	require.Equal(t, exitOK, code, stderr)
-	code, stdout, stderr := c.run("run", research, "--thread", "conv", "--input", "And on a Raspberry Pi?")
+	code, _, stderr = c.run("run", research, "--thread", "conv", "--input", "And on a Raspberry Pi?")
 	require.Equal(t, exitInterrupted, code, stderr)
-	turn2 := runOf(t, stdout)
-	replayNoDivergence(t, c, turn2)
+	list := c.listRuns("--thread", "conv")
+	require.Len(t, list, 3)
+	replayNoDivergence(t, c, list[0].ID)
 }

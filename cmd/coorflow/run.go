@@ -169,6 +169,9 @@ type runner struct {
 	config runs.Config
 	// env is the environment the workflow is compiled with.
 	env environment
+	// startCheckpoint is the thread's checkpoint an input starts a new
+	// turn from ("" for a new thread).
+	startCheckpoint string
 }
 
 // remoteRunner runs the graph elsewhere (temporalrun.Runner).
@@ -279,6 +282,9 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 			return nil, nil, err
 		}
 		r.startKind = trace.StartInput
+		if exists {
+			r.startCheckpoint = snap.Checkpoint
+		}
 	case !exists:
 		return nil, nil, usagef("run: give the input with --input (a new thread starts with one)")
 	}
