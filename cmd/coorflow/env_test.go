@@ -136,3 +136,13 @@ func TestAnMCPRunReplaysWithTheEnvironmentItHad(t *testing.T) {
 	assert.Equal(t, runs.CodeExecOff, recordedEnv(t, c, list[0].ID).CodeExec)
 	replayNoDivergence(t, c, list[0].ID)
 }
+
+// TestToolsListShowsThePythonToolAsRunGivesIt: coorflow tools list
+// reports the tools as coorflow run compiles them (runEnvironment), not
+// the stand-in of a server where code execution is off (issue 31).
+func TestToolsListShowsThePythonToolAsRunGivesIt(t *testing.T) {
+	code, stdout, stderr := newCLI(t).run("tools", "list", "../../examples/research")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "python")
+	assert.NotContains(t, stdout, "Disabled on this server")
+}
