@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,4 +31,21 @@ func TestARunOnTemporalReplaysWithTheWorkersEnvironment(t *testing.T) {
 	id := runOf(t, stdout)
 	assert.Equal(t, runs.CodeExecOff, recordedEnv(t, c, id).CodeExec)
 	replayNoDivergence(t, c, id)
+}
+
+// TestARunOnTemporalCarriesItsConfigToTheWorkers: run --temporal --config
+// gives the workers' nodes the run's config, which the file's expressions
+// read.
+func TestARunOnTemporalCarriesItsConfigToTheWorkers(t *testing.T) {
+	url := freshDatabase(t)
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	path := filepath.Join(t.TempDir(), "configured.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(configuredFile), 0o600))
+	startWorker(t, newCLI(t), "--temporal", srv.HostPort, "--queue", "cfg", "--db", url, path)
+
+	c := newCLI(t)
+	c.db = url
+	code, stdout, stderr := c.run("run", path, "--temporal", srv.HostPort, "--queue", "cfg", "--input", "ada", "--config", "shout=true", "--config", "greeting=hi")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "HI ADA")
 }
