@@ -530,7 +530,7 @@ func (r *runner) resumeCommand(ins []graph.InterruptInfo) string {
 }
 
 // threadCommand is the start of a command that runs the thread again:
-// its workflow, thread, database, owner and demo flag.
+// its workflow, thread, database, owner, demo flag and config.
 func (r *runner) threadCommand() []string {
 	parts := []string{"coorflow", "run", shellQuote(r.wf.arg), "--thread", r.thread}
 	if r.flags.db != defaultDB && r.flags.db != r.app.getenv("COORFLOW_DB") {
@@ -541,6 +541,9 @@ func (r *runner) threadCommand() []string {
 	}
 	if r.demo && r.flags.demo {
 		parts = append(parts, "--demo")
+	}
+	for _, c := range r.flags.config { // a resumed run has the config it is given
+		parts = append(parts, "--config", shellQuote(c))
 	}
 	return parts
 }

@@ -91,3 +91,13 @@ func TestRunConfigFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTheCommandThatAnswersARunGivesItsConfigAgain: a resumed run has the
+// config of its own command, so the command printed to answer a question
+// repeats --config.
+func TestTheCommandThatAnswersARunGivesItsConfigAgain(t *testing.T) {
+	code, stdout, stderr := newCLI(t).run("run", "../../examples/research", "--input", "How fast is SQLite?", "--config", "user=ada lovelace")
+	require.Equal(t, exitInterrupted, code, stderr)
+	assert.Contains(t, stdout, "--resume '<answer>'")
+	assert.Contains(t, stdout, "--config 'user=ada lovelace'")
+}
