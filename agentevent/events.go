@@ -17,6 +17,9 @@ const (
 	// (the tracer) keep it as JSON.
 	EventSnapshot = "snapshot"
 	EventWarning  = "warning"
+	// EventDirectory is the event of the agents a planner was shown
+	// (Directory).
+	EventDirectory = "agent_directory"
 )
 
 // Info describes an agent in the events of its life.
@@ -81,6 +84,23 @@ func (Ended) EventName() string { return EventEnd }
 type Warning struct {
 	Value any
 }
+
+// Directory is the payload of an agent_directory event: the agents of
+// the registry as a planner (or a plan's review) was shown them. A
+// recording keeps it, so that a replay shows the same list whatever the
+// registry holds by then.
+type Directory struct {
+	Agents []DirectoryEntry `json:"agents"`
+}
+
+// DirectoryEntry is one agent of a Directory.
+type DirectoryEntry struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// EventName names the event: "agent_directory".
+func (Directory) EventName() string { return EventDirectory }
 
 // EventName names the event: "warning".
 func (Warning) EventName() string { return EventWarning }

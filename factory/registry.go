@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
@@ -203,15 +204,20 @@ func (r *Registry) List(ctx context.Context) ([]Agent, error) {
 	return out, nil
 }
 
-// Cards lists the agents for a planner (nodes.AgentDirectory).
+// Cards lists the agents for a planner (nodes.AgentDirectory), and emits
+// them as an agent_directory event (agentevent.Directory): a recording
+// keeps what the planner was shown.
 func (r *Registry) Cards(ctx context.Context) ([]nodes.AgentCard, error) {
 	as, err := r.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]nodes.AgentCard, len(as))
+	dir := agentevent.Directory{Agents: make([]agentevent.DirectoryEntry, len(as))}
 	for i, a := range as {
 		out[i] = nodes.AgentCard{Name: a.Name, Description: a.Description, Created: a.Created}
+		dir.Agents[i] = agentevent.DirectoryEntry{Name: a.Name, Description: a.Description}
 	}
+	graph.Emit(ctx, dir)
 	return out, nil
 }

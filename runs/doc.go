@@ -15,9 +15,12 @@
 //     sent, settled with the provider's usage after;
 //   - the caller's config (config.go): the values a run's request carries
 //     for its nodes, as graph runtime values and expression variables;
-//   - the environment a workflow compiles with (env.go): models, tools,
-//     code execution, skills and MCP servers, one definition for `run`,
-//     `serve`, `worker`, `mcp` and `replay`;
+//   - the environment a workflow compiles with (env.go): what of it
+//     changes the models' prompts (so far code execution, and the file),
+//     decided once per command (cmd/coorflow's env.go, for `run`,
+//     `serve`, `worker`, `mcp` and `replay`), carried by each run and kept
+//     in its recording, from which a replay compiles the same; and the
+//     checkpoint a later turn started from (RuntimeStart);
 //   - the event log (package runs/eventlog, on PostgreSQL, a package of
 //     its own so that temporalrun and server/replicas, below runs, use
 //     it): one log for recordings, replica streams and Temporal streams.

@@ -61,6 +61,26 @@
 // batch runs, assistant editing) answer 501 not_served naming the route.
 // docs/platform.md lists them all.
 //
+// # A run's config
+//
+// A run's config is what its caller gives its nodes (package runs): the
+// Platform's config.configurable and context (merged; a key in both must
+// have one value), /v1's and /mcp's "config" (an object of values by
+// key). Go nodes read it with runs.ConfigFrom or runs.ConfigValue, a
+// workflow file's expressions as config.<key>. It travels with the run:
+// in the stored request of a shared run, to Temporal's workers, into its
+// recording. It is bounded (runs.MaxConfigBytes, runs.MaxConfigDepth) and
+// checked before the run starts (400 invalid_field naming the key). Keys
+// starting with "coorflow." are refused: they are the host's runtime
+// values (owner, thread, run). LangGraph's thread_id, checkpoint_id,
+// checkpoint_ns and run_id never reach the nodes: on the Platform,
+// thread_id must be the URL's thread, checkpoint_ns empty (the root
+// graph), checkpoint_id is the checkpoint to start from (as the request's
+// checkpoint_id, which it must agree with) and run_id is ignored; /v1 and
+// /mcp refuse them. A resumed run has the config of the request that
+// resumes it, as LangGraph's clients send it again. Config's other
+// fields (tags, recursion_limit...) are accepted and ignored.
+//
 // A thread belongs to one workflow and one owner. The Saver stores it under
 // an id derived from both (see threadKey), so another owner's thread does
 // not exist for this one: 404, like a thread that was never created. The

@@ -49,6 +49,7 @@ const (
 	argThread     = "thread_id"
 	argResume     = "resume"
 	argResumeEach = "resume_each"
+	argConfig     = "config"
 )
 
 // newProtocol is the first protocol version whose servers ask for input by
@@ -263,6 +264,10 @@ func toolSchema(d MCPTool) json.RawMessage {
 				"description": "Answers to several questions the thread's run waits on, by question id."},
 		},
 	}
+	if d.Input != argConfig {
+		schema["properties"].(map[string]any)[argConfig] = map[string]any{"type": "object", "additionalProperties": true,
+			"description": "Optional: the run's config, values by key that the workflow's nodes read (such as a model choice or a user id)."}
+	}
 	raw, _ := json.Marshal(schema)
 	return raw
 }
@@ -287,6 +292,7 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 	if problem != nil {
 		return problem, nil
 	}
+	config := req.Config
 	for round := 0; ; round++ {
 		ru := c.s.newMCPRun(ctx, c.owner, th, c.wf)
 		if e := ru.setRequest(req); e != nil {
@@ -322,6 +328,7 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 			return c.pausedResult(v), nil
 		}
 		req = resumeEach(answers)
+		req.Config = config // the answers' run has the config of the call
 	}
 }
 
@@ -454,6 +461,19 @@ func (c *mcpCall) args() (map[string]json.RawMessage, error) {
 // the client sent back to the questions this server asked (multi
 // round-trip requests).
 func (c *mcpCall) prepare(ctx context.Context) (Thread, RunRequest, *mcp.CallToolResult) {
+	th, req, problem := c.prepareRun(ctx)
+	if problem != nil {
+		return th, req, problem
+	}
+	args, _ := c.args()
+	if raw, ok := args[argConfig]; ok && c.desc.Input != argConfig {
+		req.Config = raw
+	}
+	return th, req, nil
+}
+
+// prepareRun is prepare without the run's config.
+func (c *mcpCall) prepareRun(ctx context.Context) (Thread, RunRequest, *mcp.CallToolResult) {
 	args, err := c.args()
 	if err != nil {
 		return Thread{}, RunRequest{}, toolError(err.Error())

@@ -88,6 +88,12 @@ func lgRunOf(v Run, req *lgRunRequest) lgRun {
 	if req.Command != nil {
 		out.Kwargs["command"] = req.Command
 	}
+	if len(req.Config) > 0 && string(req.Config) != "null" {
+		out.Kwargs["config"] = req.Config
+	}
+	if len(req.Context) > 0 && string(req.Context) != "null" {
+		out.Kwargs["context"] = req.Context
+	}
 	out.Kwargs["stream_mode"], _ = parseModes(req.StreamMode, "stream_mode")
 	return out
 }
@@ -329,6 +335,9 @@ func (s *Server) setPlatform(ctx context.Context, ru *run, req lgRunRequest) err
 	}
 	if req.CheckpointID != "" {
 		ru.from = req.CheckpointID
+	}
+	if e := ru.setPlatformConfig(req); e != nil {
+		return e
 	}
 	hasInput := len(req.Input) > 0 && string(req.Input) != "null"
 	if hasInput {

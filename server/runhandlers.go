@@ -41,6 +41,12 @@ type RunRequest struct {
 	// Budget replaces the workflow's run budget for this run: raise it
 	// to continue a run a budget stopped. The owner's budget still holds.
 	Budget *llm.Budget `json:"budget,omitempty"`
+	// Config holds the run's config: values by key that its nodes read
+	// (runs.ConfigFrom) and its file's expressions read as config.<key>
+	// (a model choice, a user id). At most runs.MaxConfigBytes; the keys
+	// thread_id, checkpoint_id, checkpoint_ns, run_id and coorflow.* are
+	// reserved (see package runs).
+	Config json.RawMessage `json:"config,omitempty"`
 }
 
 func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
@@ -126,6 +132,9 @@ func (ru *run) setRequest(req RunRequest) *apiError {
 			return fieldErrorf(CodeInvalidField, "budget", "field \"budget\" cannot be negative: {\"tokens\": N, \"usd\": X, \"ask\": false}")
 		}
 		ru.budget = b
+	}
+	if e := ru.setConfig(req.Config, "config"); e != nil {
+		return e
 	}
 	given := 0
 	for _, set := range []bool{len(req.Input) > 0, len(req.Resume) > 0, req.ResumeEach != nil} {

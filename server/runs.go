@@ -76,6 +76,8 @@ type run struct {
 	// the thread's turn spent against the run budget.
 	budget      *llm.Budget
 	meter, turn *llm.Meter
+	// config is the run's config (the request's), which its nodes read.
+	config runs.Config
 	// from is the checkpoint the run starts from (graph.FromCheckpoint);
 	// empty: the thread's newest.
 	from string
@@ -249,7 +251,11 @@ func (s *Server) execute(ru *run) {
 	}
 	opts := []graph.Option{
 		graph.WithSaver(saver), graph.Thread(ru.key),
+		ru.config.Option(),
 		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
+	}
+	if env, ok := s.cfg.Envs[ru.workflow]; ok {
+		opts = append(opts, graph.WithRuntime(env.Runtime()))
 	}
 	if ru.resume != nil {
 		opts = append(opts, ru.resume)

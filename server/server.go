@@ -140,6 +140,11 @@ type Config struct {
 	// RunOptions are given to every run, after the server's own (for
 	// example graph.StepLimit or graph.MaxConcurrency).
 	RunOptions []graph.Option
+	// Envs describe, by workflow name, the environment each workflow
+	// was compiled with (code execution, its file): each of its runs
+	// carries it (runs.RuntimeEnv) and its recording keeps it, so that a
+	// replay compiles the same. None: not said.
+	Envs map[string]runs.Env
 	// Executors run the runs of the workflows they name elsewhere than in
 	// this process (on Temporal's workers: temporalrun.Runner), with the
 	// same options and events; the other workflows, and replays and forks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -18,6 +19,12 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 		ID: ru.id, Thread: ru.thread, GraphThread: ru.key, Workflow: ru.workflow, Graph: ru.wf.Name(), Owner: ru.owner,
 		Runtime: map[string]string{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id},
 	}
+	if c := ru.config.Encode(); c != "" {
+		info.Runtime[runs.RuntimeConfig] = c
+	}
+	if env, ok := s.cfg.Envs[ru.workflow]; ok {
+		info.Runtime[runs.RuntimeEnv] = env.Encode()
+	}
 	switch {
 	case ru.input != nil:
 		info.Start = trace.StartInput
@@ -26,6 +33,11 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 			s.log.ErrorContext(ru.ctx, "server: the run's input cannot be recorded", "run", ru.id, "err", err)
 		}
 		info.Input = in
+		ru.mu.Lock()
+		if ru.startCheckpoint != "" {
+			info.Runtime[runs.RuntimeStart] = ru.startCheckpoint
+		}
+		ru.mu.Unlock()
 	case ru.resume != nil:
 		info.Start = trace.StartResume
 	default:

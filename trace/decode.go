@@ -33,6 +33,8 @@ func DecodePayload(name string, data json.RawMessage) (v any, ok bool, err error
 		return decodeAs[agentevent.Started](data)
 	case agentevent.EventEnd:
 		return decodeAs[agentevent.Ended](data)
+	case agentevent.EventDirectory:
+		return decodeAs[agentevent.Directory](data)
 	case agentevent.EventWarning:
 		var w agentevent.Warning
 		if err := json.Unmarshal(data, &w.Value); err != nil {

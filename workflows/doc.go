@@ -10,7 +10,7 @@
 //	name: review
 //	input: topic                  # the channel `coorflow run --input` writes (default input)
 //	output: draft                 # the channel printed at the end (default answer)
-//	config: {max_revisions: 2}    # values expressions read as config.<name>
+//	config: {max_revisions: 2}    # values expressions read as config.<name>; a run's config may replace them
 //	state:                        # channel: a JSON Schema and a reducer (last, append, merge, sum)
 //	  topic: {type: string}
 //	  draft: {type: string}
@@ -70,7 +70,13 @@
 // node but a subgraph) writes the values of its expressions to channels,
 // evaluated on the state the node saw when its step began, once the node
 // has finished, and written with its own update through each channel's
-// reducer. A run that takes more than settings.step_limit steps (default
+// reducer. config is the file's config section, with the values a run's
+// config (package runs: the Platform API's config.configurable, /v1's
+// config, coorflow run --config) gives for the keys it declares: the
+// file's values are their defaults and types, and a run's value of
+// another type fails the expression with an error naming the key. A key
+// the file does not declare reaches Go nodes only (runs.ConfigFrom). A
+// run that takes more than settings.step_limit steps (default
 // 100) fails with graph.ErrStepLimit, whose message names that setting. ${ENV} references are allowed only in endpoints and secrets
 // (models.<tier>.base_url, tools.web_search.base_url and api_key).
 //

@@ -39,9 +39,14 @@ func newScope(chs []*channel, config map[string]any) *scope {
 	return &scope{channels: chs, config: config, types: env}
 }
 
-// env builds the values an expression runs on from a state, with the
-// functions that charge what they build to m.
-func (sc *scope) env(s graph.State, m *meter) (map[string]any, error) {
+// env builds the values an expression runs on from a state and the run
+// of ctx (its config), with the functions that charge what they build to
+// m.
+func (sc *scope) env(ctx context.Context, s graph.State, m *meter) (map[string]any, error) {
+	config, err := sc.configValues(ctx)
+	if err != nil {
+		return nil, err
+	}
 	st := make(map[string]any, len(sc.channels))
 	for _, c := range sc.channels {
 		v, ok := s.Value(c.name)
@@ -56,7 +61,7 @@ func (sc *scope) env(s graph.State, m *meter) (map[string]any, error) {
 		st[c.name] = c.shape.normalize(g)
 	}
 	env := make(map[string]any, len(meteredFuncs)+2)
-	env["state"], env["config"] = st, sc.config
+	env["state"], env["config"] = st, config
 	bindFuncs(env, m)
 	return env, nil
 }
@@ -102,7 +107,7 @@ func (sc *scope) compile(d *document, src string, n *yaml.Node, asBool bool) (*v
 
 // evalBool runs a condition, until ctx ends.
 func (sc *scope) evalBool(ctx context.Context, p *vm.Program, s graph.State) (bool, error) {
-	env, err := sc.env(s, newMeter(ctx))
+	env, err := sc.env(ctx, s, newMeter(ctx))
 	if err != nil {
 		return false, err
 	}
@@ -118,7 +123,7 @@ func (sc *scope) evalBool(ctx context.Context, p *vm.Program, s graph.State) (bo
 // budget as JSON, the form it leaves in.
 func (sc *scope) eval(ctx context.Context, p *vm.Program, s graph.State) (any, error) {
 	m := newMeter(ctx)
-	env, err := sc.env(s, m)
+	env, err := sc.env(ctx, s, m)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +232,7 @@ func (t *template) render(ctx context.Context, sc *scope, s graph.State) (string
 		}
 		if env == nil {
 			var err error
-			if env, err = sc.env(s, m); err != nil {
+			if env, err = sc.env(ctx, s, m); err != nil {
 				return "", err
 			}
 		}

@@ -194,6 +194,8 @@ Usage:
       --thread ID                      the thread to start or continue (default: a new one)
       --resume VALUE|@FILE             answer the question the thread waits on, and continue
       --answer ID=VALUE                answer one of several questions (repeatable)
+      --config KEY=VALUE|@FILE         the run's config, read by its nodes and as config.KEY by its expressions
+                                       (VALUE: JSON or text; FILE: a JSON object; repeatable)
       --db PATH|postgres://...         where threads and agents are kept (default .coorflow/coorflow.db, or $COORFLOW_DB)
       --model TIER=provider:model      use this model for a tier (repeatable), e.g. basic=openai:gpt-4o
       --demo                           use the file's demo model even when a provider is configured: its demo

@@ -12,6 +12,7 @@ import (
 	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -154,6 +155,9 @@ func recordedWorkflow(run trace.RunInfo, given string, toRun bool) (*workflowRef
 	ref := given
 	if ref == "" {
 		ref = run.Workflow
+		if env, ok, _ := runs.DecodeEnv(run.Runtime[runs.RuntimeEnv]); ok && env.Workflow != "" {
+			ref = env.Workflow // a served run is known by its name; its environment names its file
+		}
 		_, err := os.Stat(ref)
 		switch {
 		case strings.HasPrefix(ref, "builtin:") || err == nil:

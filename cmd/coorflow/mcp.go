@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -31,8 +32,8 @@ func (a *app) mcpServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
-	a.notice("mcp: code execution: %s", codeExec)
+	env := servedEnvironment(ctx, *sf.allowCodeExec)
+	a.notice("mcp: code execution: %s", env.line)
 	base, err := a.openDB(ctx, d.db, false)
 	if err != nil {
 		return err
@@ -42,22 +43,23 @@ func (a *app) mcpServe(ctx context.Context, args []string) error {
 	defer a.closeRecorder(ctx, rec)
 	served := map[string]*graph.Runnable{}
 	tools := map[string]server.MCPTool{}
+	envs := map[string]runs.Env{}
 	for _, wf := range files {
 		name := wf.file.Name()
 		if _, dup := served[name]; dup {
 			return usagef("mcp: two workflows are named %q; MCP tools are named by workflow", name)
 		}
-		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
+		r, _, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, env)
 		if err != nil {
 			return err
 		}
-		served[name], tools[name] = r, mcpToolOf(wf.file)
+		served[name], tools[name], envs[name] = r, mcpToolOf(wf.file), env.of(wf)
 	}
 	srv, err := server.New(server.Config{
 		Workflows: served, MCPTools: tools, Saver: base.saver,
 		// No HTTP here: the token is never shown, only the owner counts.
 		Tokens: map[string]string{randomToken(): d.owner},
-		Agents: registryAgents{store: base}, Recorder: rec,
+		Agents: registryAgents{store: base}, Recorder: rec, Envs: envs,
 		Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

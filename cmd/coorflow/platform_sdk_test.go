@@ -83,16 +83,19 @@ func TestTheLangGraphSDKDrivesServeThroughThePlatformAPI(t *testing.T) {
 	coor, slow := platformWorkflows(t, dir)
 	tokens := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("sdk-secret=alice\n"), 0o600))
-	url := startServe(t, bin, coor, slow, "--db", filepath.Join(dir, "coorflow.db"), "--token-file", tokens)
+	configured := filepath.Join(dir, "configured.yaml")
+	require.NoError(t, os.WriteFile(configured, []byte(configuredFile), 0o644))
+	url := startServe(t, bin, coor, slow, configured, "--db", filepath.Join(dir, "coorflow.db"), "--token-file", tokens)
 
-	rep := lgsdktest.Run(t, lgsdktest.Env{URL: url, Token: "sdk-secret", Coor: "coor", Slow: "slow"})
+	rep := lgsdktest.Run(t, lgsdktest.Env{URL: url, Token: "sdk-secret", Coor: "coor", Slow: "slow", Configured: "configured"})
 
-	assert.Equal(t, []string{"assistants", "stream", "interrupted", "resume", "state", "rejoin", "fork", "cancel", "store", "multitask", "crons", "unserved"}, rep.Steps)
-	assert.Equal(t, []string{"coor", "slow"}, rep.Assistants)
+	assert.Equal(t, []string{"assistants", "stream", "interrupted", "resume", "state", "rejoin", "fork", "cancel", "store", "multitask", "crons", "unserved", "config"}, rep.Steps)
+	assert.Equal(t, []string{"configured", "coor", "slow"}, rep.Assistants)
 	assert.Equal(t, []string{"__start__", "coordinator", "planner", "review", "reporter", "team", "__end__"}, rep.GraphNodes)
 	assert.Equal(t, 1, rep.FirstStream["metadata"])
 	assert.Greater(t, rep.FirstStream["messages/partial"], 100, "the planner's tokens")
 	assert.Contains(t, rep.AgentPaths, "coor/team/step:s1/agent:sqlite_analyst", "a nested agent's tokens")
 	assert.Greater(t, rep.RejoinedFirstID, int64(5))
 	assert.Equal(t, []string{"interrupted", "interrupted", "interrupted"}, rep.Multitask, "r4 cancelled, r3 rolled back (gone), r2 and r1 preempted")
+	assert.Equal(t, "HI ADA", rep.Configured, "config.configurable reached the workflow's expressions")
 }

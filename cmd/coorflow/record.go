@@ -9,6 +9,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/trace"
 )
@@ -57,6 +58,13 @@ func (r *runner) beginRecording(ctx context.Context, id, start string, input []g
 	info := trace.RunInfo{
 		ID: id, Thread: r.thread, GraphThread: r.thread, Workflow: r.wf.ref, Graph: r.r.Name(), Owner: r.flags.owner,
 		Start: start, Runtime: map[string]string{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id},
+	}
+	if c := r.config.Encode(); c != "" {
+		info.Runtime[runs.RuntimeConfig] = c
+	}
+	info.Runtime[runs.RuntimeEnv] = r.env.of(r.wf).Encode()
+	if start == trace.StartInput && r.startCheckpoint != "" {
+		info.Runtime[runs.RuntimeStart] = r.startCheckpoint
 	}
 	if input != nil {
 		in, err := trace.EncodeInput(input)

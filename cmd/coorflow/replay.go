@@ -12,9 +12,9 @@ import (
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/store/memory"
-	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -114,8 +114,16 @@ func (a *app) replay(ctx context.Context, args []string) error {
 		opts = append(opts, trace.WithInput(ws...))
 	}
 	// A saver of its own, so that a run that paused on a question pauses
-	// again; the database's threads are not touched.
-	opts = append(opts, trace.WithRunOptions(graph.WithSaver(cmemory.New())))
+	// again; the database's threads are not touched. A later turn of a
+	// conversation starts from a copy of the thread as the turn found it.
+	saver := cmemory.New()
+	if start := run.Runtime[runs.RuntimeStart]; start != "" {
+		if err := copyCheckpoint(ctx, base.saver, saver, r, run.GraphThread, start); err != nil {
+			return fmt.Errorf("run %s started a turn of thread %s from its checkpoint %s, which cannot be read (was the thread deleted?): %w", run.ID, orDash(run.Thread), start, err)
+		}
+		opts = append(opts, trace.WithRunOptions(graph.DiscardUnfinished()))
+	}
+	opts = append(opts, trace.WithRunOptions(graph.WithSaver(saver)))
 	rep, err := trace.Replay(ctx, r, cas, opts...)
 	if err != nil {
 		return err
@@ -129,6 +137,25 @@ func (a *app) replay(ctx context.Context, args []string) error {
 		return err
 	}
 	return &divergedError{run: run.ID, first: rep.Divergences[0], n: len(rep.Divergences)}
+}
+
+// copyCheckpoint copies checkpoint id of thread, and the blobs of r's
+// channels, from one saver to another, where it is the thread's first.
+func copyCheckpoint(ctx context.Context, from, to graph.Saver, r *graph.Runnable, thread, id string) error {
+	rec, err := from.GetCheckpoint(ctx, graph.CheckpointRef{Thread: thread, ID: id})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, ch := range r.Channels() {
+		names = append(names, ch.Name())
+	}
+	blobs, err := from.Blobs(ctx, thread, "", names)
+	if err != nil {
+		return err
+	}
+	rec.ParentID, rec.Head = "", ""
+	return to.PutCheckpoint(ctx, rec, blobs)
 }
 
 // notReplayable says which run of the thread can be replayed instead.
@@ -175,9 +202,11 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 	if err := seedReused(ctx, cas.Recording(), factory.NewRegistry(base.store, owner), factory.NewRegistry(st, owner)); err != nil {
 		return nil, err
 	}
-	// The run may have been served: its code came from a caller's model
-	// and runs again only in the sandbox.
-	return src.file.Compile(ctx, workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, Python: &tools.PythonConfig{}, MCP: a.mcpHub()})
+	environ, err := replayEnvironment(run)
+	if err != nil {
+		return nil, err
+	}
+	return src.file.Compile(ctx, environ.apply(workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, MCP: a.mcpHub()}))
 }
 
 // seedReused copies into to the agents that the recorded run used but did
@@ -187,8 +216,20 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Registry) error {
 	built, used := map[string]bool{}, map[string]bool{}
 	reused := map[string]agentevent.Info{}
+	var shown []agentevent.DirectoryEntry
+	seen := map[string]bool{}
 	for _, e := range rec.Events {
 		switch e.Kind {
+		case agentevent.EventDirectory:
+			var dir agentevent.Directory
+			if json.Unmarshal(e.Payload, &dir) == nil {
+				for _, a := range dir.Agents {
+					if !seen[a.Name] {
+						seen[a.Name] = true
+						shown = append(shown, a)
+					}
+				}
+			}
 		case agentevent.EventCreated:
 			built[e.Agent] = true
 		case agentevent.EventStart:
@@ -199,6 +240,9 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 				reused[info.Agent] = info
 			}
 		}
+	}
+	if err := seedShown(ctx, to, shown, built); err != nil {
+		return err
 	}
 	for name := range used {
 		if built[name] || name == "" {
@@ -218,6 +262,31 @@ func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Reg
 			return err
 		}
 		if _, err := to.Add(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedShown puts into to the agents a recorded planner was shown (its
+// agent_directory events) that the run did not build, as it was shown
+// them: by name and description, which is all a planner sees. Those the
+// run used are then replaced with the whole agent it recorded.
+func seedShown(ctx context.Context, to *factory.Registry, shown []agentevent.DirectoryEntry, built map[string]bool) error {
+	for _, s := range shown {
+		if built[s.Name] || s.Name == "" {
+			continue
+		}
+		a, err := to.Get(ctx, s.Name)
+		switch {
+		case errors.Is(err, factory.ErrAgentNotFound):
+			_, err = to.Add(ctx, factory.Agent{Name: s.Name, Description: s.Description})
+		case err != nil:
+		case a.Description != s.Description:
+			a.Description = s.Description
+			_, err = to.Update(ctx, a)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
@@ -29,9 +30,11 @@ type runFlags struct {
 	load                  *loadFlags
 	input, thread, resume string
 	answers, models       multiFlag
-	demo, stream, json    bool
-	showModels            bool
-	verbose               bool
+	// config are the --config flags: the run's config.
+	config             multiFlag
+	demo, stream, json bool
+	showModels         bool
+	verbose            bool
 	// temporal and queue submit the run to Temporal's workers.
 	temporal, queue string
 	// resuming: --resume or --answer was given.
@@ -50,6 +53,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.StringVar(&f.resume, "resume", "", "the answer to the question the thread waits on, or @FILE")
 	fs.Var(&f.answers, "answer", "ID=VALUE: the answer to one of several questions (repeatable)")
 	fs.Var(&f.models, "model", "TIER=provider:model (repeatable)")
+	fs.Var(&f.config, "config", "KEY=VALUE (VALUE is JSON or text) or @FILE (a JSON object): the run's config, which its nodes and expressions read (repeatable)")
 	fs.BoolVar(&f.demo, "demo", false, "use the file's demo model (its script, or the reactive demo)")
 	fs.BoolVar(&f.showModels, "show-models", false, "print each tier's provider, model and endpoint before the run")
 	fs.BoolVar(&f.stream, "stream", false, "print the models' tokens as they come")
@@ -85,11 +89,15 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	config, err := parseConfigFlags(f.config)
+	if err != nil {
+		return err
+	}
 	wf, err := runnable(pos[0], f.load.options()...)
 	if err != nil {
 		return err
 	}
-	r := &runner{app: a, flags: f, wf: wf, budget: wf.file.Budget(), used: llm.NewMeter("invocation", llm.Budget{}, llm.Spend{}, nil)}
+	r := &runner{app: a, flags: f, wf: wf, budget: wf.file.Budget(), used: llm.NewMeter("invocation", llm.Budget{}, llm.Spend{}, nil), config: config}
 	if flagSet(fs, "budget-tokens") {
 		r.budget.Tokens = f.budgetTokens
 	}
@@ -157,6 +165,13 @@ type runner struct {
 	// on PostgreSQL) and are shown and recorded as a local run's are.
 	remote        remoteRunner
 	remoteStreams bool
+	// config is the run's config (--config), given to every stream.
+	config runs.Config
+	// env is the environment the workflow is compiled with.
+	env environment
+	// startCheckpoint is the thread's checkpoint an input starts a new
+	// turn from ("" for a new thread).
+	startCheckpoint string
 }
 
 // remoteRunner runs the graph elsewhere (temporalrun.Runner).
@@ -179,8 +194,14 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	defer r.db.Close()
 	r.rec = a.newRecorder(ctx, r.db)
 	defer a.closeRecorder(ctx, r.rec)
-	env := workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
-		Python: localPython(), MCP: a.mcpHub()}
+	r.env = runEnvironment()
+	if f.temporal != "" {
+		// The nodes run on the workers, which compile the file as
+		// servedEnvironment says (code execution off by default).
+		r.env = servedEnvironment(ctx, false)
+	}
+	env := r.env.apply(workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
+		MCP: a.mcpHub()})
 	if models.Models != nil {
 		env.Models = models.Models
 	}
@@ -261,6 +282,9 @@ func (r *runner) prepare(ctx context.Context, setInput bool) ([]graph.Write, []g
 			return nil, nil, err
 		}
 		r.startKind = trace.StartInput
+		if exists {
+			r.startCheckpoint = snap.Checkpoint
+		}
 	case !exists:
 		return nil, nil, usagef("run: give the input with --input (a new thread starts with one)")
 	}
@@ -414,7 +438,7 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 	}
 	id := newRunID()
 	opts = append(opts, streamed(p)...)
-	opts = append(opts, graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	opts = append(opts, r.config.Option(), graph.WithRuntime(r.env.of(r.wf).Runtime()), graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
 	if start == trace.StartInput {
 		r.spent = llm.Spend{}
 	}
@@ -514,7 +538,7 @@ func (r *runner) resumeCommand(ins []graph.InterruptInfo) string {
 }
 
 // threadCommand is the start of a command that runs the thread again:
-// its workflow, thread, database, owner and demo flag.
+// its workflow, thread, database, owner, demo flag and config.
 func (r *runner) threadCommand() []string {
 	parts := []string{"coorflow", "run", shellQuote(r.wf.arg), "--thread", r.thread}
 	if r.flags.db != defaultDB && r.flags.db != r.app.getenv("COORFLOW_DB") {
@@ -525,6 +549,9 @@ func (r *runner) threadCommand() []string {
 	}
 	if r.demo && r.flags.demo {
 		parts = append(parts, "--demo")
+	}
+	for _, c := range r.flags.config { // a resumed run has the config it is given
+		parts = append(parts, "--config", shellQuote(c))
 	}
 	return parts
 }

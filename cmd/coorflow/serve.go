@@ -17,10 +17,10 @@ import (
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 	"github.com/coorflow/coorflow/telemetry"
-	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -79,21 +79,22 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	defer a.closeRecorder(ctx, rec)
 	stopPruning := a.startPruner(ctx, base.traces, keep, pruneEvery.d)
 	defer stopPruning()
-	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
+	env := servedEnvironment(ctx, *sf.allowCodeExec)
 	served := map[string]*graph.Runnable{}
 	mcpTools := map[string]server.MCPTool{}
 	budgets := map[string]llm.Budget{}
+	envs := map[string]runs.Env{}
 	var names []string
 	for _, wf := range files {
 		name := wf.file.Name()
 		if _, dup := served[name]; dup {
 			return usagef("serve: two workflows are named %q; the API names workflows by name", name)
 		}
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, env)
 		if err != nil {
 			return err
 		}
-		served[name], mcpTools[name] = r, mcpToolOf(wf.file)
+		served[name], mcpTools[name], envs[name] = r, mcpToolOf(wf.file), env.of(wf)
 		if b := wf.file.Budget(); !b.IsZero() {
 			budgets[name] = b
 		}
@@ -103,6 +104,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags,
+		Envs: envs,
 	}
 	if *temporalAddr != "" {
 		executors, closeTemporal, err := a.temporalExecutors(ctx, *temporalAddr, *queue, served, base)
@@ -142,7 +144,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		kept = fmt.Sprintf("threads and recorded runs (run viewer at http://%s/viewer/)", ln.Addr())
 	}
 	fmt.Fprintf(a.stdout, "serving http://%s (%s in %s, %d token(s)); Ctrl-C stops\n%s\n", ln.Addr(), kept, base.where, len(tokens), strings.Join(names, "\n"))
-	fmt.Fprintf(a.stdout, "%scode execution: %s\n", replicaLine, codeExec)
+	fmt.Fprintf(a.stdout, "%scode execution: %s\n", replicaLine, env.line)
 	hs := server.NewHTTPServer(srv, server.Limits{})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -254,7 +256,7 @@ func fileExists(p string) bool {
 
 // compileForServe resolves the models of a workflow and compiles it over
 // the database; show prints its models' table (see showModels).
-func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, owner string, overrides map[llm.Tier]string, demo, show bool, python *tools.PythonConfig) (*graph.Runnable, string, error) {
+func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, owner string, overrides map[llm.Tier]string, demo, show bool, environ environment) (*graph.Runnable, string, error) {
 	models, err := wf.file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: demo})
 	if err != nil {
 		return nil, "", err
@@ -263,7 +265,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	if models.Demo && !demo {
 		a.notice("%s: no model provider is configured (%s): serving it on %s", wf.arg, models.Reason, demoName(models))
 	}
-	env := workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, Python: python, MCP: a.mcpHub()}
+	env := environ.apply(workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, MCP: a.mcpHub()})
 	if models.Models != nil {
 		env.Models = models.Models
 	}
@@ -276,21 +278,6 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 		desc = "no model"
 	}
 	return r, desc, nil
-}
-
-// codeExecution is the python tool of the served workflows, nil when code
-// execution is off (the default), and the start-up line that says so.
-// When on, code runs in the sandbox, always.
-func codeExecution(ctx context.Context, allow bool) (*tools.PythonConfig, string) {
-	if !allow {
-		return nil, "off: the python tool refuses to run code (--allow-code-exec runs it in a bubblewrap sandbox)"
-	}
-	cfg := &tools.PythonConfig{}
-	var se *tools.SandboxError
-	if err := tools.CheckSandbox(ctx, *cfg); errors.As(err, &se) {
-		return cfg, "on, but the sandbox cannot be set up, so the python tool refuses to run code: " + se.Reason
-	}
-	return cfg, "on, in a bubblewrap sandbox (no network, no file of this host but the system's, limited memory, CPU time and processes)"
 }
 
 // registryAgents lists, for GET /v1/agents, the agents the served

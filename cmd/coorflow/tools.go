@@ -61,7 +61,8 @@ func (a *app) tools(ctx context.Context, args []string) error {
 			servers = append(servers, name)
 		}
 	}
-	ts, err := wf.file.Tools(ctx, workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}, servers...)
+	// The tools as coorflow run gives them (runEnvironment).
+	ts, err := wf.file.Tools(ctx, runEnvironment().apply(workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}), servers...)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/temporalrun"
@@ -54,11 +55,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	if !isPostgres(d.db) {
 		a.notice("worker: threads are in %s: every worker and runner must run on this machine (use --db postgres://... to spread them)", base.where)
 	}
-	python, codeExec := codeExecution(ctx, *sf.allowCodeExec)
+	env := servedEnvironment(ctx, *sf.allowCodeExec)
 	var compiled []*graph.Runnable
 	var names []string
 	for _, wf := range files {
-		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, python)
+		r, desc, err := a.compileForServe(ctx, wf, base, d.owner, overrides, *sf.demo, *sf.showModels, env)
 		if err != nil {
 			return err
 		}
@@ -94,7 +95,7 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "worker for %s on Temporal %s (namespace %s, queue %s; threads in %s); Ctrl-C stops\n%s\n",
 		kind, *addr, *namespace, *queue, base.where, strings.Join(names, "\n"))
-	fmt.Fprintf(a.stdout, "code execution: %s\n", codeExec)
+	fmt.Fprintf(a.stdout, "code execution: %s\n", env.line)
 	<-ctx.Done()
 	w.Stop()
 	fmt.Fprintln(a.stdout, "stopped")
@@ -103,8 +104,8 @@ func (a *app) worker(ctx context.Context, args []string) error {
 
 // runtimeKeys are the runtime values run and serve give the workers'
 // nodes: whose run it is (the owner scopes agents and boards), its thread
-// and run ids.
-var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun}
+// and run ids, and its config.
+var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun, runs.RuntimeConfig}
 
 // startEventLog starts the log the workers store the events of streamed
 // runs in, for their callers (run --temporal, serve --temporal).

@@ -70,6 +70,10 @@ func NodeModules(t testing.TB) string {
 // answers.
 type Env struct {
 	URL, Token, Coor, Slow string
+	// Configured, when set, is a workflow that answers its config's
+	// greeting and the input "name" (shouted when config.shout): the
+	// scenario passes config.configurable and reads it back.
+	Configured string
 }
 
 // Report is what the scenario saw.
@@ -83,6 +87,8 @@ type Report struct {
 	HistoryLength   int            `json:"historyLength"`
 	RejoinedFirstID int64          `json:"rejoinedFirstId"`
 	Multitask       []string       `json:"multitask"`
+	// Configured is the answer of the run given a config (Env.Configured).
+	Configured string `json:"configured"`
 }
 
 // Run runs scenario.mjs against env and returns its report; a failed
@@ -92,7 +98,7 @@ func Run(t testing.TB, env Env) Report {
 	modules := NodeModules(t)
 	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "scenario.mjs"), modules)
 	cmd.Env = append(os.Environ(), "LG_URL="+env.URL, "LG_KEY="+env.Token, "LG_COOR="+env.Coor, "LG_SLOW="+env.Slow,
-		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
+		"LG_CONFIGURED="+env.Configured, "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

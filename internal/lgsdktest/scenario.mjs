@@ -12,7 +12,7 @@ import { pathToFileURL } from "node:url";
 
 const { Client } = await import(pathToFileURL(join(process.argv[2], "@langchain/langgraph-sdk/dist/index.js")).href);
 
-const { LG_URL, LG_KEY, LG_COOR, LG_SLOW } = process.env;
+const { LG_URL, LG_KEY, LG_COOR, LG_SLOW, LG_CONFIGURED } = process.env;
 const client = new Client({ apiUrl: LG_URL, apiKey: LG_KEY, callerOptions: { maxRetries: 0 } });
 const report = { steps: [] };
 const step = (name) => report.steps.push(name);
@@ -209,5 +209,20 @@ const batch = await httpStatus(() => client.runs.createBatch([{ assistantId: LG_
 assert.equal(batch.status, 501);
 assert.match(batch.message, /POST \/runs\/batch/);
 step("unserved");
+
+// A run's config.configurable reaches the workflow: its expressions read
+// config.greeting and config.shout.
+if (LG_CONFIGURED) {
+  const t = await client.threads.create({});
+  const plain = await client.runs.wait(t.thread_id, LG_CONFIGURED, { input: { name: "ada" } });
+  assert.equal(plain.answer, "hello ada");
+  const shouted = await client.runs.wait(t.thread_id, LG_CONFIGURED, {
+    input: { name: "ada" },
+    config: { configurable: { greeting: "hi", shout: true } },
+  });
+  assert.equal(shouted.answer, "HI ADA");
+  report.configured = shouted.answer;
+  step("config");
+}
 
 console.log(JSON.stringify(report));

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/runs"
+)
+
+// replayNoDivergence replays run id and requires that it reproduced its
+// recording.
+func replayNoDivergence(t *testing.T, c *cli, id string) {
+	t.Helper()
+	code, stdout, stderr := c.run("replay", id)
+	require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "; no divergence\n")
+}
+
+// recordedEnv is the environment run id's recording says it had.
+func recordedEnv(t *testing.T, c *cli, id string) runs.Env {
+	t.Helper()
+	code, stdout, stderr := c.run("runs", "list", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var list []struct {
+		ID      string            `json:"run_id"`
+		Runtime map[string]string `json:"runtime"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list), stdout)
+	for _, r := range list {
+		if r.ID == id {
+			env, ok, err := runs.DecodeEnv(r.Runtime[runs.RuntimeEnv])
+			require.NoError(t, err)
+			require.True(t, ok, "run %s records its environment", id)
+			return env
+		}
+	}
+	t.Fatalf("no recorded run %s", id)
+	return runs.Env{}
+}
+
+// TestAServedRunReplaysWithTheEnvironmentItHad: serve compiles the python
+// tool off (no --allow-code-exec), so its agents are told not to call it;
+// the recording says so, and replay compiles the same, where it used to
+// compile code execution on and diverge at every agent's first call.
+func TestAServedRunReplaysWithTheEnvironmentItHad(t *testing.T) {
+	c := newCLI(t)
+	s := c.serve("../../examples/coor", "--token-file", tokenFile(t, "tok\n", 0o600))
+	code, body := s.post("/v1/threads", "tok", `{"workflow": "coor", "thread_id": "served-1"}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = s.post("/v1/threads/served-1/runs/wait", "tok", `{"input": {"input": "`+coorInput+`"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var ru struct {
+		ID     string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &ru))
+	require.Equal(t, "done", ru.Status, body)
+	// The conversation's second turn starts from the end of the first.
+	code, body = s.post("/v1/threads/served-1/runs/wait", "tok", `{"input": {"input": "And for a desktop app?"}}`)
+	require.Equal(t, http.StatusOK, code, body)
+	var turn2 struct {
+		ID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &turn2))
+	exit, stderr := s.stop()
+	require.Equal(t, exitOK, exit, stderr)
+	replayNoDivergence(t, c, turn2.ID)
+
+	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecOff, Workflow: coor}, recordedEnv(t, c, ru.ID),
+		"code execution off, and the file: a served run's workflow is known by its name (coor), which is also a built-in's")
+	replayNoDivergence(t, c, ru.ID)
+}
+
+// TestARunReplaysWithTheEnvironmentItHad: coorflow run runs the file's
+// code on this machine, and its replay compiles code execution on.
+func TestARunReplaysWithTheEnvironmentItHad(t *testing.T) {
+	c := newCLI(t)
+	id := recordCoor(t, c)
+	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecLocal, Workflow: coor}, recordedEnv(t, c, id))
+	replayNoDivergence(t, c, id)
+}
+
+// TestAnMCPRunReplaysWithTheEnvironmentItHad: coorflow mcp, as serve,
+// compiles code execution off, records it, and its runs replay without
+// divergence.
+func TestAnMCPRunReplaysWithTheEnvironmentItHad(t *testing.T) {
+	c := newCLI(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var errOut lockedBuffer
+	go func() {
+		a := &app{stdin: inR, stdout: outW, stderr: &errOut,
+			getenv: func(k string) string {
+				if k == "COORFLOW_DB" {
+					return c.db
+				}
+				return ""
+			},
+			unsetenv: func(string) error { return nil }}
+		code := a.main(ctx, []string{"mcp", "../../examples/coor"})
+		_ = outW.Close()
+		done <- code
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	require.NoError(t, err)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "coor", Arguments: map[string]any{"input": coorInput, "thread_id": "mcp-env"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.NoError(t, cs.Close())
+	_ = inW.Close()
+	cancel()
+	require.Equal(t, exitOK, <-done, errOut.String())
+
+	code, stdout, stderr := c.run("runs", "list", "--json", "--thread", "mcp-env")
+	require.Equal(t, exitOK, code, stderr)
+	var list []struct {
+		ID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list))
+	require.Len(t, list, 1)
+	assert.Equal(t, runs.CodeExecOff, recordedEnv(t, c, list[0].ID).CodeExec)
+	replayNoDivergence(t, c, list[0].ID)
+}
+
+// TestToolsListShowsThePythonToolAsRunGivesIt: coorflow tools list
+// reports the tools as coorflow run compiles them (runEnvironment), not
+// the stand-in of a server where code execution is off (issue 31).
+func TestToolsListShowsThePythonToolAsRunGivesIt(t *testing.T) {
+	code, stdout, stderr := newCLI(t).run("tools", "list", "../../examples/research")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "python")
+	assert.NotContains(t, stdout, "Disabled on this server")
+}
