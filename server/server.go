@@ -18,6 +18,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/telemetry"
 	runtrace "github.com/coorflow/coorflow/trace"
@@ -199,8 +200,7 @@ type Server struct {
 	retained int64                  // bytes the finished runs take
 	values   *valuesCache           // of runs that ended done (valuescache.go)
 	usage    map[string]*usage      // by owner
-	budgetMu sync.Mutex             // guards meters
-	meters   budgets                // owner budgets (budget.go)
+	owners   *runs.OwnerBudgets     // owner budgets (budget.go); nil without a Recorder
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
@@ -247,7 +247,6 @@ func New(cfg Config) (*Server, error) {
 		threads:   make(map[string]*threadRuns),
 		finished:  list.New(),
 		usage:     make(map[string]*usage),
-		meters:    budgets{},
 	}
 	s.eventNames = eventNames(cfg.EventNames)
 	s.values = newValuesCache(valuesCacheBytes)
@@ -275,6 +274,7 @@ func New(cfg Config) (*Server, error) {
 	if err := checkBudgets(cfg); err != nil {
 		return nil, err
 	}
+	s.owners = ownerBudgets(cfg)
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
