@@ -152,7 +152,7 @@ const settleTimeout = 30 * time.Second
 
 // pollAccount bounds the wait before an Account that said Waits is asked
 // again (it cannot tell when another process's call settles).
-const pollAccount = 200 * time.Millisecond
+const pollAccount = 10 * time.Millisecond
 
 // A reservation is what a call holds of its meters while it is in flight.
 type reservation struct {

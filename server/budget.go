@@ -12,15 +12,19 @@ import (
 )
 
 // ownerBudgets keeps the owners' budgets of cfg: in the database of the
-// Recorder's store (PostgreSQL or SQLite), shared with every replica and
-// process on it, else in memory; each owner's starting from what its
-// recorded runs spent. Nil without a Recorder.
+// Recorder's store (PostgreSQL or SQLite), else of the Saver, shared with
+// every replica and process on it; else in memory. Each owner's account
+// starts from what its recorded runs spent. Nil without a Recorder.
 func ownerBudgets(cfg Config) *runs.OwnerBudgets {
 	if cfg.Recorder == nil {
 		return nil
 	}
 	st := cfg.Recorder.Store()
-	return runs.NewOwnerBudgets(runs.AccountsOf(st), func(ctx context.Context, owner string) (llm.Spend, error) {
+	accounts := runs.AccountsOf(st)
+	if accounts == nil {
+		accounts = runs.AccountsOf(cfg.Saver)
+	}
+	return runs.NewOwnerBudgets(accounts, func(ctx context.Context, owner string) (llm.Spend, error) {
 		spent, _, err := runtrace.SpendOf(ctx, st, runtrace.RunQuery{Owner: owner})
 		return spent, err
 	})
