@@ -151,4 +151,3 @@ func TestSharedRunsReportTheirUsage(t *testing.T) {
 	assert.Equal(t, ru.Usage, got.Usage, "another replica shows it too")
 	assert.Equal(t, ru.Budget, got.Budget)
 }
-
