@@ -2,31 +2,12 @@ package runs
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs/accounts"
 )
-
-// AccountsOf returns the budget accounts kept in the database of db — a
-// store or saver of PostgreSQL or SQLite (trace/postgres, trace/sqlite,
-// checkpoint/postgres, checkpoint/sqlite), in its schema — or nil when db
-// keeps nothing in a database (the memory backends): then budgets are
-// kept in this process's memory.
-func AccountsOf(db any) *Accounts {
-	switch d := db.(type) {
-	case interface {
-		PostgresDatabase() (*pgxpool.Pool, string)
-	}:
-		return PostgresAccounts(d.PostgresDatabase())
-	case interface{ SQLiteDatabase() *sql.DB }:
-		return SQLiteAccounts(d.SQLiteDatabase())
-	}
-	return nil
-}
 
 // OwnerBudgets hands out the meters of owners' budgets: one per owner and
 // process, the parent of the meters of the owner's runs. With Accounts
@@ -37,17 +18,17 @@ func AccountsOf(db any) *Accounts {
 // starts from what its recorded runs spent (Spent), the first time it is
 // used.
 type OwnerBudgets struct {
-	accounts *Accounts
+	accounts *accounts.Accounts
 	spent    func(ctx context.Context, owner string) (llm.Spend, error)
 
 	mu     sync.Mutex
 	meters map[string]*llm.Meter
 }
 
-// NewOwnerBudgets returns the owner budgets kept in accounts (nil: in
+// NewOwnerBudgets returns the owner budgets kept in a (nil: in
 // memory), each started from spent(owner).
-func NewOwnerBudgets(accounts *Accounts, spent func(ctx context.Context, owner string) (llm.Spend, error)) *OwnerBudgets {
-	return &OwnerBudgets{accounts: accounts, spent: spent, meters: map[string]*llm.Meter{}}
+func NewOwnerBudgets(a *accounts.Accounts, spent func(ctx context.Context, owner string) (llm.Spend, error)) *OwnerBudgets {
+	return &OwnerBudgets{accounts: a, spent: spent, meters: map[string]*llm.Meter{}}
 }
 
 // Shared reports whether the budgets are kept in a database.
@@ -71,7 +52,7 @@ func (o *OwnerBudgets) Meter(ctx context.Context, owner string, b llm.Budget) (*
 	start := func(ctx context.Context) (llm.Spend, error) { return o.spent(ctx, owner) }
 	var m *llm.Meter
 	if o.accounts != nil {
-		m = llm.NewAccountMeter(llm.ScopeOwner, b, o.accounts.Account(OwnerAccount(owner), start), nil)
+		m = llm.NewAccountMeter(llm.ScopeOwner, b, o.accounts.Account(accounts.OwnerAccount(owner), start), nil)
 	} else {
 		spent, err := start(ctx)
 		if err != nil {

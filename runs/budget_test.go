@@ -19,6 +19,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/runs"
+	"github.com/coorflow/coorflow/runs/accounts"
 )
 
 // spendInParallel makes calls model calls at once, spread over the owner
@@ -98,7 +99,7 @@ func TestOwnerBudgetHoldsAcrossSQLiteProcesses(t *testing.T) {
 		db, err := sqlitedb.Open(path, sqlitedb.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = db.Close() })
-		procs = append(procs, runs.NewOwnerBudgets(runs.SQLiteAccounts(db), recorded))
+		procs = append(procs, runs.NewOwnerBudgets(accounts.SQLite(db), recorded))
 	}
 	checkOwnerBudget(t, procs)
 }
@@ -115,7 +116,7 @@ func TestOwnerBudgetHoldsAcrossPostgresReplicas(t *testing.T) {
 		pool, err := pgxpool.New(t.Context(), pgtest.URL())
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		procs = append(procs, runs.NewOwnerBudgets(runs.PostgresAccounts(pool, schema), recorded))
+		procs = append(procs, runs.NewOwnerBudgets(accounts.Postgres(pool, schema), recorded))
 	}
 	checkOwnerBudget(t, procs)
 }
@@ -130,5 +131,5 @@ func TestOwnerBudgetInMemory(t *testing.T) {
 
 // TestAccountsOf: a backend without a database keeps no accounts.
 func TestAccountsOf(t *testing.T) {
-	assert.Nil(t, runs.AccountsOf(struct{}{}))
+	assert.Nil(t, accounts.Of(struct{}{}))
 }

@@ -8,23 +8,25 @@ import (
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/runs"
+	"github.com/coorflow/coorflow/runs/accounts"
 	runtrace "github.com/coorflow/coorflow/trace"
 )
 
 // ownerBudgets keeps the owners' budgets of cfg: in the database of the
-// Recorder's store (PostgreSQL or SQLite), else of the Saver, shared with
-// every replica and process on it; else in memory. Each owner's account
-// starts from what its recorded runs spent. Nil without a Recorder.
+// Saver (PostgreSQL or SQLite: the one replicas and Temporal's workers
+// share), else of the Recorder's store, shared with every replica, process
+// and worker on it; else in memory. Each owner's account starts from what
+// its recorded runs spent. Nil without a Recorder.
 func ownerBudgets(cfg Config) *runs.OwnerBudgets {
 	if cfg.Recorder == nil {
 		return nil
 	}
 	st := cfg.Recorder.Store()
-	accounts := runs.AccountsOf(st)
-	if accounts == nil {
-		accounts = runs.AccountsOf(cfg.Saver)
+	a := accounts.Of(cfg.Saver)
+	if a == nil {
+		a = accounts.Of(st)
 	}
-	return runs.NewOwnerBudgets(accounts, func(ctx context.Context, owner string) (llm.Spend, error) {
+	return runs.NewOwnerBudgets(a, func(ctx context.Context, owner string) (llm.Spend, error) {
 		spent, _, err := runtrace.SpendOf(ctx, st, runtrace.RunQuery{Owner: owner})
 		return spent, err
 	})

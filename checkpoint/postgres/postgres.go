@@ -79,7 +79,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Saver {
 
 // PostgresDatabase returns the Saver's pool and the schema WithSchema
 // named ("": the connection's current schema), for the backends that keep
-// their tables beside its (runs.AccountsOf).
+// their tables beside its (runs/accounts.Of).
 func (s *Saver) PostgresDatabase() (*pgxpool.Pool, string) { return s.pool, s.schema }
 
 // Migrate creates or upgrades the schema now rather than on first use. It

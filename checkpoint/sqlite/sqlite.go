@@ -106,7 +106,7 @@ func (s *Saver) Close() error {
 }
 
 // SQLiteDatabase returns the Saver's database, for the backends that keep
-// their tables beside its (runs.AccountsOf).
+// their tables beside its (runs/accounts.Of).
 func (s *Saver) SQLiteDatabase() *sql.DB { return s.db }
 
 // init sets the Saver up on first use (see sqlitedb.Share.Init).

@@ -84,7 +84,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 
 // PostgresDatabase returns the Store's pool and the schema WithSchema
 // named ("": the connection's current schema), for the backends that keep
-// their tables beside its (runs.AccountsOf).
+// their tables beside its (runs/accounts.Of).
 func (s *Store) PostgresDatabase() (*pgxpool.Pool, string) { return s.pool, s.schema }
 
 // Close closes the pool when the Store was returned by Open. Methods

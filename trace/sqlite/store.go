@@ -83,7 +83,7 @@ func New(db *sql.DB) *Store {
 }
 
 // SQLiteDatabase returns the Store's database, for the backends that keep
-// their tables beside its (runs.AccountsOf).
+// their tables beside its (runs/accounts.Of).
 func (s *Store) SQLiteDatabase() *sql.DB { return s.db }
 
 // Migrate creates or upgrades the tables now rather than on first use. It

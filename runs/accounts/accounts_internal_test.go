@@ -1,4 +1,4 @@
-package runs
+package accounts
 
 import (
 	"path/filepath"
@@ -19,7 +19,7 @@ func TestAHoldOfADeadProcessExpires(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	now := time.Unix(1_700_000_000, 0)
-	a := SQLiteAccounts(db)
+	a := SQLite(db)
 	a.now = func() time.Time { return now }
 	acc := a.Account(OwnerAccount("ann"), nil)
 	b := llm.Budget{Tokens: 1000}

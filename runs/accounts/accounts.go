@@ -1,4 +1,10 @@
-package runs
+// Package accounts keeps budget accounts in a database (PostgreSQL or
+// SQLite), shared by every process that uses it: each account keeps what
+// was spent against a budget and what the model calls in flight reserved
+// (llm.Account). runs keeps owners' budgets in them; temporalrun's workers
+// keep runs' and owners' budgets in the accounts of their saver's
+// database.
+package accounts
 
 import (
 	"context"
@@ -29,7 +35,7 @@ const HoldTTL = 15 * time.Minute
 // Accounts are the budget accounts of a database, shared by every process
 // that uses it: each account keeps what was spent against a budget and
 // what the model calls in flight reserved (llm.Account). Accounts of
-// PostgreSQL (PostgresAccounts) and SQLite (SQLiteAccounts) reserve in one
+// PostgreSQL (Postgres) and SQLite (SQLite) reserve in one
 // transaction that holds the account's row (PostgreSQL: SELECT ... FOR
 // UPDATE; SQLite: BEGIN IMMEDIATE, the database's write lock).
 type Accounts struct {
@@ -44,6 +50,22 @@ type Accounts struct {
 // is counted by the calls the account settles.
 func (a *Accounts) Account(key string, start func(context.Context) (llm.Spend, error)) llm.Account {
 	return &account{a: a, key: key, start: start}
+}
+
+// Of returns the accounts kept in the database of db — a store or saver
+// of PostgreSQL or SQLite (trace/postgres, trace/sqlite,
+// checkpoint/postgres, checkpoint/sqlite), in its schema — or nil when db
+// keeps nothing in a database (the memory backends).
+func Of(db any) *Accounts {
+	switch d := db.(type) {
+	case interface {
+		PostgresDatabase() (*pgxpool.Pool, string)
+	}:
+		return Postgres(d.PostgresDatabase())
+	case interface{ SQLiteDatabase() *sql.DB }:
+		return SQLite(d.SQLiteDatabase())
+	}
+	return nil
 }
 
 // OwnerAccount is the key of the account of an owner's budget.
@@ -94,24 +116,24 @@ func (c *account) create(ctx context.Context) error {
 		return q.row(ctx, d.sql(`SELECT count(*) FROM {t}budget_accounts WHERE account = ?`), c.key).Scan(&n)
 	})
 	if err != nil {
-		return fmt.Errorf("runs: account %q: %w", c.key, err)
+		return fmt.Errorf("accounts: account %q: %w", c.key, err)
 	}
 	if n == 0 {
 		var spent llm.Spend
 		if c.start != nil {
 			if spent, err = c.start(ctx); err != nil {
-				return fmt.Errorf("runs: account %q: what was spent before: %w", c.key, err)
+				return fmt.Errorf("accounts: account %q: what was spent before: %w", c.key, err)
 			}
 		}
 		data, err := json.Marshal(spent)
 		if err != nil {
-			return fmt.Errorf("runs: account %q: %w", c.key, err)
+			return fmt.Errorf("accounts: account %q: %w", c.key, err)
 		}
 		err = d.tx(ctx, func(q querier) error {
 			return q.exec(ctx, d.sql(`INSERT INTO {t}budget_accounts (account, spent) VALUES (?, ?) ON CONFLICT (account) DO NOTHING`), c.key, string(data))
 		})
 		if err != nil {
-			return fmt.Errorf("runs: create account %q: %w", c.key, err)
+			return fmt.Errorf("accounts: create account %q: %w", c.key, err)
 		}
 	}
 	c.created = true
@@ -147,6 +169,9 @@ func (c *account) state(ctx context.Context, q querier, del bool) (llm.Spend, ll
 	return spent, r, nil
 }
 
+// Key returns the account's key.
+func (c *account) Key() string { return c.key }
+
 // Reserve implements llm.Account.
 func (c *account) Reserve(ctx context.Context, b llm.Budget, claim llm.Claim) (llm.Hold, llm.Verdict, llm.Spend, error) {
 	if err := c.create(ctx); err != nil {
@@ -173,7 +198,7 @@ func (c *account) Reserve(ctx context.Context, b llm.Budget, claim llm.Claim) (l
 			h.ID, c.key, h.Tokens, h.USD, c.a.now().Add(HoldTTL).UnixMicro())
 	})
 	if err != nil {
-		return llm.Hold{}, 0, llm.Spend{}, fmt.Errorf("runs: account %q: %w", c.key, err)
+		return llm.Hold{}, 0, llm.Spend{}, fmt.Errorf("accounts: account %q: %w", c.key, err)
 	}
 	return h, v, spent, nil
 }
@@ -209,7 +234,7 @@ func (c *account) Settle(ctx context.Context, h llm.Hold, add llm.Spend) error {
 		return q.exec(ctx, d.sql(`UPDATE {t}budget_accounts SET spent = ? WHERE account = ?`), string(data), c.key)
 	})
 	if err != nil {
-		return fmt.Errorf("runs: account %q: %w", c.key, err)
+		return fmt.Errorf("accounts: account %q: %w", c.key, err)
 	}
 	return nil
 }
@@ -228,7 +253,7 @@ func (c *account) Balance(ctx context.Context) (llm.Spend, llm.Reserved, error) 
 		return err
 	})
 	if err != nil {
-		return s, r, fmt.Errorf("runs: account %q: %w", c.key, err)
+		return s, r, fmt.Errorf("accounts: account %q: %w", c.key, err)
 	}
 	return s, r, nil
 }
@@ -240,7 +265,7 @@ func newHoldID() string {
 }
 
 // errAccountsClosed is returned after the database was closed.
-var errAccountsClosed = errors.New("runs: budget accounts: closed")
+var errAccountsClosed = errors.New("accounts: budget accounts: closed")
 
 // accountSteps[v-1] brings the tables from version v-1 to v; "{t}" stands
 // for the schema's prefix ("" in SQLite). Append; never edit a released
@@ -261,11 +286,11 @@ var accountSteps = [][]string{{
 }}
 
 // errAccountsTooNew is returned for tables written by a newer version.
-var errAccountsTooNew = errors.New("runs: the budget tables are newer than this version supports")
+var errAccountsTooNew = errors.New("accounts: the budget tables are newer than this version supports")
 
-// PostgresAccounts returns the accounts kept in pool, in schema ("": the
+// Postgres returns the accounts kept in pool, in schema ("": the
 // connection's current schema), their tables created on first use.
-func PostgresAccounts(pool *pgxpool.Pool, schema string) *Accounts {
+func Postgres(pool *pgxpool.Pool, schema string) *Accounts {
 	steps := make([][]string, len(accountSteps))
 	for i, s := range accountSteps {
 		for _, stmt := range s {
@@ -339,7 +364,7 @@ func (p *pgDialect) read(ctx context.Context, fn func(q querier) error) error {
 	return fn(&pgQuerier{schema: schema, pool: p.share.Pool()})
 }
 
-// SQLiteAccounts returns the accounts kept in db, a database opened as
+// SQLite returns the accounts kept in db, a database opened as
 // checkpoint/sqlite and trace/sqlite open theirs (with a busy timeout),
 // their tables created on first use. Processes that open the same file
 // share the accounts. A transaction runs on a connection of db's pool
@@ -347,7 +372,7 @@ func (p *pgDialect) read(ctx context.Context, fn func(q querier) error) error {
 // the writers of other connections and processes up to the busy timeout;
 // the accounts hold no connection between transactions, so they need no
 // Close.
-func SQLiteAccounts(db *sql.DB) *Accounts {
+func SQLite(db *sql.DB) *Accounts {
 	return &Accounts{db: &sqliteDialect{db: db}, now: time.Now}
 }
 
