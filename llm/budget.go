@@ -133,6 +133,12 @@ func NewAccountMeter(scope string, b Budget, a Account, parent *Meter) *Meter {
 	return m
 }
 
+// Scope returns the meter's scope; Parent its parent (nil for none);
+// Account its Account (nil for a meter kept in memory).
+func (m *Meter) Scope() string    { return m.scope }
+func (m *Meter) Parent() *Meter   { return m.parent }
+func (m *Meter) Account() Account { return m.account }
+
 // Spent returns what was spent against the meter's budget (for a meter
 // of an Account, as it last saw it: see Balance).
 func (m *Meter) Spent() Spend {

@@ -134,16 +134,32 @@ type Hold struct {
 // flight where every process that spends against the budget sees them (a
 // database: runs.Accounts). Its methods are atomic where it keeps them.
 type Account interface {
-	// Reserve applies Claim.Fit to c against b beside what the account
-	// spent and reserved and, when it fits, reserves it, in one atomic
-	// step. It returns the hold (for Fits), the verdict and what was
-	// spent.
-	Reserve(ctx context.Context, b Budget, c Claim) (Hold, Verdict, Spend, error)
+	// Reserve applies Claim.Fit to c against b (or the budget the account
+	// keeps, see BudgetKeeper) beside what the account spent and
+	// reserved and, when it fits, reserves it, in one atomic step.
+	Reserve(ctx context.Context, b Budget, c Claim) (Reservation, error)
 	// Settle gives back h and counts spent, what the call spent (nothing
 	// for a call that failed).
 	Settle(ctx context.Context, h Hold, spent Spend) error
 	// Balance returns what was spent and what is reserved.
 	Balance(ctx context.Context) (Spend, Reserved, error)
+}
+
+// Reservation is what Account.Reserve says.
+type Reservation struct {
+	// Hold is the reservation, when Verdict is Fits.
+	Hold    Hold
+	Verdict Verdict
+	// Spent is what was spent, and Budget the budget applied.
+	Spent  Spend
+	Budget Budget
+}
+
+// A BudgetKeeper is an Account that keeps a budget of its own once one is
+// set: a budget raised by the answer to a budget's question (Ask) then
+// holds for every meter of the account, in every process.
+type BudgetKeeper interface {
+	SetBudget(ctx context.Context, b Budget) error
 }
 
 // settleTimeout bounds the settling of a call in an Account after the
@@ -258,7 +274,11 @@ func tryReserve(ctx context.Context, chain []*Meter, c Claim) (*reservation, *ov
 		if err := x.priced(c, Spend{}); err != nil {
 			return nil, nil, nil, errors.Join(err, r.release(ctx))
 		}
-		h, v, spent, err := x.account.Reserve(ctx, x.budget, cc)
+		res, err := x.account.Reserve(ctx, x.budget, cc)
+		h, v, spent := res.Hold, res.Verdict, res.Spent
+		if err == nil {
+			x.budget = res.Budget
+		}
 		if err == nil && v == Fits {
 			x.spent = spent
 			r.holds[i] = h
@@ -389,30 +409,34 @@ func (m *Meter) ask(ctx context.Context, be *BudgetError) error {
 	if err != nil {
 		return err
 	}
+	var b Budget
 	switch a := answer.(type) {
 	case map[string]any:
-		b := Budget{Ask: true}
+		b = Budget{Ask: true}
 		if v, ok := a["tokens"].(float64); ok {
 			b.Tokens = int(v)
 		}
 		if v, ok := a["usd"].(float64); ok {
 			b.USD = v
 		}
-		m.SetBudget(b)
 	case bool:
 		if !a {
 			return be
 		}
-		m.SetBudget(Budget{})
 	case string:
 		switch strings.ToLower(strings.TrimSpace(a)) {
 		case "yes", "y", "ok", "continue", "go on":
-			m.SetBudget(Budget{})
 		default:
 			return be
 		}
 	default:
 		return be
+	}
+	m.SetBudget(b)
+	if k, ok := m.account.(BudgetKeeper); ok {
+		if err := k.SetBudget(ctx, b); err != nil {
+			return fmt.Errorf("llm: keep the %s budget answered: %w", m.scope, err)
+		}
 	}
 	return nil
 }

@@ -140,67 +140,101 @@ func (c *account) create(ctx context.Context) error {
 	return nil
 }
 
-// state reads the account's spend and its unexpired reservations,
-// deleting the expired ones when del is set (in a transaction).
-func (c *account) state(ctx context.Context, q querier, del bool) (llm.Spend, llm.Reserved, error) {
+// state reads the account's spend, its unexpired reservations and the
+// budget it keeps (nil for none), deleting the expired reservations when
+// del is set (in a transaction). In a transaction the account's row is
+// locked first, by a statement of its own: in PostgreSQL (read committed)
+// the reservations are then read by a later statement, whose snapshot
+// sees those the transaction that held the row before committed; read in
+// the statement that waited for the lock, they would not be.
+func (c *account) state(ctx context.Context, q querier, del bool) (llm.Spend, llm.Reserved, *llm.Budget, error) {
 	d := c.a.db
 	now := c.a.now().UnixMicro()
-	var spent llm.Spend
-	var raw string
-	if err := q.row(ctx, d.sql(`SELECT spent FROM {t}budget_accounts WHERE account = ?{lock}`), c.key).Scan(&raw); err != nil {
-		return spent, llm.Reserved{}, fmt.Errorf("read account: %w", err)
-	}
-	if err := json.Unmarshal([]byte(raw), &spent); err != nil {
-		return spent, llm.Reserved{}, fmt.Errorf("decode account: %w", err)
+	var (
+		spent  llm.Spend
+		r      llm.Reserved
+		raw    string
+		kept   *string
+		tokens int64
+	)
+	err := q.row(ctx, d.sql(`SELECT a.spent, a.budget FROM {t}budget_accounts a WHERE a.account = ?{lock}`), c.key).Scan(&raw, &kept)
+	if err != nil {
+		return spent, r, nil, fmt.Errorf("read account: %w", err)
 	}
 	if del {
 		if err := q.exec(ctx, d.sql(`DELETE FROM {t}budget_holds WHERE account = ? AND expires < ?`), c.key, now); err != nil {
-			return spent, llm.Reserved{}, fmt.Errorf("expire reservations: %w", err)
+			return spent, r, nil, fmt.Errorf("expire reservations: %w", err)
 		}
 	}
-	var r llm.Reserved
-	var tokens int64
-	err := q.row(ctx, d.sql(`SELECT count(*), CAST(coalesce(sum(tokens), 0) AS BIGINT), CAST(coalesce(sum(usd), 0) AS DOUBLE PRECISION) FROM {t}budget_holds WHERE account = ? AND expires >= ?`),
-		c.key, now).Scan(&r.Calls, &tokens, &r.USD)
+	err = q.row(ctx, d.sql(`SELECT count(*), CAST(coalesce(sum(tokens), 0) AS BIGINT), CAST(coalesce(sum(usd), 0) AS DOUBLE PRECISION)
+		FROM {t}budget_holds WHERE account = ? AND expires >= ?`), c.key, now).Scan(&r.Calls, &tokens, &r.USD)
 	if err != nil {
-		return spent, r, fmt.Errorf("sum reservations: %w", err)
+		return spent, r, nil, fmt.Errorf("sum reservations: %w", err)
 	}
 	r.Tokens = int(tokens)
-	return spent, r, nil
+	if err := json.Unmarshal([]byte(raw), &spent); err != nil {
+		return spent, r, nil, fmt.Errorf("decode account: %w", err)
+	}
+	var b *llm.Budget
+	if kept != nil {
+		b = new(llm.Budget)
+		if err := json.Unmarshal([]byte(*kept), b); err != nil {
+			return spent, r, nil, fmt.Errorf("decode the account's budget: %w", err)
+		}
+	}
+	return spent, r, b, nil
 }
 
-// Key returns the account's key.
-func (c *account) Key() string { return c.key }
-
-// Reserve implements llm.Account.
-func (c *account) Reserve(ctx context.Context, b llm.Budget, claim llm.Claim) (llm.Hold, llm.Verdict, llm.Spend, error) {
+// Reserve implements llm.Account. A budget the account keeps (SetBudget)
+// replaces b.
+func (c *account) Reserve(ctx context.Context, b llm.Budget, claim llm.Claim) (llm.Reservation, error) {
 	if err := c.create(ctx); err != nil {
-		return llm.Hold{}, 0, llm.Spend{}, err
+		return llm.Reservation{}, err
 	}
-	var (
-		h       llm.Hold
-		v       llm.Verdict
-		spent   llm.Spend
-		granted int
-	)
+	var res llm.Reservation
 	d := c.a.db
 	err := d.tx(ctx, func(q querier) error {
-		s, r, err := c.state(ctx, q, true)
+		s, r, kept, err := c.state(ctx, q, true)
 		if err != nil {
 			return err
 		}
-		spent = s
-		if granted, v = claim.Fit(b, s, r); v != llm.Fits {
+		if kept != nil {
+			b = *kept
+		}
+		res.Spent, res.Budget = s, b
+		var granted int
+		if granted, res.Verdict = claim.Fit(b, s, r); res.Verdict != llm.Fits {
 			return nil
 		}
-		h = llm.Hold{ID: newHoldID(), Tokens: claim.Prompt + granted, USD: claim.PromptUSD + float64(granted)*claim.OutputUSD, Completion: granted}
+		h := llm.Hold{ID: newHoldID(), Tokens: claim.Prompt + granted, USD: claim.PromptUSD + float64(granted)*claim.OutputUSD, Completion: granted}
+		res.Hold = h
 		return q.exec(ctx, d.sql(`INSERT INTO {t}budget_holds (id, account, tokens, usd, expires) VALUES (?, ?, ?, ?, ?)`),
 			h.ID, c.key, h.Tokens, h.USD, c.a.now().Add(HoldTTL).UnixMicro())
 	})
 	if err != nil {
-		return llm.Hold{}, 0, llm.Spend{}, fmt.Errorf("accounts: account %q: %w", c.key, err)
+		return llm.Reservation{}, fmt.Errorf("accounts: account %q: %w", c.key, err)
 	}
-	return h, v, spent, nil
+	return res, nil
+}
+
+// SetBudget implements llm.BudgetKeeper: b replaces the budget the
+// account's meters are given from now on.
+func (c *account) SetBudget(ctx context.Context, b llm.Budget) error {
+	if err := c.create(ctx); err != nil {
+		return err
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	d := c.a.db
+	err = d.tx(ctx, func(q querier) error {
+		return q.exec(ctx, d.sql(`UPDATE {t}budget_accounts SET budget = ? WHERE account = ?`), string(data), c.key)
+	})
+	if err != nil {
+		return fmt.Errorf("accounts: account %q: keep its budget: %w", c.key, err)
+	}
+	return nil
 }
 
 // Settle implements llm.Account.
@@ -219,7 +253,7 @@ func (c *account) Settle(ctx context.Context, h llm.Hold, add llm.Spend) error {
 			return nil
 		}
 		var raw string
-		if err := q.row(ctx, d.sql(`SELECT spent FROM {t}budget_accounts WHERE account = ?{lock}`), c.key).Scan(&raw); err != nil {
+		if err := q.row(ctx, d.sql(`SELECT a.spent FROM {t}budget_accounts a WHERE a.account = ?{lock}`), c.key).Scan(&raw); err != nil {
 			return fmt.Errorf("read account: %w", err)
 		}
 		var spent llm.Spend
@@ -249,7 +283,7 @@ func (c *account) Balance(ctx context.Context) (llm.Spend, llm.Reserved, error) 
 		r llm.Reserved
 	)
 	err := c.a.db.read(ctx, func(q querier) (err error) {
-		s, r, err = c.state(ctx, q, false)
+		s, r, _, err = c.state(ctx, q, false)
 		return err
 	})
 	if err != nil {
@@ -273,7 +307,8 @@ var errAccountsClosed = errors.New("accounts: budget accounts: closed")
 var accountSteps = [][]string{{
 	`CREATE TABLE {t}budget_accounts (
 		account TEXT NOT NULL PRIMARY KEY,
-		spent   TEXT NOT NULL
+		spent   TEXT NOT NULL,
+		budget  TEXT
 	)`,
 	`CREATE TABLE {t}budget_holds (
 		id      TEXT NOT NULL PRIMARY KEY,
@@ -318,7 +353,7 @@ func (p *pgDialect) sql(stmt string) string {
 		}
 		b.WriteRune(r)
 	}
-	return strings.ReplaceAll(b.String(), "{lock}", " FOR UPDATE")
+	return strings.ReplaceAll(b.String(), "{lock}", " FOR UPDATE OF a")
 }
 
 type pgQuerier struct {

@@ -24,19 +24,19 @@ func TestAHoldOfADeadProcessExpires(t *testing.T) {
 	acc := a.Account(OwnerAccount("ann"), nil)
 	b := llm.Budget{Tokens: 1000}
 	claim := llm.Claim{Prompt: 100, Completion: 800, Fixed: true}
-	h, v, _, err := acc.Reserve(t.Context(), b, claim)
+	res, err := acc.Reserve(t.Context(), b, claim)
 	require.NoError(t, err)
-	require.Equal(t, llm.Fits, v)
-	assert.Equal(t, 900, h.Tokens)
-	_, v, _, err = acc.Reserve(t.Context(), b, claim)
+	require.Equal(t, llm.Fits, res.Verdict)
+	assert.Equal(t, 900, res.Hold.Tokens)
+	res, err = acc.Reserve(t.Context(), b, claim)
 	require.NoError(t, err)
-	assert.Equal(t, llm.Waits, v, "the dead process's call still holds its room")
+	assert.Equal(t, llm.Waits, res.Verdict, "the dead process's call still holds its room")
 
 	now = now.Add(HoldTTL + time.Second)
 	_, r, err := acc.Balance(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, llm.Reserved{}, r)
-	_, v, _, err = acc.Reserve(t.Context(), b, claim)
+	res, err = acc.Reserve(t.Context(), b, claim)
 	require.NoError(t, err)
-	assert.Equal(t, llm.Fits, v)
+	assert.Equal(t, llm.Fits, res.Verdict)
 }
