@@ -150,8 +150,8 @@ func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Writ
 // nil) and the runtime values (Config.RuntimeKeys). Nothing is sent when
 // there is neither.
 func (r *Runner) watch(ctx context.Context, spec graph.RunSpec, events *graph.EventSpec) error {
-	c := Caller{Events: events, Runtime: r.runtime(spec)}
-	if c.Events == nil && c.Runtime == nil {
+	c := Caller{Events: events, Runtime: r.runtime(spec), Budget: budgetOf(ctx, spec.Thread)}
+	if c.Events == nil && c.Runtime == nil && c.Budget == nil {
 		return nil
 	}
 	thread := spec.Thread
@@ -175,7 +175,8 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter,
 		Queues:      Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues},
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
-		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
+		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec),
+		Budget: budgetOf(ctx, spec.Thread)}
 	if input != nil {
 		data, err := r.cfg.Graph.EncodeWrites(input)
 		if err != nil {
