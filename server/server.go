@@ -108,12 +108,15 @@ type Config struct {
 	// A run that continues or resumes a thread counts what the thread's
 	// turn spent as the Recorder has it (nothing without one).
 	Budgets map[string]llm.Budget
-	// OwnerBudget is what each owner's runs may spend together, counted
-	// over the owner's recorded runs (pruning forgets them);
-	// OwnerBudgets gives some owners their own. A run goes no further
-	// than the model call that would exceed it, and an owner whose budget
-	// is spent cannot start runs (402 budget_exceeded). Owner budgets
-	// need the Recorder; they never ask.
+	// OwnerBudget is what each owner's runs may spend together;
+	// OwnerBudgets gives some owners their own. Each owner's spend and
+	// the reservations of its calls in flight are kept in the database of
+	// the Saver (else of the Recorder's store), shared by every replica,
+	// process and Temporal worker on it (in memory for backends in
+	// memory), starting from what the owner's recorded runs spent when
+	// first used. A run goes no further than the model call that would
+	// exceed it, and an owner whose budget is spent cannot start runs (402
+	// budget_exceeded). Owner budgets need the Recorder; they never ask.
 	OwnerBudget  llm.Budget
 	OwnerBudgets map[string]llm.Budget
 	// Agents lists the dynamic agents of an owner; nil lists none.
