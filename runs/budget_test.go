@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -74,6 +75,7 @@ func checkOwnerBudget(t *testing.T, procs []*runs.OwnerBudgets) {
 	require.NoError(t, err)
 	spent, reserved, err := m.Balance(t.Context())
 	require.NoError(t, err)
+	t.Logf("spent %d of %d tokens (%d calls made, %d refused, 120 fired at once)", spent.Tokens(), budget.Tokens, spent.Calls-1, refused)
 	assert.LessOrEqual(t, spent.Tokens(), budget.Tokens, "spent %s", spent)
 	assert.Greater(t, spent.Tokens(), budget.Tokens-200, "the budget was used: %s", spent)
 	prompt := llm.EstimateMessages([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "summarise the report")})
@@ -87,38 +89,46 @@ func recorded(context.Context, string) (llm.Spend, error) {
 	return llm.Spend{Calls: 1, PromptTokens: 500}, nil
 }
 
-// TestOwnerBudgetHoldsAcrossSQLiteProcesses: three processes on one
-// SQLite file (three database handles) spend no more than the owner's
+// TestOwnerBudgetHoldsAcrossSQLiteProcesses: one and three processes on
+// one SQLite file (a database handle each) spend no more than the owner's
 // budget together with 120 parallel calls. Before, each process kept its
 // own meter started from the recorded spend, so each could spend the
 // whole budget: 1,600 spent of 1,000 measured from outside.
 func TestOwnerBudgetHoldsAcrossSQLiteProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "budget.db")
-	var procs []*runs.OwnerBudgets
-	for range 3 {
-		db, err := sqlitedb.Open(path, sqlitedb.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = db.Close() })
-		procs = append(procs, runs.NewOwnerBudgets(accounts.SQLite(db), recorded))
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "budget.db")
+			var procs []*runs.OwnerBudgets
+			for range n {
+				db, err := sqlitedb.Open(path, sqlitedb.Options{})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = db.Close() })
+				procs = append(procs, runs.NewOwnerBudgets(accounts.SQLite(db), recorded))
+			}
+			checkOwnerBudget(t, procs)
+		})
 	}
-	checkOwnerBudget(t, procs)
 }
 
-// TestOwnerBudgetHoldsAcrossPostgresReplicas: three replicas (three
-// pools) on one PostgreSQL database spend no more than the owner's budget
-// together with 120 parallel calls (before: a 1,000-token budget ended at
-// 10,000 spent).
+// TestOwnerBudgetHoldsAcrossPostgresReplicas: one and three replicas (a
+// pool each) on one PostgreSQL database spend no more than the owner's
+// budget together with 120 parallel calls (before: a 1,000-token budget
+// ended at 10,000 spent).
 func TestOwnerBudgetHoldsAcrossPostgresReplicas(t *testing.T) {
 	admin := pgtest.Pool(t)
-	schema := pgtest.Schema(t, admin, "budget_")
-	var procs []*runs.OwnerBudgets
-	for range 3 {
-		pool, err := pgxpool.New(t.Context(), pgtest.URL())
-		require.NoError(t, err)
-		t.Cleanup(pool.Close)
-		procs = append(procs, runs.NewOwnerBudgets(accounts.Postgres(pool, schema), recorded))
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d replicas", n), func(t *testing.T) {
+			schema := pgtest.Schema(t, admin, "budget_")
+			var procs []*runs.OwnerBudgets
+			for range n {
+				pool, err := pgxpool.New(t.Context(), pgtest.URL())
+				require.NoError(t, err)
+				t.Cleanup(pool.Close)
+				procs = append(procs, runs.NewOwnerBudgets(accounts.Postgres(pool, schema), recorded))
+			}
+			checkOwnerBudget(t, procs)
+		})
 	}
-	checkOwnerBudget(t, procs)
 }
 
 // TestOwnerBudgetInMemory: a lone process keeps the owner's budget in

@@ -85,6 +85,7 @@ func fanRuns(t *testing.T, envs []*env, body map[string]any) llm.Spend {
 	wg.Wait()
 	var u server.Usage
 	envs[0].call("GET", "/v1/usage", alice, nil, http.StatusOK, &u)
+	t.Logf("spent %s", u.Usage)
 	return u.Usage
 }
 
