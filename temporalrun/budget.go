@@ -32,8 +32,10 @@ type Budget struct {
 }
 
 // budgetOf returns the budget the meters of ctx give a run of thread, or
-// nil when they set none.
-func budgetOf(ctx context.Context, thread string) *Budget {
+// nil when they set none. The owner's account is read first, so that it
+// exists, started from what the caller says the owner spent, before a
+// worker uses it.
+func budgetOf(ctx context.Context, thread string) (*Budget, error) {
 	b := Budget{Account: accounts.RunAccount(thread + "/" + newID())}
 	run, owner := false, false
 	for m := llm.MeterFrom(ctx); m != nil; m = m.Parent() {
@@ -44,14 +46,17 @@ func budgetOf(ctx context.Context, thread string) *Budget {
 			}
 		case llm.ScopeOwner:
 			if k, ok := m.Account().(interface{ Key() string }); ok && !owner {
+				if _, _, err := m.Balance(ctx); err != nil {
+					return nil, fmt.Errorf("temporalrun: the owner's budget: %w", err)
+				}
 				b.Owner, b.OwnerBudget, owner = k.Key(), m.Budget(), true
 			}
 		}
 	}
 	if b.Run.IsZero() && b.OwnerBudget.IsZero() {
-		return nil
+		return nil, nil
 	}
-	return &b
+	return &b, nil
 }
 
 // budgets are the meters of a worker's runs: in the accounts of its

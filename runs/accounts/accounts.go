@@ -185,6 +185,9 @@ func (c *account) state(ctx context.Context, q querier, del bool) (llm.Spend, ll
 	return spent, r, b, nil
 }
 
+// Key returns the account's key.
+func (c *account) Key() string { return c.key }
+
 // Reserve implements llm.Account. A budget the account keeps (SetBudget)
 // replaces b.
 func (c *account) Reserve(ctx context.Context, b llm.Budget, claim llm.Claim) (llm.Reservation, error) {

@@ -22,6 +22,7 @@ func TestAHoldOfADeadProcessExpires(t *testing.T) {
 	a := SQLite(db)
 	a.now = func() time.Time { return now }
 	acc := a.Account(OwnerAccount("ann"), nil)
+	assert.Equal(t, "owner/ann", acc.(interface{ Key() string }).Key(), "the key a worker is given to find the account")
 	b := llm.Budget{Tokens: 1000}
 	claim := llm.Claim{Prompt: 100, Completion: 800, Fixed: true}
 	res, err := acc.Reserve(t.Context(), b, claim)
