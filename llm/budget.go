@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/tmc/langchaingo/llms"
-
-	"github.com/coorflow/coorflow/graph"
 )
 
 // Budget limits what model calls may spend. Zero fields set no limit.
@@ -69,6 +65,12 @@ type BudgetError struct {
 	// their estimated cost.
 	Next    int
 	NextUSD float64
+	// Completion is the fewest completion tokens the call would have been
+	// sent with (its max_tokens, or MinCompletion when it set none), and
+	// CompletionUSD their cost: a budget that goes on must leave room
+	// for Next and Completion.
+	Completion    int
+	CompletionUSD float64
 }
 
 func (e *BudgetError) Error() string {
@@ -92,31 +94,68 @@ type BudgetQuestion struct {
 }
 
 // Meter counts what the model calls of a run spend and keeps them within
-// its budget and its parent's (an owner's meter shared by the owner's
-// runs). Put it in the run's context with WithMeter; Observe then checks
-// it before each model call and adds the call after. It is safe for
+// its budget and its parents' (an owner's meter shared by the owner's
+// runs). Put it in the run's context with WithMeter; Observe then
+// reserves each call against the meter and all its parents before the
+// call is sent, and settles the reservation with the call's usage after
+// it (reserve.go). A meter keeps its spend in memory (NewMeter), or in an
+// Account that several processes share (NewAccountMeter). It is safe for
 // concurrent use.
 type Meter struct {
-	scope  string
-	parent *Meter
+	scope   string
+	parent  *Meter
+	account Account // nil: in memory
 
-	mu     sync.Mutex
-	budget Budget
-	spent  Spend
+	mu       sync.Mutex
+	budget   Budget
+	spent    Spend
+	reserved Reserved
+	// changed is closed, and replaced, when a reservation is given back:
+	// calls that wait for room wait on it.
+	changed chan struct{}
 }
 
 // NewMeter returns a meter of scope (ScopeRun, ScopeOwner) with budget b,
-// starting from spent (what earlier runs spent against the same budget),
-// under parent (nil for none).
+// kept in memory, starting from spent (what earlier runs spent against
+// the same budget), under parent (nil for none).
 func NewMeter(scope string, b Budget, spent Spend, parent *Meter) *Meter {
-	return &Meter{scope: scope, budget: b, spent: spent, parent: parent}
+	return &Meter{scope: scope, budget: b, spent: spent, parent: parent, changed: make(chan struct{})}
 }
 
-// Spent returns what was spent against the meter's budget.
+// NewAccountMeter returns a meter of scope with budget b whose spend and
+// reservations are kept in a, under parent (nil for none): the meters of
+// one account in several processes share its budget. Its Spent is what
+// it saw of the account at its last reservation plus what its own calls
+// spent since; Balance reads the account.
+func NewAccountMeter(scope string, b Budget, a Account, parent *Meter) *Meter {
+	m := NewMeter(scope, b, Spend{}, parent)
+	m.account = a
+	return m
+}
+
+// Scope returns the meter's scope; Parent its parent (nil for none);
+// Account its Account (nil for a meter kept in memory).
+func (m *Meter) Scope() string    { return m.scope }
+func (m *Meter) Parent() *Meter   { return m.parent }
+func (m *Meter) Account() Account { return m.account }
+
+// Spent returns what was spent against the meter's budget (for a meter
+// of an Account, as it last saw it: see Balance).
 func (m *Meter) Spent() Spend {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.spent
+}
+
+// Balance returns what was spent against the meter's budget and what the
+// calls in flight reserved, reading the Account of a meter that has one.
+func (m *Meter) Balance(ctx context.Context) (Spend, Reserved, error) {
+	if m.account != nil {
+		return m.account.Balance(ctx)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.spent, m.reserved, nil
 }
 
 // Budget returns the meter's budget.
@@ -130,84 +169,28 @@ func (m *Meter) Budget() Budget {
 func (m *Meter) SetBudget(b Budget) {
 	m.mu.Lock()
 	m.budget = b
+	m.wake()
 	m.mu.Unlock()
 }
 
-// Add counts a call in the meter and its parents.
+// Add counts a call made elsewhere (by a Temporal worker, say) in the
+// meter and its parents kept in memory; a meter of an Account leaves it to
+// the process that made the call, which counted it there.
 func (m *Meter) Add(c ModelCall) {
 	for ; m != nil; m = m.parent {
+		if m.account != nil {
+			continue
+		}
 		m.mu.Lock()
 		m.spent.Add(c)
 		m.mu.Unlock()
 	}
 }
 
-// check returns the first budget, from m up, that a call of about next
-// prompt tokens costing about nextUSD (priced false: unknown) would
-// exceed.
-func (m *Meter) check(model string, next int, nextUSD float64, priced bool) (*Meter, error) {
-	for ; m != nil; m = m.parent {
-		m.mu.Lock()
-		b, s := m.budget, m.spent
-		m.mu.Unlock()
-		if b.USD > 0 && (!priced || s.UnpricedCalls > 0) {
-			if model == "" {
-				model = "(unnamed model)"
-			}
-			return m, fmt.Errorf("%w: the %s budget of %s cannot be kept: model %s has no price; give its price in the workflow file (models.TIER.price: input, cached_input, output in dollars per million tokens) or set a budget in tokens",
-				ErrUnpriced, m.scope, USD(b.USD), model)
-		}
-		if (b.Tokens > 0 && s.Tokens()+next > b.Tokens) || (b.USD > 0 && s.CostUSD+nextUSD > b.USD) {
-			return m, &BudgetError{Scope: m.scope, Limit: b, Spent: s, Next: next, NextUSD: nextUSD}
-		}
-	}
-	return nil, nil
-}
-
-// admit lets a model call of about next prompt tokens go ahead, or asks
-// (a run budget that says Ask) or refuses with a *BudgetError.
-func (m *Meter) admit(ctx context.Context, model string, next int, nextUSD float64, priced bool) error {
-	over, err := m.check(model, next, nextUSD, priced)
-	var be *BudgetError
-	if err == nil || !errors.As(err, &be) || !over.Budget().Ask {
-		return err
-	}
-	answer, ierr := graph.Interrupt(ctx, BudgetQuestion{
-		Question: fmt.Sprintf("The %s budget of %s would be exceeded: %d tokens and %s spent, the next model call needs about %d prompt tokens. "+
-			`Go on? Answer {"tokens": N, "usd": X} for a new budget, "yes" for no limit, "no" to stop.`,
-			be.Scope, be.Limit, be.Spent.Tokens(), USD(be.Spent.CostUSD), next),
-		Scope: be.Scope, Limit: be.Limit, Spent: be.Spent, Next: next,
-	})
-	if ierr != nil {
-		return ierr
-	}
-	switch a := answer.(type) {
-	case map[string]any:
-		b := Budget{Ask: true}
-		if v, ok := a["tokens"].(float64); ok {
-			b.Tokens = int(v)
-		}
-		if v, ok := a["usd"].(float64); ok {
-			b.USD = v
-		}
-		over.SetBudget(b)
-	case bool:
-		if !a {
-			return err
-		}
-		over.SetBudget(Budget{})
-	case string:
-		switch strings.ToLower(strings.TrimSpace(a)) {
-		case "yes", "y", "ok", "continue", "go on":
-			over.SetBudget(Budget{})
-		default:
-			return err
-		}
-	default:
-		return err
-	}
-	_, err = m.check(model, next, nextUSD, priced)
-	return err
+// wake tells the calls waiting for room to look again. m.mu is held.
+func (m *Meter) wake() {
+	close(m.changed)
+	m.changed = make(chan struct{})
 }
 
 type meterKey struct{}
@@ -231,15 +214,4 @@ func priceOf(info ModelInfo) (Price, bool) {
 		return *info.Price, true
 	}
 	return LookupPrice(info.Provider, info.Model)
-}
-
-// admitCall checks the meter of ctx, if any, before a call of msgs.
-func admitCall(ctx context.Context, info ModelInfo, msgs []llms.MessageContent) error {
-	m := MeterFrom(ctx)
-	if m == nil {
-		return nil
-	}
-	p, priced := priceOf(info)
-	next := EstimateMessages(msgs)
-	return m.admit(ctx, info.Model, next, float64(next)*p.Input/1e6, priced)
 }

@@ -28,4 +28,22 @@
 // EstimateTokens and EstimateMessages estimate token counts offline.
 // WithAgent labels the model calls made on behalf of an agent; the scripted
 // model in llm/scripted answers by that label.
+//
+// Budgets: a Meter in a run's context (WithMeter) keeps the run's model
+// calls within its Budget and its parents' (an owner's). Before each call
+// Observe reserves, against every meter of the chain in one step, the
+// call's estimated prompt (EstimateMessages plus its tools' definitions)
+// and its completion: its max_tokens, or CompletionAllowance (8,192) cut
+// to what the tightest budget has left after the prompt and the calls in
+// flight (never below MinCompletion, 16), which is then sent as the
+// call's max_tokens. After the call the reservation is settled with the
+// provider's usage; a failed or cancelled call gives it back. A call that
+// fits what was spent but not beside the calls in flight waits for them;
+// one that does not fit what was spent is not made (*BudgetError), or asks
+// (Budget.Ask). So a budget is overspent only by what the provider counts
+// of a prompt beyond its estimate, and by a completion beyond the
+// max_tokens it was sent if the provider ignores max_tokens (at most that
+// excess for each call in flight); with exact prompt counts and providers
+// that honour max_tokens, never. A meter kept in an Account (a database:
+// runs/accounts) shares its budget with every process on it.
 package llm

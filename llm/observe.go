@@ -109,15 +109,21 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	callerStream := co.StreamingFunc
 	start := time.Now()
 	live, refused := false, false
+	var settleErr error
 	rec, err := graph.Do(ctx, "model", func(ctx context.Context) (modelRecord, error) {
 		live = true
-		if err := admitCall(ctx, o.info, msgs); err != nil {
+		res, err := reserveCall(ctx, o.info, msgs, co)
+		if err != nil {
 			refused = true
 			return modelRecord{}, graph.Permanent(err)
 		}
 		callOpts := opts
+		if res != nil && res.completion > 0 {
+			// The budget's completion allowance: the call may not spend more.
+			callOpts = append(append([]llms.CallOption{}, callOpts...), llms.WithMaxTokens(res.completion))
+		}
 		if callerStream != nil || graph.Wants(ctx, EventToken) {
-			callOpts = append(append([]llms.CallOption{}, opts...), llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
+			callOpts = append(append([]llms.CallOption{}, callOpts...), llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
 				if len(chunk) == 0 || isToolCallChunk(chunk) {
 					return nil
 				}
@@ -128,30 +134,23 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 				return nil
 			}))
 		}
-		resp, err := o.m.GenerateContent(ctx, msgs, callOpts...)
-		if err != nil {
-			return modelRecord{}, err
+		rec, err := o.generate(ctx, msgs, callOpts)
+		if res != nil {
+			var spent Spend
+			if err == nil {
+				spent.Add(o.call(ctx, rec.TokenUsage))
+			}
+			settleErr = res.settle(ctx, spent)
 		}
-		if len(resp.Choices) == 0 {
-			return modelRecord{}, fmt.Errorf("llm: model %q returned no choices: %w", o.info.Model, ErrTransient)
-		}
-		return modelRecord{Choices: record(resp), TokenUsage: ReadUsage(resp, msgs)}, nil
+		return rec, err
 	})
 	if refused {
 		return nil, err
 	}
-	call := ModelCall{
-		Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
-		PromptTokens: rec.PromptTokens, CachedTokens: rec.CachedTokens, CacheWriteTokens: rec.CacheWriteTokens,
-		CompletionTokens: rec.CompletionTokens, ReasoningTokens: rec.ReasoningTokens, Estimated: rec.Estimated,
-		Duration: time.Since(start), Replayed: err == nil && !live,
-	}
-	if p, ok := priceOf(o.info); ok && err == nil {
-		cost := p.Cost(rec.TokenUsage)
-		call.CostUSD = &cost
-	}
-	if m := MeterFrom(ctx); m != nil && err == nil {
-		m.Add(call)
+	call := o.call(ctx, rec.TokenUsage)
+	call.Duration, call.Replayed = time.Since(start), err == nil && !live
+	if err != nil {
+		call.CostUSD = nil
 	}
 	if graph.Wants(ctx, EventModelCall) {
 		call.Request, call.Hash = EncodeRequest(msgs, co)
@@ -165,6 +164,10 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 	if err != nil {
 		return nil, err
 	}
+	if settleErr != nil {
+		// The answer is in the journal: a retry of the node replays it.
+		return nil, settleErr
+	}
 	resp := rec.response()
 	if !live && callerStream != nil {
 		// A replayed answer reaches a streaming caller in one chunk.
@@ -173,6 +176,32 @@ func (o *observed) GenerateContent(ctx context.Context, msgs []llms.MessageConte
 		}
 	}
 	return resp, nil
+}
+
+// generate makes the call.
+func (o *observed) generate(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption) (modelRecord, error) {
+	resp, err := o.m.GenerateContent(ctx, msgs, opts...)
+	if err != nil {
+		return modelRecord{}, err
+	}
+	if len(resp.Choices) == 0 {
+		return modelRecord{}, fmt.Errorf("llm: model %q returned no choices: %w", o.info.Model, ErrTransient)
+	}
+	return modelRecord{Choices: record(resp), TokenUsage: ReadUsage(resp, msgs)}, nil
+}
+
+// call is the ModelCall of a call with usage u, priced.
+func (o *observed) call(ctx context.Context, u TokenUsage) ModelCall {
+	c := ModelCall{
+		Agent: AgentFrom(ctx), Tier: o.info.Tier, Model: o.info.Model,
+		PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
+		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens, Estimated: u.Estimated,
+	}
+	if p, ok := priceOf(o.info); ok {
+		cost := p.Cost(u)
+		c.CostUSD = &cost
+	}
+	return c
 }
 
 // CachedInputTokens returns the prompt tokens a provider reports it served

@@ -7,13 +7,30 @@ import (
 	"net/http"
 
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
+	"github.com/coorflow/coorflow/runs/accounts"
 	runtrace "github.com/coorflow/coorflow/trace"
 )
 
-// budgets holds the meters of owners with a budget: one per owner, shared
-// by the owner's runs, started from what the owner's recorded runs spent.
-// Server.budgetMu guards it.
-type budgets map[string]*llm.Meter
+// ownerBudgets keeps the owners' budgets of cfg: in the database of the
+// Saver (PostgreSQL or SQLite: the one replicas and Temporal's workers
+// share), else of the Recorder's store, shared with every replica, process
+// and worker on it; else in memory. Each owner's account starts from what
+// its recorded runs spent. Nil without a Recorder.
+func ownerBudgets(cfg Config) *runs.OwnerBudgets {
+	if cfg.Recorder == nil {
+		return nil
+	}
+	st := cfg.Recorder.Store()
+	a := accounts.Of(cfg.Saver)
+	if a == nil {
+		a = accounts.Of(st)
+	}
+	return runs.NewOwnerBudgets(a, func(ctx context.Context, owner string) (llm.Spend, error) {
+		spent, _, err := runtrace.SpendOf(ctx, st, runtrace.RunQuery{Owner: owner})
+		return spent, err
+	})
+}
 
 // ownerBudget is the budget of an owner: its own in Config.OwnerBudgets,
 // else Config.OwnerBudget.
@@ -27,37 +44,28 @@ func (s *Server) ownerBudget(owner string) llm.Budget {
 // ownerMeter returns the meter of owner, or nil when the owner has no
 // budget.
 func (s *Server) ownerMeter(ctx context.Context, owner string) (*llm.Meter, error) {
-	b := s.ownerBudget(owner)
-	if b.IsZero() {
+	if s.owners == nil {
 		return nil, nil
 	}
-	b.Ask = false // nobody to ask for the owner: the run stops
-	s.budgetMu.Lock()
-	defer s.budgetMu.Unlock()
-	if m := s.meters[owner]; m != nil {
-		return m, nil
-	}
-	spent, _, err := runtrace.SpendOf(ctx, s.cfg.Recorder.Store(), runtrace.RunQuery{Owner: owner})
+	m, err := s.owners.Meter(ctx, owner, s.ownerBudget(owner))
 	if err != nil {
-		return nil, fmt.Errorf("server: what owner %q spent: %w", owner, err)
+		return nil, fmt.Errorf("server: the budget of owner %q: %w", owner, err)
 	}
-	m := llm.NewMeter(llm.ScopeOwner, b, spent, nil)
-	s.meters[owner] = m
 	return m, nil
 }
 
 // budgetQuota refuses a run of an owner whose budget is spent.
 func (s *Server) budgetQuota(ctx context.Context, owner string) *apiError {
-	m, err := s.ownerMeter(ctx, owner)
+	if s.owners == nil {
+		return nil
+	}
+	b := s.ownerBudget(owner)
+	spent, full, err := s.owners.Spent(ctx, owner, b)
 	if err != nil {
 		s.log.ErrorContext(ctx, "server: owner budget", "owner", owner, "err", err)
 		return internalError(requestID(ctx))
 	}
-	if m == nil {
-		return nil
-	}
-	b, spent := m.Budget(), m.Spent()
-	if (b.Tokens > 0 && spent.Tokens() >= b.Tokens) || (b.USD > 0 && spent.CostUSD >= b.USD) {
+	if full {
 		return errorf(http.StatusPaymentRequired, CodeBudgetExceeded,
 			"owner %q has spent its budget of %s (%d tokens, %s): ask the operator to raise it", owner, b, spent.Tokens(), llm.USD(spent.CostUSD))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/runs"
 )
 
@@ -115,6 +116,10 @@ type SharedRun struct {
 	// its lease.
 	Replica   string
 	Takeovers int
+	// Usage is what its model calls spent, and Budget its run budget
+	// (nil for none), as its replica stored them when it ended (Finish).
+	Usage  llm.Spend
+	Budget *llm.Budget
 }
 
 // SharedEvent is one event of a shared run: its id, name and the
@@ -144,6 +149,7 @@ func (sr SharedRun) view() Run {
 	v := Run{
 		ID: sr.ID, ThreadID: sr.Thread, Workflow: sr.Workflow, Status: sr.Status, CreatedAt: sr.CreatedAt,
 		Checkpoint: sr.Checkpoint, Events: sr.Events, Error: sr.Error, Replica: sr.Replica, Takeovers: sr.Takeovers,
+		Usage: sr.Usage, Budget: sr.Budget,
 	}
 	if !sr.StartedAt.IsZero() {
 		t := sr.StartedAt

@@ -127,12 +127,15 @@ type Config struct {
 	// A run that continues or resumes a thread counts what the thread's
 	// turn spent as the Recorder has it (nothing without one).
 	Budgets map[string]llm.Budget
-	// OwnerBudget is what each owner's runs may spend together, counted
-	// over the owner's recorded runs (pruning forgets them);
-	// OwnerBudgets gives some owners their own. A run goes no further
-	// than the model call that would exceed it, and an owner whose budget
-	// is spent cannot start runs (402 budget_exceeded). Owner budgets
-	// need the Recorder; they never ask.
+	// OwnerBudget is what each owner's runs may spend together;
+	// OwnerBudgets gives some owners their own. Each owner's spend and
+	// the reservations of its calls in flight are kept in the database of
+	// the Saver (else of the Recorder's store), shared by every replica,
+	// process and Temporal worker on it (in memory for backends in
+	// memory), starting from what the owner's recorded runs spent when
+	// first used. A run goes no further than the model call that would
+	// exceed it, and an owner whose budget is spent cannot start runs (402
+	// budget_exceeded). Owner budgets need the Recorder; they never ask.
 	OwnerBudget  llm.Budget
 	OwnerBudgets map[string]llm.Budget
 	// Agents lists the dynamic agents of an owner; nil lists none.
@@ -239,8 +242,7 @@ type Server struct {
 	retained int64                  // bytes the finished runs take
 	values   *valuesCache           // of runs that ended done (valuescache.go)
 	ledger   *runs.Ledger           // admits the runs (without Replicas)
-	budgetMu sync.Mutex             // guards meters
-	meters   budgets                // owner budgets (budget.go)
+	owners   *runs.OwnerBudgets     // owner budgets (budget.go); nil without a Recorder
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
@@ -288,7 +290,6 @@ func New(cfg Config) (*Server, error) {
 		threads:   make(map[string]*threadRuns),
 		finished:  list.New(),
 		ledger:    runs.NewLedger(),
-		meters:    budgets{},
 	}
 	s.eventNames = eventNames(cfg.EventNames)
 	s.values = newValuesCache(valuesCacheBytes)
@@ -326,6 +327,7 @@ func New(cfg Config) (*Server, error) {
 	if s.webhooks, err = parseWebhookAllow(cfg.WebhookAllow); err != nil {
 		return nil, err
 	}
+	s.owners = ownerBudgets(cfg)
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}

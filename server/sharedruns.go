@@ -388,6 +388,7 @@ func (s *Server) finishShared(ru *run) {
 		v := ru.view()
 		sr := ru.claim.Run
 		sr.Status, sr.Checkpoint, sr.Error, sr.Events = v.Status, v.Checkpoint, v.Error, v.Events
+		sr.Usage, sr.Budget = v.Usage, v.Budget
 		sr.EndedAt = time.Now().UTC()
 		err = s.cfg.Replicas.Finish(ctx, ru.claim, sr)
 	}

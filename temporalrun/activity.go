@@ -15,21 +15,26 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs/accounts"
 )
 
 // Graphs are the compiled graphs a worker runs, by name (Runnable.Name),
 // with the saver their threads live in. The worker's activities read and
 // write threads there; the runner reads results from it by reference.
 type Graphs struct {
-	saver  graph.Saver
-	events *EventLog
-	mu     sync.RWMutex
-	m      map[string]*graph.Runnable
+	saver   graph.Saver
+	events  *EventLog
+	budgets budgets // of the runs (budget.go)
+	mu      sync.RWMutex
+	m       map[string]*graph.Runnable
 }
 
-// NewGraphs returns the registry of rs, whose threads live in saver.
+// NewGraphs returns the registry of rs, whose threads live in saver. The
+// budgets of runs (Budget) are kept in the accounts of the saver's
+// database (runs/accounts), shared by every worker on it; a saver in
+// memory keeps them in this process.
 func NewGraphs(saver graph.Saver, rs ...*graph.Runnable) *Graphs {
-	g := &Graphs{saver: saver, m: make(map[string]*graph.Runnable)}
+	g := &Graphs{saver: saver, m: make(map[string]*graph.Runnable), budgets: budgets{accounts: accounts.Of(saver)}}
 	for _, r := range rs {
 		g.Add(r)
 	}
@@ -101,6 +106,9 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 	}
 	stop := heartbeat(ctx)
 	defer stop()
+	if ctx, err = g.withMeter(ctx, in.Budget); err != nil {
+		return nil, err
+	}
 	sw := g.stream(ctx, r, in.Thread, in.Events)
 	defer sw.close()
 	opts := append([]graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}, sw.options(in.Events)...)
@@ -126,6 +134,9 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 	}
 	stop := heartbeat(ctx)
 	defer stop()
+	if ctx, err = g.withMeter(ctx, in.Budget); err != nil {
+		return StepOutput{}, err
+	}
 	var input []graph.Write
 	if in.Input != nil {
 		if input, err = r.DecodeWrites(in.Input); err != nil {

@@ -129,9 +129,16 @@
 // as activities of their own, the tasks' events come before the step's
 // step_start (each task's own, and each path's, keep their order). Of a
 // run's runtime values (graph.WithRuntime) the workers get only the
-// strings Config.RuntimeKeys names (they go through the history), and a
-// meter of its spending (llm.WithMeter) stays with the caller: budgets are
-// not enforced on Temporal's workers. The
+// strings Config.RuntimeKeys names (they go through the history). Budgets
+// hold on the workers: the runner takes the run's budget (the caller's
+// meter of scope llm.ScopeRun, with what the turn spent before) and the
+// owner's (a meter kept in a runs/accounts account) into the workflow's
+// input (Budget), and each step or task activity reserves its model calls
+// in accounts of the saver's database (runs/accounts; in memory for a
+// saver in memory), so that parallel activities and later steps on any
+// worker share what the run spent; an answer that raises a budget (Ask)
+// is kept in the run's account. The caller's own meters count only what
+// it is streamed (a run on the workers is counted in their accounts). The
 // event selection of a streamed run stays in its workflow until another
 // Stream changes it: an Invoke that resumes it has its steps store
 // events nobody reads, until the next Stream of the thread or Prune

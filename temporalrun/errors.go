@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 )
 
 // errType is the ApplicationError type of a failure the engine reported.
@@ -31,6 +32,7 @@ var sentinels = map[string]error{
 	"stale_step":          graph.ErrStaleStep,
 	"canceled":            context.Canceled,
 	"deadline_exceeded":   context.DeadlineExceeded,
+	"unpriced":            llm.ErrUnpriced,
 }
 
 // errorInfo is an engine error as it travels in a workflow's history.
@@ -41,6 +43,7 @@ type errorInfo struct {
 	Node      *nodeInfo                 `json:"node,omitempty"`
 	StepLimit *graph.StepLimitError     `json:"step_limit,omitempty"`
 	Conflict  *graph.WriteConflictError `json:"conflict,omitempty"`
+	Budget    *llm.BudgetError          `json:"budget,omitempty"`
 }
 
 type nodeInfo struct {
@@ -71,6 +74,10 @@ func describe(err error) *errorInfo {
 	var wc *graph.WriteConflictError
 	if errors.As(err, &wc) {
 		info.Conflict = wc
+	}
+	var be *llm.BudgetError
+	if errors.As(err, &be) && info.Node == nil {
+		info.Budget = be
 	}
 	return info
 }
@@ -158,6 +165,8 @@ func (info *errorInfo) rebuild() error {
 		return &graph.NodeError{Node: n.Node, Path: n.Path, Step: n.Step, Attempt: n.Attempt, Err: n.Cause.rebuild()}
 	case info.Panic:
 		return &graph.PanicError{Value: info.Message}
+	case info.Budget != nil:
+		return info.Budget
 	}
 	re := &RemoteError{Message: info.Message}
 	for _, name := range info.Sentinels {

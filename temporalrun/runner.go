@@ -150,8 +150,12 @@ func (r *Runner) run(ctx context.Context, spec graph.RunSpec, input []graph.Writ
 // nil) and the runtime values (Config.RuntimeKeys). Nothing is sent when
 // there is neither.
 func (r *Runner) watch(ctx context.Context, spec graph.RunSpec, events *graph.EventSpec) error {
-	c := Caller{Events: events, Runtime: r.runtime(spec)}
-	if c.Events == nil && c.Runtime == nil {
+	budget, err := budgetOf(ctx, spec.Thread)
+	if err != nil {
+		return err
+	}
+	c := Caller{Events: events, Runtime: r.runtime(spec), Budget: budget}
+	if c.Events == nil && c.Runtime == nil && c.Budget == nil {
 		return nil
 	}
 	thread := spec.Thread
@@ -176,6 +180,11 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		Queues:      Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues},
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
 		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
+	budget, err := budgetOf(ctx, spec.Thread)
+	if err != nil {
+		return Output{}, err
+	}
+	in.Budget = budget
 	if input != nil {
 		data, err := r.cfg.Graph.EncodeWrites(input)
 		if err != nil {
@@ -197,7 +206,7 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		}
 		in.Answers = answers
 	}
-	_, err := r.cfg.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err = r.cfg.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       spec.Thread,
 		TaskQueue:                r.cfg.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,

@@ -57,6 +57,9 @@ type RunInput struct {
 	// Runtime holds the runtime values the steps give the nodes
 	// (Config.RuntimeKeys).
 	Runtime map[string]string `json:"runtime,omitempty"`
+	// Budget is what the steps keep the run's model calls within; nil
+	// for no budget.
+	Budget *Budget `json:"budget,omitempty"`
 
 	// Carried over by continue-as-new.
 	Cont *continuation `json:"cont,omitempty"`
@@ -127,6 +130,7 @@ type StepInput struct {
 	Events *graph.EventSpec `json:"events,omitempty"`
 	// Runtime holds the runtime values of the run's nodes.
 	Runtime map[string]string `json:"runtime,omitempty"`
+	Budget  *Budget           `json:"budget,omitempty"`
 }
 
 // StepOutput is the result of the step activity.
@@ -160,6 +164,7 @@ type TaskInput struct {
 	Events *graph.EventSpec `json:"events,omitempty"`
 	// Runtime holds the runtime values of the run's nodes.
 	Runtime map[string]string `json:"runtime,omitempty"`
+	Budget  *Budget           `json:"budget,omitempty"`
 }
 
 // Caller is the argument of the "caller" update: what the caller that
@@ -167,6 +172,7 @@ type TaskInput struct {
 type Caller struct {
 	Events  *graph.EventSpec  `json:"events,omitempty"`
 	Runtime map[string]string `json:"runtime,omitempty"`
+	Budget  *Budget           `json:"budget,omitempty"`
 }
 
 // runState is the workflow's view of its run, shared by the main loop and
@@ -232,6 +238,9 @@ func (w *runState) register(ctx workflow.Context) error {
 	// take them.
 	if err := workflow.SetUpdateHandler(ctx, UpdateCaller, func(ctx workflow.Context, c Caller) error {
 		w.in.Events, w.in.Runtime = c.Events, c.Runtime
+		if c.Budget != nil {
+			w.in.Budget = c.Budget
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -296,7 +305,7 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 		if w.continueAsNew(ctx, taken) && step.Input == nil && step.Answers == nil {
 			return Output{}, workflow.NewContinueAsNewError(ctx, WorkflowName, w.continued(after, steps))
 		}
-		step.After, step.Events, step.Runtime = after, w.in.Events, w.in.Runtime
+		step.After, step.Events, step.Runtime, step.Budget = after, w.in.Events, w.in.Runtime, w.in.Budget
 		queue := in.Queues.forStep(w.next)
 		switch {
 		case step.Input != nil:
@@ -376,7 +385,8 @@ func (w *runState) runTasks(ctx workflow.Context, after string) error {
 	for i, label := range w.tasks {
 		queue := w.in.Queues.forStep(nodesOf([]string{label}))
 		futures[i] = workflow.ExecuteActivity(w.activityContext(ctx, queue), TaskActivityName,
-			TaskInput{Graph: w.in.Graph, Thread: w.in.Thread, After: after, Labels: []string{label}, Events: w.in.Events, Runtime: w.in.Runtime})
+			TaskInput{Graph: w.in.Graph, Thread: w.in.Thread, After: after, Labels: []string{label}, Events: w.in.Events, Runtime: w.in.Runtime,
+				Budget: w.in.Budget})
 	}
 	var first error
 	for _, f := range futures {

@@ -15,9 +15,10 @@ import (
 // Saver is a graph.Saver backed by PostgreSQL. Create one with Open or New;
 // it is safe for concurrent use.
 type Saver struct {
-	share *pgdb.Share
-	pool  *pgxpool.Pool
-	q     queries // set when share is ready
+	share  *pgdb.Share
+	pool   *pgxpool.Pool
+	schema string  // as WithSchema named it; "": the current one
+	q      queries // set when share is ready
 }
 
 // errClosed is returned by the methods of a closed Saver.
@@ -67,7 +68,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Saver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Saver{pool: pool}
+	s := &Saver{pool: pool, schema: o.schema}
 	s.share = pgdb.NewShare(pool, pgdb.Backend{
 		Schema:     o.schema,
 		Migrations: schemaMigrations,
@@ -76,6 +77,11 @@ func New(pool *pgxpool.Pool, opts ...Option) *Saver {
 	})
 	return s
 }
+
+// PostgresDatabase returns the Saver's pool and the schema WithSchema
+// named ("": the connection's current schema), for the backends that keep
+// their tables beside its (runs/accounts.Of).
+func (s *Saver) PostgresDatabase() (*pgxpool.Pool, string) { return s.pool, s.schema }
 
 // Migrate creates or upgrades the schema now rather than on first use. It
 // is what Open does before it returns.

@@ -105,6 +105,10 @@ func (s *Saver) Close() error {
 	return nil
 }
 
+// SQLiteDatabase returns the Saver's database, for the backends that keep
+// their tables beside its (runs/accounts.Of).
+func (s *Saver) SQLiteDatabase() *sql.DB { return s.db }
+
 // init sets the Saver up on first use (see sqlitedb.Share.Init).
 func (s *Saver) init(ctx context.Context) error {
 	return s.share.Init(ctx)

@@ -129,7 +129,7 @@ type queries struct {
 // runColumns are what scanRun reads, in order; a run's last event is its
 // stream's in the event log.
 const runColumns = `r.run_id, r.thread_id, r.thread_key, r.owner, r.workflow, r.request, r.status, r.started, r.base,
-	r.checkpoint, r.error, r.created, r.started_at, r.ended_at, r.holder, r.takeovers,
+	r.checkpoint, r.error, r.created, r.started_at, r.ended_at, r.holder, r.takeovers, r.usage, r.budget,
 	coalesce((SELECT s.last FROM {streams} s WHERE s.stream = r.run_id), 0)`
 
 // channelOf is the replicas' notification channel in schema (quoted).
@@ -181,7 +181,8 @@ func newQueries(schema, leases, streams, frames string) *queries {
 		// The lease goes with the run's end, in one transaction: a
 		// client told that the run ended finds its thread free.
 		finish: rep.Replace(`WITH up AS (
-				UPDATE {schema}.server_runs SET status = $3, checkpoint = $4, error = $5, ended_at = clock_timestamp()
+				UPDATE {schema}.server_runs SET status = $3, checkpoint = $4, error = $5, ended_at = clock_timestamp(),
+					usage = $7, budget = $8
 				WHERE run_id = $1 AND token = $2 RETURNING run_id, thread_key
 			), released AS (
 				UPDATE {leases} l SET expires = '-infinity' FROM up WHERE l.thread_id = up.thread_key AND l.token = $2
@@ -509,8 +510,18 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 		return stored
 	}
 	defer r.log.Forget(c.Run.ID)
+	usage, err := json.Marshal(run.Usage)
+	if err != nil {
+		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
+	}
+	var budget []byte
+	if run.Budget != nil {
+		if budget, err = json.Marshal(run.Budget); err != nil {
+			return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
+		}
+	}
 	var n int
-	if err := r.pool.QueryRow(ctx, q.finish, run.ID, c.Token, run.Status, run.Checkpoint, detail, q.channel).Scan(&n); err != nil {
+	if err := r.pool.QueryRow(ctx, q.finish, run.ID, c.Token, run.Status, run.Checkpoint, detail, q.channel, usage, budget).Scan(&n); err != nil {
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
 	}
 	if n == 0 {
@@ -680,10 +691,10 @@ func (r *Replicas) Cancel(ctx context.Context, id string) (bool, error) {
 
 // scanRun reads the runColumns of row into sr, and then extra.
 func scanRun(row pgx.Row, sr *server.SharedRun, extra ...any) error {
-	var request, detail []byte
+	var request, detail, usage, budget []byte
 	var startedAt, endedAt *time.Time
 	dest := append([]any{&sr.ID, &sr.Thread, &sr.Key, &sr.Owner, &sr.Workflow, &request, &sr.Status, &sr.Started, &sr.Base,
-		&sr.Checkpoint, &detail, &sr.CreatedAt, &startedAt, &endedAt, &sr.Replica, &sr.Takeovers, &sr.Events}, extra...)
+		&sr.Checkpoint, &detail, &sr.CreatedAt, &startedAt, &endedAt, &sr.Replica, &sr.Takeovers, &usage, &budget, &sr.Events}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
@@ -694,6 +705,16 @@ func scanRun(row pgx.Row, sr *server.SharedRun, extra ...any) error {
 	}
 	if endedAt != nil {
 		sr.EndedAt = endedAt.UTC()
+	}
+	if len(usage) > 0 {
+		if err := json.Unmarshal(usage, &sr.Usage); err != nil {
+			return fmt.Errorf("the run's usage: %w", err)
+		}
+	}
+	if len(budget) > 0 {
+		if err := json.Unmarshal(budget, &sr.Budget); err != nil {
+			return fmt.Errorf("the run's budget: %w", err)
+		}
 	}
 	if len(detail) > 0 {
 		sr.Error = &server.ErrorDetail{}

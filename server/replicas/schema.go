@@ -56,6 +56,10 @@ var migrations = [][]string{
 		// The ended runs, newest first, for Prune.
 		`CREATE INDEX server_runs_ended ON {schema}.server_runs (seq) WHERE status NOT IN ('queued', 'running')`,
 	},
+	{
+		// What an ended run's model calls spent, and its run budget.
+		`ALTER TABLE {schema}.server_runs ADD COLUMN usage jsonb, ADD COLUMN budget jsonb`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table

@@ -20,8 +20,9 @@ import (
 // Store is a trace.Store backed by PostgreSQL. Create one with Open or
 // New; it is safe for concurrent use.
 type Store struct {
-	share *pgdb.Share
-	pool  *pgxpool.Pool
+	share  *pgdb.Share
+	pool   *pgxpool.Pool
+	schema string // as WithSchema named it; "": the current one
 }
 
 var _ trace.Store = (*Store)(nil)
@@ -67,7 +68,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{pool: pool, share: pgdb.NewShare(pool, pgdb.Backend{
+	return &Store{pool: pool, schema: o.schema, share: pgdb.NewShare(pool, pgdb.Backend{
 		Schema:     o.schema,
 		Migrations: schemaMigrations,
 		Closed:     errClosed,
@@ -80,6 +81,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	_, err := s.share.Init(ctx)
 	return err
 }
+
+// PostgresDatabase returns the Store's pool and the schema WithSchema
+// named ("": the connection's current schema), for the backends that keep
+// their tables beside its (runs/accounts.Of).
+func (s *Store) PostgresDatabase() (*pgxpool.Pool, string) { return s.pool, s.schema }
 
 // Close closes the pool when the Store was returned by Open. Methods
 // called after Close return an error wrapping trace.ErrClosed.

@@ -82,6 +82,10 @@ func New(db *sql.DB) *Store {
 	return s
 }
 
+// SQLiteDatabase returns the Store's database, for the backends that keep
+// their tables beside its (runs/accounts.Of).
+func (s *Store) SQLiteDatabase() *sql.DB { return s.db }
+
 // Migrate creates or upgrades the tables now rather than on first use. It
 // is what Open does before it returns.
 func (s *Store) Migrate(ctx context.Context) error {
