@@ -109,8 +109,8 @@ type Config struct {
 	// recording stops growing when it would pass the quota: its events
 	// from there on are not recorded, the recording ends with an event of
 	// kind trace.KindTruncated, and the run goes on. Deleting a thread
-	// deletes its recorded runs, which frees their bytes (and forgets
-	// what they spent: OwnerBudget counts recorded runs). An owner at the
+	// deletes its recorded runs, which frees their bytes; what they spent
+	// stays spent (OwnerBudget's account keeps it). An owner at the
 	// quota has its bytes read again every 10 seconds at most, so that
 	// runs pruned meanwhile count no more, and those written by other
 	// replicas do.
