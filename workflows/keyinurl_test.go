@@ -41,3 +41,51 @@ func TestAnEndpointMayStillBeginWithAVariable(t *testing.T) {
 	_, err := workflows.Parse("wf.yaml", modelFile(`{provider: openai, model: gpt-4o, base_url: "${LLM_BASE_URL:-http://localhost:8000}/v1"}`))
 	require.NoError(t, err)
 }
+
+// mcpBearerFile is a workflow whose MCP server at url gets its bearer
+// token from the variable bearer.
+func mcpBearerFile(url, bearer string) []byte {
+	return []byte(`apiVersion: coorflow/v1
+name: wf
+state: {answer: {type: string}}
+tools:
+  mcp:
+    remote: {url: "` + url + `", bearer_env: ` + bearer + `}
+nodes:
+  a: {type: react, prompt: "hi", output: answer, tools: [remote]}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: end}
+`)
+}
+
+// TestAnMCPServersBearerIsAVariableTheFileMayReadSentWhereTheOperatorAllows:
+// bearer_env read any variable (AWS_SECRET_ACCESS_KEY included, which no
+// ${...} may read) and sent it as a bearer to the URL the file chose.
+// It reads now only the variables a file may read, and, like every key
+// a file sends, goes only to an endpoint the operator allows
+// (COORFLOW_ALLOW_ENDPOINTS).
+func TestAnMCPServersBearerIsAVariableTheFileMayReadSentWhereTheOperatorAllows(t *testing.T) {
+	catcher := newKeyCatcher(t)
+	getenv := keys("AWS_SECRET_ACCESS_KEY", "aws-secret")
+
+	f, err := workflows.Parse("wf.yaml", mcpBearerFile(catcher.URL+"/mcp", "AWS_SECRET_ACCESS_KEY"))
+	if err == nil {
+		_, _ = f.Compile(t.Context(), workflows.Env{Getenv: getenv, MCP: hub(t)}) // what main did
+	}
+	assert.NotContains(t, catcher.received(), "aws-secret", "the secret reached the file's endpoint")
+	require.ErrorIs(t, err, workflows.ErrInvalidFile)
+	assert.Contains(t, err.Error(), "tools.mcp.remote.bearer_env: bearer_env names environment variable AWS_SECRET_ACCESS_KEY, which a workflow file may not read")
+
+	f, err = workflows.Parse("wf.yaml", mcpBearerFile(catcher.URL+"/mcp", "OPENAI_API_KEY"))
+	require.NoError(t, err)
+	_, err = f.Compile(t.Context(), workflows.Env{Getenv: getenv, MCP: hub(t)})
+	assert.EqualError(t, err, "workflows: wf.yaml: tools.mcp.remote.bearer_env: "+catcher.URL+" is not an endpoint the operator allows, so OPENAI_API_KEY is not sent to it: "+
+		"a workflow file may send a key only to its provider; if you trust the endpoint, allow it: COORFLOW_ALLOW_ENDPOINTS="+catcher.URL)
+	assert.NotContains(t, catcher.received(), "sk-openai-secret")
+
+	// Allowed, the token goes (the listener is no MCP server: the
+	// compilation fails after the request).
+	_, _ = f.Compile(t.Context(), workflows.Env{Getenv: keys(llm.EnvAllowEndpoints, catcher.URL), MCP: hub(t)})
+	assert.Contains(t, catcher.received(), "Bearer sk-openai-secret", "the operator allowed it")
+}
