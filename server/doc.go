@@ -28,7 +28,7 @@
 //	GET    /v1/agents                                  {"agents": [AgentInfo]} (Config.Agents)
 //	POST   /v1/threads                                 {"workflow", "thread_id"?, "metadata"?} -> 201 Thread
 //	GET    /v1/threads/{thread}                        Thread, with its active run
-//	DELETE /v1/threads/{thread}                        204; 409 while it has a run
+//	DELETE /v1/threads/{thread}                        204; 409 while it has a run; runs asked for meanwhile get 409
 //	GET    /v1/threads/{thread}/state?checkpoint=      Snapshot: values, next, pending interrupts
 //	GET    /v1/threads/{thread}/history?limit=         {"checkpoints": [Snapshot]}, newest first
 //	POST   /v1/threads/{thread}/runs                   RunRequest -> 202 Run once started (Location: the run)

@@ -270,6 +270,9 @@ type threadRuns struct {
 	queue  []*run
 	// runs are the runs it remembers, oldest first.
 	runs []*run
+	// deleting: DELETE is deleting the thread; no run starts on it
+	// meanwhile (handleDeleteThread).
+	deleting bool
 }
 
 // New checks cfg and returns a Server.

@@ -243,7 +243,12 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	ts := s.threads[key]
-	if ts != nil && (ts.active != nil || len(ts.queue) > 0) {
+	switch {
+	case ts != nil && ts.deleting:
+		s.mu.Unlock()
+		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", th.ID))
+		return
+	case ts != nil && (ts.active != nil || len(ts.queue) > 0):
 		s.mu.Unlock()
 		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID))
 		return
@@ -252,9 +257,21 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		for _, ru := range ts.runs {
 			s.forgetLocked(ru)
 		}
-		delete(s.threads, key)
 	}
+	// Checked idle, the thread stays so until its checkpoints and
+	// recorded runs are deleted: submit refuses runs on it meanwhile.
+	mark := &threadRuns{deleting: true}
+	s.threads[key] = mark
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		mark.deleting = false
+		// A replica's claim (startClaim) does not ask submit.
+		if s.threads[key] == mark && mark.active == nil && len(mark.runs) == 0 {
+			delete(s.threads, key)
+		}
+		s.mu.Unlock()
+	}()
 	if err := s.saver.DeleteThread(r.Context(), key); err != nil {
 		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
 		return

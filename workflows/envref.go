@@ -14,6 +14,10 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 // secrets.
 var envPaths = regexp.MustCompile(`^(models\.(basic|reasoning|vision|code)\.base_url|tools\.web_search\.(base_url|api_key))$`)
 
+// endpointPath are the entries of envPaths that are URLs: a reference
+// may only begin them.
+var endpointPath = regexp.MustCompile(`\.base_url$`)
+
 // keyEnvPath is where a file names the variable holding a tier's key.
 var keyEnvPath = regexp.MustCompile(`^models\.(basic|reasoning|vision|code)\.api_key_env$`)
 
@@ -35,11 +39,17 @@ func WithAllowedEnv(names ...string) LoadOption {
 
 // envAllowed reports whether the file may read variable name.
 func (o *loadOptions) envAllowed(name string) bool {
-	for _, list := range [][]string{defaultAllowedEnv, o.allowEnv} {
-		for _, pattern := range list {
-			if ok, _ := path.Match(pattern, name); ok {
-				return true
-			}
+	return matchesAny(defaultAllowedEnv, name) || o.trusted(name)
+}
+
+// trusted reports whether the program that loads the file allowed it
+// variable name (WithAllowedEnv), beyond the default ones.
+func (o *loadOptions) trusted(name string) bool { return matchesAny(o.allowEnv, name) }
+
+func matchesAny(patterns []string, name string) bool {
+	for _, pattern := range patterns {
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
 		}
 	}
 	return false
@@ -73,12 +83,19 @@ func (f *File) checkEnvRefs(ps *problems) {
 		}
 		for _, m := range envRef.FindAllStringSubmatchIndex(s, -1) {
 			name := s[m[2]:m[3]]
-			if f.opts.envAllowed(name) {
-				continue
-			}
 			line := strings.Count(s[:m[0]], "\n")
 			col := m[0] - (strings.LastIndexByte(s[:m[0]], '\n') + 1)
-			ps.at(d.textPos(l.node, line, col), l.path, "%s reads environment variable %s, %s", s[m[0]:m[1]], name, notAllowed(name))
+			switch {
+			case !f.opts.envAllowed(name):
+				ps.at(d.textPos(l.node, line, col), l.path, "%s reads environment variable %s, %s", s[m[0]:m[1]], name, notAllowed(name))
+			case m[0] > 0 && endpointPath.MatchString(l.path) && !f.opts.trusted(name):
+				// Inside a URL the file chose, a variable allowed by
+				// default (a key) would be carried to wherever the file
+				// points.
+				ps.at(d.textPos(l.node, line, col), l.path, "%s is inside the URL: an endpoint may read a variable only at its beginning "+
+					"(${NAME} or ${NAME:-default}, then a path), so that the variable decides where requests go, never what they carry; "+
+					"if you trust this file with %s, allow it (coorflow --allow-env %s, workflows.WithAllowedEnv)", s[m[0]:m[1]], name, name)
+			}
 		}
 	}
 }

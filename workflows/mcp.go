@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/tools/mcp"
 )
@@ -88,9 +89,14 @@ func (f *File) checkMCP(ps *problems) {
 			ps.at(l.key, l.path, "MCP server %q: %s", s.Name, msg)
 			continue
 		}
-		if s.Spec.BearerEnv != "" && !envName.MatchString(s.Spec.BearerEnv) {
+		if name := s.Spec.BearerEnv; name != "" {
 			bl := f.doc.loc(s.Ptr + "/bearer_env")
-			ps.at(bl.val, bl.path, "bearer_env names the environment variable that holds the token; %q is not a variable name", s.Spec.BearerEnv)
+			switch {
+			case !envName.MatchString(name):
+				ps.at(bl.val, bl.path, "bearer_env names the environment variable that holds the token; %q is not a variable name", name)
+			case !f.opts.envAllowed(name):
+				ps.at(bl.val, bl.path, "bearer_env names environment variable %s, %s", name, notAllowed(name))
+			}
 		}
 	}
 }
@@ -179,6 +185,12 @@ func (f *File) addMCPToolsOf(ctx context.Context, env Env, reg *tools.Registry, 
 				continue
 			}
 			return err
+		}
+		// The file chose the URL: like every key it names, the token
+		// goes only where the operator allows.
+		if to, ok := llm.KeyMayGoTo(env.Getenv, srv.URL); srv.Bearer != "" && !ok {
+			return fmt.Errorf("workflows: %s: tools.mcp.%s.bearer_env: %s is not an endpoint the operator allows, so %s is not sent to it: "+
+				"a workflow file may send a key only to its provider; if you trust the endpoint, allow it: %s=%s", f.path, s.Name, to, s.Spec.BearerEnv, llm.EnvAllowEndpoints, to)
 		}
 		cfg.Servers = append(cfg.Servers, srv)
 	}

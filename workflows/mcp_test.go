@@ -169,10 +169,10 @@ func TestAnUnreachableServer(t *testing.T) {
 
 func TestBearerEnvMustBeSet(t *testing.T) {
 	rest := "nodes: {a: {type: react, prompt: hi, output: out, tools: [docs]}}\nedges: [{from: start, to: a}, {from: a, to: end}]\n"
-	f, err := parseMCP(t, "  mcp:\n    docs: {url: \"http://127.0.0.1:1/mcp\", bearer_env: DOCS_TOKEN}\n", rest)
+	f, err := parseMCP(t, "  mcp:\n    docs: {url: \"http://127.0.0.1:1/mcp\", bearer_env: DOCS_API_KEY}\n", rest)
 	require.NoError(t, err)
 	_, err = f.Compile(t.Context(), workflows.Env{MCP: hub(t), Getenv: func(string) string { return "" }})
-	assert.EqualError(t, err, "workflows: "+f.Path()+": tools.mcp.docs.bearer_env: environment variable DOCS_TOKEN is not set")
+	assert.EqualError(t, err, "workflows: "+f.Path()+": tools.mcp.docs.bearer_env: environment variable DOCS_API_KEY is not set")
 }
 
 func TestFileToolsListsMCPToolsWithTheirSchemas(t *testing.T) {
