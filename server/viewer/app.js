@@ -12,7 +12,7 @@
 const TOKEN_KEY = "coorflow.token";
 // Event kinds the timeline is built from; other kinds do not change it.
 const VIEW_KINDS = new Set(["run_start", "step_start", "node_start", "node_end", "agent_created", "agent_start",
-  "agent_end", "model_call", "snapshot", "tool_call", "tool_result", "warning"]);
+  "agent_end", "model_call", "snapshot", "tool_call", "tool_result", "warning", "interrupt"]);
 
 const state = {
   runID: "",
@@ -421,7 +421,8 @@ function renderTimeline(tl) {
   const meta = el("div", { class: "run-meta" },
     el("button", { type: "button", id: "overview", class: state.agentID ? "" : "selected", onclick: showOverview }, "Answer and time bars"),
     el("div", {}, "Thread ", el("code", {}, tl.run.thread_id || "—")),
-    tl.run.input ? el("div", { class: "run-input" }, "Input ", inputFields(tl.run.input)) : null,
+    tl.run.input && tl.run.start !== "resume" ? el("div", { class: "run-input" }, "Input ", inputFields(tl.run.input)) : null,
+    tl.run.start === "resume" ? el("div", { class: "run-answered" }, "Answered ", answersView(tl.run.input)) : null,
     el("div", {}, "Started ", fmtTime(tl.run.started_at)),
     tl.run.ended_at ? el("div", {}, "Ended ", fmtTime(tl.run.ended_at)) : null,
     tl.usage ? el("div", { class: "run-usage" }, "Usage ", fmtUsage(tl.usage)) : null,
@@ -463,6 +464,16 @@ function agentCounts(a) {
     `${fmtInt(a.prompt_tokens)}→${fmtInt(a.completion_tokens)} tokens`;
 }
 
+// answersView shows the answers a resume run was given (RunInfo.input of
+// a resume run: {"resume": answer} or {"resume_each": {id: answer}}).
+function answersView(raw) {
+  if (!raw || typeof raw !== "object") return el("span", { class: "dim", "data-answer": "none" }, "(not recorded)");
+  if ("resume" in raw) return el("div", { class: "answer-value", "data-answer": "resume" }, readable(raw.resume === null ? "null" : raw.resume));
+  const each = raw.resume_each || {};
+  return el("div", { class: "answer-value", "data-answer": "resume_each" }, Object.entries(each).map(([id, v]) =>
+    el("div", { "data-interrupt": id }, el("span", { class: "dim" }, "interrupt ", el("code", {}, id), ": "), readable(v === null ? "null" : v))));
+}
+
 // inputFields shows a run's recorded input writes as fields.
 function inputFields(raw) {
   const obj = {};
@@ -485,11 +496,39 @@ function renderOverview(tl) {
   const ov = $("#overview");
   if (ov) ov.classList.add("selected");
   const parts = [];
-  parts.push(block("Answer", tl.answer
-    ? el("div", { id: "answer" }, md(tl.answer))
-    : el("p", { class: "hint", id: "no-answer" }, tl.run.status === "running" ? "The run has not answered yet." : "The run recorded no answer.")));
+  if (tl.run.start === "resume") {
+    parts.push(el("section", { class: "block answered", id: "answered" }, el("h3", {}, "Answered"),
+      el("p", { class: "dim" }, "This run went on from the question its thread's previous run asked, with this answer:"),
+      answersView(tl.run.input)));
+  }
+  if (tl.interrupts && tl.interrupts.length) parts.push(questionsBlock(tl));
+  const asking = tl.run.status === "interrupted" && tl.interrupts && tl.interrupts.length;
+  if (asking) {
+    // The run has not answered: what an agent wrote so far is no answer.
+    parts.push(block("Answer", el("p", { class: "hint", id: "no-answer" }, "No answer yet: the run waits for the answer to its question above."),
+      tl.answer ? el("details", { class: "so-far" }, el("summary", {}, "Latest agent output so far"), md(tl.answer)) : null));
+  } else {
+    parts.push(block("Answer", tl.answer
+      ? el("div", { id: "answer" }, md(tl.answer))
+      : el("p", { class: "hint", id: "no-answer" }, tl.run.status === "running" ? "The run has not answered yet." : "The run recorded no answer.")));
+  }
   parts.push(block("Time bars", gantt(tl)));
   $("#detail").replaceChildren(...parts);
+}
+
+// questionsBlock shows what an interrupted run asked: each question with
+// what it is about (a plan under review, …), as fields, and the node that
+// waits for the answer.
+function questionsBlock(tl) {
+  const waiting = tl.run.status === "interrupted";
+  return el("section", { class: "block questions", id: "questions" },
+    el("h3", {}, waiting ? "Waiting for an answer" : "Asked"),
+    tl.interrupts.map((q) => el("div", { class: "question", "data-interrupt": q.id, "data-node": q.node },
+      el("div", { class: "question-head" }, el("code", {}, q.node), " asks", waiting ? statusPill("waiting") : null,
+        el("span", { class: "dim" }, " · interrupt ", el("code", {}, q.id))),
+      readable(q.payload === undefined ? "" : q.payload, "question-payload"))),
+    waiting ? el("p", { class: "hint" }, "Answer it with a run on thread ", el("code", {}, tl.run.thread_id || "—"),
+      ' whose body is {"resume": …}.') : null);
 }
 
 // gantt draws a bar per step and per agent on one time axis, from the
@@ -531,7 +570,7 @@ function gantt(tl) {
 
 function stepStatus(s) {
   const st = s.nodes.map((n) => n.status);
-  for (const k of ["failed", "running", "unfinished"]) if (st.includes(k)) return k;
+  for (const k of ["failed", "running", "waiting", "unfinished"]) if (st.includes(k)) return k;
   return "done";
 }
 
