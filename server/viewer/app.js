@@ -302,6 +302,19 @@ function summaryLine(text) {
   return Object.entries(v).map(([k, x]) => k.replace(/_/g, " ") + ": " + (typeof x === "object" ? JSON.stringify(x) : x)).join(" · ");
 }
 
+// CODE_FIELDS name the arguments whose text is code (the python tool's
+// "code", a shell command, a query in SQL): shown as written, not as
+// Markdown, which would lose their line breaks and indentation.
+const CODE_FIELDS = new Set(["code", "source", "source_code", "script", "program", "snippet", "sql", "command", "cmd", "shell"]);
+// CODE_TOOLS name the tools whose output is a program's output: shown as
+// written too.
+const CODE_TOOLS = new Set(["python", "shell", "bash", "sql"]);
+
+// codeBlock shows code or a program's output as written.
+function codeBlock(text, lang) {
+  return el("pre", { class: "code code-arg", "data-lang": lang || undefined }, el("code", {}, text));
+}
+
 function fields(v, depth) {
   if (v === null || v === undefined) return el("span", { class: "dim" }, "—");
   if (depth > MD_MAX_DEPTH) return el("code", {}, JSON.stringify(v));
@@ -313,7 +326,7 @@ function fields(v, depth) {
   if (typeof v === "object") {
     return el("dl", { class: "fields" }, Object.entries(v).map(([k, x]) => [
       el("dt", { "data-field": k }, k.replace(/_/g, " ")),
-      el("dd", { "data-field": k }, typeof x === "string" ? md(x, depth + 1) : fields(x, depth + 1)),
+      el("dd", { "data-field": k }, typeof x === "string" ? (CODE_FIELDS.has(k) ? codeBlock(x, k) : md(x, depth + 1)) : fields(x, depth + 1)),
     ]));
   }
   return el("span", {}, String(v));
@@ -656,7 +669,7 @@ function toolTable(calls) {
       el("td", { class: "tool-name" }, c.name),
       el("td", { class: "tool-args" }, c.args ? readable(c.args) : ""),
       el("td", {}, c.status ? statusPill(c.status) : statusPill("running")),
-      el("td", { class: "tool-output" }, readable(c.output || "")),
+      el("td", { class: "tool-output" }, CODE_TOOLS.has(c.name) && c.output ? codeBlock(c.output, "output") : readable(c.output || "")),
       el("td", { class: "num" }, c.duration_ms ? fmtMS(c.duration_ms) : "")))));
 }
 
