@@ -451,9 +451,22 @@ function renderTimeline(tl) {
         statusPill(n.status)),
       n.error ? el("div", { class: "error-text" }, n.error) : null,
       n.created && n.created.length ? el("div", { class: "dim" }, "built: " + n.created.join(", ")) : null,
-      n.agents.map(agentButton)))));
+      numberRepeats(n.agents).map(agentButton)))));
   nav.replaceChildren(meta, ...steps);
   if (tl.steps.length === 0) nav.append(el("p", { class: "hint" }, "No step recorded yet."));
+}
+
+// numberRepeats tells apart the agents of a node that share a name and
+// give no run id of their own: they are numbered #1, #2, … in order.
+function numberRepeats(agents) {
+  const count = new Map();
+  for (const a of agents) if (!a.run) count.set(a.name, (count.get(a.name) || 0) + 1);
+  const seen = new Map();
+  return agents.map((a) => {
+    if (a.run || count.get(a.name) < 2) return a;
+    seen.set(a.name, (seen.get(a.name) || 0) + 1);
+    return { ...a, nth: seen.get(a.name) };
+  });
 }
 
 function agentButton(a) {
@@ -462,7 +475,8 @@ function agentButton(a) {
     "data-name": a.name, "data-status": a.status, title: a.path,
     onclick: () => selectAgent(a.id).catch(report),
   },
-  el("span", { class: "agent-name" }, a.name),
+  el("span", { class: "agent-name" }, a.name, a.run ? el("span", { class: "agent-run dim", title: "the agent's run id (its step)" }, " · " + a.run)
+    : a.nth ? el("span", { class: "agent-run dim", title: "the agent ran more than once in this node" }, " #" + a.nth) : null),
   statusPill(a.status),
   el("span", { class: "agent-meta" }, agentCounts(a) + (a.usage && a.usage.calls ? " · " + fmtCost(a.usage) : "")),
   a.summary ? el("span", { class: "agent-summary" }, summaryLine(a.summary)) : null);
@@ -553,7 +567,7 @@ function gantt(tl) {
   for (const s of tl.steps) {
     rows.push({ kind: "step", label: "Step " + s.step, start: s.start, end: s.end, step: s.step, status: stepStatus(s) });
     for (const n of s.nodes) {
-      for (const a of n.agents) rows.push({ kind: "agent", label: a.name, start: a.start, end: a.end, step: s.step, agent: a, status: a.status });
+      for (const a of numberRepeats(n.agents)) rows.push({ kind: "agent", label: a.name + (a.run ? " · " + a.run : a.nth ? " #" + a.nth : ""), start: a.start, end: a.end, step: s.step, agent: a, status: a.status });
     }
   }
   for (const r of rows) if (r.end) t1 = Math.max(t1, timeMS(r.end));
@@ -616,8 +630,10 @@ function renderAgent(d) {
       d.role ? el("span", {}, "role " + d.role) : null,
       d.tier ? el("span", {}, "tier " + d.tier) : null,
       d.tools && d.tools.length ? el("span", {}, "tools: " + d.tools.join(", ")) : null,
-      el("span", { class: "counts" }, agentCounts(d)),
-      d.usage && d.usage.calls ? el("span", { class: "agent-usage" }, fmtUsage(d.usage)) : null));
+      // What it did and spent, once: its calls, then their tokens and cost.
+      el("span", { class: "counts agent-usage" }, d.usage && d.usage.calls
+        ? `${plural(d.model_calls.length, "model call")} · ${plural(d.tool_calls.length, "tool call")} · ${fmtTokens(d.usage)}`
+        : agentCounts(d))));
   const parts = [head];
   if (d.task) parts.push(block("Task", readable(d.task, "task")));
   parts.push(block("What it saw", d.snapshots.length
@@ -828,7 +844,12 @@ function fmtCost(u) {
 // fmtUsage says a usage (llm.Spend) in one line.
 function fmtUsage(u) {
   if (!u.calls) return "no model calls";
-  let s = `${fmtInt(u.calls)} calls · ${fmtInt(u.prompt_tokens)} tokens in`;
+  return plural(u.calls, "call") + " · " + fmtTokens(u);
+}
+
+// fmtTokens says a usage's tokens and cost, without its count of calls.
+function fmtTokens(u) {
+  let s = `${fmtInt(u.prompt_tokens)} tokens in`;
   if (u.cached_tokens) s += ` (${fmtInt(u.cached_tokens)} cached)`;
   s += `, ${fmtInt(u.completion_tokens)} out`;
   if (u.reasoning_tokens) s += ` (${fmtInt(u.reasoning_tokens)} reasoning)`;
