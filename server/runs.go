@@ -512,7 +512,7 @@ const maxErrorMessage = 4 << 10
 func (ru *run) settle(err error) {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	ru.input, ru.resume = nil, nil
+	ru.input, ru.resume, ru.answers = nil, nil, nil
 	ru.endedAt = time.Now().UTC()
 	if ru.startedAt.IsZero() {
 		ru.startedAt = ru.endedAt

@@ -169,3 +169,38 @@ func TestViewerShowsWhatAResumeRunWasAnsweredInChromium(t *testing.T) {
 	assert.Contains(t, got.Meta, "Add a rollback step.")
 	assert.Contains(t, got.Detail, "Revised after review: Add a rollback step.", "the run's answer")
 }
+
+func TestViewerShowsTheThreadAsAConversationInChromium(t *testing.T) {
+	e, first := interruptedReview(t)
+	second := e.wait(alice, "r", map[string]any{"resume": feedback{Feedback: "Add a rollback step."}})
+	require.Equal(t, "done", second.Status, "%+v", second.Error)
+
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+second.ID+"#token="+alice),
+		chromedp.WaitVisible(`#conversation li.turn[data-run="`+first.ID+`"]`),
+	))
+	type turn struct{ Run, In, Out string }
+	turns, err := chromedp.Run(ctx, chromedp.Evaluate[[]turn](`[...document.querySelectorAll("#conversation li.turn")].map((li) => ({
+		run: li.dataset.run,
+		in: li.querySelector(".turn-in a").textContent,
+		out: li.querySelector(".turn-out").textContent,
+	}))`))
+	require.NoError(t, err)
+	current, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#conversation li.turn.current").dataset.run`))
+	require.NoError(t, err)
+	screenshot(t, ctx, "viewer-conversation.png")
+
+	assert.Equal(t, []turn{
+		{first.ID, "question: Redis or Memcached?", "AskedApprove this plan?"},
+		{second.ID, "answered: approve: false, feedback: Add a rollback step.", "OutRevised after review: Add a rollback step."},
+	}, turns, "the thread's turns, oldest first: what each was given and what it asked or answered")
+	assert.Equal(t, second.ID, current, "the run shown is marked")
+
+	// A turn's link opens its run.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(`#conversation li.turn[data-run="`+first.ID+`"] .turn-in a`),
+		chromedp.WaitVisible(`#run-status[data-status="interrupted"]`),
+		chromedp.WaitVisible(`#questions .question`),
+	))
+}

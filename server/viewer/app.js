@@ -24,6 +24,7 @@ const state = {
   refreshing: null, // the reload under way
   again: false,     // reload once more after it
   pollTimer: 0,
+  conversation: null, // the thread's turns (loadConversation)
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -380,7 +381,54 @@ async function showRun(id) {
   if (agent) await selectAgent(agent);
   else renderOverview(state.timeline);
   if (state.timeline.run.status === "running") startLive();
+  // The turns are extra: the run shows without them.
+  await loadConversation(state.timeline.run).catch((e) => console.warn("coorflow: the thread's turns:", e));
   document.body.dataset.state = "ready";
+}
+
+// ---- the thread's turns ----
+
+// MAX_TURNS bounds the runs of a thread the conversation shows (and the
+// timelines it reads): the newest ones.
+const MAX_TURNS = 20;
+
+// loadConversation reads the turns of the run's thread: its recorded
+// runs, oldest first, each with what it was given and what it answered
+// or asked. The overview shows them.
+async function loadConversation(run) {
+  if (!run.thread_id) return;
+  const { runs } = await api("/v1/trace/runs?thread=" + encodeURIComponent(run.thread_id) + "&limit=" + MAX_TURNS);
+  const turns = await Promise.all(runs.reverse().map(async (r) => {
+    const tl = r.run_id === state.runID ? state.timeline
+      : await api("/v1/trace/runs/" + encodeURIComponent(r.run_id) + "/timeline").catch(() => null);
+    return { run: r, answer: tl ? tl.answer : "", interrupts: tl && tl.run.status === "interrupted" ? tl.interrupts || [] : [] };
+  }));
+  state.conversation = { thread: run.thread_id, turns, more: runs.length === MAX_TURNS };
+  // Added to the overview shown, leaving the rest of it as it is.
+  const conv = conversationBlock();
+  if (!state.agentID && conv) {
+    const old = $("#conversation");
+    if (old) old.replaceWith(conv);
+    else $("#detail").append(conv);
+  }
+}
+
+function conversationBlock() {
+  const c = state.conversation;
+  if (!c || c.turns.length < 2) return null;
+  return el("section", { class: "block conversation", id: "conversation" },
+    el("h3", {}, "Conversation on thread ", el("code", {}, c.thread)),
+    c.more ? el("p", { class: "hint" }, "The last " + MAX_TURNS + " turns.") : null,
+    el("ol", { class: "turns" }, c.turns.map(({ run, answer, interrupts }) => {
+      const asked = interrupts.map((q) => q.payload && typeof q.payload === "object" && typeof q.payload.question === "string"
+        ? q.payload.question : JSON.stringify(q.payload));
+      return el("li", { class: "turn" + (run.run_id === state.runID ? " current" : ""), "data-run": run.run_id },
+        el("div", { class: "turn-in" }, el("span", { class: "who" }, "In"),
+          el("a", { href: "?run=" + encodeURIComponent(run.run_id), title: run.run_id }, run.input_text || START_TEXT[run.start] || run.run_id)),
+        el("div", { class: "turn-out" }, el("span", { class: "who" }, asked.length ? "Asked" : "Out"),
+          asked.length ? el("div", { class: "turn-asked" }, asked.join(" · "))
+            : answer ? el("div", { class: "turn-answer" }, md(answer)) : el("span", { class: "dim" }, run.status)));
+    })));
 }
 
 // refresh reloads the timeline (and the agent shown); while the store is
@@ -540,6 +588,8 @@ function renderOverview(tl) {
       : el("p", { class: "hint", id: "no-answer" }, tl.run.status === "running" ? "The run has not answered yet." : "The run recorded no answer.")));
   }
   parts.push(block("Time bars", gantt(tl)));
+  const conv = conversationBlock();
+  if (conv) parts.push(conv);
   $("#detail").replaceChildren(...parts);
 }
 
