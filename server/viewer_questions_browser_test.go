@@ -204,3 +204,49 @@ func TestViewerShowsTheThreadAsAConversationInChromium(t *testing.T) {
 		chromedp.WaitVisible(`#questions .question`),
 	))
 }
+
+func TestViewerShowsTheStateAtEachCheckpointWithItsDiffInChromium(t *testing.T) {
+	e, _ := interruptedReview(t)
+	second := e.wait(alice, "r", map[string]any{"resume": feedback{Feedback: "Add a rollback step."}})
+	require.Equal(t, "done", second.Status, "%+v", second.Error)
+	var history server.History
+	e.call("GET", "/v1/threads/r/history", alice, nil, http.StatusOK, &history)
+	require.GreaterOrEqual(t, len(history.Checkpoints), 2)
+	newest := history.Checkpoints[0]
+
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+second.ID+"#token="+alice),
+		chromedp.WaitVisible(`#checkpoints details.checkpoint`),
+	))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[*int](`document.querySelectorAll("#checkpoints details").forEach((d) => d.open = true), null`))
+	require.NoError(t, err)
+	type change struct{ Checkpoint, Channel, Change, Before, After string }
+	changes, err := chromedp.Run(ctx, chromedp.Evaluate[[]change](`[...document.querySelectorAll("#checkpoints tr[data-channel]")].map((r) => ({
+		checkpoint: r.closest("details").dataset.checkpoint,
+		channel: r.dataset.channel,
+		change: r.querySelector(".change").textContent,
+		before: r.querySelector(".before").textContent,
+		after: r.querySelector(".after").textContent,
+	}))`))
+	require.NoError(t, err)
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#checkpoints details.checkpoint")].map((d) => d.dataset.checkpoint)`))
+	require.NoError(t, err)
+	screenshot(t, ctx, "viewer-checkpoints.png")
+
+	want := make([]string, len(history.Checkpoints))
+	for i, cp := range history.Checkpoints {
+		want[i] = cp.Checkpoint
+	}
+	assert.Equal(t, want, shown, "every checkpoint of the thread, newest first")
+	assert.Contains(t, changes, change{newest.Checkpoint, "answer", "added", "", "Revised after review: Add a rollback step."},
+		"the newest checkpoint adds the answer: %+v", changes)
+	var question int
+	for _, c := range changes {
+		if c.Channel == "question" {
+			question++
+			assert.Equal(t, change{c.Checkpoint, "question", "added", "", "Redis or Memcached?"}, c, "the input, once, where it was written")
+		}
+	}
+	assert.Equal(t, 1, question, "unchanged channels are not repeated")
+}

@@ -403,14 +403,55 @@ async function loadConversation(run) {
       : await api("/v1/trace/runs/" + encodeURIComponent(r.run_id) + "/timeline").catch(() => null);
     return { run: r, answer: tl ? tl.answer : "", interrupts: tl && tl.run.status === "interrupted" ? tl.interrupts || [] : [] };
   }));
-  state.conversation = { thread: run.thread_id, turns, more: runs.length === MAX_TURNS };
+  const history = await api("/v1/threads/" + encodeURIComponent(run.thread_id) + "/history?limit=" + MAX_CHECKPOINTS).catch(() => null);
+  state.conversation = { thread: run.thread_id, turns, more: runs.length === MAX_TURNS,
+    checkpoints: history ? history.checkpoints || [] : null };
   // Added to the overview shown, leaving the rest of it as it is.
-  const conv = conversationBlock();
-  if (!state.agentID && conv) {
-    const old = $("#conversation");
-    if (old) old.replaceWith(conv);
-    else $("#detail").append(conv);
+  if (state.agentID) return;
+  for (const [id, b] of [["#conversation", conversationBlock()], ["#checkpoints", checkpointsBlock()]]) {
+    if (!b) continue;
+    const old = $(id);
+    if (old) old.replaceWith(b);
+    else $("#detail").append(b);
   }
+}
+
+// MAX_CHECKPOINTS bounds the thread's checkpoints shown: the newest.
+const MAX_CHECKPOINTS = 50;
+
+// checkpointsBlock shows the thread's state at each checkpoint, newest
+// first, as what changed since its parent: channels added, changed and
+// removed, with the value before and after.
+function checkpointsBlock() {
+  const c = state.conversation;
+  if (!c || !c.checkpoints || c.checkpoints.length === 0) return null;
+  const byID = new Map(c.checkpoints.map((cp) => [cp.checkpoint, cp]));
+  return el("section", { class: "block checkpoints", id: "checkpoints" },
+    el("h3", {}, "State at each checkpoint of thread ", el("code", {}, c.thread)),
+    el("p", { class: "hint" }, "Newest first; each shows what changed since its parent checkpoint."),
+    c.checkpoints.map((cp) => {
+      const parent = cp.parent ? byID.get(cp.parent) : null;
+      const now = cp.values || {}, before = parent ? parent.values || {} : {};
+      const rows = [];
+      for (const k of new Set([...Object.keys(before), ...Object.keys(now)])) {
+        const change = !(k in before) ? "added" : !(k in now) ? "removed"
+          : JSON.stringify(before[k]) === JSON.stringify(now[k]) ? "same" : "changed";
+        if (change === "same") continue;
+        rows.push(el("tr", { class: "change-" + change, "data-channel": k },
+          el("td", { class: "channel" }, el("code", {}, k)), el("td", { class: "change" }, change),
+          el("td", { class: "before" }, k in before ? fields(before[k], 1) : ""),
+          el("td", { class: "after" }, k in now ? fields(now[k], 1) : "")));
+      }
+      return el("details", { class: "checkpoint", "data-checkpoint": cp.checkpoint, "data-step": cp.step },
+        el("summary", {}, `Step ${cp.step}`, cp.source ? " · " + cp.source : "",
+          cp.writers && cp.writers.length ? " · written by " + cp.writers.join(", ") : "",
+          cp.next && cp.next.length ? " · next " + cp.next.join(", ") : "",
+          " · ", plural(rows.length, "change"), cp.parent && !parent ? " (parent not loaded: all values)" : ""),
+        el("div", { class: "dim" }, "checkpoint ", el("code", {}, cp.checkpoint), cp.parent ? [" · parent ", el("code", {}, cp.parent)] : null),
+        rows.length ? el("table", { class: "state-diff" },
+          el("thead", {}, el("tr", {}, ["Channel", "Change", "Before", "After"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, rows)) : el("p", { class: "hint" }, "No channel changed."));
+    }));
 }
 
 function conversationBlock() {
@@ -590,6 +631,8 @@ function renderOverview(tl) {
   parts.push(block("Time bars", gantt(tl)));
   const conv = conversationBlock();
   if (conv) parts.push(conv);
+  const cps = checkpointsBlock();
+  if (cps) parts.push(cps);
   $("#detail").replaceChildren(...parts);
 }
 
