@@ -154,6 +154,7 @@ func (ru *run) setRequest(req RunRequest) *apiError {
 		ru.input = input
 	case len(req.Resume) > 0:
 		ru.resume, ru.resumeOne = graph.Resume(req.Resume), true
+		ru.answers = recordedAnswers(req.Resume, nil)
 	case req.ResumeEach != nil:
 		if len(req.ResumeEach) == 0 {
 			return fieldErrorf(CodeInvalidField, "resume_each", "field \"resume_each\" must answer at least one interrupt: {\"<interrupt id>\": <answer>}")
@@ -166,6 +167,7 @@ func (ru *run) setRequest(req RunRequest) *apiError {
 			answers[id] = v
 		}
 		ru.resume = graph.ResumeEach(answers)
+		ru.answers = recordedAnswers(nil, req.ResumeEach)
 	}
 	return nil
 }

@@ -71,6 +71,9 @@ type run struct {
 	input                            []graph.Write // nil: continue the thread
 	resume                           graph.Option  // nil: no answer
 	resumeOne                        bool          // one answer for the only interrupt
+	// answers are the request's answers as given ({"resume": …} or
+	// {"resume_each": …}), for the run's recording.
+	answers json.RawMessage
 	// budget, when set, replaces the workflow's run budget (the
 	// request's "budget"); meter counts what the run spends, turn what
 	// the thread's turn spent against the run budget.
@@ -518,7 +521,7 @@ const maxErrorMessage = 4 << 10
 func (ru *run) settle(err error) {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	ru.input, ru.resume = nil, nil
+	ru.input, ru.resume, ru.answers = nil, nil, nil
 	ru.endedAt = time.Now().UTC()
 	if ru.startedAt.IsZero() {
 		ru.startedAt = ru.endedAt

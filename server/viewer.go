@@ -103,7 +103,11 @@ func (s *Server) handleTraceRuns(w http.ResponseWriter, r *http.Request) {
 	list := TraceRunList{Runs: make([]TraceRun, len(runs))}
 	for i, ru := range runs {
 		ru.FinalState = nil // in the run itself; lists stay small
-		list.Runs[i] = TraceRun{RunInfo: ru, InputText: trace.DescribeInput(ru.Input)}
+		text := trace.DescribeInput(ru.Input)
+		if ru.Start == trace.StartResume {
+			text = describeAnswers(ru.Input)
+		}
+		list.Runs[i] = TraceRun{RunInfo: ru, InputText: text}
 	}
 	writeJSON(w, http.StatusOK, list)
 }

@@ -157,7 +157,7 @@ func TestViewerShowsWhatAnAgentSawInChromium(t *testing.T) {
 	assert.Contains(t, runUsage, fmt.Sprintf("Usage 2 calls · %d tokens in", tl.Usage.PromptTokens))
 	assert.Contains(t, runUsage, fmt.Sprintf(", %d out", tl.Usage.CompletionTokens))
 	assert.True(t, strings.HasSuffix(runUsage, "· $0.0000"), "the scripted model costs nothing: %q", runUsage)
-	assert.Contains(t, agentUsage, fmt.Sprintf("2 calls · %d tokens in", d.Usage.PromptTokens))
+	assert.Contains(t, agentUsage, fmt.Sprintf("2 model calls · 1 tool call · %d tokens in", d.Usage.PromptTokens))
 	assert.NotContains(t, location, alice, "the token leaves the address")
 	assert.Contains(t, location, fmt.Sprintf("agent=%d", agent.ID), "the agent shown is in the address")
 	assert.Equal(t, alice, stored, "the token is kept for the tab")

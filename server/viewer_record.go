@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/trace"
@@ -40,6 +44,7 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 		ru.mu.Unlock()
 	case ru.resume != nil:
 		info.Start = trace.StartResume
+		info.Input = ru.answers
 	default:
 		info.Start = trace.StartContinue
 	}
@@ -73,4 +78,65 @@ func (s *Server) finishRecording(ru *run, rr *trace.RunRecorder, runErr error) {
 	case err != nil:
 		s.log.ErrorContext(ru.ctx, "server: recording the run failed", "run", ru.id, "err", err)
 	}
+}
+
+// recordedAnswers is what a resume run records as its input
+// (RunInfo.Input of a StartResume run): the request's answers, as
+// {"resume": answer} or {"resume_each": {"<interrupt id>": answer}}. Nil
+// when they do not encode.
+func recordedAnswers(one json.RawMessage, each map[string]json.RawMessage) json.RawMessage {
+	v := struct {
+		Resume     json.RawMessage            `json:"resume,omitempty"`
+		ResumeEach map[string]json.RawMessage `json:"resume_each,omitempty"`
+	}{one, each}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// describeAnswers says a resume run's recorded answers in one line, as
+// trace.DescribeInput says an input: "answered: feedback: …".
+func describeAnswers(raw json.RawMessage) string {
+	var v struct {
+		Resume     json.RawMessage            `json:"resume"`
+		ResumeEach map[string]json.RawMessage `json:"resume_each"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var parts []string
+	if len(v.Resume) > 0 {
+		parts = append(parts, describeValue(v.Resume, 0))
+	}
+	for _, id := range slices.Sorted(maps.Keys(v.ResumeEach)) {
+		parts = append(parts, id+": "+describeValue(v.ResumeEach[id], 0))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := "answered: " + strings.Join(parts, "; ")
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:159]) + "…"
+	}
+	return s
+}
+
+// describeValue says a JSON answer in one line: a string as it is, an
+// object's fields as "name: value, …" (to depth 2), anything else as JSON.
+func describeValue(raw json.RawMessage, depth int) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	var obj map[string]json.RawMessage
+	if depth < 2 && json.Unmarshal(raw, &obj) == nil && len(obj) > 0 {
+		fields := make([]string, 0, len(obj))
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			fields = append(fields, k+": "+describeValue(obj[k], depth+1))
+		}
+		return strings.Join(fields, ", ")
+	}
+	return strings.Join(strings.Fields(string(raw)), " ")
 }

@@ -36,7 +36,9 @@ type RunInfo struct {
 	Owner  string `json:"owner,omitempty"`
 	Status string `json:"status"`
 	// Start says how the run started: StartInput, StartResume or
-	// StartContinue. Input holds the input's writes (EncodeInput).
+	// StartContinue. Input holds the input's writes (EncodeInput); for a
+	// StartResume run recorded by the server, the answers it was given:
+	// {"resume": answer} or {"resume_each": {"<interrupt id>": answer}}.
 	Start string          `json:"start"`
 	Input json.RawMessage `json:"input,omitempty"`
 	// Runtime holds the run's string runtime values (graph.WithRuntime).

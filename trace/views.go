@@ -24,6 +24,9 @@ const (
 	ItemDone       = "done"
 	ItemFailed     = "failed"
 	ItemUnfinished = "unfinished" // the run ended before it did
+	// ItemWaiting: the node asked a question (graph.Interrupt) and the
+	// run stopped to wait for the answer (Timeline.Interrupts).
+	ItemWaiting = "waiting"
 )
 
 // Timeline outlines a run for the viewer: its steps in order, each with
@@ -37,8 +40,21 @@ type Timeline struct {
 	// Markdown): the AnswerChannel of its final state, or, when that holds
 	// no text, the output of the last agent that ended with one.
 	Answer string `json:"answer,omitempty"`
+	// Interrupts are the questions the run stopped on (an interrupted
+	// run), in the order asked; a resume run answers them.
+	Interrupts []TimelineInterrupt `json:"interrupts,omitempty"`
 	// LastSeq is the last event the timeline was built from.
 	LastSeq int64 `json:"last_seq"`
+}
+
+// TimelineInterrupt is a question a node asked (graph.InterruptInfo):
+// Payload is what it passed to graph.Interrupt, as JSON (the question,
+// and what it asks about, such as a plan under review).
+type TimelineInterrupt struct {
+	ID      string          `json:"id"`
+	Node    string          `json:"node"`
+	Path    string          `json:"path"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // AnswerChannel is the channel a Timeline reads a run's answer from: the
@@ -175,7 +191,7 @@ var viewKinds = []string{
 	graph.EventRunStart.String(), graph.EventStepStart.String(), graph.EventNodeStart.String(), graph.EventNodeEnd.String(),
 	agentevent.EventCreated, agentevent.EventStart, agentevent.EventEnd,
 	llm.EventModelCall, agentevent.EventSnapshot, tools.EventToolCall,
-	tools.EventToolResult, agentevent.EventWarning,
+	tools.EventToolResult, agentevent.EventWarning, graph.EventInterrupt.String(),
 }
 
 // LoadTimeline reads run id from s and builds its Timeline.
@@ -253,6 +269,10 @@ type indexed struct {
 	open    map[string]*agentEntry // agents not ended, by path
 	agents  []*agentEntry
 	lastSeq int64
+	// interrupts are the questions asked, once each (a subgraph's run
+	// reports its questions again to its parent).
+	interrupts []TimelineInterrupt
+	asked      map[string]*nodeEntry // the node of each question, by id
 }
 
 type stepEntry struct {
@@ -280,7 +300,7 @@ type agentEntry struct {
 func index(run RunInfo, events []Event) *indexed {
 	ix := &indexed{
 		run: run, root: run.Graph, byStep: map[int]*stepEntry{}, current: map[string]*nodeEntry{},
-		open: map[string]*agentEntry{},
+		open: map[string]*agentEntry{}, asked: map[string]*nodeEntry{},
 	}
 	for _, e := range events {
 		ix.add(e)
@@ -290,6 +310,19 @@ func index(run RunInfo, events []Event) *indexed {
 			a.sum.Status = ItemRunning
 			if run.Status != StatusRunning {
 				a.sum.Status = ItemUnfinished
+			}
+		}
+	}
+	// A node that asked a question waits for its answer, and so do its
+	// agents that did not fail.
+	for _, n := range ix.asked {
+		if n == nil {
+			continue
+		}
+		n.Status, n.Error = ItemWaiting, ""
+		for _, a := range n.agents {
+			if a.sum.Status != ItemFailed {
+				a.sum.Status = ItemWaiting
 			}
 		}
 	}
@@ -344,6 +377,25 @@ func (ix *indexed) add(e Event) {
 		if a := ix.owner(e.Path); a != nil {
 			a.attach(e)
 		}
+	case graph.EventInterrupt.String():
+		ix.interrupt(e)
+	}
+}
+
+// interrupt records the questions of an interrupt event and the nodes
+// that asked them.
+func (ix *indexed) interrupt(e Event) {
+	var asked []TimelineInterrupt
+	if json.Unmarshal(e.Payload, &asked) != nil {
+		return
+	}
+	for _, in := range asked {
+		if _, seen := ix.asked[in.ID]; seen {
+			continue
+		}
+		label, _ := ix.label(in.Path)
+		ix.asked[in.ID] = ix.current[label]
+		ix.interrupts = append(ix.interrupts, in)
 	}
 }
 
@@ -548,6 +600,7 @@ func (ix *indexed) timeline() Timeline {
 		tl.Steps = append(tl.Steps, ts)
 	}
 	tl.Answer = ix.answer()
+	tl.Interrupts = ix.interrupts
 	return tl
 }
 

@@ -12,7 +12,7 @@
 const TOKEN_KEY = "coorflow.token";
 // Event kinds the timeline is built from; other kinds do not change it.
 const VIEW_KINDS = new Set(["run_start", "step_start", "node_start", "node_end", "agent_created", "agent_start",
-  "agent_end", "model_call", "snapshot", "tool_call", "tool_result", "warning"]);
+  "agent_end", "model_call", "snapshot", "tool_call", "tool_result", "warning", "interrupt"]);
 
 const state = {
   runID: "",
@@ -24,6 +24,7 @@ const state = {
   refreshing: null, // the reload under way
   again: false,     // reload once more after it
   pollTimer: 0,
+  conversation: null, // the thread's turns (loadConversation)
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -302,6 +303,19 @@ function summaryLine(text) {
   return Object.entries(v).map(([k, x]) => k.replace(/_/g, " ") + ": " + (typeof x === "object" ? JSON.stringify(x) : x)).join(" · ");
 }
 
+// CODE_FIELDS name the arguments whose text is code (the python tool's
+// "code", a shell command, a query in SQL): shown as written, not as
+// Markdown, which would lose their line breaks and indentation.
+const CODE_FIELDS = new Set(["code", "source", "source_code", "script", "program", "snippet", "sql", "command", "cmd", "shell"]);
+// CODE_TOOLS name the tools whose output is a program's output: shown as
+// written too.
+const CODE_TOOLS = new Set(["python", "shell", "bash", "sql"]);
+
+// codeBlock shows code or a program's output as written.
+function codeBlock(text, lang) {
+  return el("pre", { class: "code code-arg", "data-lang": lang || undefined }, el("code", {}, text));
+}
+
 function fields(v, depth) {
   if (v === null || v === undefined) return el("span", { class: "dim" }, "—");
   if (depth > MD_MAX_DEPTH) return el("code", {}, JSON.stringify(v));
@@ -313,7 +327,7 @@ function fields(v, depth) {
   if (typeof v === "object") {
     return el("dl", { class: "fields" }, Object.entries(v).map(([k, x]) => [
       el("dt", { "data-field": k }, k.replace(/_/g, " ")),
-      el("dd", { "data-field": k }, typeof x === "string" ? md(x, depth + 1) : fields(x, depth + 1)),
+      el("dd", { "data-field": k }, typeof x === "string" ? (CODE_FIELDS.has(k) ? codeBlock(x, k) : md(x, depth + 1)) : fields(x, depth + 1)),
     ]));
   }
   return el("span", {}, String(v));
@@ -367,7 +381,95 @@ async function showRun(id) {
   if (agent) await selectAgent(agent);
   else renderOverview(state.timeline);
   if (state.timeline.run.status === "running") startLive();
+  // The turns are extra: the run shows without them.
+  await loadConversation(state.timeline.run).catch((e) => console.warn("coorflow: the thread's turns:", e));
   document.body.dataset.state = "ready";
+}
+
+// ---- the thread's turns ----
+
+// MAX_TURNS bounds the runs of a thread the conversation shows (and the
+// timelines it reads): the newest ones.
+const MAX_TURNS = 20;
+
+// loadConversation reads the turns of the run's thread: its recorded
+// runs, oldest first, each with what it was given and what it answered
+// or asked. The overview shows them.
+async function loadConversation(run) {
+  if (!run.thread_id) return;
+  const { runs } = await api("/v1/trace/runs?thread=" + encodeURIComponent(run.thread_id) + "&limit=" + MAX_TURNS);
+  const turns = await Promise.all(runs.reverse().map(async (r) => {
+    const tl = r.run_id === state.runID ? state.timeline
+      : await api("/v1/trace/runs/" + encodeURIComponent(r.run_id) + "/timeline").catch(() => null);
+    return { run: r, answer: tl ? tl.answer : "", interrupts: tl && tl.run.status === "interrupted" ? tl.interrupts || [] : [] };
+  }));
+  const history = await api("/v1/threads/" + encodeURIComponent(run.thread_id) + "/history?limit=" + MAX_CHECKPOINTS).catch(() => null);
+  state.conversation = { thread: run.thread_id, turns, more: runs.length === MAX_TURNS,
+    checkpoints: history ? history.checkpoints || [] : null };
+  // Added to the overview shown, leaving the rest of it as it is.
+  if (state.agentID) return;
+  for (const [id, b] of [["#conversation", conversationBlock()], ["#checkpoints", checkpointsBlock()]]) {
+    if (!b) continue;
+    const old = $(id);
+    if (old) old.replaceWith(b);
+    else $("#detail").append(b);
+  }
+}
+
+// MAX_CHECKPOINTS bounds the thread's checkpoints shown: the newest.
+const MAX_CHECKPOINTS = 50;
+
+// checkpointsBlock shows the thread's state at each checkpoint, newest
+// first, as what changed since its parent: channels added, changed and
+// removed, with the value before and after.
+function checkpointsBlock() {
+  const c = state.conversation;
+  if (!c || !c.checkpoints || c.checkpoints.length === 0) return null;
+  const byID = new Map(c.checkpoints.map((cp) => [cp.checkpoint, cp]));
+  return el("section", { class: "block checkpoints", id: "checkpoints" },
+    el("h3", {}, "State at each checkpoint of thread ", el("code", {}, c.thread)),
+    el("p", { class: "hint" }, "Newest first; each shows what changed since its parent checkpoint."),
+    c.checkpoints.map((cp) => {
+      const parent = cp.parent ? byID.get(cp.parent) : null;
+      const now = cp.values || {}, before = parent ? parent.values || {} : {};
+      const rows = [];
+      for (const k of new Set([...Object.keys(before), ...Object.keys(now)])) {
+        const change = !(k in before) ? "added" : !(k in now) ? "removed"
+          : JSON.stringify(before[k]) === JSON.stringify(now[k]) ? "same" : "changed";
+        if (change === "same") continue;
+        rows.push(el("tr", { class: "change-" + change, "data-channel": k },
+          el("td", { class: "channel" }, el("code", {}, k)), el("td", { class: "change" }, change),
+          el("td", { class: "before" }, k in before ? fields(before[k], 1) : ""),
+          el("td", { class: "after" }, k in now ? fields(now[k], 1) : "")));
+      }
+      return el("details", { class: "checkpoint", "data-checkpoint": cp.checkpoint, "data-step": cp.step },
+        el("summary", {}, `Step ${cp.step}`, cp.source ? " · " + cp.source : "",
+          cp.writers && cp.writers.length ? " · written by " + cp.writers.join(", ") : "",
+          cp.next && cp.next.length ? " · next " + cp.next.join(", ") : "",
+          " · ", plural(rows.length, "change"), cp.parent && !parent ? " (parent not loaded: all values)" : ""),
+        el("div", { class: "dim" }, "checkpoint ", el("code", {}, cp.checkpoint), cp.parent ? [" · parent ", el("code", {}, cp.parent)] : null),
+        rows.length ? el("table", { class: "state-diff" },
+          el("thead", {}, el("tr", {}, ["Channel", "Change", "Before", "After"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, rows)) : el("p", { class: "hint" }, "No channel changed."));
+    }));
+}
+
+function conversationBlock() {
+  const c = state.conversation;
+  if (!c || c.turns.length < 2) return null;
+  return el("section", { class: "block conversation", id: "conversation" },
+    el("h3", {}, "Conversation on thread ", el("code", {}, c.thread)),
+    c.more ? el("p", { class: "hint" }, "The last " + MAX_TURNS + " turns.") : null,
+    el("ol", { class: "turns" }, c.turns.map(({ run, answer, interrupts }) => {
+      const asked = interrupts.map((q) => q.payload && typeof q.payload === "object" && typeof q.payload.question === "string"
+        ? q.payload.question : JSON.stringify(q.payload));
+      return el("li", { class: "turn" + (run.run_id === state.runID ? " current" : ""), "data-run": run.run_id },
+        el("div", { class: "turn-in" }, el("span", { class: "who" }, "In"),
+          el("a", { href: "?run=" + encodeURIComponent(run.run_id), title: run.run_id }, run.input_text || START_TEXT[run.start] || run.run_id)),
+        el("div", { class: "turn-out" }, el("span", { class: "who" }, asked.length ? "Asked" : "Out"),
+          asked.length ? el("div", { class: "turn-asked" }, asked.join(" · "))
+            : answer ? el("div", { class: "turn-answer" }, md(answer)) : el("span", { class: "dim" }, run.status)));
+    })));
 }
 
 // refresh reloads the timeline (and the agent shown); while the store is
@@ -421,7 +523,8 @@ function renderTimeline(tl) {
   const meta = el("div", { class: "run-meta" },
     el("button", { type: "button", id: "overview", class: state.agentID ? "" : "selected", onclick: showOverview }, "Answer and time bars"),
     el("div", {}, "Thread ", el("code", {}, tl.run.thread_id || "—")),
-    tl.run.input ? el("div", { class: "run-input" }, "Input ", inputFields(tl.run.input)) : null,
+    tl.run.input && tl.run.start !== "resume" ? el("div", { class: "run-input" }, "Input ", inputFields(tl.run.input)) : null,
+    tl.run.start === "resume" ? el("div", { class: "run-answered" }, "Answered ", answersView(tl.run.input)) : null,
     el("div", {}, "Started ", fmtTime(tl.run.started_at)),
     tl.run.ended_at ? el("div", {}, "Ended ", fmtTime(tl.run.ended_at)) : null,
     tl.usage ? el("div", { class: "run-usage" }, "Usage ", fmtUsage(tl.usage)) : null,
@@ -437,9 +540,22 @@ function renderTimeline(tl) {
         statusPill(n.status)),
       n.error ? el("div", { class: "error-text" }, n.error) : null,
       n.created && n.created.length ? el("div", { class: "dim" }, "built: " + n.created.join(", ")) : null,
-      n.agents.map(agentButton)))));
+      numberRepeats(n.agents).map(agentButton)))));
   nav.replaceChildren(meta, ...steps);
   if (tl.steps.length === 0) nav.append(el("p", { class: "hint" }, "No step recorded yet."));
+}
+
+// numberRepeats tells apart the agents of a node that share a name and
+// give no run id of their own: they are numbered #1, #2, … in order.
+function numberRepeats(agents) {
+  const count = new Map();
+  for (const a of agents) if (!a.run) count.set(a.name, (count.get(a.name) || 0) + 1);
+  const seen = new Map();
+  return agents.map((a) => {
+    if (a.run || count.get(a.name) < 2) return a;
+    seen.set(a.name, (seen.get(a.name) || 0) + 1);
+    return { ...a, nth: seen.get(a.name) };
+  });
 }
 
 function agentButton(a) {
@@ -448,7 +564,8 @@ function agentButton(a) {
     "data-name": a.name, "data-status": a.status, title: a.path,
     onclick: () => selectAgent(a.id).catch(report),
   },
-  el("span", { class: "agent-name" }, a.name),
+  el("span", { class: "agent-name" }, a.name, a.run ? el("span", { class: "agent-run dim", title: "the agent's run id (its step)" }, " · " + a.run)
+    : a.nth ? el("span", { class: "agent-run dim", title: "the agent ran more than once in this node" }, " #" + a.nth) : null),
   statusPill(a.status),
   el("span", { class: "agent-meta" }, agentCounts(a) + (a.usage && a.usage.calls ? " · " + fmtCost(a.usage) : "")),
   a.summary ? el("span", { class: "agent-summary" }, summaryLine(a.summary)) : null);
@@ -461,6 +578,16 @@ function agentCounts(a) {
   const n = (x) => (Array.isArray(x) ? x.length : x || 0);
   return `${plural(n(a.model_calls), "model call")} · ${plural(n(a.tool_calls), "tool call")} · ` +
     `${fmtInt(a.prompt_tokens)}→${fmtInt(a.completion_tokens)} tokens`;
+}
+
+// answersView shows the answers a resume run was given (RunInfo.input of
+// a resume run: {"resume": answer} or {"resume_each": {id: answer}}).
+function answersView(raw) {
+  if (!raw || typeof raw !== "object") return el("span", { class: "dim", "data-answer": "none" }, "(not recorded)");
+  if ("resume" in raw) return el("div", { class: "answer-value", "data-answer": "resume" }, readable(raw.resume === null ? "null" : raw.resume));
+  const each = raw.resume_each || {};
+  return el("div", { class: "answer-value", "data-answer": "resume_each" }, Object.entries(each).map(([id, v]) =>
+    el("div", { "data-interrupt": id }, el("span", { class: "dim" }, "interrupt ", el("code", {}, id), ": "), readable(v === null ? "null" : v))));
 }
 
 // inputFields shows a run's recorded input writes as fields.
@@ -485,11 +612,43 @@ function renderOverview(tl) {
   const ov = $("#overview");
   if (ov) ov.classList.add("selected");
   const parts = [];
-  parts.push(block("Answer", tl.answer
-    ? el("div", { id: "answer" }, md(tl.answer))
-    : el("p", { class: "hint", id: "no-answer" }, tl.run.status === "running" ? "The run has not answered yet." : "The run recorded no answer.")));
+  if (tl.run.start === "resume") {
+    parts.push(el("section", { class: "block answered", id: "answered" }, el("h3", {}, "Answered"),
+      el("p", { class: "dim" }, "This run went on from the question its thread's previous run asked, with this answer:"),
+      answersView(tl.run.input)));
+  }
+  if (tl.interrupts && tl.interrupts.length) parts.push(questionsBlock(tl));
+  const asking = tl.run.status === "interrupted" && tl.interrupts && tl.interrupts.length;
+  if (asking) {
+    // The run has not answered: what an agent wrote so far is no answer.
+    parts.push(block("Answer", el("p", { class: "hint", id: "no-answer" }, "No answer yet: the run waits for the answer to its question above."),
+      tl.answer ? el("details", { class: "so-far" }, el("summary", {}, "Latest agent output so far"), md(tl.answer)) : null));
+  } else {
+    parts.push(block("Answer", tl.answer
+      ? el("div", { id: "answer" }, md(tl.answer))
+      : el("p", { class: "hint", id: "no-answer" }, tl.run.status === "running" ? "The run has not answered yet." : "The run recorded no answer.")));
+  }
   parts.push(block("Time bars", gantt(tl)));
+  const conv = conversationBlock();
+  if (conv) parts.push(conv);
+  const cps = checkpointsBlock();
+  if (cps) parts.push(cps);
   $("#detail").replaceChildren(...parts);
+}
+
+// questionsBlock shows what an interrupted run asked: each question with
+// what it is about (a plan under review, …), as fields, and the node that
+// waits for the answer.
+function questionsBlock(tl) {
+  const waiting = tl.run.status === "interrupted";
+  return el("section", { class: "block questions", id: "questions" },
+    el("h3", {}, waiting ? "Waiting for an answer" : "Asked"),
+    tl.interrupts.map((q) => el("div", { class: "question", "data-interrupt": q.id, "data-node": q.node },
+      el("div", { class: "question-head" }, el("code", {}, q.node), " asks", waiting ? statusPill("waiting") : null,
+        el("span", { class: "dim" }, " · interrupt ", el("code", {}, q.id))),
+      readable(q.payload === undefined ? "" : q.payload, "question-payload"))),
+    waiting ? el("p", { class: "hint" }, "Answer it with a run on thread ", el("code", {}, tl.run.thread_id || "—"),
+      ' whose body is {"resume": …}.') : null);
 }
 
 // gantt draws a bar per step and per agent on one time axis, from the
@@ -501,7 +660,7 @@ function gantt(tl) {
   for (const s of tl.steps) {
     rows.push({ kind: "step", label: "Step " + s.step, start: s.start, end: s.end, step: s.step, status: stepStatus(s) });
     for (const n of s.nodes) {
-      for (const a of n.agents) rows.push({ kind: "agent", label: a.name, start: a.start, end: a.end, step: s.step, agent: a, status: a.status });
+      for (const a of numberRepeats(n.agents)) rows.push({ kind: "agent", label: a.name + (a.run ? " · " + a.run : a.nth ? " #" + a.nth : ""), start: a.start, end: a.end, step: s.step, agent: a, status: a.status });
     }
   }
   for (const r of rows) if (r.end) t1 = Math.max(t1, timeMS(r.end));
@@ -531,7 +690,7 @@ function gantt(tl) {
 
 function stepStatus(s) {
   const st = s.nodes.map((n) => n.status);
-  for (const k of ["failed", "running", "unfinished"]) if (st.includes(k)) return k;
+  for (const k of ["failed", "running", "waiting", "unfinished"]) if (st.includes(k)) return k;
   return "done";
 }
 
@@ -564,8 +723,10 @@ function renderAgent(d) {
       d.role ? el("span", {}, "role " + d.role) : null,
       d.tier ? el("span", {}, "tier " + d.tier) : null,
       d.tools && d.tools.length ? el("span", {}, "tools: " + d.tools.join(", ")) : null,
-      el("span", { class: "counts" }, agentCounts(d)),
-      d.usage && d.usage.calls ? el("span", { class: "agent-usage" }, fmtUsage(d.usage)) : null));
+      // What it did and spent, once: its calls, then their tokens and cost.
+      el("span", { class: "counts agent-usage" }, d.usage && d.usage.calls
+        ? `${plural(d.model_calls.length, "model call")} · ${plural(d.tool_calls.length, "tool call")} · ${fmtTokens(d.usage)}`
+        : agentCounts(d))));
   const parts = [head];
   if (d.task) parts.push(block("Task", readable(d.task, "task")));
   parts.push(block("What it saw", d.snapshots.length
@@ -617,7 +778,7 @@ function toolTable(calls) {
       el("td", { class: "tool-name" }, c.name),
       el("td", { class: "tool-args" }, c.args ? readable(c.args) : ""),
       el("td", {}, c.status ? statusPill(c.status) : statusPill("running")),
-      el("td", { class: "tool-output" }, readable(c.output || "")),
+      el("td", { class: "tool-output" }, CODE_TOOLS.has(c.name) && c.output ? codeBlock(c.output, "output") : readable(c.output || "")),
       el("td", { class: "num" }, c.duration_ms ? fmtMS(c.duration_ms) : "")))));
 }
 
@@ -776,7 +937,12 @@ function fmtCost(u) {
 // fmtUsage says a usage (llm.Spend) in one line.
 function fmtUsage(u) {
   if (!u.calls) return "no model calls";
-  let s = `${fmtInt(u.calls)} calls · ${fmtInt(u.prompt_tokens)} tokens in`;
+  return plural(u.calls, "call") + " · " + fmtTokens(u);
+}
+
+// fmtTokens says a usage's tokens and cost, without its count of calls.
+function fmtTokens(u) {
+  let s = `${fmtInt(u.prompt_tokens)} tokens in`;
   if (u.cached_tokens) s += ` (${fmtInt(u.cached_tokens)} cached)`;
   s += `, ${fmtInt(u.completion_tokens)} out`;
   if (u.reasoning_tokens) s += ` (${fmtInt(u.reasoning_tokens)} reasoning)`;
