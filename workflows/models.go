@@ -40,6 +40,10 @@ type Models struct {
 	Reason string
 	// Script is the demo script's path, "" for the reactive demo.
 	Script string
+	// ScriptFor holds the words a request must name for the script to
+	// answer it (its when_input_contains) when the reactive demo answers
+	// the others; nil when the script answers every request.
+	ScriptFor []string
 	// Config is the configuration the providers were built from.
 	Config llm.Config
 }
@@ -107,12 +111,18 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 	// replay knows a run was a demo.
 	profile := llm.Profile{Model: "demo"}
 	var model llms.Model
+	var scriptFor []string
 	if f.DemoScript() != "" {
 		script, err := scripted.LoadFile(f.DemoScript())
 		if err != nil {
 			return nil, fmt.Errorf("workflows: %s: demo script: %w", f.path, err)
 		}
-		model = NewDemoModel(script)
+		dm := NewDemoModel(script)
+		if rd := f.ReactiveDemo(); rd != nil && len(script.InputContains) > 0 {
+			dm.WithFallback(rd)
+			scriptFor = script.InputContains
+		}
+		model = dm
 	} else {
 		model = f.ReactiveDemo()
 	}
@@ -120,7 +130,7 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Models{Models: ms, Demo: true, Reason: reason, Script: f.DemoScript(), Config: cfg}, nil
+	return &Models{Models: ms, Demo: true, Reason: reason, Script: f.DemoScript(), ScriptFor: scriptFor, Config: cfg}, nil
 }
 
 // modelConfig builds the llm configuration from the file, the environment
@@ -171,6 +181,9 @@ func (m *Models) Resolved() []llm.Resolved {
 // reasoning openai:o4-mini", or the demo script.
 func (m *Models) Describe() string {
 	switch {
+	case m.Demo && m.Script != "" && len(m.ScriptFor) > 0:
+		return "scripted demo model (" + m.Script + ") for requests naming " + strings.Join(m.ScriptFor, " and ") +
+			", reactive demo model (built-in) for others"
 	case m.Demo && m.Script != "":
 		return "scripted demo model (" + m.Script + ")"
 	case m.Demo:

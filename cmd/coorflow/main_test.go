@@ -127,7 +127,7 @@ func TestTheMainCommandRunsTheCoorExampleOfflineAndSavesTheThread(t *testing.T) 
 	c := newCLI(t)
 	code, stdout, stderr := c.run("run", "../../examples/coor", "--input", coorInput)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, "coorflow: no model provider is configured (OPENAI_API_KEY is not set): running offline on the scripted demo model ../../examples/coor/demo.yaml\n", stderr)
+	assert.Equal(t, "coorflow: no model provider is configured (OPENAI_API_KEY is not set): running offline on the scripted demo model ../../examples/coor/demo.yaml (written for requests naming SQLite and PostgreSQL; the reactive demo model answers any other request from what it asks)\n", stderr)
 
 	got := normalize(stdout, c.db)
 	golden, err := os.ReadFile("testdata/coor_run.golden")
@@ -505,7 +505,11 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 		if name == "embed" {
 			continue
 		}
-		want = append(want, fmt.Sprintf("  %-12s scripted demo model (../../examples/%s/demo.yaml)", name, name))
+		line := fmt.Sprintf("  %-12s scripted demo model (../../examples/%s/demo.yaml)", name, name)
+		if name == "coor" {
+			line += " for requests naming SQLite and PostgreSQL, reactive demo model (built-in) for others"
+		}
+		want = append(want, line)
 	}
 	require.Contains(t, want, "  research     scripted demo model (../../examples/research/demo.yaml)")
 	var listed []string

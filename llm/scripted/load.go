@@ -17,6 +17,7 @@ import (
 // The YAML form of a Script:
 //
 //	latency: 10ms                  # optional, for every reply
+//	when_input_contains: [SQLite]  # optional: the requests the script is for
 //	agents:
 //	  researcher:                  # replies for the agent's turns, in order
 //	    - reasoning: "I should search first."
@@ -40,10 +41,11 @@ import (
 // an error's class is one of context_overflow, rate_limited, transient and
 // permanent, and the error returned wraps the matching llm class.
 type fileScript struct {
-	Latency time.Duration          `yaml:"latency"`
-	Agents  map[string][]fileReply `yaml:"agents"`
-	Rules   []fileRule             `yaml:"rules"`
-	Default *fileReply             `yaml:"default"`
+	Latency           time.Duration          `yaml:"latency"`
+	WhenInputContains []string               `yaml:"when_input_contains"`
+	Agents            map[string][]fileReply `yaml:"agents"`
+	Rules             []fileRule             `yaml:"rules"`
+	Default           *fileReply             `yaml:"default"`
 }
 
 type fileRule struct {
@@ -121,7 +123,7 @@ func load(r io.Reader, file string) (Script, error) {
 }
 
 func (fs fileScript) script() (Script, error) {
-	s := Script{Latency: fs.Latency, Agents: map[string][]Reply{}}
+	s := Script{Latency: fs.Latency, InputContains: fs.WhenInputContains, Agents: map[string][]Reply{}}
 	for name, replies := range fs.Agents {
 		for i, fr := range replies {
 			r, err := fr.reply(fmt.Sprintf("agents.%s[%d]", name, i))

@@ -91,3 +91,12 @@ func TestLoadEmpty(t *testing.T) {
 	_, err = scripted.New(s).GenerateContent(t.Context(), []llms.MessageContent{})
 	assert.ErrorIs(t, err, scripted.ErrNoReply)
 }
+
+func TestWhenInputContainsNamesTheRequestsAScriptIsFor(t *testing.T) {
+	s, err := scripted.Load(strings.NewReader("when_input_contains: [SQLite, PostgreSQL]\ndefault: {text: ok}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"SQLite", "PostgreSQL"}, s.InputContains)
+	assert.True(t, s.For("Compare sqlite and POSTGRESQL"))
+	assert.False(t, s.For("Compare SQLite and DuckDB"))
+	assert.True(t, scripted.Script{}.For("anything"), "a script without the key is for every request")
+}

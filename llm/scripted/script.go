@@ -25,6 +25,24 @@ type Script struct {
 	Default *Reply
 	// Latency delays every reply that sets no Latency of its own.
 	Latency time.Duration
+	// InputContains, if set, names the requests the script was written
+	// for: those that hold every one of these words (case-insensitively).
+	// The Model does not read it; its user decides what answers other
+	// requests (a workflow's demo model hands them to the reactive demo).
+	// The YAML form is when_input_contains.
+	InputContains []string
+}
+
+// For reports whether the script was written for request: whether the
+// request holds every word of InputContains, case-insensitively.
+func (s Script) For(request string) bool {
+	request = strings.ToLower(request)
+	for _, w := range s.InputContains {
+		if !strings.Contains(request, strings.ToLower(w)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Rule answers the calls that match it.
