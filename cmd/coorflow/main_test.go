@@ -165,7 +165,7 @@ func TestTheMainCommandRunsTheCoorExampleOfflineAndSavesTheThread(t *testing.T) 
 
 	code, list, _ := c.run("threads", "list")
 	require.Equal(t, exitOK, code)
-	assert.Regexp(t, `(?m)^`+id+`  coor      7 `, list)
+	assert.Regexp(t, `(?m)^THREAD +WORKFLOW +STATUS +LAST RUN +CHECKPOINTS +UPDATED\n`+id+`  coor      done    `+runOf(t, stdout)+`  7 `, list)
 
 	code, hist, _ := c.run("threads", "history", id, "--json")
 	require.Equal(t, exitOK, code)
