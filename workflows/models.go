@@ -71,7 +71,8 @@ func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) 
 	}
 	if opts.Demo {
 		if !f.HasDemo() {
-			return nil, fmt.Errorf("%w: %s has no demo.script, and llm or react nodes that only a real model can answer", ErrNoDemo, f.path)
+			return nil, fmt.Errorf("%w: %s has no demo.script, and llm or react nodes that only a real model can answer; %s",
+				ErrNoDemo, f.path, f.demoScriptHint())
 		}
 		return f.demo("asked for", cfg)
 	}
@@ -84,6 +85,9 @@ func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) 
 	}
 	if f.HasDemo() && !explicitModel(opts) && (errors.Is(err, llm.ErrMissingAPIKey) || errors.Is(err, llm.ErrMissingModel)) {
 		return f.demo(demoReason(err), cfg)
+	}
+	if !f.HasDemo() && !explicitModel(opts) && errors.Is(err, llm.ErrMissingAPIKey) {
+		return nil, fmt.Errorf("workflows: %s: %w; %s", f.path, err, f.demoScriptHint())
 	}
 	return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 }

@@ -328,7 +328,7 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 		{"bad COORFLOW_MODEL", []string{"run", "../../examples/coor", "--input", "x"}, map[string]string{"COORFLOW_MODEL": "gpt-4o"}, exitUsage,
 			`coorflow: llm: COORFLOW_MODEL="gpt-4o": want provider:model, e.g. openai:gpt-4o`},
 		{"file of llm nodes without key or demo script", []string{"run", "../../workflows/testdata/run/summarize.yaml", "--input", "x"}, nil, exitUsage,
-			"coorflow: workflows: ../../workflows/testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key)"},
+			"coorflow: workflows: ../../workflows/testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key); to run offline instead, add \"demo: {script: demo.yaml}\" to the file and write in demo.yaml the answers of its nodes \"summarize\" and \"headline\" (the format: docs/demo-scripts.md)"},
 		{"resume of an unknown thread", []string{"run", "../../examples/coor", "--thread", "t-none", "--resume", "yes"}, nil, exitUsage,
 			"coorflow: thread t-none does not exist in " + c.db + ": nothing to resume"},
 		{"invalid file", []string{"run", "../../workflows/testdata/bad/unknown_node_type.yaml", "--input", "x"}, nil, exitUsage,
