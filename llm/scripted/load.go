@@ -30,6 +30,7 @@ import (
 //	    - text: "Generics arrived in Go 1.18."
 //	rules:                         # tried first, in order
 //	  - when_prompt_contains: "Summarize"
+//	    when_prompt_lacks: "## Step" # optional: a text the call must not hold
 //	    agent: planner             # optional
 //	    times: 1                   # optional limit
 //	    reply: {text: "A summary."}
@@ -51,6 +52,7 @@ type fileScript struct {
 type fileRule struct {
 	Agent              string    `yaml:"agent"`
 	WhenPromptContains string    `yaml:"when_prompt_contains"`
+	WhenPromptLacks    string    `yaml:"when_prompt_lacks"`
 	Times              int       `yaml:"times"`
 	Reply              fileReply `yaml:"reply"`
 }
@@ -138,7 +140,7 @@ func (fs fileScript) script() (Script, error) {
 		if err != nil {
 			return Script{}, err
 		}
-		s.Rules = append(s.Rules, Rule{Agent: fr.Agent, PromptContains: fr.WhenPromptContains,
+		s.Rules = append(s.Rules, Rule{Agent: fr.Agent, PromptContains: fr.WhenPromptContains, PromptLacks: fr.WhenPromptLacks,
 			Times: fr.Times, Reply: r})
 	}
 	if fs.Default != nil {

@@ -100,3 +100,19 @@ func TestWhenInputContainsNamesTheRequestsAScriptIsFor(t *testing.T) {
 	assert.False(t, s.For("Compare SQLite and DuckDB"))
 	assert.True(t, scripted.Script{}.For("anything"), "a script without the key is for every request")
 }
+
+func TestWhenPromptLacksKeepsARuleFromCallsThatHoldTheText(t *testing.T) {
+	s, err := scripted.Load(strings.NewReader(`rules:
+  - {agent: reporter, when_prompt_contains: power loss, when_prompt_lacks: "## Step", reply: {text: recalled}}
+default: {text: researched}
+`))
+	require.NoError(t, err)
+	m := scripted.New(s)
+	ctx := llm.WithAgent(t.Context(), "reporter")
+	got, err := m.Call(ctx, "# Request\npower loss")
+	require.NoError(t, err)
+	assert.Equal(t, "recalled", got)
+	got, err = m.Call(ctx, "# Request\npower loss\n## Step s1: research")
+	require.NoError(t, err)
+	assert.Equal(t, "researched", got)
+}

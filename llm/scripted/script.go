@@ -52,6 +52,10 @@ type Rule struct {
 	// PromptContains, if set, must occur in the text of some message of
 	// the call (the YAML form is when_prompt_contains).
 	PromptContains string
+	// PromptLacks, if set, must occur in no message of the call (the YAML
+	// form is when_prompt_lacks): a rule for the call that has no "## Step"
+	// section, say.
+	PromptLacks string
 	// Match, if set, must return true for the call. It runs under the
 	// Model's lock and must not call the Model.
 	Match func(Call) bool
@@ -151,6 +155,9 @@ func (r Rule) matches(call Call) bool {
 		return false
 	}
 	if r.PromptContains != "" && !strings.Contains(call.Prompt(), r.PromptContains) {
+		return false
+	}
+	if r.PromptLacks != "" && strings.Contains(call.Prompt(), r.PromptLacks) {
 		return false
 	}
 	return r.Match == nil || r.Match(call)
