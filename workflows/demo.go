@@ -7,6 +7,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
 )
 
@@ -16,10 +17,11 @@ import (
 // where it stopped. Calls made outside a run share one script.
 //
 // A script written for some requests only (scripted.Script.InputContains)
-// plays for a thread whose request, read from the thread's first call,
-// holds its words; any other thread is answered by the fallback model
-// (the file's reactive demo), so a request is never answered with a
-// report about another one.
+// plays for a thread whose request, read from the first call that shows
+// it (the coordinator's, or one with a "Request" section), holds its
+// words; any other thread is answered by the fallback model (the file's
+// reactive demo), so a request is never answered with a report about
+// another one.
 type DemoModel struct {
 	script   scripted.Script
 	fallback llms.Model
@@ -53,17 +55,30 @@ func (d *DemoModel) Thread(thread string) *scripted.Model {
 	return m
 }
 
-// model returns the model answering the calling run's thread, deciding,
-// on the thread's first call, between the script and the fallback from
-// the request the call holds.
+// model returns the model answering the calling run's thread: the script
+// or the fallback, decided for the thread by the first call that shows
+// its request.
 func (d *DemoModel) model(ctx context.Context, msgs []llms.MessageContent) llms.Model {
 	info, _ := graph.TaskOf(ctx)
 	d.mu.Lock()
 	other, decided := d.other[info.Thread]
-	if !decided {
-		_, started := d.models[info.Thread]
-		other = !started && d.fallback != nil && !d.script.For(requestOf(lastUser(msgs)))
-		d.other[info.Thread] = other
+	if !decided && d.fallback != nil {
+		agent := llm.AgentFrom(ctx)
+		user := lastUser(msgs)
+		switch {
+		case agent == "coordinator" || section(user, isRequestHeading) != "":
+			// The call holds the thread's request: decide for the thread.
+			other, decided = !d.script.For(requestOf(user)), true
+		default:
+			// A call that does not show the request (a thread continued in
+			// another process at a builder, say): the script answers the
+			// agents it has replies for, the fallback the others.
+			_, scripted := d.script.Agents[agent]
+			other = !scripted && d.script.Default == nil
+		}
+		if decided {
+			d.other[info.Thread] = other
+		}
 	}
 	d.mu.Unlock()
 	if other {
