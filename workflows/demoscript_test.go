@@ -14,7 +14,7 @@ import (
 
 func askDemo(t *testing.T, m llms.Model, agent, prompt string) string {
 	t.Helper()
-	out, err := m.Call(llm.WithAgent(t.Context(), agent), prompt)
+	out, err := llms.GenerateFromSinglePrompt(llm.WithAgent(t.Context(), agent), m, prompt)
 	require.NoError(t, err)
 	return out
 }

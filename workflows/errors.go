@@ -86,8 +86,6 @@ func (ps *problems) at(pos position, path, format string, args ...any) {
 
 func (ps *problems) add(p ...Problem) { ps.list = append(ps.list, p...) }
 
-func (ps *problems) empty() bool { return len(ps.list) == 0 }
-
 // err returns the problems as a *FileError sorted by position, or nil.
 func (ps *problems) err() error {
 	if len(ps.list) == 0 {
