@@ -40,8 +40,8 @@ func (f *File) check(ps *problems) {
 	f.checkNodes(ps)
 	f.checkModels(ps)
 	f.checkEdges(ps)
-	if ps.empty() {
-		f.checkShape(ps)
+	if !f.unsureGraph {
+		f.checkShape(ps) // with the other problems, in the same pass
 	}
 }
 

@@ -12,9 +12,11 @@ func (f *File) checkNodes(ps *problems) {
 		l := f.doc.loc(n.Ptr)
 		switch {
 		case n.Name == startName || n.Name == endName:
+			f.unsureGraph = true
 			ps.at(l.key, l.path, "%q is reserved for the %s of the graph; name the node otherwise", n.Name, map[string]string{startName: "entry", endName: "exit"}[n.Name])
 			continue
 		case !nodeName.MatchString(n.Name):
+			f.unsureGraph = true
 			ps.at(l.key, l.path, "node name %q must start with a letter or _ and hold only letters, digits, _ and -", n.Name)
 			continue
 		}
@@ -34,6 +36,7 @@ func (f *File) nodeRef(ps *problems, ptr, name string, allowEnd bool) {
 	if _, ok := f.byNode[name]; ok || (allowEnd && name == endName) {
 		return
 	}
+	f.unsureGraph = true
 	l := f.doc.loc(ptr)
 	if name == startName || (name == endName && !allowEnd) {
 		ps.at(l.val, l.path, "%q cannot be used here: name a node", name)
@@ -141,6 +144,12 @@ func (f *File) template(ps *problems, ptr, text string) *template {
 // routes compiles the cases of a router node or a conditional edge: each
 // has a condition but the last, which is taken when no other holds.
 func (f *File) routes(ps *problems, ptr string, specs []routeSpec) []route {
+	before := len(ps.list)
+	defer func() {
+		if len(ps.list) > before {
+			f.unsureGraph = true
+		}
+	}()
 	var out []route
 	labels := map[string]int{}
 	for i, r := range specs {
@@ -179,6 +188,12 @@ func (f *File) routes(ps *problems, ptr string, specs []routeSpec) []route {
 }
 
 func (f *File) checkEdges(ps *problems) {
+	before := len(ps.list)
+	defer func() {
+		if len(ps.list) > before {
+			f.unsureGraph = true
+		}
+	}()
 	seen := map[string]int{}
 	for i, e := range f.spec.Edges {
 		p := fmt.Sprintf("/edges/%d", i)

@@ -374,7 +374,13 @@ func isResultsHeading(h string) bool {
 	return strings.Contains(h, "results") && !isEarlier(h)
 }
 
-func isTaskHeading(h string) bool { return strings.Contains(strings.ToLower(h), "task") }
+// isTaskHeading matches the heading of a step's own task ("Your task"),
+// not that of a result it builds on ("Result of step s1, …, which your
+// task builds on"), which may come first in an agent's window.
+func isTaskHeading(h string) bool {
+	h = strings.ToLower(h)
+	return strings.Contains(h, "task") && !strings.Contains(h, "result")
+}
 
 // isEarlier reports whether a heading is about earlier turns.
 func isEarlier(h string) bool {
@@ -545,7 +551,11 @@ var stopWords = map[string]bool{"a": true, "an": true, "and": true, "the": true,
 	"can": true, "please": true, "it": true, "be": true, "as": true, "at": true, "by": true, "from": true, "use": true,
 	"plan": true, "make": true, "write": true, "give": true, "list": true, "estimate": true, "help": true, "create": true,
 	"describe": true, "show": true, "get": true, "need": true, "want": true, "summarize": true, "analyse": true,
-	"analyze": true, "evaluate": true, "assess": true, "recommend": true, "choose": true, "pick": true}
+	"analyze": true, "evaluate": true, "assess": true, "recommend": true, "choose": true, "pick": true,
+	// the words a follow-up starts with ("Now add a section on …")
+	"now": true, "add": true, "also": true, "then": true, "again": true, "more": true, "next": true, "too": true,
+	"section": true, "part": true, "paragraph": true, "include": true, "expand": true, "extend": true, "each": true,
+	"this": true, "that": true, "these": true, "those": true, "them": true, "their": true, "its": true, "same": true}
 
 // slugOf makes the stem of agent names from a topic: its first two
 // significant ASCII words, or a hash of the topic when it has none.

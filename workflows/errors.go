@@ -31,6 +31,13 @@ type Problem struct {
 	Path string `json:"path,omitempty"`
 	// Message says what is wrong, and often how to fix it.
 	Message string `json:"message"`
+
+	// missing is the field a "missing required field" problem of the
+	// schema names: the checks leave that field alone, not the entry.
+	missing string
+	// unknown marks an "unknown field" problem of the schema: the field
+	// is ignored, so what the checks find at its entry still stands.
+	unknown bool
 }
 
 // String renders the problem as "file:line:column: path: message".
@@ -78,8 +85,6 @@ func (ps *problems) at(pos position, path, format string, args ...any) {
 }
 
 func (ps *problems) add(p ...Problem) { ps.list = append(ps.list, p...) }
-
-func (ps *problems) empty() bool { return len(ps.list) == 0 }
 
 // err returns the problems as a *FileError sorted by position, or nil.
 func (ps *problems) err() error {

@@ -35,6 +35,10 @@ type File struct {
 	// size counts the nodes of the file and of its subgraphs, each
 	// subgraph once per inclusion: what Compile builds.
 	size int
+	// unsureGraph is set when a problem leaves the graph's nodes or
+	// routes unknown (a bad name, a reference to no node, a broken edge
+	// or route): its shape is then not judged.
+	unsureGraph bool
 }
 
 // fileNode is a node of the file with what was compiled for it.
@@ -180,17 +184,47 @@ func (f *File) checkInvalid(ps *problems, n int) {
 			ps.list = schema
 		}
 	}()
+	f.unsureGraph = slices.ContainsFunc(schema, structural)
 	f.check(ps)
 	kept := ps.list[:n]
 	for _, p := range ps.list[n:] {
 		related := func(s Problem) bool {
-			return s.File == p.File && (within(p.Path, s.Path) || (p.Path != "" && within(s.Path, p.Path)))
+			entry := missingPath(s) // what the checks find wrong is the missing field, not its entry
+			return s.File == p.File && (within(p.Path, entry) || (!s.unknown && p.Path != "" && within(entry, p.Path)))
 		}
 		if !slices.ContainsFunc(schema, related) {
 			kept = append(kept, p)
 		}
 	}
 	ps.list = kept
+}
+
+// routingFields are the fields of a node that say where the run goes next.
+var routingFields = []string{"type", "next", "review", "reporter", "replan", "workers", "planner", "routes", "destinations"}
+
+// structural reports whether a schema problem leaves the graph's shape
+// unknown: one in the edges, in the nodes section as a whole, or in a
+// node's type or routing fields.
+func structural(p Problem) bool {
+	path := missingPath(p)
+	if path == "" || path == "nodes" || within(path, "edges") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "nodes.")
+	if !ok {
+		return false
+	}
+	parts := strings.SplitN(rest, ".", 3)
+	return len(parts) < 2 || slices.Contains(routingFields, strings.SplitN(parts[1], "[", 2)[0])
+}
+
+// missingPath is the key path of the field a problem says is missing,
+// or its own path.
+func missingPath(p Problem) string {
+	if p.missing == "" {
+		return p.Path
+	}
+	return joinPath(p.Path, p.missing)
 }
 
 // within reports whether key path p is path or an entry under it.

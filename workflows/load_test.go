@@ -56,6 +56,12 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"4:3: nodes.a: node \"a\" cannot reach end: every route from it loops (a -> b -> a); add an exit, such as a conditional edge to end",
 			"5:3: nodes.b: node \"b\" cannot reach end: every route from it loops (b -> a -> b); add an exit, such as a conditional edge to end",
 		}},
+		{"every_problem_in_one_pass.yaml", []string{ // a schema problem, a set that writes the wrong type and a node with no way out
+			"9:3: nodes.answer: missing required field \"output\"",
+			"13:14: nodes.answer.set.count: \"\\\"three\\\"\" is text, but channel count takes a whole number",
+			"14:3: nodes.polish: node \"polish\" has no way out: add an edge from it (to end if the run should stop there)",
+			"18:5: nodes.polish.tools: unknown field \"tools\" (known fields: description, output, prompt, retry, set, system, tier, timeout, type)",
+		}},
 		{"demo_script_missing.yaml", []string{
 			"3:16: demo.script: demo script nope.yaml cannot be read: no such file or directory",
 		}},

@@ -39,6 +39,10 @@ type Models struct {
 	Reason string
 	// Script is the demo script's path, "" for the reactive demo.
 	Script string
+	// ScriptFor holds the words a request must name for the script to
+	// answer it (its when_input_contains) when the reactive demo answers
+	// the others; nil when the script answers every request.
+	ScriptFor []string
 	// Config is the configuration the providers were built from.
 	Config llm.Config
 }
@@ -66,7 +70,8 @@ func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) 
 	}
 	if opts.Demo {
 		if !f.HasDemo() {
-			return nil, fmt.Errorf("%w: %s has no demo.script, and llm or react nodes that only a real model can answer", ErrNoDemo, f.path)
+			return nil, fmt.Errorf("%w: %s has no demo.script, and llm or react nodes that only a real model can answer; %s",
+				ErrNoDemo, f.path, f.demoScriptHint())
 		}
 		return f.demo("asked for", cfg)
 	}
@@ -79,6 +84,9 @@ func (f *File) Resolve(ctx context.Context, opts ModelOptions) (*Models, error) 
 	}
 	if f.HasDemo() && !explicitModel(opts) && (errors.Is(err, llm.ErrMissingAPIKey) || errors.Is(err, llm.ErrMissingModel)) {
 		return f.demo(demoReason(err), cfg)
+	}
+	if !f.HasDemo() && !explicitModel(opts) && errors.Is(err, llm.ErrMissingAPIKey) {
+		return nil, fmt.Errorf("workflows: %s: %w; %s", f.path, err, f.demoScriptHint())
 	}
 	return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 }
@@ -106,12 +114,18 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 	// replay knows a run was a demo.
 	profile := llm.Profile{Model: "demo"}
 	var model llms.Model
+	var scriptFor []string
 	if f.DemoScript() != "" {
 		script, err := f.readDemoScript()
 		if err != nil {
 			return nil, fmt.Errorf("workflows: %s: %w", f.path, err)
 		}
-		model = NewDemoModel(script)
+		dm := NewDemoModel(script)
+		if rd := f.ReactiveDemo(); rd != nil && len(script.InputContains) > 0 {
+			dm.WithFallback(rd)
+			scriptFor = script.InputContains
+		}
+		model = dm
 	} else {
 		model = f.ReactiveDemo()
 	}
@@ -119,7 +133,7 @@ func (f *File) demo(reason string, cfg llm.Config) (*Models, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Models{Models: ms, Demo: true, Reason: reason, Script: f.DemoScript(), Config: cfg}, nil
+	return &Models{Models: ms, Demo: true, Reason: reason, Script: f.DemoScript(), ScriptFor: scriptFor, Config: cfg}, nil
 }
 
 // modelConfig builds the llm configuration from the file, the environment
@@ -172,6 +186,9 @@ func (m *Models) Resolved() []llm.Resolved {
 // reasoning openai:o4-mini", or the demo script.
 func (m *Models) Describe() string {
 	switch {
+	case m.Demo && m.Script != "" && len(m.ScriptFor) > 0:
+		return "scripted demo model (" + m.Script + ") for requests naming " + strings.Join(m.ScriptFor, " and ") +
+			", reactive demo model (built-in) for others"
 	case m.Demo && m.Script != "":
 		return "scripted demo model (" + m.Script + ")"
 	case m.Demo:

@@ -79,10 +79,10 @@ func TestAFileWithoutDemoOrModelsNeedsAModel(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(nil), Demo: true})
 	require.ErrorIs(t, err, workflows.ErrNoDemo)
-	assert.EqualError(t, err, "workflows: the file has no demo model: testdata/run/summarize.yaml has no demo.script, and llm or react nodes that only a real model can answer")
+	assert.EqualError(t, err, "workflows: the file has no demo model: testdata/run/summarize.yaml has no demo.script, and llm or react nodes that only a real model can answer; to run offline instead, add \"demo: {script: demo.yaml}\" to the file and write in demo.yaml the answers of its nodes \"summarize\" and \"headline\" (the format: docs/demo-scripts.md)")
 
 	_, err = f.Resolve(t.Context(), workflows.ModelOptions{Getenv: env(nil)})
-	assert.EqualError(t, err, "workflows: testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key)")
+	assert.EqualError(t, err, "workflows: testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key); to run offline instead, add \"demo: {script: demo.yaml}\" to the file and write in demo.yaml the answers of its nodes \"summarize\" and \"headline\" (the format: docs/demo-scripts.md)")
 }
 
 func TestEnvReferencesAreResolvedForEndpointsAndSecrets(t *testing.T) {

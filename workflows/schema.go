@@ -101,12 +101,14 @@ func (d *document) schemaProblem(cs *compiledSchema, ve *jsonschema.ValidationEr
 			}
 			kl := d.loc(ve.InstanceLocation + "/" + escapePointer(k))
 			ps.at(kl.key, kl.path, "unknown field %q%s", k, suggest(k, known, "known fields"))
+			ps.list[len(ps.list)-1].unknown = true
 		}
 	case "required":
 		obj, _ := inst.(map[string]any)
 		for _, r := range strs(parent["required"]) {
 			if _, ok := obj[r]; !ok {
 				ps.at(l.key, l.path, "missing required field %q", r)
+				ps.list[len(ps.list)-1].missing = r
 			}
 		}
 	case "enum":

@@ -211,10 +211,10 @@ Usage:
                                        events come through it); on SQLite only the outcome is shown
   coorflow validate FILE|DIR|NAME... [--json]
   coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
-  coorflow threads list [--db] [--json] [--limit N]
+  coorflow threads list [--db] [--json] [--limit N]   each thread's workflow, status and last run
   coorflow threads show ID [--db] [--json] [--workflow FILE]
   coorflow threads history ID [--db] [--json] [--workflow FILE]
-  coorflow threads rm ID [--db]
+  coorflow threads rm ID [--db]        remove the thread and its recorded runs
   coorflow agents list [--db] [--owner] [--json]
   coorflow agents show NAME [--db] [--owner] [--json]
   coorflow agents edit NAME [--prompt TEXT|@FILE] [--description TEXT] [--tier TIER] [--tools a,b] [--db] [--owner]

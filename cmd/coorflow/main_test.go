@@ -127,7 +127,7 @@ func TestTheMainCommandRunsTheCoorExampleOfflineAndSavesTheThread(t *testing.T) 
 	c := newCLI(t)
 	code, stdout, stderr := c.run("run", "../../examples/coor", "--input", coorInput)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, "coorflow: no model provider is configured (OPENAI_API_KEY is not set): running offline on the scripted demo model ../../examples/coor/demo.yaml\n", stderr)
+	assert.Equal(t, "coorflow: no model provider is configured (OPENAI_API_KEY is not set): running offline on the scripted demo model ../../examples/coor/demo.yaml (written for requests naming SQLite and PostgreSQL; the reactive demo model answers any other request from what it asks)\n", stderr)
 
 	got := normalize(stdout, c.db)
 	golden, err := os.ReadFile("testdata/coor_run.golden")
@@ -167,7 +167,7 @@ func TestTheMainCommandRunsTheCoorExampleOfflineAndSavesTheThread(t *testing.T) 
 
 	code, list, _ := c.run("threads", "list")
 	require.Equal(t, exitOK, code)
-	assert.Regexp(t, `(?m)^`+id+`  coor      7 `, list)
+	assert.Regexp(t, `(?m)^THREAD +WORKFLOW +STATUS +LAST RUN +CHECKPOINTS +UPDATED\n`+id+`  coor      done    `+runOf(t, stdout)+`  7 `, list)
 
 	code, hist, _ := c.run("threads", "history", id, "--json")
 	require.Equal(t, exitOK, code)
@@ -330,7 +330,7 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 		{"bad COORFLOW_MODEL", []string{"run", "../../examples/coor", "--input", "x"}, map[string]string{"COORFLOW_MODEL": "gpt-4o"}, exitUsage,
 			`coorflow: llm: COORFLOW_MODEL="gpt-4o": want provider:model, e.g. openai:gpt-4o`},
 		{"file of llm nodes without key or demo script", []string{"run", "../../workflows/testdata/run/summarize.yaml", "--input", "x"}, nil, exitUsage,
-			"coorflow: workflows: ../../workflows/testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key)"},
+			"coorflow: workflows: ../../workflows/testdata/run/summarize.yaml: llm: models.basic.api_key_env: environment variable OPENAI_API_KEY is not set (it should hold the openai API key); to run offline instead, add \"demo: {script: demo.yaml}\" to the file and write in demo.yaml the answers of its nodes \"summarize\" and \"headline\" (the format: docs/demo-scripts.md)"},
 		{"resume of an unknown thread", []string{"run", "../../examples/coor", "--thread", "t-none", "--resume", "yes"}, nil, exitUsage,
 			"coorflow: thread t-none does not exist in " + c.db + ": nothing to resume"},
 		{"invalid file", []string{"run", "../../workflows/testdata/bad/unknown_node_type.yaml", "--input", "x"}, nil, exitUsage,
@@ -516,7 +516,11 @@ func TestServeRunsTheWorkflowsBehindTheHTTPAPI(t *testing.T) {
 		if name == "embed" {
 			continue
 		}
-		want = append(want, fmt.Sprintf("  %-12s scripted demo model (../../examples/%s/demo.yaml)", name, name))
+		line := fmt.Sprintf("  %-12s scripted demo model (../../examples/%s/demo.yaml)", name, name)
+		if name == "coor" {
+			line += " for requests naming SQLite and PostgreSQL, reactive demo model (built-in) for others"
+		}
+		want = append(want, line)
 	}
 	require.Contains(t, want, "  research     scripted demo model (../../examples/research/demo.yaml)")
 	var listed []string

@@ -38,6 +38,10 @@ func (a *app) showModels(what string, ms *workflows.Models, asked bool) {
 
 // demoName names the demo model that serves a file, for notices.
 func demoName(ms *workflows.Models) string {
+	if ms.Script != "" && len(ms.ScriptFor) > 0 {
+		return "the scripted demo model " + ms.Script + " (written for requests naming " + strings.Join(ms.ScriptFor, " and ") +
+			"; the reactive demo model answers any other request from what it asks)"
+	}
 	if ms.Script != "" {
 		return "the scripted demo model " + ms.Script
 	}

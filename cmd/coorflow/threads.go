@@ -11,6 +11,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/nodes"
+	"github.com/coorflow/coorflow/trace"
 )
 
 func (a *app) threads(ctx context.Context, args []string) error {
@@ -70,8 +71,12 @@ type threadCmd struct {
 
 // threadRow is a thread as threads list shows it.
 type threadRow struct {
-	ID          string    `json:"id"`
-	Workflow    string    `json:"workflow,omitempty"`
+	ID       string `json:"id"`
+	Workflow string `json:"workflow,omitempty"`
+	// Status is where the thread's newest recorded run left it (see
+	// threadStatus); "" when no run of it is recorded.
+	Status      string    `json:"status,omitempty"`
+	LastRun     string    `json:"last_run,omitempty"`
 	Checkpoints int       `json:"checkpoints"`
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
@@ -82,11 +87,27 @@ func (t *threadCmd) list(ctx context.Context, limit int) error {
 	if err != nil {
 		return err
 	}
+	traces, err := t.db.traceStore(ctx)
+	if err != nil { // the threads are still worth listing
+		t.app.notice("no status shown: %v", err)
+		traces = nil
+	}
 	rows := make([]threadRow, 0, len(infos))
 	for _, in := range infos {
 		row := threadRow{ID: in.ID, Checkpoints: in.Checkpoints, Created: in.Created, Updated: in.Updated}
 		if ti, ok, err := t.db.threadInfo(ctx, t.owner, in.ID); err == nil && ok {
 			row.Workflow = ti.Name
+		}
+		if traces == nil {
+			rows = append(rows, row)
+			continue
+		}
+		last, err := traces.Runs(ctx, trace.RunQuery{Thread: in.ID, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(last) > 0 {
+			row.Status, row.LastRun = threadStatus(last[0].Status), last[0].ID
 		}
 		rows = append(rows, row)
 	}
@@ -98,15 +119,26 @@ func (t *threadCmd) list(ctx context.Context, limit int) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(t.app.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "THREAD\tWORKFLOW\tCHECKPOINTS\tUPDATED")
+	fmt.Fprintln(tw, "THREAD\tWORKFLOW\tSTATUS\tLAST RUN\tCHECKPOINTS\tUPDATED")
 	for _, r := range rows {
-		wf := r.Workflow
-		if wf == "" {
-			wf = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, wf, r.Checkpoints, r.Updated.Local().Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, orDash(r.Workflow), orDash(r.Status), orDash(r.LastRun), r.Checkpoints,
+			r.Updated.Local().Format("2006-01-02 15:04:05"))
 	}
 	return tw.Flush()
+}
+
+// threadStatus names where a run of the given recorded status left its
+// thread, in the words of threads list.
+func threadStatus(run string) string {
+	switch run {
+	case trace.StatusInterrupted:
+		return "waiting" // for an answer (threads show says which)
+	case trace.StatusError:
+		return "failed"
+	case trace.StatusCancelled:
+		return "stopped" // run it again to continue
+	}
+	return run // done, running
 }
 
 // runnable compiles the workflow of a thread, to read its checkpoints.
@@ -306,8 +338,40 @@ func (t *threadCmd) rm(ctx context.Context, id string) error {
 	if it, err := t.db.store.Get(ctx, t.owner, threadPath(id)); err == nil {
 		_ = t.db.store.Delete(ctx, t.owner, threadPath(id), it.Revision)
 	}
-	fmt.Fprintf(t.app.stdout, "removed thread %s\n", id)
+	n, err := t.removeRuns(ctx, id)
+	if err != nil {
+		return fmt.Errorf("removed thread %s, but not all its recorded runs: %w", id, err)
+	}
+	runs := fmt.Sprintf("%d recorded runs", n)
+	if n == 1 {
+		runs = "1 recorded run"
+	}
+	fmt.Fprintf(t.app.stdout, "removed thread %s and its %s\n", id, runs)
 	return nil
+}
+
+// removeRuns deletes the recorded runs of a thread (their events, context
+// snapshots and model calls): a removed thread leaves nothing of its
+// conversation behind, and runs list shows no run of a thread that is
+// gone. It returns how many it removed.
+func (t *threadCmd) removeRuns(ctx context.Context, id string) (int, error) {
+	traces, err := t.db.traceStore(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		runs, err := traces.Runs(ctx, trace.RunQuery{Thread: id, Limit: 500})
+		if err != nil || len(runs) == 0 {
+			return n, err
+		}
+		for _, r := range runs {
+			if err := traces.DeleteRun(ctx, r.ID); err != nil {
+				return n, fmt.Errorf("run %s: %w", r.ID, err)
+			}
+			n++
+		}
+	}
 }
 
 func threadErr(err error, id, where string) error {

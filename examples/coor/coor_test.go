@@ -5,6 +5,8 @@
 package coor_test
 
 import (
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/clitest"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/workflows"
@@ -59,4 +62,41 @@ func TestTheCoorExampleRunsOfflineFromRequestToReport(t *testing.T) {
 	assert.Contains(t, s3, "SQLite fits one machine well", "s3 got s1's result")
 	assert.Contains(t, s3, "PostgreSQL fits several machines", "s3 got s2's result")
 	assert.NotContains(t, script.CallsFor("sqlite_analyst")[0].Prompt(), "PostgreSQL fits", "s1 does not see s2")
+}
+
+var runID = regexp.MustCompile(`(?m)^run (r-[0-9a-f]+) recorded`)
+
+// TestTheCoorExampleAnswersTheRequestItGot runs the example from the
+// command line on two requests: the README's gets the scripted report,
+// any other request a report about itself (the reactive demo model), and
+// so does a file exported from the README's run given a new question.
+func TestTheCoorExampleAnswersTheRequestItGot(t *testing.T) {
+	cli := clitest.New(t, "../..")
+
+	code, out, stderr := cli.Run("run", "examples/coor", "--input", "Compare Redis and Memcached for a session cache")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "running offline on the scripted demo model examples/coor/demo.yaml (written for requests naming SQLite and PostgreSQL; "+
+		"the reactive demo model answers any other request from what it asks)")
+	assert.Contains(t, out, "\n# Compare Redis and Memcached for a session cache\n")
+	assert.Contains(t, out, "**Your request:** Compare Redis and Memcached for a session cache")
+	assert.NotContains(t, out, "SQLite")
+	assert.NotContains(t, out, "PostgreSQL")
+
+	code, out, stderr = cli.Run("run", "examples/coor", "--input", "Compare SQLite and PostgreSQL for an embedded agent engine")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "\n# SQLite or PostgreSQL for an embedded agent engine\n")
+	assert.Contains(t, out, "**Recommendation:** use SQLite by default")
+	assert.NotContains(t, out, "Redis")
+	m := runID.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+
+	prod := filepath.Join(t.TempDir(), "production.yaml")
+	code, _, stderr = cli.Run("export", m[1], "-o", prod)
+	require.Equal(t, 0, code, stderr)
+	code, out, stderr = cli.Run("run", prod, "--input", "Compare SQLite and DuckDB for embedded analytics")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "**Your request:** Compare SQLite and DuckDB for embedded analytics")
+	assert.Contains(t, out, `answers "Compare SQLite and DuckDB for embedded analytics"`)
+	assert.NotContains(t, out, "**Recommendation:** use SQLite by default", "not the script's report about another request")
+	assert.NotContains(t, out, "Default to SQLite for a single process")
 }

@@ -18,6 +18,7 @@ import (
 // The YAML form of a Script:
 //
 //	latency: 10ms                  # optional, for every reply
+//	when_input_contains: [SQLite]  # optional: the requests the script is for
 //	agents:
 //	  researcher:                  # replies for the agent's turns, in order
 //	    - reasoning: "I should search first."
@@ -30,6 +31,7 @@ import (
 //	    - text: "Generics arrived in Go 1.18."
 //	rules:                         # tried first, in order
 //	  - when_prompt_contains: "Summarize"
+//	    when_prompt_lacks: "## Step" # optional: a text the call must not hold
 //	    agent: planner             # optional
 //	    times: 1                   # optional limit
 //	    reply: {text: "A summary."}
@@ -41,15 +43,17 @@ import (
 // an error's class is one of context_overflow, rate_limited, transient and
 // permanent, and the error returned wraps the matching llm class.
 type fileScript struct {
-	Latency time.Duration          `yaml:"latency"`
-	Agents  map[string][]fileReply `yaml:"agents"`
-	Rules   []fileRule             `yaml:"rules"`
-	Default *fileReply             `yaml:"default"`
+	Latency           time.Duration          `yaml:"latency"`
+	WhenInputContains []string               `yaml:"when_input_contains"`
+	Agents            map[string][]fileReply `yaml:"agents"`
+	Rules             []fileRule             `yaml:"rules"`
+	Default           *fileReply             `yaml:"default"`
 }
 
 type fileRule struct {
 	Agent              string    `yaml:"agent"`
 	WhenPromptContains string    `yaml:"when_prompt_contains"`
+	WhenPromptLacks    string    `yaml:"when_prompt_lacks"`
 	Times              int       `yaml:"times"`
 	Reply              fileReply `yaml:"reply"`
 }
@@ -131,7 +135,7 @@ func load(r io.Reader, file string) (Script, error) {
 }
 
 func (fs fileScript) script() (Script, error) {
-	s := Script{Latency: fs.Latency, Agents: map[string][]Reply{}}
+	s := Script{Latency: fs.Latency, InputContains: fs.WhenInputContains, Agents: map[string][]Reply{}}
 	for name, replies := range fs.Agents {
 		for i, fr := range replies {
 			r, err := fr.reply(fmt.Sprintf("agents.%s[%d]", name, i))
@@ -146,7 +150,7 @@ func (fs fileScript) script() (Script, error) {
 		if err != nil {
 			return Script{}, err
 		}
-		s.Rules = append(s.Rules, Rule{Agent: fr.Agent, PromptContains: fr.WhenPromptContains,
+		s.Rules = append(s.Rules, Rule{Agent: fr.Agent, PromptContains: fr.WhenPromptContains, PromptLacks: fr.WhenPromptLacks,
 			Times: fr.Times, Reply: r})
 	}
 	if fs.Default != nil {

@@ -128,3 +128,28 @@ func (z *countingZeros) Read(p []byte) (int, error) {
 	z.n += len(p)
 	return len(p), nil
 }
+
+func TestWhenInputContainsNamesTheRequestsAScriptIsFor(t *testing.T) {
+	s, err := scripted.Load(strings.NewReader("when_input_contains: [SQLite, PostgreSQL]\ndefault: {text: ok}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"SQLite", "PostgreSQL"}, s.InputContains)
+	assert.True(t, s.For("Compare sqlite and POSTGRESQL"))
+	assert.False(t, s.For("Compare SQLite and DuckDB"))
+	assert.True(t, scripted.Script{}.For("anything"), "a script without the key is for every request")
+}
+
+func TestWhenPromptLacksKeepsARuleFromCallsThatHoldTheText(t *testing.T) {
+	s, err := scripted.Load(strings.NewReader(`rules:
+  - {agent: reporter, when_prompt_contains: power loss, when_prompt_lacks: "## Step", reply: {text: recalled}}
+default: {text: researched}
+`))
+	require.NoError(t, err)
+	m := scripted.New(s)
+	ctx := llm.WithAgent(t.Context(), "reporter")
+	got, err := m.Call(ctx, "# Request\npower loss")
+	require.NoError(t, err)
+	assert.Equal(t, "recalled", got)
+	got, err = m.Call(ctx, "# Request\npower loss\n## Step s1: research")
+	require.NoError(t, err)
+	assert.Equal(t, "researched", got)
+}

@@ -25,6 +25,24 @@ type Script struct {
 	Default *Reply
 	// Latency delays every reply that sets no Latency of its own.
 	Latency time.Duration
+	// InputContains, if set, names the requests the script was written
+	// for: those that hold every one of these words (case-insensitively).
+	// The Model does not read it; its user decides what answers other
+	// requests (a workflow's demo model hands them to the reactive demo).
+	// The YAML form is when_input_contains.
+	InputContains []string
+}
+
+// For reports whether the script was written for request: whether the
+// request holds every word of InputContains, case-insensitively.
+func (s Script) For(request string) bool {
+	request = strings.ToLower(request)
+	for _, w := range s.InputContains {
+		if !strings.Contains(request, strings.ToLower(w)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Rule answers the calls that match it.
@@ -34,6 +52,10 @@ type Rule struct {
 	// PromptContains, if set, must occur in the text of some message of
 	// the call (the YAML form is when_prompt_contains).
 	PromptContains string
+	// PromptLacks, if set, must occur in no message of the call (the YAML
+	// form is when_prompt_lacks): a rule for the call that has no "## Step"
+	// section, say.
+	PromptLacks string
 	// Match, if set, must return true for the call. It runs under the
 	// Model's lock and must not call the Model.
 	Match func(Call) bool
@@ -133,6 +155,9 @@ func (r Rule) matches(call Call) bool {
 		return false
 	}
 	if r.PromptContains != "" && !strings.Contains(call.Prompt(), r.PromptContains) {
+		return false
+	}
+	if r.PromptLacks != "" && strings.Contains(call.Prompt(), r.PromptLacks) {
 		return false
 	}
 	return r.Match == nil || r.Match(call)

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/internal/lgsdktest"
+	"github.com/coorflow/coorflow/internal/mcptest"
+)
+
+// TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed: right after the
+// README's test command comes the command that installs the npm packages
+// without which the MCP and LangGraph SDK tests skip, naming the folders
+// those tests read.
+func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
+	blocks := readmeBlocks(t, "../../README.md")
+	i := 0
+	for i < len(blocks) && blocks[i].text != "go test -race ./...\n" {
+		i++
+	}
+	require.Less(t, i, len(blocks)-1, "the test command and a block after it")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	rel := func(dir string) string {
+		r, err := filepath.Rel(root, dir)
+		require.NoError(t, err)
+		_, err = os.Stat(filepath.Join(dir, "package-lock.json"))
+		require.NoError(t, err, "%s has a lockfile for npm ci", dir)
+		return filepath.ToSlash(r)
+	}
+	assert.Equal(t, "npm ci --prefix "+rel(mcptest.Dir())+" && npm ci --prefix "+rel(filepath.Join(lgsdktest.Dir(), "npm"))+"\n",
+		blocks[i+1].text)
+	assert.Equal(t, "sh", blocks[i+1].lang)
+}
