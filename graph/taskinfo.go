@@ -45,7 +45,9 @@ type StepTask struct {
 	Status TaskStatus
 	// Error is the failure of a failed task.
 	Error string
-	// Interrupts are the questions an interrupted task waits on.
+	// Interrupts are the questions an interrupted task waits on; for a
+	// done task, the last questions it asked, answered (LangGraph lists
+	// a past checkpoint's tasks with their interrupts).
 	Interrupts []InterruptInfo
 	// Subgraph, for a task of a subgraph node, names the checkpoint
 	// namespace of its run: pass it to InSubgraph to read the subgraph's
@@ -71,6 +73,9 @@ func (ru *run) stepTasks(finished bool) []StepTask {
 		switch tr := records[t.label]; {
 		case finished || t.done != nil:
 			st.Status = TaskDone
+			if tr != nil {
+				st.Interrupts = tr.interrupts // the questions it asked and had answered
+			}
 		case len(t.waiting) > 0:
 			st.Status, st.Interrupts = TaskInterrupted, t.waiting
 		case tr != nil && tr.err != "":

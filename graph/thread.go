@@ -24,14 +24,13 @@ type Snapshot struct {
 	// Next names the tasks the next step would run; empty when the run
 	// finished.
 	Next []string
-	// Interrupts are the questions pending at this checkpoint (State only;
-	// History leaves it empty).
+	// Interrupts are the questions pending at this checkpoint.
 	Interrupts []InterruptInfo
 	// Tasks are the tasks of the step after this checkpoint, in the order
 	// they run, with how far each got: done, failed, interrupted or
-	// pending (State only; History leaves it empty). When that step has
-	// completed (the checkpoint is not the head of its branch), every task
-	// is done.
+	// pending. When that step has completed (the checkpoint is not the
+	// head of its branch), every task is done, with the interrupts it had
+	// answered.
 	Tasks   []StepTask
 	Created time.Time
 }
@@ -121,8 +120,24 @@ func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Sn
 		return Snapshot{}, err
 	}
 	snap := ru.snapshot(rec, meta)
-	if err := ru.loadRecords(); err != nil {
+	finished := false
+	if ru.cfg.checkpointID != "" {
+		if finished, err = ru.stepCompleted(rec); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	if err := ru.describeStep(&snap, finished); err != nil {
 		return Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// describeStep reads the task records of the restored checkpoint and
+// gives snap the interrupts pending there and the tasks of its next
+// step; finished says that step completed on some branch.
+func (ru *run) describeStep(snap *Snapshot, finished bool) error {
+	if err := ru.loadRecords(); err != nil {
+		return err
 	}
 	for _, id := range sortedKeys(ru.records) {
 		tr := ru.records[id]
@@ -135,14 +150,8 @@ func (r *Runnable) State(ctx context.Context, thread string, opts ...Option) (Sn
 			}
 		}
 	}
-	finished := false
-	if ru.cfg.checkpointID != "" {
-		if finished, err = ru.stepCompleted(rec); err != nil {
-			return Snapshot{}, err
-		}
-	}
 	snap.Tasks = ru.stepTasks(finished)
-	return snap, nil
+	return nil
 }
 
 // stepCompleted reports whether the step after rec completed on some
@@ -220,7 +229,9 @@ func (ru *run) snapshot(rec CheckpointRecord, meta checkpointMeta) Snapshot {
 }
 
 // History returns the thread's checkpoints, newest first, across every
-// branch, each with its full state. With InSubgraph, it returns those of a
+// branch, each with its full state, its pending interrupts and the tasks
+// of its next step (as State gives them; one read of task records per
+// checkpoint). With InSubgraph, it returns those of a
 // subgraph's run; StateAt finds the checkpoint of one step.
 func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) ([]Snapshot, error) {
 	ru, err := r.threadRun(ctx, thread, opts)
@@ -263,6 +274,12 @@ func (r *Runnable) History(ctx context.Context, thread string, opts ...Option) (
 		}
 		ru.state, ru.sched = st, sched
 		out[i] = ru.snapshot(rec, metas[i])
+		// A checkpoint's children are newer: those in recs are all of them.
+		finished := slices.ContainsFunc(recs[:i], func(c CheckpointRecord) bool { return c.ParentID == rec.ID && c.Source == SourceLoop })
+		ru.p.cp = rec
+		if err := ru.describeStep(&out[i], finished); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

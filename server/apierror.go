@@ -17,6 +17,7 @@ import (
 // Error codes of the JSON error bodies the server returns.
 const (
 	CodeUnauthorized     = "unauthorized"       // 401: missing or unknown bearer token
+	CodeForeignOrigin    = "foreign_origin"     // 403: a browser page of another origin called /mcp
 	CodeNotFound         = "not_found"          // 404: no such route
 	CodeMethodNotAllowed = "method_not_allowed" // 405
 	CodeBodyTooLarge     = "body_too_large"     // 413

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func (s *Server) mcpRoutes() {
 	owned := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: ownerFrom(r.Context())}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	s.handle("/mcp", s.auth(func(w http.ResponseWriter, r *http.Request) {
+	s.handle("/mcp", mcpSameOrigin(s.auth(func(w http.ResponseWriter, r *http.Request) {
 		// A POST without a session id may open a session: the owner's
 		// quota is checked first, and the session counted once opened.
 		if owner := ownerFrom(r.Context()); r.Method == http.MethodPost && r.Header.Get(mcpSessionHeader) == "" {
@@ -86,8 +87,30 @@ func (s *Server) mcpRoutes() {
 		defer cancel()
 		stop := context.AfterFunc(s.mcpStopping(), cancel) // Shutdown ends open streams
 		defer stop()
-		owned.ServeHTTP(w, r.WithContext(ctx))
-	}))
+		s.mcp.mcpQuiet(w, r.WithContext(ctx), s.cfg.MaxBodyBytes, owned)
+	})))
+}
+
+// mcpSameOrigin refuses, with 403, a request to /mcp whose Origin header
+// names another origin than the one it was sent to (its Host): the MCP
+// transport requires servers to check Origin on every request, against
+// DNS rebinding and pages of other sites. A request without Origin (not
+// from a browser) passes; the go-sdk's handler refuses a foreign Host on
+// a loopback address.
+func mcpSameOrigin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			h(w, r)
+			return
+		}
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+			writeError(w, errorf(http.StatusForbidden, CodeForeignOrigin, "origin %q may not call /mcp of %s: only pages of the same origin may (MCP refuses other origins against DNS rebinding)", origin, r.Host))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // mcpSessionHeader carries the id of an MCP session over streamable HTTP.
@@ -104,6 +127,8 @@ type mcpState struct {
 	mu       sync.Mutex
 	sessions map[string]string // by session id: its owner
 	pending  map[string]int    // by owner: requests that may open a session
+
+	calls mcpCalls // the calls in flight, whose answer a cancel withholds
 }
 
 // opening counts a request of owner that may open a session, or refuses
@@ -173,7 +198,7 @@ func (s *Server) ServeMCP(ctx context.Context, owner string, t mcp.Transport) er
 	if owner == "" {
 		return errors.New("server: ServeMCP needs an owner")
 	}
-	ss, err := s.newMCPServer(owner).Connect(ctx, t, nil)
+	ss, err := s.newMCPServer(owner).Connect(ctx, quietTransport{t}, nil)
 	if err != nil {
 		return fmt.Errorf("server: mcp: %w", err)
 	}

@@ -33,25 +33,29 @@ type lgRun struct {
 	AssistantID string    `json:"assistant_id"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
-	// Status is pending, running, success, error, timeout or interrupted
-	// (a run that paused on an interrupt, or was cancelled).
+	// Status is pending, running, success (also a run that paused on an
+	// interrupt: its thread is interrupted), error, timeout or interrupted
+	// (a cancelled run), as LangGraph's server says.
 	Status            string         `json:"status"`
 	Metadata          map[string]any `json:"metadata"`
 	MultitaskStrategy string         `json:"multitask_strategy"`
 	Kwargs            map[string]any `json:"kwargs"`
 }
 
-// lgStatus is the Platform's name of a run status.
+// lgStatus is the Platform's name of a run status. A run that paused on
+// an interrupt ended well: LangGraph's server says success (the thread
+// says interrupted) and keeps interrupted for a cancelled run, so a
+// client tells the two apart by the run's status.
 func lgStatus(st string) string {
 	switch st {
 	case StatusQueued:
 		return "pending"
-	case StatusDone:
+	case StatusDone, StatusInterrupted:
 		return "success"
 	case StatusCancelled:
 		return "interrupted"
 	}
-	return st // running, interrupted, error
+	return st // running, error
 }
 
 func (ru *run) platformView() lgRun {
@@ -708,7 +712,7 @@ func (s *Server) lgJoinRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // lgJoinStream streams the run's events in the Platform's format, from
-// after Last-Event-ID; ?stream_mode= (repeated) picks the modes, by
+// after Last-Event-ID; ?stream_mode= (queryModes) picks the modes, by
 // default those the run was started with.
 func (s *Server) lgJoinStream(w http.ResponseWriter, r *http.Request) {
 	after := int64(0)
@@ -744,7 +748,7 @@ func (s *Server) lgJoinStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // joinModes are the stream modes of a joined stream: ?stream_mode=
-// (repeated), or those of the request req that started the run (nil: a
+// (queryModes), or those of the request req that started the run (nil: a
 // /v1 run, values).
 func joinModes(r *http.Request, req *lgRunRequest) (modes []string, subgraphs bool, e *apiError) {
 	modes = []string{"values"}
@@ -752,8 +756,7 @@ func joinModes(r *http.Request, req *lgRunRequest) (modes []string, subgraphs bo
 		modes, _ = parseModes(req.StreamMode, "stream_mode")
 		subgraphs = req.StreamSubgraphs
 	}
-	if qm := r.URL.Query()["stream_mode"]; len(qm) > 0 {
-		raw, _ := json.Marshal(qm)
+	if raw := queryModes(r.URL.Query()["stream_mode"]); raw != nil {
 		if modes, e = parseModes(raw, "stream_mode"); e != nil {
 			return nil, false, e
 		}

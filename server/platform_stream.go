@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +20,8 @@ import (
 // mode its events — values (the state), updates ({node: writes}, and
 // {"__interrupt__": [...]}), messages (messages/metadata, messages/partial
 // with the text so far, messages/complete at the end of a model call) or
-// messages-tuple ([chunk, metadata]), custom ({name, path, data} of the
-// named events), events (LangChain's on_* stream events), debug, tasks
+// messages-tuple ([chunk, metadata]), custom (what the graph emits:
+// custom), events (LangChain's on_* stream events), debug, tasks
 // and checkpoints. Events of nested graphs and agents are sent as
 // "mode|namespace" when stream_subgraphs is set; model tokens are always
 // sent. A run that fails or is cancelled ends with an error event.
@@ -169,10 +170,26 @@ func (f *platformFormat) event(fr frame) []byte {
 	}
 	f.debug(ev, taskNS, emit)
 	f.streamEvents(ev, taskNS, emit)
-	if f.modes["custom"] && !engineKinds[ev.Kind] && ev.Kind != llm.EventToken {
-		emit("custom", taskNS, map[string]any{"name": ev.Kind, "path": ev.Path, "data": ev.Data})
+	if f.modes["custom"] {
+		f.custom(ev, taskNS, emit)
 	}
 	return out
+}
+
+// custom renders the custom mode: what the graph emits. A plain value
+// (graph.Emit of a value without an event name) is sent as it was
+// emitted, as LangGraph sends what a node's stream writer wrote; an event
+// of the graph's own under a name, as {name, path, data}. coorflow's own
+// events (model calls, tokens, tool calls, agents) are not the graph's:
+// they stream in the messages, events and debug modes.
+func (f *platformFormat) custom(ev recordedEvent, ns string, emit func(string, string, any)) {
+	switch {
+	case ev.Kind == graph.EventCustom.String():
+		emit("custom", ns, ev.Data)
+	case engineKinds[ev.Kind] || slices.Contains(coorflowEvents, ev.Kind):
+	default:
+		emit("custom", ns, map[string]any{"name": ev.Kind, "path": ev.Path, "data": ev.Data})
+	}
 }
 
 // metadata is the metadata of a message streamed at the event's path.

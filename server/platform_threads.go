@@ -367,6 +367,15 @@ func stateView(thread string, snap graph.Snapshot) (lgState, error) {
 	}
 	for _, t := range snap.Tasks {
 		task := lgTask{ID: t.Path, Name: t.Node, Path: []string{t.Path}, Interrupts: byTask[t.Path]}
+		if task.Interrupts == nil && len(t.Interrupts) > 0 {
+			// A done task's answered questions: LangGraph lists them on
+			// the task, and among the state's interrupts.
+			for _, in := range t.Interrupts {
+				li := lgInterrupt{ID: in.ID, Value: in.Payload}
+				task.Interrupts = append(task.Interrupts, li)
+				out.Interrupts = append(out.Interrupts, li)
+			}
+		}
 		if t.Error != "" {
 			e := t.Error
 			task.Error = &e

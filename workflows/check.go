@@ -158,6 +158,11 @@ func hasTool(names []string, name string) bool { return slices.Contains(names, n
 // toolRefs checks that the tools a node names are declared.
 func (f *File) toolRefs(ps *problems, n named[nodeSpec]) {
 	for i, t := range n.Spec.Tools {
+		if msg := f.ambiguousMCP(t); msg != "" {
+			l := f.doc.loc(fmt.Sprintf("%s/tools/%d", n.Ptr, i))
+			ps.at(l.val, l.path, "%s", msg)
+			continue
+		}
 		if f.knowsTool(t) {
 			continue
 		}

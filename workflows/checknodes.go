@@ -92,7 +92,10 @@ func (f *File) checkNode(ps *problems, n *fileNode) {
 	case "router":
 		n.routes = f.routes(ps, p+"/routes", s.Routes)
 	case "tool":
-		if server, whole, _ := f.mcpRef(s.Tool); whole {
+		if msg := f.ambiguousMCP(s.Tool); msg != "" {
+			l := f.doc.loc(p + "/tool")
+			ps.at(l.val, l.path, "%s", msg)
+		} else if server, whole, _ := f.mcpRef(s.Tool); whole {
 			l := f.doc.loc(p + "/tool")
 			ps.at(l.val, l.path, "a tool node calls one tool: name one of MCP server %s's tools as %s_<tool> (coorflow tools list shows them)", server, server)
 		} else if !f.knowsTool(s.Tool) {

@@ -47,7 +47,10 @@ func (f *File) checkTeam(ps *problems, n *fileNode) {
 			continue
 		}
 		for i, t := range a.Tools {
-			if !f.knowsTool(t) {
+			if msg := f.ambiguousMCP(t); msg != "" {
+				l := f.doc.loc(fmt.Sprintf("%s/tools/%d", e.Ptr, i))
+				ps.at(l.val, l.path, "%s", msg)
+			} else if !f.knowsTool(t) {
 				l := f.doc.loc(fmt.Sprintf("%s/tools/%d", e.Ptr, i))
 				ps.at(l.val, l.path, "unknown tool %q%s", t, suggest(t, f.toolChoices(), "declare it under tools; the file declares"))
 			}

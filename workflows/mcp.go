@@ -113,17 +113,44 @@ func (f *File) mcpServerNames() []string {
 }
 
 // mcpRef reports whether name refers to MCP tools: a server's name (all
-// its tools) or "<server>_<tool>" (one of them).
+// its tools) or "<server>_<tool>" (one of them). A server's exact name
+// wins over a prefix (with servers ev and ev_b, ev_b is the server), and
+// the longest server name that prefixes name over a shorter one;
+// ambiguousMCP reports the names two servers could both claim.
 func (f *File) mcpRef(name string) (server string, whole, ok bool) {
-	for _, s := range f.mcpServers() {
+	servers := f.mcpServers()
+	for _, s := range servers {
 		if name == s.Name {
 			return s.Name, true, true
 		}
-		if strings.HasPrefix(name, s.Name+"_") {
-			return s.Name, false, true
+	}
+	for _, s := range servers {
+		if strings.HasPrefix(name, s.Name+"_") && len(s.Name) > len(server) {
+			server = s.Name
 		}
 	}
-	return "", false, false
+	return server, false, server != ""
+}
+
+// ambiguousMCP says why name, a tool a node names, is ambiguous: it is
+// not a server's name and two servers' prefixes fit it (with servers ev
+// and ev_b, ev_b_x is ev's tool b_x or ev_b's tool x). It returns "" when
+// name is not ambiguous.
+func (f *File) ambiguousMCP(name string) string {
+	var fits []string
+	for _, s := range f.mcpServers() {
+		if name == s.Name {
+			return ""
+		}
+		if strings.HasPrefix(name, s.Name+"_") {
+			fits = append(fits, fmt.Sprintf("MCP server %s's tool %q", s.Name, strings.TrimPrefix(name, s.Name+"_")))
+		}
+	}
+	if len(fits) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("tool %q is ambiguous: it could be %s; rename a server in tools.mcp so that no server's name starts with another's followed by _",
+		name, strings.Join(fits, " or "))
 }
 
 // knowsTool reports whether a node may name tool: a tool the file
@@ -259,8 +286,10 @@ func (f *File) checkMCPRefs(reg *tools.Registry, started func(server string) boo
 		}
 		var offered []string
 		for _, n := range reg.Names() {
-			if strings.HasPrefix(n, server+"_") {
-				offered = append(offered, n)
+			if t, err := reg.Get(n); err == nil {
+				if mt, isMCP := t.(*mcp.Tool); isMCP && mt.Server() == server {
+					offered = append(offered, n)
+				}
 			}
 		}
 		errs = append(errs, fmt.Errorf("workflows: %s: tool %q: MCP server %s offers no such tool%s", f.path, name, server,

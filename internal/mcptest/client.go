@@ -20,14 +20,16 @@ type Call struct {
 // the command and its arguments, with Env as its environment) or
 // streamable HTTP (URL, with Token as bearer), list the tools, and make
 // the calls in order. With Elicit set, the client can answer questions
-// and answers each with it.
+// and answers each with it. Headers are sent with every HTTP request
+// besides the bearer (Origin, as a browser page would send it).
 type ClientPlan struct {
-	Stdio  []string          `json:"stdio,omitempty"`
-	Env    map[string]string `json:"env,omitempty"`
-	URL    string            `json:"url,omitempty"`
-	Token  string            `json:"token,omitempty"`
-	Calls  []Call            `json:"calls"`
-	Elicit map[string]any    `json:"elicit,omitempty"`
+	Stdio   []string          `json:"stdio,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Token   string            `json:"token,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Calls   []Call            `json:"calls"`
+	Elicit  map[string]any    `json:"elicit,omitempty"`
 }
 
 // ClientReport is what the client saw, as the TypeScript SDK decoded it.

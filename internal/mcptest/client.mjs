@@ -33,7 +33,7 @@ if (plan.stdio) {
   transport.stderr?.on("data", (d) => { report.stderr += d.toString(); });
 } else {
   transport = new StreamableHTTPClientTransport(new URL(plan.url), {
-    requestInit: { headers: { Authorization: `Bearer ${plan.token}` } },
+    requestInit: { headers: { ...plan.headers, Authorization: `Bearer ${plan.token}` } },
   });
 }
 
@@ -52,6 +52,9 @@ try {
 } catch (e) {
   report.error = String(e?.stack ?? e);
 } finally {
+  // Over HTTP, end the session on the server too (DELETE), as a client
+  // that is done should.
+  await transport.terminateSession?.().catch(() => {});
   await client.close();
 }
 process.stdout.write(JSON.stringify(report) + "\n");

@@ -57,8 +57,11 @@ func newConn(srv Server, getenv func(string) string) *conn {
 	c := &conn{srv: srv, getenv: getenv, calls: map[string]*call{}, pending: map[string]int{}}
 	c.settled = sync.NewCond(&c.mu)
 	c.client = sdk.NewClient(&sdk.Implementation{Name: "coorflow", Version: "v1"}, &sdk.ClientOptions{
-		// No roots and no sampling: only elicitation is offered.
-		Capabilities:                &sdk.ClientCapabilities{},
+		// No roots and no sampling: only elicitation is offered, in both
+		// modes (a URL question becomes an interrupt as a form does).
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{
+			Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{},
+		}},
 		ElicitationHandler:          c.onElicit,
 		ProgressNotificationHandler: c.onProgress,
 		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { c.listGen.Add(1) },
