@@ -503,10 +503,12 @@ func reportOpen(w io.Writer, o options, procs int, res []arrival, sent, lastEnd 
 		r(percentile(adm, 0.5)), r(percentile(adm, 0.99)), r(percentile(adm, 1)))
 	fmt.Fprintf(w, "completion (request to end event): p50 %v  p99 %v  max %v\n",
 		r(percentile(comp, 0.5)), r(percentile(comp, 0.99)), r(percentile(comp, 1)))
-	perRun := "n/a"
-	if m.atActive > 0 && m.rssActive > m.base {
-		perRun = fmt.Sprintf("%.0f KiB", float64(m.rssActive-m.base)/float64(m.atActive)/1024)
+	perRun := func(rss uint64) string {
+		if m.atActive <= 0 || rss <= m.base {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f KiB", float64(rss-m.base)/float64(m.atActive)/1024)
 	}
-	fmt.Fprintf(w, "memory (servers' VmRSS): before %.1f MiB, peak %.1f MiB; %d runs active at most, RSS then %.1f MiB: %s per active run\n",
-		mib(m.base), mib(m.peak), m.atActive, mib(m.rssActive), perRun)
+	fmt.Fprintf(w, "memory (servers' VmRSS): before %.1f MiB, peak %.1f MiB; %d runs active at most, RSS then %.1f MiB: %s per active run (bound: peak delta / most active, %s)\n",
+		mib(m.base), mib(m.peak), m.atActive, mib(m.rssActive), perRun(m.rssActive), perRun(m.peak))
 }

@@ -84,7 +84,7 @@ func TestReportOpenCounts(t *testing.T) {
 		"sustained: 1.0 runs/s done",
 		"admission (request to 200/429): p50 2ms  p99 3ms",
 		"completion (request to end event): p50 4ms  p99 6ms",
-		"2 runs active at most, RSS then 12.0 MiB: 1024 KiB per active run",
+		"2 runs active at most, RSS then 12.0 MiB: 1024 KiB per active run (bound: peak delta / most active, 2048 KiB)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
