@@ -53,7 +53,7 @@
 // machine, and compare only figures taken together. 10 nodes, 10 s each.
 //
 //	saver  rate/s  sent  200   429  done  runs/s  admission p50/p99  completion p50/p99  RSS/active run
-//	sqlite   50     500   500    0   500   50.1    2.5 / 6.7 ms        4.0 / 11.1 ms       n/r (1 active)
+//	sqlite   50     500   500    0   500   50.1    2.5 / 6.7 ms        4.0 / 11.1 ms       4.6 MiB (1 active; ≤ 14.8)
 //	sqlite  200    2000  2000    0  2000  200.0    2.4 / 31.1 ms       3.8 / 51.4 ms       3.3 MiB (≤ 8.0)
 //	sqlite  400    4000  3647  353  3647  361.7    7.0 / 72.6 ms      13.2 / 128 ms        4.1 MiB (≤ 5.2)
 //	pg3      10     100   100    0   100    9.7   27.4 / 127 ms      131 / 474 ms          2.3 MiB (≤ 2.4)
