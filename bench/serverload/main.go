@@ -46,6 +46,11 @@ type options struct {
 	saver, mode string
 	timeout     time.Duration
 	cpuprofile  string
+	// The open-loop benchmark (-load open).
+	load     string
+	rate     float64
+	duration time.Duration
+	pgURL    string
 }
 
 func main() {
@@ -56,8 +61,32 @@ func main() {
 	flag.StringVar(&o.mode, "mode", "wait", "wait (POST .../runs/wait) or stream (POST .../runs/stream, read to the end)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole benchmark")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the load phase to this file")
+	flag.StringVar(&o.load, "load", "burst", "burst (-runs at once, server in process, no quotas) or open (server processes, default quotas, -rate runs/s for -duration)")
+	flag.Float64Var(&o.rate, "rate", 20, "open: runs sent per second, on a fixed schedule")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "open: how long runs are sent")
+	flag.StringVar(&o.pgURL, "pg-url", defaultPostgresURL, "open, -saver pg3: the PostgreSQL server (a fresh schema is made and dropped)")
+	var so serverOptions
+	var role string
+	flag.StringVar(&role, "role", "", "internal: server, to be one of the open benchmark's server processes")
+	flag.StringVar(&so.db, "db", "", "internal (-role server): the SQLite file")
+	flag.StringVar(&so.pgSchema, "pg-schema", "", "internal (-role server): the replicas' schema")
+	flag.StringVar(&so.name, "name", "", "internal (-role server): the replica's name")
 	flag.Parse()
-	if err := run(o); err != nil {
+	var err error
+	switch {
+	case role == "server":
+		so.saver, so.pgURL, so.nodes = o.saver, o.pgURL, o.nodes
+		err = serve(so)
+	case role != "":
+		err = fmt.Errorf("unknown -role %q (server)", role)
+	case o.load == "open":
+		err = openLoop(o)
+	case o.load == "burst":
+		err = run(o)
+	default:
+		err = fmt.Errorf("unknown -load %q (burst or open)", o.load)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "serverload:", err)
 		os.Exit(1)
 	}
