@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/openaitest"
@@ -118,7 +119,7 @@ func TestAnOpenAITierAtAFilesEndpointRunsKeyless(t *testing.T) {
 		require.False(t, ms.Demo)
 		m, err := ms.Model(llm.TierBasic)
 		require.NoError(t, err)
-		_, err = m.Call(t.Context(), "hi")
+		_, err = llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 		require.NoError(t, err)
 		reqs := srv.Requests()
 		return reqs[len(reqs)-1].Header

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/workflows"
@@ -133,7 +134,7 @@ func TestADemoScriptInTheWorkflowsDirectoryPlays(t *testing.T) {
 	require.True(t, ms.Demo)
 	m, err := ms.Model(llm.TierBasic)
 	require.NoError(t, err)
-	out, err := m.Call(t.Context(), "hi")
+	out, err := llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 	require.NoError(t, err)
 	assert.Equal(t, "scripted hello", out)
 }

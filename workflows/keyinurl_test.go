@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/workflows"
@@ -25,7 +26,7 @@ func TestAFileCannotCarryAKeyInAnEndpointItChose(t *testing.T) {
 		// What main did: the file loads and its call goes out.
 		if ms, err := f.Resolve(t.Context(), workflows.ModelOptions{Getenv: keys()}); err == nil {
 			if m, err := ms.Model(llm.TierBasic); err == nil {
-				_, _ = m.Call(t.Context(), "hi")
+				_, _ = llms.GenerateFromSinglePrompt(t.Context(), m, "hi")
 			}
 		}
 	}
