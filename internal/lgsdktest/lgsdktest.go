@@ -136,10 +136,21 @@ type ReplicasReport struct {
 // replica A to be killed, it calls kill, then lets the scenario go on.
 func RunReplicas(t testing.TB, env ReplicasEnv, kill func()) ReplicasReport {
 	t.Helper()
-	modules := NodeModules(t)
-	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "replicas.mjs"), modules)
-	cmd.Env = append(os.Environ(), "LG_A="+env.A, "LG_B="+env.B, "LG_KEY="+env.Token, "LG_CHAIN="+env.Chain, "LG_STUCK="+env.Stuck,
-		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
+	last := runKillable(t, "replicas.mjs", kill, "LG_A="+env.A, "LG_B="+env.B, "LG_KEY="+env.Token, "LG_CHAIN="+env.Chain, "LG_STUCK="+env.Stuck)
+	var rep ReplicasReport
+	if err := json.Unmarshal(last, &rep); err != nil {
+		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, last)
+	}
+	return rep
+}
+
+// runKillable runs the node scenario script with the SDK and env, calls
+// kill when the script prints {"kill":true} (then tells it "killed"), and
+// returns the last line it printed: its report.
+func runKillable(t testing.TB, script string, kill func(), env ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), script), NodeModules(t))
+	cmd.Env = append(os.Environ(), append(env, "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -172,9 +183,5 @@ func RunReplicas(t testing.TB, env ReplicasEnv, kill func()) ReplicasReport {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("lgsdktest: the scenario failed: %v\n%s%s", err, stderr.String(), out.String())
 	}
-	var rep ReplicasReport
-	if err := json.Unmarshal(last, &rep); err != nil {
-		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, out.String())
-	}
-	return rep
+	return last
 }
