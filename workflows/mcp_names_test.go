@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestMCPServerNamesResolveExactlyWhenOneStartsWithAnother(t *testing.T) {
 	f, err := parseMCP(t, twoServers(t), rest)
 	require.NoError(t, err)
 	h := hub(t)
-	ts, err := f.Tools(t.Context(), workflows.Env{MCP: h})
+	ts, err := f.Tools(t.Context(), workflows.Env{MCP: h}, "ev", "ev_b")
 	require.NoError(t, err, "ev_b is the server ev_b, not a tool of ev")
 	var names []string
 	for _, tl := range ts {
@@ -43,7 +44,10 @@ func TestMCPServerNamesResolveExactlyWhenOneStartsWithAnother(t *testing.T) {
 	require.NoError(t, err)
 	calls := model.CallsFor("agent")
 	require.Len(t, calls, 1)
-	assert.ElementsMatch(t, []string{"ev_echo", "ev_b_echo"}, calls[0].ToolNames(), "each server gives the node its own tools")
+	// read_context is the node's context window's own tool (on by
+	// default); the rest are the servers'.
+	offered := slices.DeleteFunc(calls[0].ToolNames(), func(n string) bool { return n == "read_context" })
+	assert.ElementsMatch(t, []string{"ev_echo", "ev_b_echo"}, offered, "each server gives the node its own tools")
 }
 
 func TestAToolNameTwoMCPServersCouldClaimIsAProblem(t *testing.T) {

@@ -111,7 +111,9 @@ func (s *Server) start(t testing.TB, opts Options) {
 	if out == nil {
 		out = io.Discard
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A bound on a server that never comes up, not on a slow one: on a
+	// loaded 2-core machine the dev server took over a minute once.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  CLIPath(),
