@@ -384,12 +384,6 @@ func (l *Log) commitAll(ctx context.Context) {
 			return
 		}
 		stored, err := l.write(ctx, q, batch)
-		// The readers of the streams stored look once they are told,
-		// after the commit; a notification that fails is not a frame
-		// lost (the stream's next commit, or its run's end, tells them).
-		if len(stored) > 0 {
-			_, _ = l.pool.Exec(ctx, q.notify, q.channel, slices.Collect(maps.Keys(stored)))
-		}
 		l.mu.Lock()
 		for _, p := range batch {
 			switch {
@@ -408,6 +402,13 @@ func (l *Log) commitAll(ctx context.Context) {
 		l.bytes -= size
 		l.cond.Broadcast()
 		l.mu.Unlock()
+		// The readers of the streams stored look once they are told,
+		// after the commit (and after the flushes waiting for it); a
+		// notification that fails is not a frame lost: the stream's next
+		// commit, or its run's end, tells them.
+		if len(stored) > 0 {
+			_, _ = l.pool.Exec(ctx, q.notify, q.channel, slices.Collect(maps.Keys(stored)))
+		}
 	}
 }
 
