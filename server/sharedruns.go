@@ -623,10 +623,14 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 				return
 			}
 		}
-		if len(evs) > 0 {
-			if out.flush() != nil {
-				return
-			}
+		if len(evs) > 0 && out.flush() != nil {
+			return
+		}
+		// Events stored after the run was read notify changed, taken
+		// before it: once the stream is past the run's newest event
+		// (sr.Events), the next look waits for one. Reading again at
+		// once would cost two more statements per wake and find none.
+		if after < sr.Events {
 			continue
 		}
 		if ended(sr.Status) {

@@ -83,6 +83,45 @@
 //     end event), so it can pass the quota by a run or two: the server
 //     frees a run's slot before the client has read its end.
 //
+// # Where a PostgreSQL replica's time goes
+//
+// SERVERLOAD_PGTRACE=DIR makes each server process write DIR/NAME.txt at
+// its end: every statement it sent (the first 90 characters), how many
+// times, the total and mean time from send to answer, costliest first.
+// The replicas' pools are as large as coorflow serve's (pgdb.MaxConns).
+//
+//	SERVERLOAD_PGTRACE=/tmp/pgtr /tmp/serverload -load open -saver pg3 -rate 50 -duration 10s
+//
+// Measured 2026-12-02 07:20–07:28 UTC (same machine, load average 9–16,
+// 0% idle CPU: compiles of other engineers), -rate 50 -duration 10s,
+// the binary of main (a) and of the change (b) alternated, three each:
+//
+//	     runs/s done          completion p50            statements per run (one replica)
+//	a    35.6  29.0  27.2     344 / 546 / 558 ms        128 (48 of them the stream's reader)
+//	b    40.2  34.1  38.3     349 / 441 / 365 ms        108 (25 the reader's)
+//
+// What changed, from the trace of (a):
+//   - Each event-log commit and each run's end notified in the
+//     transaction that stored them. PostgreSQL holds its notify lock
+//     from before such a commit to after its WAL flush, so all these
+//     commits, of the three replicas, ran one at a time, each with its
+//     own flush (about 9 a run, 9–12 ms each, the costliest statement).
+//     Now the frames' commit notifies nothing and joins the group
+//     commit; the readers are told afterwards by a statement that stores
+//     nothing and skips the flush (synchronous_commit off), and a run's
+//     end sends its two notifications in its one statement.
+//   - A stream's reader read the run and a page of events again after
+//     every page it sent, finding none: now it waits for the next
+//     notification once it has sent the run's newest event.
+//
+// What is left, per step of a run on a replica: the flush of the step's
+// events (one commit, waited for) and then the fenced checkpoint, four
+// round trips (begin, the lease's token FOR SHARE, the write, commit).
+// The machine is CPU-bound during the benchmark, so each round trip
+// costs CPU on both sides; folding the fence check into the write
+// statement, or the step's frames into the checkpoint's transaction,
+// would take two or three more off per step.
+//
 // It is not a test: it exits non-zero when a check fails, and prints the
 // figures otherwise. Only loopback traffic; the run count bounds it.
 package main

@@ -30,6 +30,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/pgdb"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
@@ -85,7 +86,17 @@ func serve(so serverOptions) error {
 		closers = append(closers, func() { _ = db.Close() })
 		cfg.Saver = db
 	case "postgres":
-		pool, err := pgxpool.New(ctx, so.pgURL)
+		pcfg, err := pgxpool.ParseConfig(so.pgURL)
+		if err != nil {
+			return err
+		}
+		pcfg.MaxConns = pgdb.MaxConns()
+		if dir := os.Getenv("SERVERLOAD_PGTRACE"); dir != "" {
+			tr := &pgTracer{m: map[string]*stat{}}
+			pcfg.ConnConfig.Tracer = tr
+			closers = append(closers, func() { tr.dump(dir + "/" + so.name + ".txt") })
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			return err
 		}

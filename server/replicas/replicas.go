@@ -123,7 +123,7 @@ type queries struct {
 	channel                                          string
 	usage, insert, candidates, claim, cancel, finish string
 	run, runs, cancelled, offer, moveEvents          string
-	remove, prune, activity, nextDue                 string
+	remove, prune, activity, nextDue, notify         string
 }
 
 // runColumns are what scanRun reads, in order; a run's last event is its
@@ -187,7 +187,13 @@ func newQueries(schema, leases, streams, frames string) *queries {
 			), released AS (
 				UPDATE {leases} l SET expires = '-infinity' FROM up WHERE l.thread_id = up.thread_key AND l.token = $2
 			)
-			SELECT count(*) FROM (SELECT pg_notify($6, run_id) FROM up) x`),
+			SELECT count(*) FROM up, LATERAL (SELECT pg_notify($6, run_id), pg_notify($6, '')) x`),
+		// A transaction that notifies holds a lock of the whole database
+		// from before its commit to after: notifying commits run one at a
+		// time, each with its WAL flush, a queue under load. This one
+		// stores nothing and needs no flush (a PostgreSQL crash makes
+		// the listeners reconnect and look again anyway).
+		notify: `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n`,
 		// An ended run goes, with its stream; "" says the run is open.
 		remove: rep.Replace(`WITH old AS (SELECT run_id, status FROM {schema}.server_runs WHERE run_id = $1),
 				del AS (DELETE FROM {schema}.server_runs r USING old WHERE r.run_id = old.run_id AND NOT old.` + open + ` RETURNING r.run_id),
@@ -261,14 +267,12 @@ func (r *Replicas) ready(ctx context.Context) (*queries, error) {
 	return r.q, nil
 }
 
-// notify sends the payloads on the replicas' channel.
+// notify sends the payloads on the replicas' channel, in order, in one
+// transaction that stores nothing and so waits for no WAL flush (see
+// queries.notify).
 func (r *Replicas) notify(ctx context.Context, q *queries, payloads ...string) error {
-	for _, p := range payloads {
-		if _, err := r.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, q.channel, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := r.pool.Exec(ctx, q.notify, q.channel, payloads)
+	return err
 }
 
 // Enqueue implements server.Replicas: it is the ledger of the replicas'
@@ -527,8 +531,8 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 	if n == 0 {
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, r.takenOver(c))
 	}
-	// The next run of the thread is due.
-	return errors.Join(stored, r.notify(ctx, q, ""))
+	// The next run of the thread is due: the statement said so ("").
+	return stored
 }
 
 // Release implements server.Replicas.
