@@ -27,6 +27,7 @@ func (f *File) checkNodes(ps *problems) {
 	for _, n := range f.nodes {
 		f.checkNode(ps, n)
 		f.checkSet(ps, n)
+		f.checkEmit(ps, n)
 	}
 }
 

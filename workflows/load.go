@@ -51,6 +51,7 @@ type fileNode struct {
 	sub            *File
 	team           *fixedTeam // a team node's plan and agents sections
 	set            []setter   // its set section
+	emit           *vm.Program // its emit expression
 }
 
 type route struct {

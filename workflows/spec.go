@@ -189,6 +189,9 @@ type nodeSpec struct {
 	Context *contextSpec `yaml:"context"`
 	// Set writes expressions' values to channels (see set.go).
 	Set map[string]string `yaml:"set"`
+	// Emit is an expression whose value the node sends to the run's
+	// stream as a custom event when it starts (see emit.go).
+	Emit string `yaml:"emit"`
 }
 
 // planSpec is a team node's fixed plan.
