@@ -167,7 +167,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"7:5: nodes.a.promt: unknown field \"promt\" (did you mean \"prompt\"?)",
 		}},
 		{"unknown_node_type.yaml", []string{
-			"5:11: nodes.a.type: \"lmm\" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean \"llm\"?)",
+			"5:11: nodes.a.type: \"lmm\" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, interrupt, background_investigator, research_team, worker (did you mean \"llm\"?)",
 		}},
 		{"unknown_output_channel.yaml", []string{
 			"4:37: nodes.a.output: unknown channel \"sumary\" (did you mean \"summary\"?)",

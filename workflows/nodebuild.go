@@ -131,6 +131,8 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 		}, nil
 	case "tool":
 		return b.toolNode(n)
+	case "interrupt":
+		return b.interruptNode(n), nil
 	case "go":
 		fn, ok := b.f.opts.funcs[s.Func]
 		if !ok && b.env.Offline {

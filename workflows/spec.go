@@ -192,6 +192,8 @@ type nodeSpec struct {
 	// Emit is an expression whose value the node sends to the run's
 	// stream as a custom event when it starts (see emit.go).
 	Emit string `yaml:"emit"`
+	// Payload is an interrupt node's question: an expression.
+	Payload string `yaml:"payload"`
 }
 
 // planSpec is a team node's fixed plan.
