@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -37,8 +38,8 @@ var reducerKinds = map[string][]string{
 
 // declareChannel checks a declared channel and returns it, or nil for
 // one named like a prebuilt channel (prebuilt holds them by name): the
-// file's graph has that one.
-func declareChannel(ps *problems, d *document, c named[channelSpec], prebuilt map[string]*channel) *channel {
+// file's graph has that one; kinds are the file's node types.
+func declareChannel(ps *problems, d *document, c named[channelSpec], prebuilt map[string]*channel, kinds []string) *channel {
 	l := d.loc(c.Ptr)
 	reducer := c.Spec.Reducer
 	if reducer == "" {
@@ -50,9 +51,9 @@ func declareChannel(ps *problems, d *document, c named[channelSpec], prebuilt ma
 	}
 	sh := shapeOfSchema(c.Spec.Schema)
 	if b, ok := prebuilt[c.Name]; ok {
-		if (sh.kind != "any" && sh.kind != b.shape.kind) || reducer != b.reducer {
-			ps.at(l.key, l.path, "channel %q is prebuilt, with type %s and reducer %s; this declaration says type %s and reducer %s: match the prebuilt channel, or name yours otherwise",
-				c.Name, b.shape.kind, b.reducer, sh.kind, reducer)
+		if !fitsPrebuilt(c, b) {
+			ps.at(l.key, l.path, "channel %q is prebuilt for node type %s, with type %s and reducer %s; this declaration says type %s and reducer %s: match the prebuilt channel, or name yours otherwise",
+				c.Name, orList(slices.DeleteFunc(kindsWith(c.Name), func(k string) bool { return !slices.Contains(kinds, k) })), b.shape.kind, b.reducer, sh.kind, reducer)
 		}
 		return nil
 	}
@@ -89,6 +90,17 @@ func declareChannel(ps *problems, d *document, c named[channelSpec], prebuilt ma
 		return nil
 	}
 	return &channel{name: c.Name, reducer: reducer, shape: sh, key: key, schema: schema, schemaJSON: raw}
+}
+
+// fitsPrebuilt reports whether the declaration c says what the prebuilt
+// channel b is: its type (or none) and its reducer.
+func fitsPrebuilt(c named[channelSpec], b *channel) bool {
+	reducer := c.Spec.Reducer
+	if reducer == "" {
+		reducer = "last"
+	}
+	sh := shapeOfSchema(c.Spec.Schema)
+	return (sh.kind == "any" || sh.kind == b.shape.kind) && reducer == b.reducer
 }
 
 // check validates a value written to the channel (the item, for append).

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,21 +48,28 @@ func (f *File) check(ps *problems) {
 
 // declareChannels gives the file's graph its channels: the prebuilt
 // ones of its node types, and those the file declares. A declared channel
-// named like a prebuilt one is that channel.
+// named like a prebuilt one is that channel when one of the file's node
+// types brings it (and must then match it) or when the declaration fits
+// it; otherwise the name is free, and the channel is the file's own (a
+// file without a planner may declare plan: {type: string}).
 func (f *File) declareChannels(ps *problems) {
 	kinds := make([]string, len(f.spec.nodes))
 	for i, n := range f.spec.nodes {
 		kinds[i] = n.Spec.Type
 	}
-	want := broughtBy(kinds)
+	brought := broughtBy(kinds)
+	all := byChannelName(prebuiltChannels(func(string) bool { return true }))
+	want := maps.Clone(brought)
 	for _, c := range f.spec.channels {
-		want[c.Name] = true
+		if b, ok := all[c.Name]; ok && fitsPrebuilt(c, b) {
+			want[c.Name] = true
+		}
 	}
 	f.chans = prebuiltChannels(func(name string) bool { return want[name] })
 	f.byName = byChannelName(f.chans)
-	prebuilt := byChannelName(prebuiltChannels(func(string) bool { return true }))
+	prebuilt := byChannelName(f.chans)
 	for _, c := range f.spec.channels {
-		if ch := declareChannel(ps, f.doc, c, prebuilt); ch != nil {
+		if ch := declareChannel(ps, f.doc, c, prebuilt, kinds); ch != nil {
 			f.chans = append(f.chans, ch)
 			f.byName[ch.name] = ch
 		}

@@ -27,6 +27,7 @@ func (f *File) checkNodes(ps *problems) {
 	for _, n := range f.nodes {
 		f.checkNode(ps, n)
 		f.checkSet(ps, n)
+		f.checkEmit(ps, n)
 	}
 }
 
@@ -91,6 +92,8 @@ func (f *File) checkNode(ps *problems, n *fileNode) {
 		f.skillRefs(ps, p, s.Skills)
 	case "router":
 		n.routes = f.routes(ps, p+"/routes", s.Routes)
+	case "interrupt":
+		f.checkInterrupt(ps, n)
 	case "tool":
 		if msg := f.ambiguousMCP(s.Tool); msg != "" {
 			l := f.doc.loc(p + "/tool")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -239,6 +240,13 @@ func nodeOptions(n *fileNode) []graph.NodeOption {
 func (b *build) write(node string, c *channel, v any) (graph.Write, error) {
 	if err := c.check(v); err != nil {
 		return graph.Write{}, fmt.Errorf("workflows: node %q wrote a bad value: %w", node, err)
+	}
+	if c.builtin && c.reducer == "append" {
+		// One item for a prebuilt list (set: {messages: '{"role": …}'}):
+		// its typed key takes a list of items to append.
+		if k := reflect.ValueOf(v).Kind(); k != reflect.Slice && k != reflect.Array {
+			v = []any{v}
+		}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -39,8 +39,11 @@
 // graph has the channels of package nodes (input, messages, request,
 // plan, findings, answer...) that its prebuilt nodes use, typed: a
 // planner brings plan, a coordinator input and answer. A file without
-// such a node declares the ones it reads (a declaration of input is the
-// prebuilt input); the other channels a file declares are dynamic keys
+// such a node declares the ones it reads (a declaration of input that
+// fits the prebuilt input is that channel; one with another type or
+// reducer, in a file whose node types do not use the name, is the file's
+// own channel, so plan: {type: string} is free without a planner); the
+// other channels a file declares are dynamic keys
 // whose writes are checked against their schema.
 //
 // A team node may fix its work in the file — CoorAgent's production mode,

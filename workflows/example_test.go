@@ -73,7 +73,7 @@ edges:
 	// ran write
 	// ran grade
 	// A better draft.
-	// workflows: bad.yaml:4:13: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean "llm"?)
+	// workflows: bad.yaml:4:13: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, interrupt, background_investigator, research_team, worker (did you mean "llm"?)
 }
 
 func ExampleLoad() {

@@ -49,8 +49,10 @@ type fileNode struct {
 	args           []arg
 	output         *channel
 	sub            *File
-	team           *fixedTeam // a team node's plan and agents sections
-	set            []setter   // its set section
+	team           *fixedTeam  // a team node's plan and agents sections
+	set            []setter    // its set section
+	emit           *vm.Program // its emit expression
+	payload        *vm.Program // an interrupt node's payload
 }
 
 type route struct {

@@ -41,7 +41,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"5:49: nodes.a.timeout: \"30 seconds\" must be a duration such as 30s, 2m or 1h30m",
 		}},
 		{"builtin_channel_redeclared.yaml", []string{
-			"4:3: state.answer: channel \"answer\" is prebuilt, with type string and reducer last; this declaration says type integer and reducer last: match the prebuilt channel, or name yours otherwise",
+			"4:3: state.background: channel \"background\" is prebuilt for node type background_investigator, with type string and reducer last; this declaration says type integer and reducer last: match the prebuilt channel, or name yours otherwise",
 		}},
 		{"condition_on_undeclared_channel.yaml", []string{
 			"8:21: nodes.a.routes[0].when: bad condition: unknown field count: the file declares no channel count (declare it under state)",
@@ -60,7 +60,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"9:3: nodes.answer: missing required field \"output\"",
 			"13:14: nodes.answer.set.count: \"\\\"three\\\"\" is text, but channel count takes a whole number",
 			"14:3: nodes.polish: node \"polish\" has no way out: add an edge from it (to end if the run should stop there)",
-			"18:5: nodes.polish.tools: unknown field \"tools\" (known fields: description, output, prompt, retry, set, system, tier, timeout, type)",
+			"18:5: nodes.polish.tools: unknown field \"tools\" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)",
 		}},
 		{"demo_script_missing.yaml", []string{
 			"3:16: demo.script: demo script nope.yaml cannot be read: no such file or directory",
@@ -137,11 +137,11 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 		{"several_problems_at_once.yaml", []string{
 			"6:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
 			"8:13: nodes.a.output: unknown channel \"s\" (declare it under state)",
-			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: description, output, prompt, retry, set, system, tier, timeout, type)",
+			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)",
 		}},
 		{"schema_and_semantic_problems.yaml", []string{
 			"8:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
-			"11:5: nodes.a.tools: unknown field \"tools\" (known fields: description, output, prompt, retry, set, system, tier, timeout, type)",
+			"11:5: nodes.a.tools: unknown field \"tools\" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)",
 			"12:25: nodes.b.tool: unknown tool \"shell\"",
 			"15:19: edges[1].to: unknown node \"c\" (did you mean \"a\"?)",
 		}},
@@ -167,7 +167,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"7:5: nodes.a.promt: unknown field \"promt\" (did you mean \"prompt\"?)",
 		}},
 		{"unknown_node_type.yaml", []string{
-			"5:11: nodes.a.type: \"lmm\" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean \"llm\"?)",
+			"5:11: nodes.a.type: \"lmm\" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, interrupt, background_investigator, research_team, worker (did you mean \"llm\"?)",
 		}},
 		{"unknown_output_channel.yaml", []string{
 			"4:37: nodes.a.output: unknown channel \"sumary\" (did you mean \"summary\"?)",

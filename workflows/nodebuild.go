@@ -41,7 +41,7 @@ func (b *build) addNode(ctx context.Context, g *graph.Graph, n *fileNode) error 
 	if err != nil {
 		return fmt.Errorf("workflows: %s: node %q: %w", b.f.path, n.Name, err)
 	}
-	g.AddNode(n.Name, b.withSet(n, b.checked(n.Name, fn)), opts...)
+	g.AddNode(n.Name, b.withEmit(n, b.withSet(n, b.checked(n.Name, fn))), opts...)
 	return nil
 }
 
@@ -131,6 +131,8 @@ func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
 		}, nil
 	case "tool":
 		return b.toolNode(n)
+	case "interrupt":
+		return b.interruptNode(n), nil
 	case "go":
 		fn, ok := b.f.opts.funcs[s.Func]
 		if !ok && b.env.Offline {

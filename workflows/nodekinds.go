@@ -25,12 +25,13 @@ type nodeKind struct {
 
 // nodeKinds are the node types of a file, as the schema lists them.
 var nodeKinds = map[string]nodeKind{
-	"llm":      {model: true, tier: "basic"},
-	"react":    {model: true, tier: "basic"},
-	"router":   {},
-	"tool":     {},
-	"subgraph": {},
-	"go":       {},
+	"llm":       {model: true, tier: "basic"},
+	"react":     {model: true, tier: "basic"},
+	"router":    {},
+	"tool":      {},
+	"subgraph":  {},
+	"go":        {},
+	"interrupt": {},
 	"coordinator": {model: true, tier: "basic",
 		channels: []graph.Channel{nodes.Input, nodes.Messages, nodes.Request, nodes.Locale, nodes.Answer, nodes.CurrentTurn, nodes.Turns}},
 	"planner": {model: true, tier: "reasoning",

@@ -189,6 +189,11 @@ type nodeSpec struct {
 	Context *contextSpec `yaml:"context"`
 	// Set writes expressions' values to channels (see set.go).
 	Set map[string]string `yaml:"set"`
+	// Emit is an expression whose value the node sends to the run's
+	// stream as a custom event when it starts (see emit.go).
+	Emit string `yaml:"emit"`
+	// Payload is an interrupt node's question: an expression.
+	Payload string `yaml:"payload"`
 }
 
 // planSpec is a team node's fixed plan.

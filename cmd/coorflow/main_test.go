@@ -334,7 +334,7 @@ func TestBadUsesOfTheCommandLineSayWhatIsWrongWithTheirExitCode(t *testing.T) {
 		{"resume of an unknown thread", []string{"run", "../../examples/coor", "--thread", "t-none", "--resume", "yes"}, nil, exitUsage,
 			"coorflow: thread t-none does not exist in " + c.db + ": nothing to resume"},
 		{"invalid file", []string{"run", "../../workflows/testdata/bad/unknown_node_type.yaml", "--input", "x"}, nil, exitUsage,
-			`../../workflows/testdata/bad/unknown_node_type.yaml:5:11: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, background_investigator, research_team, worker (did you mean "llm"?)`},
+			`../../workflows/testdata/bad/unknown_node_type.yaml:5:11: nodes.a.type: "lmm" is not one of llm, react, coordinator, planner, human_review, team, reporter, router, tool, subgraph, go, interrupt, background_investigator, research_team, worker (did you mean "llm"?)`},
 		{"file that needs Go", []string{"run", "../../examples/embed", "--input", "x"}, nil, exitUsage,
 			"coorflow: ../../examples/embed needs tool lookup_order, function escalate from the Go program that runs it; the coorflow command cannot run it (see examples/embed)"},
 		{"validate without files", []string{"validate"}, nil, exitUsage, "coorflow: validate: give the files to check"},
