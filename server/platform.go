@@ -57,6 +57,10 @@ func (s *Server) platformRoutes() {
 	s.handle("GET /threads/{thread}/runs/{run}/join", a(s.lgJoinRun))
 	s.handle("GET /threads/{thread}/runs/{run}/stream", a(s.lgJoinStream))
 
+	s.handle("POST /runs", a(s.lgStatelessRun(modeBackground, "POST /runs")))
+	s.handle("POST /runs/stream", a(s.lgStatelessRun(modeStream, "POST /runs/stream")))
+	s.handle("POST /runs/wait", a(s.lgStatelessRun(modeWait, "POST /runs/wait")))
+
 	s.handle("POST /runs/crons", a(s.lgCreateCron))
 	s.handle("POST /threads/{thread}/runs/crons", a(s.lgCreateCron))
 	s.handle("PATCH /runs/crons/{cron}", a(s.lgUpdateCron))
@@ -87,9 +91,6 @@ var platformNotServed = map[string]string{
 	"GET /threads/{thread}/stream":         "join a run's stream instead (GET /threads/{thread_id}/runs/{run_id}/stream)",
 	"POST /threads/{thread}/commands":      "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
 	"POST /threads/{thread}/stream/events": "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
-	"POST /runs":                           "stateless runs are not served: create a thread first (POST /threads)",
-	"POST /runs/stream":                    "stateless runs are not served: create a thread first (POST /threads)",
-	"POST /runs/wait":                      "stateless runs are not served: create a thread first (POST /threads)",
 	"POST /runs/batch":                     "create runs one by one",
 	"POST /runs/cancel":                    "cancel runs one by one (POST /threads/{thread_id}/runs/{run_id}/cancel)",
 	"GET /runs/{run}/stream":               "join a run's stream on its thread (GET /threads/{thread_id}/runs/{run_id}/stream)",

@@ -27,7 +27,7 @@ func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	for _, route := range []string{
 		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
 		"POST /threads/prune", "PATCH /threads/t/state", "GET /threads/t/stream", "POST /threads/t/commands", "POST /threads/t/stream/events",
-		"POST /runs", "POST /runs/stream", "POST /runs/wait", "POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
+		"POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
 	} {
 		method, path, _ := strings.Cut(route, " ")
 		var got server.ErrorBody

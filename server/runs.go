@@ -372,6 +372,7 @@ func (s *Server) precheck(ru *run) error {
 // those waiting on it: a client told that a run ended may start the next
 // one at once.
 func (s *Server) complete(ru *run, err error) {
+	s.endEphemeral(ru)
 	ru.settle(err)
 	s.finishShared(ru)
 	s.mu.Lock()
@@ -412,6 +413,7 @@ func (ts *threadRuns) dequeue(id string) *run {
 
 // finishUnstarted ends a queued run that never started.
 func (s *Server) finishUnstarted(ru *run, cause error) {
+	s.endEphemeral(ru)
 	ru.settle(cause)
 	s.mu.Lock()
 	s.retainLocked(ru)

@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/server"
+)
+
+// threadCount is how many threads the owner sees (POST /threads/count).
+func (e *env) threadCount(token string) int {
+	e.t.Helper()
+	var n int
+	e.call("POST", "/threads/count", token, map[string]any{}, http.StatusOK, &n)
+	return n
+}
+
+// statelessRun is a stateless run's answer: its run and thread ids.
+type statelessRun struct {
+	RunID    string `json:"run_id"`
+	ThreadID string `json:"thread_id"`
+	Status   string `json:"status"`
+}
+
+func TestStatelessWaitAnswersTheValuesAndDeletesItsThread(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	var out map[string]any
+	resp := e.call("POST", "/runs/wait", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}}, http.StatusOK, &out)
+	assert.Equal(t, "HI", out["text"])
+	assert.Equal(t, []any{"upper", "tally"}, out["log"])
+	loc := resp.Header.Get("Content-Location")
+	require.True(t, strings.HasPrefix(loc, "/threads/"), "Content-Location %q", loc)
+	thread, _, _ := strings.Cut(strings.TrimPrefix(loc, "/threads/"), "/")
+	// on_completion "delete" (the default): the thread is gone once the
+	// run has ended, and the owner sees no thread.
+	e.fails("GET", "/threads/"+thread, alice, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_thread",
+		Message: fmt.Sprintf("unknown thread %q", thread)})
+	assert.Equal(t, 0, e.threadCount(alice))
+}
+
+func TestStatelessRunWithOnCompletionKeepLeavesTheOwnerItsThread(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	var ru statelessRun
+	e.call("POST", "/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "on_completion": "keep"}, http.StatusOK, &ru)
+	require.NotEmpty(t, ru.ThreadID)
+	var out map[string]any
+	e.call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, &out)
+	assert.Equal(t, "HI", out["text"])
+	var th map[string]any
+	e.call("GET", "/threads/"+ru.ThreadID, alice, nil, http.StatusOK, &th)
+	assert.Equal(t, "HI", th["values"].(map[string]any)["text"])
+	assert.Equal(t, 1, e.threadCount(alice))
+	// Another owner does not see it.
+	e.call("GET", "/threads/"+ru.ThreadID, bob, nil, http.StatusNotFound, nil)
+}
+
+func TestStatelessStreamStreamsTheRunAndDeletesItsThread(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	evs := e.stream("POST", "/runs/stream", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "stream_mode": "values"})
+	got := names(evs)
+	require.NotEmpty(t, got)
+	assert.Equal(t, "metadata", got[0])
+	assert.Equal(t, "values", got[len(got)-1])
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(evs[len(evs)-1].Data), &last))
+	assert.Equal(t, "HI", last["text"])
+	assert.Equal(t, 0, e.threadCount(alice))
+}
+
+func TestStatelessRunErrorsSayWhatIsWrongAndLeaveNoThread(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
+	for _, path := range []string{"/runs", "/runs/wait", "/runs/stream"} {
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "nope", "input": map[string]any{"text": "hi"}}, http.StatusNotFound, server.ErrorDetail{Code: "unknown_workflow",
+			Message: `unknown assistant "nope": each workflow is an assistant, named like it (POST /assistants/search lists them)`})
+		e.fails("POST", path, alice, map[string]any{"input": map[string]any{"text": "hi"}}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "assistant_id",
+			Message: `field "assistant_id" is required: name a workflow (POST /assistants/search lists them)`})
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "on_completion": "later"}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "on_completion",
+			Message: `field "on_completion" must be delete or keep, not "later"`})
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "stream_mode": "loud"}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "stream_mode",
+			Message: `unknown stream mode "loud" (served: values, updates, messages, messages-tuple, custom, events, debug, tasks, checkpoints)`})
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "command": map[string]any{"resume": true}}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "input",
+			Message: `field "input" is required: a stateless run starts on a new thread`})
+		// A run refused after its thread was made leaves none behind.
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": 3}}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "input.text",
+			Message: `graph: decode channel "text" as string: json: cannot unmarshal number into Go value of type string`})
+		resp := e.request("POST", path, alice, nil)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, path)
+	}
+	assert.Equal(t, 0, e.threadCount(alice))
+}
