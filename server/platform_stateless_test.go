@@ -95,3 +95,55 @@ func TestStatelessRunErrorsSayWhatIsWrongAndLeaveNoThread(t *testing.T) {
 	}
 	assert.Equal(t, 0, e.threadCount(alice))
 }
+
+// The quota of active runs holds for stateless runs asked for at once:
+// exactly the quota is accepted, the refused ones leave no thread, and
+// each accepted one deletes its thread when it ends.
+func TestParallelStatelessRunsGetExactlyTheActiveRunQuota(t *testing.T) {
+	const n, quota = 120, 16
+	for _, b := range admissionBackends[:2] { // one server: replicas serve no stateless runs
+		t.Run(b.name, func(t *testing.T) {
+			h := newHoldFlow(t, n)
+			e := b.start(t, server.Config{Workflows: workflows(h.r), MaxActiveRuns: quota})[0]
+			paths := make([]string, n)
+			for i := range paths {
+				paths[i] = "/runs"
+			}
+			answers := fire(t, []*env{e}, paths, func(int) any {
+				return map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "x"}}
+			})
+			want := server.ErrorDetail{Code: "quota_exceeded", Quota: "active_runs", Limit: quota,
+				Message: fmt.Sprintf(`owner "alice" has %d runs in progress, the most allowed: wait for one to end, or cancel one, then try again`, quota)}
+			var accepted []statelessRun
+			for _, a := range answers {
+				switch a.status {
+				case http.StatusOK:
+					var ru statelessRun
+					require.NoError(t, json.Unmarshal(a.body, &ru), "%s", a.body)
+					accepted = append(accepted, ru)
+				case http.StatusTooManyRequests:
+					var got server.ErrorBody
+					require.NoError(t, json.Unmarshal(a.body, &got), "%s", a.body)
+					assert.Equal(t, want, got.Error)
+				default:
+					t.Errorf("status %d: %s", a.status, a.body)
+				}
+			}
+			t.Logf("%s: %d of %d stateless runs asked for at once accepted; active run quota %d", b.name, len(accepted), n, quota)
+			require.Equal(t, quota, len(accepted), "runs accepted")
+			h.waitEntered(t, quota)
+			assert.Equal(t, int64(quota), h.cur.Load(), "the accepted runs run")
+			assert.Equal(t, quota, e.threadCount(alice), "the threads of the runs in progress, none of the refused ones")
+
+			h.open()
+			for _, ru := range accepted {
+				var out map[string]any
+				e.call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, &out)
+				assert.Equal(t, "held", out["text"], "run %s", ru.RunID)
+			}
+			assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
+			assert.Equal(t, 0, e.threadCount(alice), "the threads of the ended runs")
+			assert.Empty(t, server.RunCounts(e.srv), "every run that ended was counted out")
+		})
+	}
+}
