@@ -46,6 +46,7 @@ func (s *Server) platformRoutes() {
 	s.handle("POST /threads/{thread}/state", a(s.lgUpdateState))
 	s.handle("POST /threads/{thread}/history", a(s.lgHistory))
 	s.handle("GET /threads/{thread}/history", a(s.lgHistory))
+	s.handle("GET /threads/{thread}/stream", a(s.lgThreadStream))
 
 	s.handle("POST /threads/{thread}/runs", a(s.lgCreateRun(modeBackground)))
 	s.handle("POST /threads/{thread}/runs/stream", a(s.lgCreateRun(modeStream)))
@@ -88,7 +89,6 @@ var platformNotServed = map[string]string{
 	"POST /assistants/{assistant}/latest":  "each assistant has one version, its workflow file",
 	"POST /threads/prune":                  "delete threads one by one (DELETE /threads/{thread_id}); the CLI's prune removes old recordings",
 	"PATCH /threads/{thread}/state":        "checkpoint metadata is written by the engine only",
-	"GET /threads/{thread}/stream":         "join a run's stream instead (GET /threads/{thread_id}/runs/{run_id}/stream)",
 	"POST /threads/{thread}/commands":      "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
 	"POST /threads/{thread}/stream/events": "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
 	"POST /runs/batch":                     "create runs one by one",

@@ -533,10 +533,6 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request, ru *run, mode ru
 // thread's values, with the pending interrupts under "__interrupt__", or
 // {"__error__": {"error", "message"}} for a run that failed.
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, ru *run) {
-	if v, ok := ru.ephemeralView(); ok {
-		writeResultOf(w, r, s, v)
-		return
-	}
 	v, err := s.runView(r.Context(), ru)
 	if err != nil {
 		writeError(w, s.internal(r, err))

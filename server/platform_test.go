@@ -26,7 +26,7 @@ func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, route := range []string{
 		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
-		"POST /threads/prune", "PATCH /threads/t/state", "GET /threads/t/stream", "POST /threads/t/commands", "POST /threads/t/stream/events",
+		"POST /threads/prune", "PATCH /threads/t/state", "POST /threads/t/commands", "POST /threads/t/stream/events",
 		"POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
 	} {
 		method, path, _ := strings.Cut(route, " ")

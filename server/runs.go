@@ -652,6 +652,9 @@ func (ru *run) view() Run {
 // interrupts of a run that ended done or interrupted read from the Saver
 // at its last checkpoint: the server keeps none in memory.
 func (s *Server) runView(ctx context.Context, ru *run) (Run, error) {
+	if v, ok := ru.ephemeralView(); ok {
+		return v, nil // its thread is gone
+	}
 	return s.withValues(ctx, ru.view(), ru.wf, ru.key)
 }
 
