@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/server"
 )
 
@@ -144,6 +145,37 @@ func TestParallelStatelessRunsGetExactlyTheActiveRunQuota(t *testing.T) {
 			assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
 			assert.Equal(t, 0, e.threadCount(alice), "the threads of the ended runs")
 			assert.Empty(t, server.RunCounts(e.srv), "every run that ended was counted out")
+		})
+	}
+}
+
+// TestTheLangGraphSDKsRunStatelessRunsAndJoinAThreadsStream runs
+// stateless.mjs with each pinned SDK: runs.wait, runs.stream and
+// runs.create with no thread, and threads.joinStream.
+func TestTheLangGraphSDKsRunStatelessRunsAndJoinAThreadsStream(t *testing.T) {
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) {
+			lgsdktest.NodeModulesOf(t, sdk)
+			b := newBlocker(t)
+			e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), b.r)})
+			var rep struct {
+				Steps            []string
+				Waited           string
+				Streamed         []string
+				KeptThread       string
+				DroppedThread    int
+				UnknownAssistant int
+				Joined           []string
+			}
+			lgsdktest.RunScript(t, sdk, "stateless.mjs", map[string]string{"LG_URL": e.hs.URL, "LG_KEY": alice, "LG_ECHO": "echo", "LG_BLOCK": "block"}, &rep)
+			assert.Equal(t, []string{"wait", "stream", "create", "joinStream"}, rep.Steps)
+			assert.Equal(t, "HI", rep.Waited)
+			assert.Equal(t, []string{"metadata", "updates", "values"}, rep.Streamed)
+			assert.Equal(t, "HI", rep.KeptThread)
+			assert.Equal(t, http.StatusNotFound, rep.DroppedThread)
+			assert.Equal(t, http.StatusNotFound, rep.UnknownAssistant)
+			assert.Equal(t, []string{"metadata", "values", "error"}, rep.Joined)
+			assert.Equal(t, 2, e.threadCount(alice), "the kept thread and the joined one; no other stateless run's")
 		})
 	}
 }
