@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,4 +179,16 @@ func TestTheLangGraphSDKsRunStatelessRunsAndJoinAThreadsStream(t *testing.T) {
 			assert.Equal(t, 2, e.threadCount(alice), "the kept thread and the joined one; no other stateless run's")
 		})
 	}
+}
+
+func TestStatelessRunsAndThreadStreamsAre501WithReplicas(t *testing.T) {
+	e := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(echoGraph(t))}).envs[0]
+	for _, path := range []string{"/runs", "/runs/wait", "/runs/stream"} {
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}}, http.StatusNotImplemented, server.ErrorDetail{Code: "not_served",
+			Message: "coorflow does not serve POST " + path + " of the LangGraph Platform API with replicas: create a thread first (POST /threads)"})
+	}
+	id := e.platformThread(alice, nil)
+	e.fails("GET", "/threads/"+id+"/stream", alice, nil, http.StatusNotImplemented, server.ErrorDetail{Code: "not_served",
+		Message: "coorflow does not serve GET /threads/{thread_id}/stream of the LangGraph Platform API with replicas: join a run's stream (GET /threads/{thread_id}/runs/{run_id}/stream)"})
+	assert.Equal(t, 1, e.threadCount(alice))
 }
