@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // lgThreadStream joins the thread's stream (GET /threads/{thread_id}/stream,
 // the SDK's threads.joinStream): the events of its run in progress, each
 // in the modes it was started with, then those of each run queued behind
-// it as it starts, after a metadata event naming each run. The stream
+// it, after a metadata event naming each run. A run started after the
+// stream began that ended before the stream reached it shows as a
+// truncated event (or is replayed from the Recorder). The stream
 // ends when the thread has no run in progress left (at once when it has
 // none): LangGraph's stays open for the thread's later runs. stream_mode
 // is the thread's stream mode: run_modes (the default) is served,
@@ -46,30 +49,37 @@ func (s *Server) lgThreadStream(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	var out sseWriter
 	opened := false
+	var pending []*run // attached, not yet streamed, in order
+	defer func() {
+		for _, ru := range pending {
+			ru.events.detach()
+		}
+	}()
 	var last *run
 	for {
-		ru := s.currentRun(key)
-		if ru == nil || ru == last {
+		if len(pending) == 0 {
+			pending = s.attachNext(key, last)
+		}
+		if len(pending) == 0 {
 			break
 		}
-		last = ru
+		ru := pending[0]
+		pending, last = pending[1:], ru
 		modes, subgraphs := []string{"values"}, false
 		if ru.platform != nil {
 			modes, subgraphs = ru.platform.modes, ru.platform.subgraphs
 		}
 		format := newPlatformFormat(ru.wf, ru.id, ru.thread, modes, subgraphs)
+		ok := true
 		if !opened {
-			if out, ok = s.openStream(w, r, rc, format); !ok {
-				return
-			}
+			out, ok = s.openStream(w, r, rc, format)
 			opened = true
-		} else if out.write(format.head()) != nil {
-			return
+		} else {
+			ok = out.write(format.head()) == nil
 		}
-		ru.events.attach()
-		ended := s.streamRun(r, out, ru, after, format)
+		ok = ok && s.streamRun(r, out, ru, after, format)
 		ru.events.detach()
-		if !ended {
+		if !ok {
 			return
 		}
 		after = 0
@@ -82,19 +92,28 @@ func (s *Server) lgThreadStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// currentRun is the run in progress on the thread key, else the first
-// queued on it, or nil.
-func (s *Server) currentRun(key string) *run {
+// attachNext attaches to the runs of the thread key a thread's stream
+// shows next, in order, and returns them: after the run last, those
+// started or queued after it; with no last, the run in progress and those
+// queued behind it. Attached, their events stay held until streamed.
+func (s *Server) attachNext(key string, last *run) []*run {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.threads[key]
-	switch {
-	case ts == nil:
+	if ts == nil {
 		return nil
-	case ts.active != nil:
-		return ts.active
-	case len(ts.queue) > 0:
-		return ts.queue[0]
 	}
-	return nil
+	var next []*run
+	if i := slices.Index(ts.runs, last); last != nil && i >= 0 {
+		next = slices.Clone(ts.runs[i+1:])
+	} else {
+		if ts.active != nil && ts.active != last {
+			next = append(next, ts.active)
+		}
+		next = append(next, ts.queue...)
+	}
+	for _, ru := range next {
+		ru.events.attach()
+	}
+	return next
 }
