@@ -91,9 +91,10 @@ func TestStatelessRunErrorsSayWhatIsWrongAndLeaveNoThread(t *testing.T) {
 		// A run refused after its thread was made leaves none behind.
 		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": 3}}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "input.text",
 			Message: `graph: decode channel "text" as string: json: cannot unmarshal number into Go value of type string`})
-		resp := e.request("POST", path, alice, nil)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, path)
+		e.fails("POST", path, alice, `{"assistant_id": "echo",`, http.StatusBadRequest, server.ErrorDetail{Code: "malformed_json",
+			Message: "request body is not valid JSON: it ends too early"})
+		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "colour": "red"}, http.StatusBadRequest, server.ErrorDetail{Code: "unknown_field", Field: "colour",
+			Message: `unknown field "colour" (this endpoint takes after_seconds, assistant_id, checkpoint, checkpoint_during, checkpoint_id, command, config, context, durability, feedback_keys, if_not_exists, input, interrupt_after, interrupt_before, langsmith_tracer, metadata, multitask_strategy, on_completion, on_disconnect, stream_mode, stream_resumable, stream_subgraphs, strict_resume, webhook)`})
 	}
 	assert.Equal(t, 0, e.threadCount(alice))
 }
