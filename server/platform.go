@@ -46,6 +46,7 @@ func (s *Server) platformRoutes() {
 	s.handle("POST /threads/{thread}/state", a(s.lgUpdateState))
 	s.handle("POST /threads/{thread}/history", a(s.lgHistory))
 	s.handle("GET /threads/{thread}/history", a(s.lgHistory))
+	s.handle("GET /threads/{thread}/stream", a(s.lgThreadStream))
 
 	s.handle("POST /threads/{thread}/runs", a(s.lgCreateRun(modeBackground)))
 	s.handle("POST /threads/{thread}/runs/stream", a(s.lgCreateRun(modeStream)))
@@ -56,6 +57,10 @@ func (s *Server) platformRoutes() {
 	s.handle("POST /threads/{thread}/runs/{run}/cancel", a(s.lgCancelRun))
 	s.handle("GET /threads/{thread}/runs/{run}/join", a(s.lgJoinRun))
 	s.handle("GET /threads/{thread}/runs/{run}/stream", a(s.lgJoinStream))
+
+	s.handle("POST /runs", a(s.lgStatelessRun(modeBackground, "POST /runs")))
+	s.handle("POST /runs/stream", a(s.lgStatelessRun(modeStream, "POST /runs/stream")))
+	s.handle("POST /runs/wait", a(s.lgStatelessRun(modeWait, "POST /runs/wait")))
 
 	s.handle("POST /runs/crons", a(s.lgCreateCron))
 	s.handle("POST /threads/{thread}/runs/crons", a(s.lgCreateCron))
@@ -84,12 +89,8 @@ var platformNotServed = map[string]string{
 	"POST /assistants/{assistant}/latest":  "each assistant has one version, its workflow file",
 	"POST /threads/prune":                  "delete threads one by one (DELETE /threads/{thread_id}); the CLI's prune removes old recordings",
 	"PATCH /threads/{thread}/state":        "checkpoint metadata is written by the engine only",
-	"GET /threads/{thread}/stream":         "join a run's stream instead (GET /threads/{thread_id}/runs/{run_id}/stream)",
 	"POST /threads/{thread}/commands":      "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
 	"POST /threads/{thread}/stream/events": "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
-	"POST /runs":                           "stateless runs are not served: create a thread first (POST /threads)",
-	"POST /runs/stream":                    "stateless runs are not served: create a thread first (POST /threads)",
-	"POST /runs/wait":                      "stateless runs are not served: create a thread first (POST /threads)",
 	"POST /runs/batch":                     "create runs one by one",
 	"POST /runs/cancel":                    "cancel runs one by one (POST /threads/{thread_id}/runs/{run_id}/cancel)",
 	"GET /runs/{run}/stream":               "join a run's stream on its thread (GET /threads/{thread_id}/runs/{run_id}/stream)",

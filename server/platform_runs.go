@@ -24,6 +24,11 @@ type platformRun struct {
 	webhook   string
 	// opts are the run's graph options (interrupt_before, interrupt_after).
 	opts []graph.Option
+	// ephemeral: a stateless run whose thread is deleted when it ends
+	// (on_completion "delete"); final holds the thread's state just
+	// before, which its waiters are answered with (guarded by run.mu).
+	ephemeral bool
+	final     *graph.Snapshot
 }
 
 // lgRun is a run as the Platform shows it.
@@ -194,47 +199,65 @@ func (s *Server) lgCreateRun(mode runMode) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
-		th, wf, e := s.runThread(r, req)
-		if e != nil {
-			writeError(w, s.internal(r, e))
+		s.lgStartRun(w, r, mode, req, false)
+	}
+}
+
+// lgStartRun starts the run req asks for on the thread of r's path; an
+// ephemeral run (a stateless one, platform_stateless.go) deletes its
+// thread when it ends, or at once when it is refused.
+func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode, req lgRunRequest, ephemeral bool) {
+	th, wf, e := s.runThread(r, req)
+	if e != nil {
+		if ephemeral && wf != nil {
+			s.dropEphemeral(r.Context(), ownerFrom(r.Context()), th.ID)
+		}
+		writeError(w, s.internal(r, e))
+		return
+	}
+	ru, e := s.platformRunFor(r, th, wf, req)
+	if e != nil {
+		if ephemeral {
+			s.dropEphemeral(r.Context(), ownerFrom(r.Context()), th.ID)
+		}
+		writeError(w, s.internal(r, e))
+		return
+	}
+	ru.platform.ephemeral = ephemeral
+	if s.cfg.Replicas != nil {
+		s.lgCreateShared(w, r, mode, ru)
+		return
+	}
+	switch ru.platform.strategy {
+	case "interrupt", "rollback":
+		if err := s.preempt(r.Context(), ru.key, ru.platform.strategy == "rollback"); err != nil {
+			writeError(w, s.internal(r, err))
 			return
 		}
-		ru, e := s.platformRunFor(r, th, wf, req)
-		if e != nil {
-			writeError(w, s.internal(r, e))
-			return
+	}
+	if mode == modeStream {
+		ru.events.attach()
+		defer ru.events.detach()
+	}
+	if !s.launch(w, r, ru, mode) {
+		if ephemeral && ru.ticket == nil {
+			// Refused: it never ran, and no run will delete its thread.
+			s.dropEphemeral(r.Context(), ru.owner, ru.thread)
 		}
-		if s.cfg.Replicas != nil {
-			s.lgCreateShared(w, r, mode, ru)
-			return
-		}
-		switch ru.platform.strategy {
-		case "interrupt", "rollback":
-			if err := s.preempt(r.Context(), ru.key, ru.platform.strategy == "rollback"); err != nil {
-				writeError(w, s.internal(r, err))
-				return
-			}
-		}
-		if mode == modeStream {
-			ru.events.attach()
-			defer ru.events.detach()
-		}
-		if !s.launch(w, r, ru, mode) {
-			return
-		}
-		loc := "/threads/" + th.ID + "/runs/" + ru.id
-		w.Header().Set("Content-Location", loc)
-		switch mode {
-		case modeBackground:
-			writeJSON(w, http.StatusOK, ru.platformView())
-		case modeWait:
-			s.writeResult(w, r, ru)
-		case modeStream:
-			w.Header().Set("Location", loc+"/stream")
-			s.serveEvents(w, r, http.NewResponseController(w), ru, 0, newPlatformFormat(ru.wf, ru.id, ru.thread, ru.platform.modes, ru.platform.subgraphs))
-			if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
-				s.cancelRun(ru)
-			}
+		return
+	}
+	loc := "/threads/" + th.ID + "/runs/" + ru.id
+	w.Header().Set("Content-Location", loc)
+	switch mode {
+	case modeBackground:
+		writeJSON(w, http.StatusOK, ru.platformView())
+	case modeWait:
+		s.writeResult(w, r, ru)
+	case modeStream:
+		w.Header().Set("Location", loc+"/stream")
+		s.serveEvents(w, r, http.NewResponseController(w), ru, 0, newPlatformFormat(ru.wf, ru.id, ru.thread, ru.platform.modes, ru.platform.subgraphs))
+		if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
+			s.cancelRun(ru)
 		}
 	}
 }

@@ -26,8 +26,8 @@ func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, route := range []string{
 		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
-		"POST /threads/prune", "PATCH /threads/t/state", "GET /threads/t/stream", "POST /threads/t/commands", "POST /threads/t/stream/events",
-		"POST /runs", "POST /runs/stream", "POST /runs/wait", "POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
+		"POST /threads/prune", "PATCH /threads/t/state", "POST /threads/t/commands", "POST /threads/t/stream/events",
+		"POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
 	} {
 		method, path, _ := strings.Cut(route, " ")
 		var got server.ErrorBody
@@ -271,9 +271,29 @@ func platformOwnerChecks(e *env, ra, live string) map[string]func(t *testing.T) 
 		}
 	}
 	run := map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "bob"}}
+	// stateless: bob's stateless run keeps its thread, which is bob's;
+	// bob then deletes it.
+	stateless := func(path string) func(t *testing.T) {
+		return func(t *testing.T) {
+			resp := e.request("POST", path, bob, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "bob"}, "on_completion": "keep"})
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			loc := resp.Header.Get("Content-Location")
+			thread, _, _ := strings.Cut(strings.TrimPrefix(loc, "/threads/"), "/")
+			e.call("GET", loc+"/join", bob, nil, http.StatusOK, nil) // it has ended
+			e.fails("GET", "/threads/"+thread, alice, nil, http.StatusNotFound, noThread(thread))
+			e.call("GET", "/threads/"+thread, bob, nil, http.StatusOK, nil)
+			e.call("DELETE", "/threads/"+thread, bob, nil, http.StatusNoContent, nil) // and its recorded run
+		}
+	}
 	checks := map[string]func(t *testing.T){
-		"GET /ok":   func(t *testing.T) { e.call("GET", "/ok", "", nil, http.StatusOK, nil) },
-		"GET /info": func(t *testing.T) { e.call("GET", "/info", "", nil, http.StatusOK, nil) },
+		"POST /runs":                   stateless("/runs"),
+		"POST /runs/wait":              stateless("/runs/wait"),
+		"POST /runs/stream":            stateless("/runs/stream"),
+		"GET /threads/{thread}/stream": threadOnly("GET", "/threads/{thread}/stream", nil),
+		"GET /ok":                      func(t *testing.T) { e.call("GET", "/ok", "", nil, http.StatusOK, nil) },
+		"GET /info":                    func(t *testing.T) { e.call("GET", "/info", "", nil, http.StatusOK, nil) },
 
 		"POST /assistants/search":                           same("POST", "/assistants/search", map[string]any{}),
 		"POST /assistants/count":                            same("POST", "/assistants/count", map[string]any{}),

@@ -372,6 +372,7 @@ func (s *Server) precheck(ru *run) error {
 // those waiting on it: a client told that a run ended may start the next
 // one at once.
 func (s *Server) complete(ru *run, err error) {
+	s.endEphemeral(ru)
 	ru.settle(err)
 	s.finishShared(ru)
 	s.mu.Lock()
@@ -412,6 +413,7 @@ func (ts *threadRuns) dequeue(id string) *run {
 
 // finishUnstarted ends a queued run that never started.
 func (s *Server) finishUnstarted(ru *run, cause error) {
+	s.endEphemeral(ru)
 	ru.settle(cause)
 	s.mu.Lock()
 	s.retainLocked(ru)
@@ -650,6 +652,9 @@ func (ru *run) view() Run {
 // interrupts of a run that ended done or interrupted read from the Saver
 // at its last checkpoint: the server keeps none in memory.
 func (s *Server) runView(ctx context.Context, ru *run) (Run, error) {
+	if v, ok := ru.ephemeralView(); ok {
+		return v, nil // its thread is gone
+	}
 	return s.withValues(ctx, ru.view(), ru.wf, ru.key)
 }
 

@@ -196,10 +196,15 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, rc *http.Res
 // once the run has ended; otherwise a truncated event says how many were
 // dropped.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, ru *run, after int64, format streamFormat) {
-	out, ok := s.openStream(w, r, rc, format)
-	if !ok {
-		return
+	if out, ok := s.openStream(w, r, rc, format); ok {
+		s.streamRun(r, out, ru, after, format)
 	}
+}
+
+// streamRun writes the run's events after id after on the opened stream
+// out, as serveEvents does, and reports whether the run ended with the
+// client still there.
+func (s *Server) streamRun(r *http.Request, out sseWriter, ru *run, after int64, format streamFormat) bool {
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	var buf []frame
@@ -209,21 +214,21 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 		if dropped > 0 && closed && s.cfg.Recorder != nil {
 			got, err := s.replayRecorded(r, out, ru, after, after+dropped, format)
 			if err != nil {
-				return
+				return false
 			}
 			dropped -= got - after
 			after = got
 		}
 		if dropped > 0 {
 			if out.write(format.truncated(dropped, after+dropped+1)) != nil {
-				return
+				return false
 			}
 			after += dropped
 		}
 		for _, f := range frames {
 			after = f.id
 			if b := format.event(f); b != nil && out.write(b) != nil {
-				return
+				return false
 			}
 		}
 		if len(frames) == 0 && closed {
@@ -232,13 +237,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 				s.log.ErrorContext(r.Context(), "server: the end of a stream has no values", "request_id", requestID(r.Context()), "run", ru.id, "err", err)
 			}
 			if b := format.end(v, after); b == nil || out.write(b) == nil {
-				_ = out.flush()
+				return out.flush() == nil
 			}
-			return
+			return false
 		}
 		if dropped > 0 || len(frames) > 0 {
 			if out.flush() != nil {
-				return
+				return false
 			}
 			continue
 		}
@@ -246,10 +251,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rc *http.Re
 		case <-wake:
 		case <-heartbeat.C:
 			if out.write([]byte(": ping\n\n")) != nil || out.flush() != nil {
-				return
+				return false
 			}
 		case <-r.Context().Done():
-			return
+			return false
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/coorflow/coorflow/graph"
+)
+
+// Stateless runs (POST /runs, /runs/wait, /runs/stream) run on a thread
+// of their own, made for them as a thread run with if_not_exists
+// "create" would make it, and admitted the same way (lgStartRun, submit):
+// the same quotas hold. As in LangGraph, on_completion "delete" (the
+// default) deletes the thread, its checkpoints and its recorded runs when
+// the run ends, or at once when the run is refused; "keep" leaves the
+// owner an ordinary thread. The thread's id is the run's thread_id, also
+// in the answer's Content-Location (/threads/{thread_id}/runs/{run_id}).
+// With Config.Replicas stateless runs are not served (501): a run another
+// replica executes could not answer its waiters once its thread is gone.
+
+// lgStatelessRun starts a stateless run the Platform's way, as
+// lgCreateRun does a thread's.
+func (s *Server) lgStatelessRun(mode runMode, route string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Replicas != nil {
+			writeError(w, errorf(http.StatusNotImplemented, CodeNotServed,
+				"coorflow does not serve %s of the LangGraph Platform API with replicas: create a thread first (POST /threads)", route))
+			return
+		}
+		var req lgRunRequest
+		if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		ephemeral := true
+		switch req.OnCompletion {
+		case "", "delete":
+		case "keep":
+			ephemeral = false
+		default:
+			writeError(w, fieldErrorf(CodeInvalidField, "on_completion", "field \"on_completion\" must be delete or keep, not %q", req.OnCompletion))
+			return
+		}
+		if len(req.Input) == 0 || string(req.Input) == "null" {
+			// Its thread is new: there is nothing to continue or answer.
+			writeError(w, fieldErrorf(CodeInvalidField, "input", "field \"input\" is required: a stateless run starts on a new thread"))
+			return
+		}
+		req.IfNotExists = "create"
+		r.SetPathValue("thread", newID())
+		s.lgStartRun(w, r, mode, req, ephemeral)
+	}
+}
+
+// endEphemeral deletes the thread of ru, when it is an ephemeral run that
+// is ending, keeping first the state its waiters are answered with
+// (ephemeralView).
+func (s *Server) endEphemeral(ru *run) {
+	if ru.platform == nil || !ru.platform.ephemeral {
+		return
+	}
+	ctx := context.WithoutCancel(ru.ctx)
+	if snap, err := ru.wf.State(ctx, ru.key, graph.WithSaver(s.saver)); err == nil {
+		ru.mu.Lock()
+		ru.platform.final = &snap
+		ru.mu.Unlock()
+	}
+	s.dropEphemeral(ctx, ru.owner, ru.thread)
+}
+
+// dropEphemeral deletes the owner's ephemeral thread: its record and
+// checkpoints, and its recorded runs. A failure is logged: nobody waits
+// on it.
+func (s *Server) dropEphemeral(ctx context.Context, owner, thread string) {
+	if err := s.saver.DeleteThread(ctx, threadKey(owner, thread)); err != nil {
+		s.log.ErrorContext(ctx, "server: delete the thread of a stateless run", "thread", thread, "error", err)
+		return
+	}
+	if err := s.forgetRecordings(ctx, owner, thread); err != nil {
+		s.log.ErrorContext(ctx, "server: delete the thread of a stateless run", "thread", thread, "error", err)
+	}
+}
+
+// ephemeralView is the ended ephemeral run ru with the values and
+// interrupts its thread had when it was deleted; false for any other run.
+func (ru *run) ephemeralView() (Run, bool) {
+	if ru.platform == nil || !ru.platform.ephemeral {
+		return Run{}, false
+	}
+	v := ru.view()
+	ru.mu.Lock()
+	final := ru.platform.final
+	ru.mu.Unlock()
+	if final != nil && (v.Status == StatusDone || v.Status == StatusInterrupted) {
+		v.Values, _ = json.Marshal(final.State)
+		v.Interrupts = final.Interrupts
+	}
+	return v, true
+}
