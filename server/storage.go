@@ -264,7 +264,10 @@ func (s *Server) storageQuota(owner string) *apiError {
 		s.log.Error("server: storage quota", "owner", owner, "err", err)
 		return internalError("")
 	}
-	if o.total() >= s.storage.max {
+	s.storage.mu.Lock()
+	over := o.total() >= s.storage.max
+	s.storage.mu.Unlock()
+	if over {
 		o = s.storage.refresh(ctx, owner, o)
 	}
 	s.storage.mu.Lock()
