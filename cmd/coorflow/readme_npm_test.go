@@ -32,7 +32,10 @@ func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 		require.NoError(t, err, "%s has a lockfile for npm ci", dir)
 		return filepath.ToSlash(r)
 	}
-	assert.Equal(t, "npm ci --prefix "+rel(mcptest.Dir())+" && npm ci --prefix "+rel(filepath.Join(lgsdktest.Dir(), "npm"))+"\n",
-		blocks[i+1].text)
+	want := "npm ci --prefix " + rel(mcptest.Dir())
+	for _, sdk := range lgsdktest.SDKs {
+		want += " && npm ci --prefix " + rel(filepath.Join(lgsdktest.Dir(), sdk.Dir))
+	}
+	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder")
 	assert.Equal(t, "sh", blocks[i+1].lang)
 }
