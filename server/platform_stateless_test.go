@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/server"
 )
@@ -192,4 +193,28 @@ func TestStatelessRunsAndThreadStreamsAre501WithReplicas(t *testing.T) {
 	e.fails("GET", "/threads/"+id+"/stream", alice, nil, http.StatusNotImplemented, server.ErrorDetail{Code: "not_served",
 		Message: "coorflow does not serve GET /threads/{thread_id}/stream of the LangGraph Platform API with replicas: join a run's stream (GET /threads/{thread_id}/runs/{run_id}/stream)"})
 	assert.Equal(t, 1, e.threadCount(alice))
+}
+
+// A run asked for on the thread of a stateless run in progress (its id is
+// in the answer) is refused: the thread is deleted when the stateless run
+// ends, and a run queued behind it would run on a deleted thread, leaving
+// checkpoints nobody can see or delete.
+func TestARunOnAStatelessRunsThreadIsRefusedAndLeavesNothing(t *testing.T) {
+	h := newHoldFlow(t, 2)
+	e := newEnv(t, server.Config{Workflows: workflows(h.r)})
+	var ru statelessRun
+	e.call("POST", "/runs", alice, map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "x"}}, http.StatusOK, &ru)
+	h.waitEntered(t, 1)
+	e.fails("POST", "/threads/"+ru.ThreadID+"/runs", alice, map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "y"}, "multitask_strategy": "enqueue"},
+		http.StatusConflict, server.ErrorDetail{Code: server.CodeThreadBusy,
+			Message: fmt.Sprintf(`thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)`, ru.ThreadID, ru.RunID)})
+	h.open()
+	var out map[string]any
+	e.call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, &out)
+	assert.Equal(t, "held", out["text"])
+	assert.Empty(t, server.RunCounts(e.srv), "every run ended")
+	cps, err := e.saver.ListCheckpoints(t.Context(), "alice/"+ru.ThreadID, "", graph.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, cps, "no checkpoint of the deleted thread is left")
+	assert.Equal(t, 0, e.threadCount(alice))
 }
