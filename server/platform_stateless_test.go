@@ -205,9 +205,14 @@ func TestARunOnAStatelessRunsThreadIsRefusedAndLeavesNothing(t *testing.T) {
 	var ru statelessRun
 	e.call("POST", "/runs", alice, map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "x"}}, http.StatusOK, &ru)
 	h.waitEntered(t, 1)
-	e.fails("POST", "/threads/"+ru.ThreadID+"/runs", alice, map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "y"}, "multitask_strategy": "enqueue"},
-		http.StatusConflict, server.ErrorDetail{Code: server.CodeThreadBusy,
-			Message: fmt.Sprintf(`thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)`, ru.ThreadID, ru.RunID)})
+	// Whatever its strategy: one that interrupts or rolls back the
+	// stateless run would otherwise end it first, then run on its
+	// deleted thread.
+	for _, strategy := range []string{"enqueue", "interrupt", "rollback"} {
+		e.fails("POST", "/threads/"+ru.ThreadID+"/runs", alice, map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "y"}, "multitask_strategy": strategy},
+			http.StatusConflict, server.ErrorDetail{Code: server.CodeThreadBusy,
+				Message: fmt.Sprintf(`thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)`, ru.ThreadID, ru.RunID)})
+	}
 	h.open()
 	var out map[string]any
 	e.call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, &out)
