@@ -228,6 +228,12 @@ func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode
 		s.lgCreateShared(w, r, mode, ru)
 		return
 	}
+	if e := s.refuseOnStateless(ru); e != nil {
+		// Before preempt: interrupting the stateless run would delete
+		// the thread this run is for.
+		writeError(w, e)
+		return
+	}
 	switch ru.platform.strategy {
 	case "interrupt", "rollback":
 		if err := s.preempt(r.Context(), ru.key, ru.platform.strategy == "rollback"); err != nil {

@@ -98,3 +98,35 @@ func (ru *run) ephemeralView() (Run, bool) {
 	}
 	return v, true
 }
+
+// statelessLocked returns the stateless run (on_completion "delete") in
+// progress or queued on ts, whose thread is deleted when it ends; nil
+// when none (or ts is nil). No other run may start on such a thread: it
+// would run on a deleted thread. s.mu is held.
+func (ts *threadRuns) statelessLocked() *run {
+	if ts == nil {
+		return nil
+	}
+	for _, ru := range append([]*run{ts.active}, ts.queue...) {
+		if ru != nil && ru.platform != nil && ru.platform.ephemeral {
+			return ru
+		}
+	}
+	return nil
+}
+
+// refuseOnStateless refuses run ru when its thread is a stateless run's
+// (statelessLocked); nil otherwise.
+func (s *Server) refuseOnStateless(ru *run) *apiError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refuseOnStatelessLocked(ru)
+}
+
+// refuseOnStatelessLocked is refuseOnStateless with s.mu held.
+func (s *Server) refuseOnStatelessLocked(ru *run) *apiError {
+	if st := s.threads[ru.key].statelessLocked(); st != nil {
+		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)", ru.thread, st.id)
+	}
+	return nil
+}

@@ -177,6 +177,9 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 	if ts := s.threads[ru.key]; ts != nil && ts.deleting {
 		return false, errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", ru.thread)
 	}
+	if e := s.refuseOnStatelessLocked(ru); e != nil {
+		return false, e
+	}
 	t, refused := s.ledger.Admit(runs.Request{Owner: ru.owner, Thread: ru.key, Run: ru.id, Busy: s.busyOf(ru), Limits: s.runLimits()})
 	if refused != nil {
 		if e := refusal(ru, refused); e != nil {
