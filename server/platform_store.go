@@ -256,7 +256,7 @@ func (s *Server) lgSearchItems(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, h := range hits {
 			paths = append(paths, h.Path)
-			scores[h.Path] = float64(h.Matches)
+			scores[h.Path] = h.Score
 		}
 	} else {
 		metas, err := listAll(r, st, owner, prefix)
