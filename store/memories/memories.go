@@ -8,9 +8,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -116,10 +118,22 @@ func (m *Memories) OwnerOf(ctx context.Context) string {
 	return m.cfg.Owner
 }
 
+// rememberLocks serialize the look for a lesson already learned and the
+// store of a new one, per owner, in this process: the agents of a team
+// that learn the same lesson at once store it once. Striped (a fixed
+// number of locks, chosen by the owner's hash), so owners cost nothing.
+// Processes sharing one store can still both store a lesson learned in
+// the same instant in each; the next Remember of it finds either.
+var (
+	rememberLocks [64]sync.Mutex
+	rememberSeed  = maphash.MakeSeed()
+)
+
 // Remember keeps text as a memory of owner, from source (an agent, a
 // node), with the thread of the calling run. A lesson the owner already
 // has — the same words, give or take a few (see RelearnedSimilarity) — is not
-// stored again: Remember returns the memory that holds it.
+// stored again: Remember returns the memory that holds it, also when
+// several calls in this process remember it at once.
 func (m *Memories) Remember(ctx context.Context, owner, text, source string) (Memory, error) {
 	text = strings.TrimSpace(strings.ToValidUTF8(text, "\uFFFD"))
 	if text == "" {
@@ -128,6 +142,9 @@ func (m *Memories) Remember(ctx context.Context, owner, text, source string) (Me
 	if len(text) > m.cfg.MaxText {
 		text = cut(text, m.cfg.MaxText)
 	}
+	mu := &rememberLocks[maphash.String(rememberSeed, owner)%uint64(len(rememberLocks))]
+	mu.Lock()
+	defer mu.Unlock()
 	if same, ok, err := m.relearned(ctx, owner, text); err != nil || ok {
 		return same, err
 	}

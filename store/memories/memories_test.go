@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,4 +195,43 @@ func TestTheRememberAndRecallTools(t *testing.T) {
 	res = call(memories.RecallTool, map[string]any{"query": "zebra"})
 	require.NoError(t, res.Err)
 	assert.Equal(t, "Nothing remembered matches.", res.Output)
+}
+
+// TestALessonRememberedAtOnceByManyAgentsIsStoredOnce: 100 agents of one
+// process (two Memories over one store, as two compiled workflows have)
+// remembering the same lesson at the same time store it once, and each
+// gets that memory back (issue 30: the look for a lesson already learned
+// and the store were separate steps, so parallel calls all stored it).
+func TestALessonRememberedAtOnceByManyAgentsIsStoredOnce(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			var ms [2]*memories.Memories
+			for i := range ms {
+				m, err := memories.New(memories.Config{Store: st})
+				require.NoError(t, err)
+				ms[i] = m
+			}
+			const n = 100
+			ids := make(chan string, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					m, err := ms[i%2].Remember(t.Context(), "alice", "SQLite WAL mode lets readers run beside one writer", "agent")
+					assert.NoError(t, err)
+					ids <- m.ID
+				})
+			}
+			wg.Wait()
+			close(ids)
+			distinct := map[string]bool{}
+			for id := range ids {
+				distinct[id] = true
+			}
+			assert.Len(t, distinct, 1, "every call got the one memory")
+			got, err := ms[0].Recall(t.Context(), "alice", "SQLite WAL readers writer", 10)
+			require.NoError(t, err)
+			assert.Len(t, got, 1, "the lesson is stored once")
+		})
+	}
 }
