@@ -37,6 +37,7 @@ func (f *File) check(ps *problems) {
 	f.checkIO(ps)
 	f.checkDemo(ps)
 	f.checkTools(ps)
+	f.checkContexts(ps)
 	f.checkSkills(ps)
 	f.checkNodes(ps)
 	f.checkModels(ps)

@@ -3,13 +3,42 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes/react"
 	"github.com/coorflow/coorflow/store"
+	"github.com/coorflow/coorflow/store/memories"
 	"github.com/coorflow/coorflow/window"
 )
+
+// checkContexts checks what the file's context sections name:
+// context.clear.exclude lists tools whose results are never cleared, so
+// each must be a tool an agent of this file can call (a misspelt name
+// would silently clear the results the author meant to keep).
+func (f *File) checkContexts(ps *problems) {
+	f.checkContextTools(ps, "/settings/context", f.spec.Settings.Context)
+	for _, n := range f.spec.nodes {
+		f.checkContextTools(ps, n.Ptr+"/context", n.Spec.Context)
+	}
+}
+
+func (f *File) checkContextTools(ps *problems, ptr string, cs *contextSpec) {
+	if cs == nil {
+		return
+	}
+	// The tools the window and memory give agents beside the file's own.
+	given := []string{window.ReadContextName, memories.RememberTool, memories.RecallTool}
+	for i, name := range cs.Clear.Exclude {
+		if f.knowsTool(name) || slices.Contains(given, name) {
+			continue
+		}
+		l := f.doc.loc(fmt.Sprintf("%s/clear/exclude/%d", ptr, i))
+		ps.at(l.val, l.path, "context.clear.exclude names unknown tool %q%s", name,
+			suggest(name, append(f.toolChoices(), given...), "the tools agents of this file can call"))
+	}
+}
 
 // Context returns the context budgets of the file's settings.context as a
 // window configuration (policies only: no offloader, no summarizer), with

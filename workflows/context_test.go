@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -114,4 +115,28 @@ func TestAContextSectionIsChecked(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dumper.yaml:")
 	assert.Contains(t, err.Error(), "keep_turn")
+}
+
+// TestContextClearExcludeNamesToolsAgentsCanCall: a name in
+// context.clear.exclude that no agent of the file can call is an error at
+// its line, with the nearest tool suggested (issue 30: a misspelt name
+// was accepted, and the results meant to be kept were cleared); the
+// file's tools and those the window and memory give agents are accepted.
+func TestContextClearExcludeNamesToolsAgentsCanCall(t *testing.T) {
+	ok := strings.Replace(reactFile, "%CONTEXT%", "    context: {clear: {exclude: [dump, read_context, recall]}}", 1)
+	_, err := workflows.Parse("dumper.yaml", []byte(ok), workflows.WithTools(bigTools(t)))
+	require.NoError(t, err)
+
+	bad := strings.Replace(reactFile, "%CONTEXT%", "    context:\n      clear:\n        exclude: [dunp]", 1)
+	_, err = workflows.Parse("dumper.yaml", []byte(bad), workflows.WithTools(bigTools(t)))
+	require.Error(t, err)
+	line := strings.Count(bad[:strings.Index(bad, "dunp")], "\n") + 1
+	assert.Contains(t, err.Error(), fmt.Sprintf(`dumper.yaml:%d:`, line))
+	assert.Contains(t, err.Error(), `context.clear.exclude names unknown tool "dunp" (did you mean "dump"?)`)
+
+	settings := strings.Replace(reactFile, "nodes:\n", "settings:\n  context: {clear: {exclude: [nothing_like_it]}}\nnodes:\n", 1)
+	settings = strings.Replace(settings, "%CONTEXT%", "", 1)
+	_, err = workflows.Parse("dumper.yaml", []byte(settings), workflows.WithTools(bigTools(t)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `context.clear.exclude names unknown tool "nothing_like_it" (the tools agents of this file can call: dump, read_context, remember, recall)`)
 }
