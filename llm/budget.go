@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/coorflow/coorflow/graph"
 )
 
 // Budget limits what model calls may spend. Zero fields set no limit.
@@ -91,6 +93,35 @@ type BudgetQuestion struct {
 	Limit    Budget `json:"limit"`
 	Spent    Spend  `json:"spent"`
 	Next     int    `json:"next_prompt_tokens"`
+}
+
+// OneBudgetQuestion reports whether the pending interrupts ins are all the
+// same budget question: with on_exceed: ask, every agent the budget
+// blocks in one step asks, but the answer — a new budget for the run, or
+// stop — is one decision, so hosts ask it once and give the answer to all
+// of them (AnswerAll).
+func OneBudgetQuestion(ins []graph.InterruptInfo) bool {
+	if len(ins) < 2 {
+		return false
+	}
+	scope := ""
+	for i, in := range ins {
+		q, err := graph.InterruptPayload[BudgetQuestion](in)
+		if err != nil || q.Scope == "" || q.Question == "" || (i > 0 && q.Scope != scope) {
+			return false
+		}
+		scope = q.Scope
+	}
+	return true
+}
+
+// AnswerAll answers every interrupt of ins with v.
+func AnswerAll(ins []graph.InterruptInfo, v any) graph.Option {
+	each := make(map[string]any, len(ins))
+	for _, in := range ins {
+		each[in.ID] = v
+	}
+	return graph.ResumeEach(each)
 }
 
 // Meter counts what the model calls of a run spend and keeps them within

@@ -426,7 +426,7 @@ func (s *Server) setResume(ctx context.Context, ru *run, raw json.RawMessage) er
 			return nil
 		}
 	}
-	ru.resume, ru.resumeOne = graph.Resume(raw), true
+	ru.resume, ru.resumeOne, ru.oneAnswer = graph.Resume(raw), true, raw
 	return nil
 }
 

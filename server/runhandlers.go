@@ -153,7 +153,7 @@ func (ru *run) setRequest(req RunRequest) *apiError {
 		}
 		ru.input = input
 	case len(req.Resume) > 0:
-		ru.resume, ru.resumeOne = graph.Resume(req.Resume), true
+		ru.resume, ru.resumeOne, ru.oneAnswer = graph.Resume(req.Resume), true, req.Resume
 		ru.answers = recordedAnswers(req.Resume, nil)
 	case req.ResumeEach != nil:
 		if len(req.ResumeEach) == 0 {

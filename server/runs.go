@@ -71,6 +71,9 @@ type run struct {
 	input                            []graph.Write // nil: continue the thread
 	resume                           graph.Option  // nil: no answer
 	resumeOne                        bool          // one answer for the only interrupt
+	// oneAnswer is that one answer: precheck gives it to every interrupt
+	// when they all ask the same budget question (llm.OneBudgetQuestion).
+	oneAnswer json.RawMessage
 	// answers are the request's answers as given ({"resume": …} or
 	// {"resume_each": …}), for the run's recording.
 	answers json.RawMessage
@@ -358,6 +361,10 @@ func (s *Server) precheck(ru *run) error {
 	case ru.input != nil && len(snap.Next) > 0:
 		return errorf(http.StatusConflict, CodeUnfinishedRun, "thread %q has an unfinished run (next: %s): continue it with a run without input",
 			ru.thread, strings.Join(snap.Next, ", "))
+	case ru.resumeOne && len(pending) > 1 && llm.OneBudgetQuestion(snap.Interrupts):
+		// Every agent a budget blocked in one step asks; the answer is one
+		// decision for the run.
+		ru.resume, ru.resumeOne = llm.AnswerAll(snap.Interrupts, ru.oneAnswer), false
 	case ru.resumeOne && len(pending) > 1:
 		return errorf(http.StatusConflict, CodeAmbiguousResume, "thread %q waits on %d interrupts (%s): answer them by id with resume_each",
 			ru.thread, len(pending), strings.Join(pending, ", "))

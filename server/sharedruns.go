@@ -322,7 +322,7 @@ func (s *Server) takenOverEnded(ru *run) bool {
 		return false // the input was not applied: apply it again
 	}
 	ru.mu.Lock()
-	ru.input, ru.resume, ru.resumeOne, ru.from = nil, nil, false, "" // continue from the thread's last checkpoint
+	ru.input, ru.resume, ru.resumeOne, ru.oneAnswer, ru.from = nil, nil, false, nil, "" // continue from the thread's last checkpoint
 	ru.checkpoint = snap.Checkpoint
 	over := len(snap.Next) == 0 || len(snap.Interrupts) > 0
 	if over {

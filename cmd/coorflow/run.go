@@ -331,8 +331,8 @@ func (r *runner) answers(pending []graph.InterruptInfo) (graph.Option, error) {
 		if err != nil {
 			return nil, err
 		}
-		if oneBudgetQuestion(pending) {
-			return answerAll(pending, answerValue(text)), nil
+		if llm.OneBudgetQuestion(pending) {
+			return llm.AnswerAll(pending, answerValue(text)), nil
 		}
 		return graph.Resume(answerValue(text)), nil
 	}
@@ -496,8 +496,8 @@ func (r *runner) ask(ctx context.Context, p printer, ins []graph.InterruptInfo) 
 		}
 		each[q.ID] = answerValue(line)
 	}
-	if oneBudgetQuestion(ins) {
-		return answerAll(ins, each[ins[0].ID]), true
+	if llm.OneBudgetQuestion(ins) {
+		return llm.AnswerAll(ins, each[ins[0].ID]), true
 	}
 	if len(ins) == 1 {
 		return graph.Resume(each[ins[0].ID]), true
