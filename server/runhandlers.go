@@ -47,7 +47,17 @@ type RunRequest struct {
 	// thread_id, checkpoint_id, checkpoint_ns, run_id and coorflow.* are
 	// reserved (see package runs).
 	Config json.RawMessage `json:"config,omitempty"`
+	// Checkpoint starts the run from this checkpoint of the thread (an id
+	// its history lists) instead of its newest: with no input the steps
+	// after it run again (a replay); with an input, the input is a new
+	// turn on the state it held, any step still to run there dropped (a
+	// fork). Either way the new run's checkpoints follow it, and the older
+	// ones stay in the history.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
+
+// maxCheckpointID bounds a checkpoint id in a request.
+const maxCheckpointID = 256
 
 func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +146,12 @@ func (ru *run) setRequest(req RunRequest) *apiError {
 	if e := ru.setConfig(req.Config, "config"); e != nil {
 		return e
 	}
+	if req.Checkpoint != "" {
+		if len(req.Checkpoint) > maxCheckpointID {
+			return fieldErrorf(CodeInvalidField, "checkpoint", "field \"checkpoint\" is %d bytes, more than a checkpoint id has (%d)", len(req.Checkpoint), maxCheckpointID)
+		}
+		ru.from = req.Checkpoint
+	}
 	given := 0
 	for _, set := range []bool{len(req.Input) > 0, len(req.Resume) > 0, req.ResumeEach != nil} {
 		if set {
@@ -151,7 +167,9 @@ func (ru *run) setRequest(req RunRequest) *apiError {
 		if e != nil {
 			return e
 		}
-		ru.input = input
+		// A fork: the input is a new turn at the chosen checkpoint, whatever
+		// step was still to run there.
+		ru.input, ru.discard = input, ru.from != ""
 	case len(req.Resume) > 0:
 		ru.resume, ru.resumeOne, ru.oneAnswer = graph.Resume(req.Resume), true, req.Resume
 		ru.answers = recordedAnswers(req.Resume, nil)

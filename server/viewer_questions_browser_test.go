@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,9 +32,16 @@ type feedback struct {
 // its node review has the agent "reviewer" look at the plan, then asks a
 // person to approve it (graph.Interrupt) and writes their feedback as the
 // answer.
-func reviewGraph(t *testing.T) *graph.Runnable {
+func reviewGraph(t *testing.T) *graph.Runnable { return reviewGraphOf(t, 1) }
+
+// reviewGraphOf is reviewGraph whose reviewer can run times times.
+func reviewGraphOf(t *testing.T, times int) *graph.Runnable {
 	t.Helper()
-	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"reviewer": {{Text: "The plan looks complete."}}}})
+	replies := make([]scripted.Reply, times)
+	for i := range replies {
+		replies[i] = scripted.Reply{Text: "The plan looks complete."}
+	}
+	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"reviewer": replies}})
 	agent, err := react.New(react.Config{Name: "reviewer", Model: model, Info: llm.ModelInfo{Tier: "basic", Model: "scripted"},
 		SystemPrompt: "You review plans."})
 	require.NoError(t, err)
@@ -59,7 +67,12 @@ func reviewGraph(t *testing.T) *graph.Runnable {
 // for alice on thread "r": the run stops on its question.
 func interruptedReview(t *testing.T) (*env, server.Run) {
 	t.Helper()
-	e := newEnv(t, server.Config{Workflows: workflows(reviewGraph(t)), Recorder: recorder(t)})
+	return interruptedReviewOf(t, reviewGraph(t))
+}
+
+func interruptedReviewOf(t *testing.T, wf *graph.Runnable) (*env, server.Run) {
+	t.Helper()
+	e := newEnv(t, server.Config{Workflows: workflows(wf), Recorder: recorder(t)})
 	e.thread(alice, "review", "r")
 	ru := e.wait(alice, "r", map[string]any{"input": map[string]any{"question": "Redis or Memcached?"}})
 	require.Equal(t, "interrupted", ru.Status, "%+v", ru.Error)
@@ -249,4 +262,97 @@ func TestViewerShowsTheStateAtEachCheckpointWithItsDiffInChromium(t *testing.T) 
 		}
 	}
 	assert.Equal(t, 1, question, "unchanged channels are not repeated")
+}
+
+// TestViewerReplaysAndForksFromACheckpointInChromium: each checkpoint of
+// the thread has "Replay from here" and "Fork from here…" (issue 31, item
+// 12): replay starts a run from it (POST /v1/threads/{t}/runs with
+// "checkpoint") and the page shows that run; fork does the same with the
+// input typed in, which the thread's state then holds. A bad input is
+// said on the page and starts nothing.
+func TestViewerReplaysAndForksFromACheckpointInChromium(t *testing.T) {
+	e, _ := interruptedReviewOf(t, reviewGraphOf(t, 3))
+	second := e.wait(alice, "r", map[string]any{"resume": feedback{Feedback: "Add a rollback step."}})
+	require.Equal(t, "done", second.Status, "%+v", second.Error)
+	var history server.History
+	e.call("GET", "/v1/threads/r/history", alice, nil, http.StatusOK, &history)
+	var input server.Snapshot // the checkpoint the input made: review is next
+	for _, cp := range history.Checkpoints {
+		if len(cp.Next) == 1 && cp.Next[0] == "review" && len(cp.Interrupts) == 0 {
+			input = cp
+		}
+	}
+	require.NotEmpty(t, input.Checkpoint)
+	runsOf := func() []server.Run {
+		var list struct {
+			Runs []server.Run `json:"runs"`
+		}
+		e.call("GET", "/v1/threads/r/runs", alice, nil, http.StatusOK, &list)
+		return list.Runs
+	}
+	known := map[string]bool{}
+	for _, ru := range runsOf() {
+		known[ru.ID] = true
+	}
+	// newRun waits for the page to show a run it did not show before, and
+	// returns its id.
+	newRun := func(ctx context.Context) string {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(`#run-status[data-status="interrupted"]`)); err != nil {
+			dbg, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`location.href + " | " + document.body.innerText.slice(0, 2000)`))
+			t.Fatalf("%v: %s", err, dbg)
+		}
+		id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`new URLSearchParams(location.search).get("run")`))
+		require.NoError(t, err)
+		require.False(t, known[id], "the page shows the new run, not %s", id)
+		known[id] = true
+		return id
+	}
+	at := `#checkpoints details[data-checkpoint="` + input.Checkpoint + `"]`
+	open := func(ctx context.Context) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[*int](`document.querySelector('`+at+`').open = true, null`))
+		require.NoError(t, err)
+	}
+
+	ctx := withTimeout(t, browser(t))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+second.ID+"#token="+alice),
+		chromedp.WaitVisible(at),
+	))
+	open(ctx)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(at+` button.replay`)))
+	replay := newRun(ctx)
+	screenshot(t, ctx, "viewer-replayed.png")
+	var got server.Run
+	e.call("GET", "/v1/threads/r/runs/"+replay, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "interrupted", got.Status, "the review step ran again and asks again")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.hs.URL+"/viewer/?run="+second.ID),
+		chromedp.WaitVisible(at),
+	))
+	open(ctx)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(at+` button.fork-open`),
+		chromedp.WaitVisible(at+` textarea.fork-input`),
+		chromedp.SendKeys(at+` textarea.fork-input`, `{"question": `),
+		chromedp.Click(at+` button.fork-run`),
+		chromedp.WaitVisible(at+` .action-error`),
+	))
+	msg := text(t, ctx, at+` .action-error`)
+	assert.Contains(t, msg, "The input is not JSON")
+	assert.Len(t, runsOf(), len(known), "a bad input starts nothing")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SetValue(at+` textarea.fork-input`, `{"question": "Postgres or MySQL?"}`),
+		chromedp.Click(at+` button.fork-run`),
+	))
+	fork := newRun(ctx)
+	screenshot(t, ctx, "viewer-forked.png")
+	e.call("GET", "/v1/threads/r/runs/"+fork, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, "interrupted", got.Status)
+	var values map[string]any
+	require.NoError(t, json.Unmarshal(e.state(alice, "r").Values, &values))
+	assert.Equal(t, "Postgres or MySQL?", values["question"], "the fork's input is the thread's question now")
 }

@@ -97,6 +97,17 @@ async function api(path) {
   return body;
 }
 
+// apiPost sends body as JSON to path and returns the answer; an error
+// carries the server's message.
+async function apiPost(path, body) {
+  const resp = await fetch(path, { method: "POST", body: JSON.stringify(body),
+    headers: { Authorization: "Bearer " + sessionStorage.getItem(TOKEN_KEY), "Content-Type": "application/json" } });
+  const answer = await resp.json().catch(() => null);
+  if (resp.status === 401) throw new Unauthorized("the token was refused");
+  if (!resp.ok) throw new Error((answer && answer.error && answer.error.message) || resp.status + " " + resp.statusText);
+  return answer;
+}
+
 // ---- formatting ----
 
 function fmtTime(s) { return s ? new Date(s).toLocaleString() : ""; }
@@ -448,10 +459,47 @@ function checkpointsBlock() {
           cp.next && cp.next.length ? " · next " + cp.next.join(", ") : "",
           " · ", plural(rows.length, "change"), cp.parent && !parent ? " (parent not loaded: all values)" : ""),
         el("div", { class: "dim" }, "checkpoint ", el("code", {}, cp.checkpoint), cp.parent ? [" · parent ", el("code", {}, cp.parent)] : null),
+        checkpointActions(c.thread, cp),
         rows.length ? el("table", { class: "state-diff" },
           el("thead", {}, el("tr", {}, ["Channel", "Change", "Before", "After"].map((h) => el("th", {}, h)))),
           el("tbody", {}, rows)) : el("p", { class: "hint" }, "No channel changed."));
     }));
+}
+
+// checkpointActions are the buttons that start a run from checkpoint cp
+// of thread (POST /v1/threads/{thread}/runs with "checkpoint"): replay
+// runs the steps after it again; fork applies an input there first. The
+// page then shows the new run.
+function checkpointActions(thread, cp) {
+  const msg = el("p", { class: "action-error", hidden: true });
+  const input = el("textarea", { class: "fork-input", rows: 3, spellcheck: "false",
+    placeholder: '{"channel": "value"}', "aria-label": "Input of the fork, JSON by channel" });
+  const start = async (body) => {
+    msg.hidden = true;
+    try {
+      const run = await apiPost("/v1/threads/" + encodeURIComponent(thread) + "/runs", { checkpoint: cp.checkpoint, ...body });
+      location.assign("?run=" + encodeURIComponent(run.run_id));
+    } catch (e) {
+      msg.textContent = e.message;
+      msg.hidden = false;
+    }
+  };
+  const fork = el("div", { class: "fork", hidden: true }, input,
+    el("button", { type: "button", class: "fork-run", onclick: () => {
+      let value;
+      try { value = JSON.parse(input.value || "{}"); } catch (e) {
+        msg.textContent = "The input is not JSON: " + e.message;
+        msg.hidden = false;
+        return;
+      }
+      start({ input: value });
+    } }, "Run the fork"));
+  return el("div", { class: "checkpoint-actions" },
+    el("button", { type: "button", class: "replay", title: "Run the steps after this checkpoint again", onclick: () => start({}) }, "Replay from here"),
+    " ",
+    el("button", { type: "button", class: "fork-open", title: "Apply an input at this checkpoint and go on from there",
+      onclick: () => { fork.hidden = !fork.hidden; if (!fork.hidden) input.focus(); } }, "Fork from here…"),
+    fork, msg);
 }
 
 function conversationBlock() {
