@@ -33,20 +33,13 @@ const (
 	ProviderGoogleAI Provider = "googleai"
 )
 
-var allProviders = []Provider{ProviderOpenAI, ProviderAnthropic, ProviderOllama, ProviderGoogleAI}
-
-// Providers returns every supported provider.
-func Providers() []Provider { return slices.Clone(allProviders) }
+// Providers returns every supported provider (providerSpecs).
+func Providers() []Provider { return providerNames() }
 
 // Valid reports whether p is a supported provider.
-func (p Provider) Valid() bool { return slices.Contains(allProviders, p) }
-
-// defaultKeyEnv is the variable each provider's key is read from when a
-// tier does not name one.
-var defaultKeyEnv = map[Provider]string{
-	ProviderOpenAI:    "OPENAI_API_KEY",
-	ProviderAnthropic: "ANTHROPIC_API_KEY",
-	ProviderGoogleAI:  "GOOGLE_API_KEY",
+func (p Provider) Valid() bool {
+	_, ok := specOf(p)
+	return ok
 }
 
 // Environment variables read by ApplyEnv.
@@ -190,7 +183,7 @@ func loadConfig(r io.Reader, file string) (Config, error) {
 		}
 		if p := cfg.Models[t].Provider; p != "" && !p.Valid() {
 			return Config{}, cfg.errorf(t, "provider", ErrUnknownProvider,
-				"unknown provider %q (known providers: %v)", p, allProviders)
+				"unknown provider %q (known providers: %v)", p, Providers())
 		}
 	}
 	return cfg, nil
@@ -278,13 +271,16 @@ func (c *Config) ApplyEnv(getenv func(string) string, overrides ...Override) err
 		}
 	}
 	c.AllowEndpoints = append(c.AllowEndpoints, parseAllowed(getenv(EnvAllowEndpoints))...)
-	c.applyBaseURL(ProviderOpenAI, EnvOpenAIBaseURL, strings.TrimSpace(getenv(EnvOpenAIBaseURL)))
-	c.applyBaseURL(ProviderAnthropic, EnvAnthropicBaseURL, strings.TrimSpace(getenv(EnvAnthropicBaseURL)))
-	host := strings.TrimSpace(getenv(EnvOllamaHost))
-	if host != "" && !strings.Contains(host, "://") {
-		host = "http://" + host
+	for _, ps := range providerSpecs {
+		if ps.baseURLEnv == "" {
+			continue
+		}
+		base := strings.TrimSpace(getenv(ps.baseURLEnv))
+		if ps.hostOnly && base != "" && !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		c.applyBaseURL(ps.name, ps.baseURLEnv, base)
 	}
-	c.applyBaseURL(ProviderOllama, EnvOllamaHost, host)
 	return nil
 }
 
@@ -338,7 +334,7 @@ func ParseModel(spec, origin string) (Provider, string, error) {
 	p := Provider(provider)
 	if !p.Valid() {
 		return "", "", &ConfigError{Msg: fmt.Sprintf("%s=%q: unknown provider %q (known providers: %v)",
-			origin, spec, provider, allProviders), Err: ErrUnknownProvider}
+			origin, spec, provider, Providers()), Err: ErrUnknownProvider}
 	}
 	return p, model, nil
 }
@@ -389,15 +385,15 @@ func (c Config) Validate() error {
 		switch {
 		case mc.Provider == "":
 			return c.errorf(t, "provider", ErrUnknownProvider,
-				"missing provider (one of %v)", allProviders)
+				"missing provider (one of %v)", Providers())
 		case !mc.Provider.Valid():
 			return c.errorf(t, "provider", ErrUnknownProvider,
-				"unknown provider %q (known providers: %v)", mc.Provider, allProviders)
+				"unknown provider %q (known providers: %v)", mc.Provider, Providers())
 		case strings.TrimSpace(mc.Model) == "":
 			return c.errorf(t, "model", ErrMissingModel, "missing model name")
-		case mc.Provider == ProviderOllama && mc.APIKeyEnv != "":
+		case mc.APIKeyEnv != "" && takesNoKey(mc.Provider):
 			return c.errorf(t, "api_key_env", ErrInvalidConfig,
-				"provider ollama takes no API key; remove api_key_env")
+				"provider %s takes no API key; remove api_key_env", mc.Provider)
 		case mc.Price != nil && mc.Price.Validate() != nil:
 			return c.errorf(t, "price", ErrInvalidConfig, "a price cannot be negative (dollars per million tokens)")
 		}
@@ -405,17 +401,24 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// takesNoKey reports whether provider p takes no API key.
+func takesNoKey(p Provider) bool {
+	ps, _ := specOf(p)
+	return ps.noKey
+}
+
 // apiKey returns the API key of a tier, or an error naming the variable
 // that should hold it.
 func (c Config) apiKey(t Tier, mc ModelConfig) (string, error) {
-	if mc.Provider == ProviderOllama {
+	ps, _ := specOf(mc.Provider)
+	if ps.noKey {
 		return "", nil
 	}
 	name := mc.APIKeyEnv
 	required := true
 	if name == "" {
-		name = defaultKeyEnv[mc.Provider]
-		required = mc.Provider != ProviderOpenAI || mc.BaseURL == ""
+		name = ps.keyEnv
+		required = !ps.keyOptionalAtBaseURL || mc.BaseURL == ""
 	}
 	getenv := c.Getenv
 	if getenv == nil {

@@ -19,11 +19,10 @@ const EnvAllowEndpoints = "COORFLOW_ALLOW_ENDPOINTS"
 // endpoint, and the operator did not allow it.
 var ErrEndpointNotAllowed = errors.New("llm: endpoint not allowed for the API key")
 
-// providerOrigins are the origins of each provider's own endpoints.
-var providerOrigins = map[Provider][]string{
-	ProviderOpenAI:    {"https://api.openai.com:443"},
-	ProviderAnthropic: {"https://api.anthropic.com:443"},
-	ProviderGoogleAI:  {"https://generativelanguage.googleapis.com:443"},
+// originsOf returns the origins of provider p's own endpoints.
+func originsOf(p Provider) []string {
+	ps, _ := specOf(p)
+	return ps.origins
 }
 
 // origin is the scheme, host and port of a URL, lower case and with the
@@ -84,5 +83,5 @@ func (c Config) keyMayGo(t Tier, mc ModelConfig) (string, bool) {
 	if !ok {
 		return mc.BaseURL, false
 	}
-	return o, slices.Contains(providerOrigins[mc.Provider], o) || slices.Contains(c.AllowEndpoints, o)
+	return o, slices.Contains(originsOf(mc.Provider), o) || slices.Contains(c.AllowEndpoints, o)
 }

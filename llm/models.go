@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/ollama"
-	"github.com/tmc/langchaingo/llms/openai"
 )
 
 // defaultOpenAIBaseURL is passed explicitly so that langchaingo's client
@@ -154,62 +150,6 @@ func (m *Models) Close() error {
 	}
 	m.closers = nil
 	return errors.Join(errs...)
-}
-
-// newProviderModel builds the langchaingo client of one tier. Every option
-// that the client would otherwise read from the process environment is
-// passed explicitly.
-func newProviderModel(ctx context.Context, mc ModelConfig, key string) (llms.Model, error) {
-	switch mc.Provider {
-	case ProviderOpenAI:
-		base := mc.BaseURL
-		if base == "" {
-			base = defaultOpenAIBaseURL
-		}
-		if key == "" {
-			key = keyNotNeeded
-		}
-		return openai.New(openai.WithModel(mc.Model), openai.WithBaseURL(base), openai.WithToken(key),
-			openai.WithOrganization(""), openai.WithHTTPClient(newHTTPClient(mc.Provider)))
-	case ProviderAnthropic:
-		opts := []anthropic.Option{anthropic.WithModel(mc.Model), anthropic.WithToken(key),
-			anthropic.WithHTTPClient(newHTTPClient(mc.Provider))}
-		if mc.BaseURL != "" {
-			opts = append(opts, anthropic.WithBaseURL(mc.BaseURL))
-		}
-		m, err := anthropic.New(opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &anthropicModel{inner: m}, nil
-	case ProviderOllama:
-		opts := []ollama.Option{ollama.WithModel(mc.Model), ollama.WithHTTPClient(newHTTPClient(mc.Provider))}
-		if mc.BaseURL != "" {
-			if _, err := url.Parse(mc.BaseURL); err != nil {
-				return nil, err
-			}
-			opts = append(opts, ollama.WithServerURL(mc.BaseURL))
-		}
-		m, err := ollama.New(opts...)
-		if err != nil {
-			return nil, err
-		}
-		compat, err := openai.New(openai.WithModel(mc.Model), openai.WithBaseURL(strings.TrimSuffix(Endpoint(mc), "/")+"/v1"),
-			openai.WithToken(keyNotNeeded), openai.WithOrganization(""), openai.WithHTTPClient(newHTTPClient(mc.Provider)))
-		if err != nil {
-			return nil, err
-		}
-		return &ollamaModel{inner: m, tools: compat, model: mc.Model, baseURL: mc.BaseURL}, nil
-	case ProviderGoogleAI:
-		// Gemini through its OpenAI-compatible endpoint, with langchaingo's
-		// OpenAI client: the native client would bring in the Google Cloud
-		// and gRPC modules, half of the binary. Its errors are Google's
-		// ({"error": {"code", "message", "status"}}, in a list), captured
-		// as for OpenAI.
-		return openai.New(openai.WithModel(mc.Model), openai.WithBaseURL(googleAIEndpoint(mc.BaseURL)),
-			openai.WithToken(key), openai.WithOrganization(""), openai.WithHTTPClient(newHTTPClient(mc.Provider)))
-	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownProvider, mc.Provider)
 }
 
 // googleAIEndpoint returns the OpenAI-compatible endpoint of the Gemini API

@@ -119,7 +119,7 @@ var datedSuffix = regexp.MustCompile(`([-@](\d{4}-\d{2}-\d{2}|\d{8})|-latest)$`)
 // or "-latest" suffix; never by a prefix, so a model this table does not
 // list is reported unknown rather than priced as a cheaper relative.
 func LookupPrice(provider Provider, model string) (Price, bool) {
-	if provider == ProviderOllama {
+	if ps, _ := specOf(provider); ps.free {
 		return Price{}, true
 	}
 	name := strings.ToLower(strings.TrimSpace(model))

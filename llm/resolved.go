@@ -73,17 +73,8 @@ func Endpoint(mc ModelConfig) string {
 	if mc.BaseURL != "" {
 		return mc.BaseURL
 	}
-	switch mc.Provider {
-	case ProviderOpenAI:
-		return defaultOpenAIBaseURL
-	case ProviderAnthropic:
-		return defaultAnthropicEndpoint
-	case ProviderOllama:
-		return defaultOllamaEndpoint
-	case ProviderGoogleAI:
-		return defaultGoogleAIEndpoint
-	}
-	return ""
+	ps, _ := specOf(mc.Provider)
+	return ps.endpoint
 }
 
 // Surprising reports whether a resolution deserves to be shown before a

@@ -5,18 +5,36 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/coorflow/coorflow/llm"
 )
 
 // SchemaURL is the $id of the file format's JSON Schema.
 const SchemaURL = "https://coorflow.dev/schema/coorflow-v1.schema.json"
 
 //go:embed schema/coorflow-v1.schema.json
-var schemaJSON []byte
+var schemaFile []byte
+
+// schemaJSON is the file schema with the lists that registrations make
+// filled in from them: the model providers (llm.Providers).
+var schemaJSON = withRegistrations(schemaFile)
+
+// providerEnum is the list of a model's providers in the schema (the
+// first property of $defs.model).
+var providerEnum = regexp.MustCompile(`("required": \["provider", "model"\],\s*"properties": \{\s*"provider": \{"enum": )\[[^\]]*\]`)
+
+// withRegistrations returns the schema b with the providers llm knows.
+func withRegistrations(b []byte) []byte {
+	names, _ := json.Marshal(llm.Providers())
+	list := strings.ReplaceAll(string(names), `","`, `", "`)
+	return providerEnum.ReplaceAll(b, []byte(`${1}`+list))
+}
 
 // Schema returns the JSON Schema of the workflow file format
 // (workflows/schema/coorflow-v1.schema.json in the repository), which
