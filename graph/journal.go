@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -21,6 +22,18 @@ func (j *journal) reset() {
 	j.mu.Lock()
 	clear(j.counts)
 	j.mu.Unlock()
+}
+
+// resetScope starts a new attempt of the work in scope (a task of the
+// node): counting restarts for scope and the scopes below it.
+func (j *journal) resetScope(scope string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for k := range j.counts {
+		if rest, ok := strings.CutPrefix(k, scope); ok && (strings.HasPrefix(rest, "|") || strings.HasPrefix(rest, "/")) {
+			delete(j.counts, k)
+		}
+	}
 }
 
 // next returns the key of the next call of name in scope.
