@@ -11,7 +11,6 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
@@ -94,9 +93,9 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 		want string
 	}{
 		{"unknown dependency", map[string][]string{"s2": {"zz"}},
-			`factory: the plan's steps cannot run: dag: invalid graph: task "s2" depends on "zz", which is not a task`},
+			`factory: the plan's steps cannot run: graph: invalid tasks: task "step:s2" depends on "step:zz", which is not a task`},
 		{"cycle", map[string][]string{"s1": {"s2"}, "s2": {"s1"}},
-			`factory: the plan's steps cannot run: dag: invalid graph: the tasks depend on each other in a cycle: s1 -> s2 -> s1`},
+			`factory: the plan's steps cannot run: graph: invalid tasks: the tasks depend on each other in a cycle: step:s1 -> step:s2 -> step:s1`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,7 +105,7 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 				pl.Steps[i].DependsOn = tc.deps[pl.Steps[i].ID]
 			}
 			_, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(pl)))
-			require.ErrorIs(t, err, dag.ErrInvalid)
+			require.ErrorIs(t, err, graph.ErrInvalidTasks)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Empty(t, e.model.Calls(), "no step ran")
 		})

@@ -16,7 +16,6 @@ import (
 	"github.com/coorflow/coorflow/graph"
 )
 
-
 // harness runs tasks with scripted behaviours; for every task it checks
 // that each dependency had returned before the task started, and it keeps
 // the start order and the most tasks ever in flight.

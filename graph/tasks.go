@@ -39,6 +39,13 @@ type Task[T any] struct {
 	// TaskResult.Value); an *InterruptError pauses it (see
 	// TaskOptions.Classify).
 	Run func(ctx context.Context) (T, error)
+	// Fails, when set, says whether a value Run returned without error is
+	// a failure all the same: work that was done, and whose outcome is a
+	// failure (an agent that could not do its step). The value is
+	// journaled — the task is not run again, nor retried — and the task
+	// fails with Fails's error whenever its value is read, now or from
+	// the journal. nil: the value is a success.
+	Fails func(v T) error
 	// Done, when set, is called with the task's value once it is done —
 	// run now or read back from the journal — before any task that
 	// depends on it starts. Done calls come one at a time, on the
@@ -282,6 +289,9 @@ func (s *scheduler[T]) startReady(ctx context.Context, done chan<- taskOutcome[T
 			}
 			s.started[i] = true
 			if v, ok, err := s.replay(i); ok || err != nil {
+				if err == nil {
+					err = s.verdict(i, v)
+				}
 				s.finish(ctx, taskOutcome[T]{i: i, v: v, err: err})
 				again = true // its dependents may be ready now
 				continue
@@ -341,6 +351,18 @@ func (s *scheduler[T]) call(ctx context.Context, i int, done chan<- taskOutcome[
 	if o.err == nil {
 		o.err = s.journal(ctx, i, o.v)
 	}
+	if o.err == nil {
+		o.err = s.verdict(i, o.v)
+	}
+}
+
+// verdict is the failure a done task's value stands for (Task.Fails), or
+// nil.
+func (s *scheduler[T]) verdict(i int, v T) error {
+	if f := s.tasks[i].Fails; f != nil {
+		return f(v)
+	}
+	return nil
 }
 
 // attempt calls task i's Run once, through the run's TaskExecutor when it
