@@ -186,7 +186,12 @@ func Schedule[T any](ctx context.Context, opts TaskOptions, tasks []Task[T]) ([]
 type taskBinding struct {
 	journalKey string // "" outside a node
 	segment    string // its path segment below the node's scope
-	id         string
+	// scope is its journal scope below the node's: the segment, and for
+	// a key the node used before in this run (a Schedule call in a loop)
+	// the occurrence ("k#1"), so that the calls of the two never share
+	// journal keys.
+	scope string
+	id    string
 }
 
 // binding returns the binding of the task with key, taking the next
@@ -203,7 +208,11 @@ func (s *scheduler[T]) binding(key string) taskBinding {
 	if e.r.p != nil {
 		ns, cp = e.r.p.ns, e.r.p.cp.ID
 	}
-	return taskBinding{journalKey: jk, segment: seg, id: interruptID(ns, cp, e.t.label, jk)}
+	scope := seg
+	if n := jk[strings.LastIndexByte(jk, '#'):]; n != "#0" {
+		scope += n
+	}
+	return taskBinding{journalKey: jk, segment: seg, scope: e.scope + "/" + scope, id: interruptID(ns, cp, e.t.label, jk)}
 }
 
 // taskJournalName is the journal name of a task's entry: "task:" and its
@@ -340,7 +349,7 @@ func (s *scheduler[T]) call(ctx context.Context, i int, done chan<- taskOutcome[
 	}()
 	tctx := ctx
 	if s.em != nil {
-		tctx = WithScope(ctx, s.bind[i].segment)
+		tctx = s.taskContext(ctx, i)
 	}
 	for o.attempts = 1; ; o.attempts++ {
 		o.v, o.err = s.attempt(tctx, i, o.attempts)
@@ -365,6 +374,17 @@ func (s *scheduler[T]) verdict(i int, v T) error {
 	return nil
 }
 
+// taskContext returns the context of task i: ctx, with events under the
+// task's path and calls journaled under its scope (see WithScope).
+func (s *scheduler[T]) taskContext(ctx context.Context, i int) context.Context {
+	e, call := callOf(ctx)
+	child := *e
+	child.Context, child.call = ctx, call
+	child.path = e.path + "/" + s.bind[i].segment
+	child.scope = s.bind[i].scope
+	return &child
+}
+
 // attempt calls task i's Run once, through the run's TaskExecutor when it
 // has one.
 func (s *scheduler[T]) attempt(ctx context.Context, i, attempt int) (T, error) {
@@ -373,7 +393,7 @@ func (s *scheduler[T]) attempt(ctx context.Context, i, attempt int) (T, error) {
 		return t.Run(ctx)
 	}
 	e := s.em
-	e.t.jr.resetScope(e.scope + "/" + s.bind[i].segment) // an attempt's calls count from 0
+	e.t.jr.resetScope(s.bind[i].scope) // an attempt's calls count from 0
 	x := e.r.cfg.taskExec
 	if x == nil {
 		return t.Run(ctx)

@@ -168,3 +168,32 @@ func TestScheduleOutsideANodeJournalsNothing(t *testing.T) {
 	}
 	assert.Equal(t, int32(2), runs.Load())
 }
+
+func TestAKeyScheduledTwiceInANodeKeepsItsCallsApart(t *testing.T) {
+	var calls atomic.Int32
+	var got []string
+	r := oneNode(t, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		got = got[:0]
+		for round := range 2 {
+			res, err := graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[string]{{Key: "k", Run: func(ctx context.Context) (string, error) {
+				_, err := graph.Do(ctx, "model", func(context.Context) (int32, error) { return calls.Add(1), nil })
+				if err != nil || round == 0 {
+					return "", err
+				}
+				_, err = graph.InterruptAs[string](ctx, "?")
+				return "", err
+			}}})
+			got = append(got, res[0].Value)
+			if err != nil {
+				return graph.Command{}, err
+			}
+		}
+		return graph.Command{}, nil
+	}, graph.WithSaver(memory.New()))
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	_, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("go"))
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), calls.Load(), "each round's call was made once: the second round's did not replay the first's")
+}
