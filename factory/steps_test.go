@@ -57,6 +57,17 @@ func TestQuestionsFromSeveralStepsPauseTheTeamTogether(t *testing.T) {
 	assert.Len(t, e.model.CallsFor("worker"), 2, "the branch without questions ran to its end")
 	assert.Empty(t, e.model.CallsFor("asker_a")[1:], "a2 waits for a1's answer")
 
+	// The steps are tasks of the team's node: State lists them.
+	snap, err := r.State(ctx, "t1")
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 1)
+	var tasks []string
+	for _, nt := range snap.Tasks[0].Tasks {
+		tasks = append(tasks, nt.Path+" "+string(nt.Status))
+	}
+	assert.Equal(t, []string{"coor/team/step:a1 interrupted", "coor/team/step:b1 interrupted",
+		"coor/team/step:c1 done", "coor/team/step:c2 done"}, tasks)
+
 	res, err = r.Invoke(ctx, nil, graph.Thread("t1"), graph.ResumeEach(answers))
 	require.NoError(t, err)
 	require.Equal(t, graph.StatusDone, res.Status)
