@@ -91,14 +91,14 @@ func nodeTasks(path string, journal map[string]json.RawMessage) []NodeTask {
 			if _, done := byKey[entry]; done || json.Unmarshal(raw, &rec) != nil {
 				continue
 			}
-			byKey[entry] = NodeTask{Key: rec.Key, Path: rec.Path, Status: rec.Status, Error: rec.Error}
+			byKey[entry] = NodeTask(rec)
 			continue
 		}
 		key := strings.TrimPrefix(name, "task:")
 		if at := strings.LastIndexByte(key, '#'); at >= 0 {
 			key = key[:at]
 		}
-		byKey[k] = NodeTask{Key: key, Path: path + scope + "/" + strings.ReplaceAll(key, "/", "_"), Status: TaskDone}
+		byKey[k] = NodeTask{Key: key, Path: path + scope + "/" + segmentReplacer.Replace(key), Status: TaskDone}
 	}
 	if len(byKey) == 0 {
 		return nil

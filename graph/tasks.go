@@ -27,7 +27,7 @@ import (
 // checkpoint the step runs after, like an interrupt's id.
 type Task[T any] struct {
 	// Key is unique among the tasks of one Schedule call and not empty;
-	// a '/' in it shows as '_' in the path.
+	// a '/', '|' or '#' in it shows as '_' in the path.
 	Key string
 	// Deps are the keys of the tasks of the same call that must be done
 	// before it starts.
@@ -198,7 +198,7 @@ type taskBinding struct {
 // journal key of its name in the node's scope: in task order, on the
 // caller's goroutine, so that keys are the same on every run.
 func (s *scheduler[T]) binding(key string) taskBinding {
-	seg := strings.ReplaceAll(key, "/", "_")
+	seg := segmentReplacer.Replace(key)
 	if s.em == nil {
 		return taskBinding{segment: seg, id: key}
 	}
@@ -214,6 +214,10 @@ func (s *scheduler[T]) binding(key string) taskBinding {
 	}
 	return taskBinding{journalKey: jk, segment: seg, scope: e.scope + "/" + scope, id: interruptID(ns, cp, e.t.label, jk)}
 }
+
+// segmentReplacer turns a key into a path segment: '/' separates
+// segments, '|' and '#' separate the parts of a journal key.
+var segmentReplacer = strings.NewReplacer("/", "_", "|", "_", "#", "_")
 
 // taskJournalName is the journal name of a task's entry: "task:" and its
 // key. statusSuffix marks the record of how a task that is not done ended.
