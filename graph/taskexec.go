@@ -13,11 +13,17 @@ type TaskCall struct {
 	// id) and find it again after a crash.
 	ID  string
 	Key string
-	// Node is the node that started the task, Path the task's path.
-	Node   string
-	Path   string
-	Step   int
-	Thread string
+	// Node is the node that started the task, Label the node's task in
+	// its step ("node", or "node[i]" for a packet's), Path the task's
+	// path.
+	Node  string
+	Label string
+	Path  string
+	// Checkpoint is the checkpoint the step runs after ("" without a
+	// saver): with Label and ID, what RunScheduled needs.
+	Checkpoint string
+	Step       int
+	Thread     string
 	// Attempt counts from 1 (TaskOptions.Retry).
 	Attempt int
 }
@@ -27,7 +33,10 @@ type TaskCall struct {
 // through it. By default (no executor) an attempt runs on a goroutine of
 // the node's process. A runner that places work elsewhere — a durable
 // engine that runs each task as an activity of its own, with its own
-// timeout and heartbeat — sets one with WithTaskExecutor.
+// timeout and heartbeat, on any worker — sets one with WithTaskExecutor:
+// it may call run in this process, or hand the call to another process,
+// which runs the task with Runnable.RunScheduled (it rebuilds the task
+// from the thread: the node runs again up to it).
 //
 // ExecuteTask must call run, in this process or in another that rebuilt
 // it, at most once per call, and return run's value and error: the value

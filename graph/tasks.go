@@ -173,6 +173,9 @@ func Schedule[T any](ctx context.Context, opts TaskOptions, tasks []Task[T]) ([]
 		s.bind[i] = s.binding(t.Key)
 		s.results[i].ID = s.bind[i].id
 	}
+	if s.em != nil && s.em.r.only != nil {
+		return s.runOnly(ctx)
+	}
 	s.loop(ctx)
 	if s.panicked != nil {
 		panic(s.panicked)
@@ -386,6 +389,7 @@ func (s *scheduler[T]) taskContext(ctx context.Context, i int) context.Context {
 	child.Context, child.call = ctx, call
 	child.path = e.path + "/" + s.bind[i].segment
 	child.scope = s.bind[i].scope
+	child.only = e.r.only != nil
 	return &child
 }
 
@@ -404,8 +408,11 @@ func (s *scheduler[T]) attempt(ctx context.Context, i, attempt int) (T, error) {
 	}
 	var v T
 	var runErr error
-	call := TaskCall{ID: s.bind[i].id, Key: t.Key, Node: e.node, Path: e.path + "/" + s.bind[i].segment,
+	call := TaskCall{ID: s.bind[i].id, Key: t.Key, Node: e.node, Label: e.t.label, Path: e.path + "/" + s.bind[i].segment,
 		Step: e.step, Thread: e.r.cfg.thread, Attempt: attempt}
+	if e.r.p != nil {
+		call.Checkpoint = e.r.p.cp.ID
+	}
 	raw, err := x.ExecuteTask(ctx, call, func(ctx context.Context) (json.RawMessage, error) {
 		v, runErr = t.Run(ctx)
 		if runErr != nil {
@@ -522,7 +529,7 @@ func (s *scheduler[T]) classify(o taskOutcome[T]) TaskErrorKind {
 // failure to write it loses nothing the run needs, so it is dropped.
 func (s *scheduler[T]) recordStatus(ctx context.Context, i int) {
 	b := s.bind[i]
-	if b.journalKey == "" || s.em.r.p == nil {
+	if b.journalKey == "" || s.em.r.p == nil || s.em.r.only != nil {
 		return
 	}
 	res := s.results[i]
@@ -535,6 +542,69 @@ func (s *scheduler[T]) recordStatus(ctx context.Context, i int) {
 		return
 	}
 	_ = s.putRecord(context.WithoutCancel(ctx), b.journalKey+statusSuffix, raw)
+}
+
+// runOnly is Schedule in a run of RunScheduled: the tasks the journal has
+// are done (their Done hooks called, in dependency order); the one task
+// the run is for, if it is among these, runs once, here, and Schedule
+// returns errScheduledElsewhere, which ends the node. A call without it
+// returns as if its other tasks had not run (the node goes on to its next
+// call).
+func (s *scheduler[T]) runOnly(ctx context.Context) ([]TaskResult[T], error) {
+	only := s.em.r.only
+	for again := true; again; {
+		again = false
+		for i, t := range s.tasks {
+			if s.started[i] || !s.ready(t) {
+				continue
+			}
+			v, ok, err := s.replay(i)
+			if !ok && err == nil {
+				continue
+			}
+			if err == nil {
+				err = s.verdict(i, v)
+			}
+			s.started[i], again = true, true
+			s.finish(ctx, taskOutcome[T]{i: i, v: v, err: err})
+		}
+	}
+	target := slices.IndexFunc(s.bind, func(b taskBinding) bool { return b.id == only.id })
+	if target < 0 {
+		s.skip()
+		return s.results, s.err()
+	}
+	only.ran = true
+	b := s.bind[target]
+	switch raw, ok := s.em.t.jr.get(b.journalKey); {
+	case ok:
+		only.raw = raw // done already
+	case !s.ready(s.tasks[target]):
+		only.err = fmt.Errorf("graph: task %q of node %q cannot run: the tasks it depends on are not done", s.tasks[target].Key, s.em.node)
+	default:
+		only.raw, only.err = s.runHere(ctx, target)
+	}
+	s.skip()
+	return s.results, errScheduledElsewhere
+}
+
+// runHere runs one attempt of task i on this goroutine and journals its
+// value, for RunScheduled; a panic becomes its error.
+func (s *scheduler[T]) runHere(ctx context.Context, i int) (raw json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &TaskPanicError{Key: s.tasks[i].Key, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	v, err := s.attempt(s.taskContext(ctx, i), i, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.journal(ctx, i, v); err != nil {
+		return nil, err
+	}
+	raw, _ = s.em.t.jr.get(s.bind[i].journalKey)
+	return raw, nil
 }
 
 // stop ends the call with err, the first time: no task starts any more

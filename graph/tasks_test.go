@@ -101,7 +101,9 @@ func TestEveryAttemptOfATaskGoesThroughTheTaskExecutor(t *testing.T) {
 	assert.Equal(t, 2, result.Attempts)
 	require.Len(t, calls, 2)
 	for i, c := range calls {
-		assert.Equal(t, graph.TaskCall{ID: result.ID, Key: "k", Node: "team", Path: "g/team/k", Step: 0, Thread: "t", Attempt: i + 1}, c)
+		assert.NotEmpty(t, c.Checkpoint, "the checkpoint the step runs after")
+		assert.Equal(t, graph.TaskCall{ID: result.ID, Key: "k", Node: "team", Label: "team", Path: "g/team/k", Checkpoint: c.Checkpoint,
+			Step: 0, Thread: "t", Attempt: i + 1}, c)
 	}
 }
 
@@ -196,4 +198,72 @@ func TestAKeyScheduledTwiceInANodeKeepsItsCallsApart(t *testing.T) {
 	_, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("go"))
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), calls.Load(), "each round's call was made once: the second round's did not replay the first's")
+}
+
+// TestATaskRunsApartFromItsNodeWithRunScheduled sends every task to
+// RunScheduled, as a runner that runs each task on a worker of its own
+// does: the closures the node gave Schedule are never called by the
+// node's own run.
+func TestATaskRunsApartFromItsNodeWithRunScheduled(t *testing.T) {
+	saver := memory.New()
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var nodeCalls atomic.Int32
+	var r *graph.Runnable
+	var remote []string // the events the tasks' runs streamed
+	exec := graph.TaskExecutorFunc(func(ctx context.Context, c graph.TaskCall, _ func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+		return r.RunScheduled(ctx, c, graph.WithSaver(saver), graph.Thread("t"), graph.StreamTo(func(ev graph.Event) bool {
+			mu.Lock()
+			remote = append(remote, ev.Kind.String()+" "+ev.Path)
+			mu.Unlock()
+			return true
+		}))
+	})
+	r = oneNode(t, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		nodeCalls.Add(1)
+		graph.Emit(ctx, "the node's own event")
+		run := func(key string) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				mu.Lock()
+				runs[key]++
+				mu.Unlock()
+				graph.Emit(ctx, "from "+key)
+				if key != "c" {
+					return key + "!", nil
+				}
+				v, err := graph.InterruptAs[string](ctx, "c?")
+				return key + "!" + v, err
+			}
+		}
+		var seen []string
+		res, err := graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[string]{
+			{Key: "a", Run: run("a"), Done: func(v string) { seen = append(seen, v) }},
+			{Key: "b", Deps: []string{"a"}, Run: func(ctx context.Context) (string, error) {
+				if len(seen) != 1 {
+					return "", errors.New("b ran before a's Done")
+				}
+				return run("b")(ctx)
+			}},
+			{Key: "c", Run: run("c")},
+		})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(tasksLog, res[0].Value, res[1].Value, res[2].Value)), nil
+	}, graph.WithSaver(saver))
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"), graph.WithTaskExecutor(exec))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, "g/team/c", res.Interrupts[0].Path)
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, runs)
+	assert.Equal(t, int32(4), nodeCalls.Load(), "the node's run, and one run per task")
+	assert.ElementsMatch(t, []string{"custom g/team/a", "custom g/team/b", "custom g/team/c"}, remote,
+		"a task's run streams the task's events only")
+
+	res, err = r.Invoke(t.Context(), nil, graph.Thread("t"), graph.Resume("yes"), graph.WithTaskExecutor(exec))
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusDone, res.Status)
+	assert.Equal(t, []string{"a!", "b!", "c!yes"}, tasksLog.Get(res.State))
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 2}, runs, "done tasks were journaled; c ran again with its answer")
 }
