@@ -48,11 +48,14 @@ func taskNode(opts graph.TaskOptions, tasks func() []graph.Task[string]) graph.N
 func taskFanOut(t *testing.T, e *env) {
 	const width, limit = 6, 2
 	var inFlight, most atomic.Int32
-	var mu sync.Mutex
-	var doneOrder []string
 	name := e.name("tasks-fan")
 	g := graph.New(name, logKey)
 	g.AddNode("team", taskNode(graph.TaskOptions{Limit: limit}, func() []graph.Task[string] {
+		// What the node's Done hooks gather, per run of the node (a
+		// runner may run it again to run one task apart, see
+		// graph.RunScheduled).
+		var mu sync.Mutex
+		var doneOrder []string
 		var tasks []graph.Task[string]
 		var all []string
 		for i := range width {
