@@ -2,6 +2,7 @@ package factory_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -121,4 +122,29 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 			assert.Empty(t, e.model.Calls(), "no step ran")
 		})
 	}
+}
+
+// TestTheTeamRunsWithEachTaskApartFromItsNode runs every build and step of
+// the team in a run of its own (graph.RunScheduled), as a runner that
+// gives each task an activity on any worker does: the team ends as in
+// one process, with every agent called once per step.
+func TestTheTeamRunsWithEachTaskApartFromItsNode(t *testing.T) {
+	e := newEnv(t, smem.New(store.Config{}), fullScript())
+	saver := memory.New()
+	r := e.team(t, factory.TeamConfig{}, graph.WithSaver(saver))
+	exec := graph.TaskExecutorFunc(func(ctx context.Context, c graph.TaskCall, _ func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+		return r.RunScheduled(ctx, c, graph.WithSaver(saver), graph.Thread(c.Thread))
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a barrier that never opens fails here
+	defer cancel()
+	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Thread("apart"), graph.WithTaskExecutor(exec))
+	require.NoError(t, err)
+	pl := nodes.PlanKey.Get(res.State)
+	require.True(t, pl.Done())
+	assert.Equal(t, "found FACT-B3", pl.Step("b3").Result.Summary)
+	for agent, n := range map[string]int{"builder:market_analyst": 1, "builder:tech_analyst": 1,
+		"market_analyst": 2, "tech_analyst": 2, "researcher": 1, "coder": 1} {
+		assert.Len(t, e.model.CallsFor(agent), n, agent)
+	}
+	assert.Contains(t, e.model.CallsFor("market_analyst")[1].Prompt(), "The result is FACT-A1.", "a2 got a1's handoff")
 }
