@@ -95,6 +95,12 @@ func Do[T any](ctx context.Context, name string, fn func(context.Context) (T, er
 		}
 		return v, nil
 	}
+	if e.r.only != nil && !e.only {
+		// RunScheduled's node, outside its task: a call its own run has
+		// not made is not made here either.
+		var zero T
+		return zero, fmt.Errorf("graph: call %q of node %q is not journaled, and RunScheduled runs only a task of the node: %w", key, e.node, errScheduledElsewhere)
+	}
 	v, err := fn(ctx)
 	if err != nil {
 		return v, err

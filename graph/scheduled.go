@@ -38,9 +38,11 @@ type onlyTask struct {
 //
 // The node must reach the task as its own run did: code before and
 // between its Schedule calls runs again, so it must be deterministic (its
-// side effects journaled with Do), and a task reaches RunScheduled only
-// once the tasks it depends on are done (journaled), as a TaskExecutor
-// sees it. The run never goes through the run's TaskExecutor.
+// side effects journaled with Do: outside the task, a Do call the journal
+// does not have fails instead of being made), and a task reaches
+// RunScheduled only once the tasks it depends on are done (journaled), as
+// a TaskExecutor sees it. The run never goes through the run's
+// TaskExecutor.
 func (r *Runnable) RunScheduled(ctx context.Context, call TaskCall, opts ...Option) (json.RawMessage, error) {
 	cfg := r.streamConfig(opts)
 	switch {

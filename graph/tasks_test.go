@@ -267,3 +267,24 @@ func TestATaskRunsApartFromItsNodeWithRunScheduled(t *testing.T) {
 	assert.Equal(t, []string{"a!", "b!", "c!yes"}, tasksLog.Get(res.State))
 	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 2}, runs, "done tasks were journaled; c ran again with its answer")
 }
+
+func TestRunScheduledMakesNoCallItsNodeDidNotJournal(t *testing.T) {
+	saver := memory.New()
+	var sideEffects atomic.Int32
+	var r *graph.Runnable
+	var remoteErr error
+	exec := graph.TaskExecutorFunc(func(ctx context.Context, c graph.TaskCall, run func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+		_, remoteErr = r.RunScheduled(ctx, c, graph.WithSaver(saver), graph.Thread(c.Thread))
+		return run(ctx)
+	})
+	r = oneNode(t, func(ctx context.Context, s graph.State) (graph.Command, error) {
+		// A node that swallows Schedule's error and makes a call after it.
+		_, _ = graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[int]{{Key: "k", Run: func(context.Context) (int, error) { return 1, nil }}})
+		_, err := graph.Do(ctx, "effect", func(context.Context) (int32, error) { return sideEffects.Add(1), nil })
+		return graph.Command{}, err
+	}, graph.WithSaver(saver))
+	_, err := r.Invoke(t.Context(), graph.Input(), graph.Thread("t"), graph.WithTaskExecutor(exec))
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), sideEffects.Load(), "only the node's own run made the call")
+	require.NoError(t, remoteErr, "the task's run returned its value")
+}
