@@ -10,7 +10,6 @@ import (
 
 	"github.com/coorflow/coorflow/agentevent"
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/nodes/react"
@@ -21,7 +20,9 @@ import (
 )
 
 // buildAgents loads every agent the plan's steps name — given to the
-// team, or from the registry — building the new ones concurrently.
+// team, or from the registry — building the new ones concurrently, each
+// as a task of the team's node ("build:<name>", journaled: a team that
+// runs again does not build twice).
 func (t *teamRun) buildAgents(ctx context.Context) error {
 	todo, err := t.loadAgents(ctx)
 	if err != nil || len(todo) == 0 {
@@ -30,14 +31,13 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 	if t.cfg.Builder == nil {
 		return fmt.Errorf("factory: the plan needs new agents (%s) but the team has no builder", specNames(todo))
 	}
-	tasks := make([]dag.Task, len(todo))
-	specs := make(map[string]plan.AgentSpec, len(todo))
+	tasks := make([]graph.Task[Built], len(todo))
 	for i, sp := range todo {
-		tasks[i], specs[sp.Name] = dag.Task{ID: sp.Name}, sp
+		tasks[i] = graph.Task[Built]{Key: "build:" + sp.Name,
+			Run:  func(ctx context.Context) (Built, error) { return t.build(ctx, sp) },
+			Done: func(b Built) { t.built(ctx, b) }}
 	}
-	res, err := dag.Run(ctx, tasks, dag.Options{Limit: t.cfg.BuildConcurrency}, func(ctx context.Context, name string) error {
-		return t.build(ctx, specs[name])
-	})
+	res, err := graph.Schedule(ctx, graph.TaskOptions{Limit: t.cfg.BuildConcurrency, Classify: failBuild}, tasks)
 	if err != nil {
 		return err
 	}
@@ -47,6 +47,10 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// failBuild: a build that fails fails only itself (the team reports every
+// failed build together).
+func failBuild(error) graph.TaskErrorKind { return graph.TaskFail }
 
 // loadAgents finds the agent of every step, given to the team or in the
 // registry, and returns the specs of those left to build, in plan order.
@@ -92,11 +96,12 @@ func specNames(specs []plan.AgentSpec) string {
 	return strings.Join(names, ", ")
 }
 
-// build builds one new agent, stores it in the registry and announces it.
-func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
-	built, err := t.cfg.Builder.Build(ctx, sp, t.plan.Locale)
+// build builds one new agent and stores it in the registry; what it
+// returns has the agent as stored.
+func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) (Built, error) {
+	built, err := t.cfg.Builder.build(ctx, sp, t.plan.Locale)
 	if err != nil {
-		return err
+		return Built{}, err
 	}
 	a, err := t.cfg.Registry.Add(ctx, built.Agent)
 	if errors.Is(err, store.ErrExists) {
@@ -105,10 +110,18 @@ func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
 		a, err = t.cfg.Registry.Get(ctx, sp.Name)
 	}
 	if err != nil {
-		return err
+		return Built{}, err
 	}
+	built.Agent = a
+	return built, nil
+}
+
+// built gives the team an agent built (now, or read back from the
+// journal) and announces it.
+func (t *teamRun) built(ctx context.Context, built Built) {
+	a := built.Agent
 	t.mu.Lock()
-	t.agents[sp.Name] = a
+	t.agents[a.Name] = a
 	t.mu.Unlock()
 	graph.Emit(ctx, agentevent.Created{Agent: a.Name, Role: a.Role, Tier: a.Tier, Tools: a.Tools, Skills: a.Skills, Summary: a.Description, System: a.Prompt})
 	if len(built.Dropped) > 0 {
@@ -119,7 +132,6 @@ func (t *teamRun) build(ctx context.Context, sp plan.AgentSpec) error {
 		graph.Emit(ctx, agentevent.Warning{Value: fmt.Sprintf(
 			"agent %q asked for skills that do not exist and were dropped: %s", a.Name, strings.Join(built.DroppedSkills, ", "))})
 	}
-	return nil
 }
 
 // agentRun is the id of one run of an agent: its private board's key.

@@ -63,37 +63,54 @@ type Built struct {
 // Build builds the agent spec describes. The whole build goes through the
 // journal (graph.Do), so a node that runs again does not build twice.
 func (b *Builder) Build(ctx context.Context, spec plan.AgentSpec, locale string) (Built, error) {
-	if b.Model == nil || b.WritePrompt == nil {
-		return Built{}, errors.New("factory: a builder needs a model and a prompt writer")
+	if err := b.check(); err != nil {
+		return Built{}, err
 	}
 	return graph.Do(ctx, "build "+spec.Name, func(ctx context.Context) (Built, error) {
-		ctx = llm.WithAgent(graph.WithScope(ctx, "build:"+spec.Name), "builder:"+spec.Name)
-		d, err := structured.Generate[buildDraft](ctx, window.Observe(llm.Observe(b.Model, b.Info)), b.messages(spec, locale))
-		if err != nil {
-			return Built{}, fmt.Errorf("factory: build agent %q: %w", spec.Name, err)
-		}
-		var keep, dropped []string
-		for _, t := range d.Tools {
-			switch {
-			case b.Tools != nil && slices.Contains(b.Tools.Names(), t):
-				if !slices.Contains(keep, t) {
-					keep = append(keep, t)
-				}
-			default:
-				dropped = append(dropped, t)
-			}
-		}
-		skillSet, droppedSkills := b.Skills.Subset(d.Skills...)
-		s := spec
-		a := Agent{Name: spec.Name, Role: spec.Role, Description: d.Description, Thought: d.Thought,
-			Tier: d.Tier, Tools: keep, Skills: skillSet.Names(), Brief: d.Brief, Spec: &s}
-		prompt, err := b.WritePrompt(ctx, a, locale)
-		if err != nil {
-			return Built{}, fmt.Errorf("factory: write the prompt of agent %q: %w", spec.Name, err)
-		}
-		a.Prompt = prompt
-		return Built{Agent: a, Dropped: dropped, DroppedSkills: droppedSkills}, nil
+		return b.build(graph.WithScope(ctx, "build:"+spec.Name), spec, locale)
 	})
+}
+
+// build is Build without a journal entry or a scope of its own, for a
+// caller that builds the agent as a task of its node (graph.Schedule
+// journals the task's value and scopes its events, "build:<name>").
+func (b *Builder) build(ctx context.Context, spec plan.AgentSpec, locale string) (Built, error) {
+	if err := b.check(); err != nil {
+		return Built{}, err
+	}
+	ctx = llm.WithAgent(ctx, "builder:"+spec.Name)
+	d, err := structured.Generate[buildDraft](ctx, window.Observe(llm.Observe(b.Model, b.Info)), b.messages(spec, locale))
+	if err != nil {
+		return Built{}, fmt.Errorf("factory: build agent %q: %w", spec.Name, err)
+	}
+	var keep, dropped []string
+	for _, t := range d.Tools {
+		switch {
+		case b.Tools != nil && slices.Contains(b.Tools.Names(), t):
+			if !slices.Contains(keep, t) {
+				keep = append(keep, t)
+			}
+		default:
+			dropped = append(dropped, t)
+		}
+	}
+	skillSet, droppedSkills := b.Skills.Subset(d.Skills...)
+	s := spec
+	a := Agent{Name: spec.Name, Role: spec.Role, Description: d.Description, Thought: d.Thought,
+		Tier: d.Tier, Tools: keep, Skills: skillSet.Names(), Brief: d.Brief, Spec: &s}
+	prompt, err := b.WritePrompt(ctx, a, locale)
+	if err != nil {
+		return Built{}, fmt.Errorf("factory: write the prompt of agent %q: %w", spec.Name, err)
+	}
+	a.Prompt = prompt
+	return Built{Agent: a, Dropped: dropped, DroppedSkills: droppedSkills}, nil
+}
+
+func (b *Builder) check() error {
+	if b.Model == nil || b.WritePrompt == nil {
+		return errors.New("factory: a builder needs a model and a prompt writer")
+	}
+	return nil
 }
 
 func (b *Builder) messages(spec plan.AgentSpec, locale string) []llms.MessageContent {

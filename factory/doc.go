@@ -15,6 +15,10 @@
 // concurrently — with each agent seeing only its task, its dependencies'
 // handoffs and the board items its visibility allows. Results go to the
 // mission board; the plan keeps a summary, a confidence, a reasoning trace
-// and a reference per step. Builds and steps are journaled, so an interrupt
-// or a crash in the middle of the team node redoes neither.
+// and a reference per step. Builds and steps are tasks of the node
+// (graph.Schedule, keys "build:<name>" and "step:<id>", so a step's events
+// and questions are at coor/team/step:<id>): the engine's scheduler runs
+// them, journals each one's result — an interrupt or a crash in the middle
+// of the team node redoes neither — lists them in the thread's State, and
+// lets a runner run each apart from the node (graph.RunScheduled).
 package factory

@@ -2,6 +2,7 @@ package factory_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
-	"github.com/coorflow/coorflow/internal/dag"
 	"github.com/coorflow/coorflow/llm/scripted"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
@@ -58,6 +58,17 @@ func TestQuestionsFromSeveralStepsPauseTheTeamTogether(t *testing.T) {
 	assert.Len(t, e.model.CallsFor("worker"), 2, "the branch without questions ran to its end")
 	assert.Empty(t, e.model.CallsFor("asker_a")[1:], "a2 waits for a1's answer")
 
+	// The steps are tasks of the team's node: State lists them.
+	snap, err := r.State(ctx, "t1")
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 1)
+	var tasks []string
+	for _, nt := range snap.Tasks[0].Tasks {
+		tasks = append(tasks, nt.Path+" "+string(nt.Status))
+	}
+	assert.Equal(t, []string{"coor/team/step:a1 interrupted", "coor/team/step:b1 interrupted",
+		"coor/team/step:c1 done", "coor/team/step:c2 done"}, tasks)
+
 	res, err = r.Invoke(ctx, nil, graph.Thread("t1"), graph.ResumeEach(answers))
 	require.NoError(t, err)
 	require.Equal(t, graph.StatusDone, res.Status)
@@ -94,9 +105,9 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 		want string
 	}{
 		{"unknown dependency", map[string][]string{"s2": {"zz"}},
-			`factory: the plan's steps cannot run: dag: invalid graph: task "s2" depends on "zz", which is not a task`},
+			`factory: the plan's steps cannot run: graph: invalid tasks: task "step:s2" depends on "step:zz", which is not a task`},
 		{"cycle", map[string][]string{"s1": {"s2"}, "s2": {"s1"}},
-			`factory: the plan's steps cannot run: dag: invalid graph: the tasks depend on each other in a cycle: s1 -> s2 -> s1`},
+			`factory: the plan's steps cannot run: graph: invalid tasks: the tasks depend on each other in a cycle: step:s1 -> step:s2 -> step:s1`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,9 +117,34 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 				pl.Steps[i].DependsOn = tc.deps[pl.Steps[i].ID]
 			}
 			_, err := e.team(t, factory.TeamConfig{}).Invoke(t.Context(), graph.Input(nodes.PlanKey.Set(pl)))
-			require.ErrorIs(t, err, dag.ErrInvalid)
+			require.ErrorIs(t, err, graph.ErrInvalidTasks)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Empty(t, e.model.Calls(), "no step ran")
 		})
 	}
+}
+
+// TestTheTeamRunsWithEachTaskApartFromItsNode runs every build and step of
+// the team in a run of its own (graph.RunScheduled), as a runner that
+// gives each task an activity on any worker does: the team ends as in
+// one process, with every agent called once per step.
+func TestTheTeamRunsWithEachTaskApartFromItsNode(t *testing.T) {
+	e := newEnv(t, smem.New(store.Config{}), fullScript())
+	saver := memory.New()
+	r := e.team(t, factory.TeamConfig{}, graph.WithSaver(saver))
+	exec := graph.TaskExecutorFunc(func(ctx context.Context, c graph.TaskCall, _ func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+		return r.RunScheduled(ctx, c, graph.WithSaver(saver), graph.Thread(c.Thread))
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a barrier that never opens fails here
+	defer cancel()
+	res, err := r.Invoke(ctx, graph.Input(nodes.PlanKey.Set(twoBranches())), graph.Thread("apart"), graph.WithTaskExecutor(exec))
+	require.NoError(t, err)
+	pl := nodes.PlanKey.Get(res.State)
+	require.True(t, pl.Done())
+	assert.Equal(t, "found FACT-B3", pl.Step("b3").Result.Summary)
+	for agent, n := range map[string]int{"builder:market_analyst": 1, "builder:tech_analyst": 1,
+		"market_analyst": 2, "tech_analyst": 2, "researcher": 1, "coder": 1} {
+		assert.Len(t, e.model.CallsFor(agent), n, agent)
+	}
+	assert.Contains(t, e.model.CallsFor("market_analyst")[1].Prompt(), "The result is FACT-A1.", "a2 got a1's handoff")
 }

@@ -96,8 +96,9 @@ var ErrStepFailed = errors.New("factory: step failed")
 // a reference to the full output on the mission board; a result under the
 // confidence threshold runs once more, deeper. It writes the plan with its
 // results and the findings, and follows its edges (back to the planner).
-// Every build and every step goes through the journal: after an interrupt
-// or a crash, finished builds and steps are not redone.
+// Every build and every step is a task of the node (graph.Schedule), its
+// result journaled: after an interrupt or a crash, finished builds and
+// steps are not redone.
 func Team(cfg TeamConfig) (graph.NodeFunc, error) {
 	if cfg.Registry == nil || cfg.Models == nil {
 		return nil, errors.New("factory: the team needs a registry and models")

@@ -27,6 +27,20 @@
 // panic turned into a *NodeError with its stack, and per node a retry
 // policy, a timeout and an error handler that may route to a fallback.
 //
+// Tasks inside a node: a node that finds its work at run time — a team's
+// agents, one per step of a plan it was given — starts it with Schedule.
+// The graph stays static (a task is no node: it has no channels and
+// routes nowhere), yet the engine sees each task as a unit of work: it
+// runs concurrently with its siblings, once its dependencies are done and
+// under the call's limit; it may fail (skipping its dependents, or
+// stopping the call), be retried, or pause on Interrupt. Its path is its
+// node's and its key ("coor/team/step:s1"): its events stream under it and
+// its questions are answered by it (ResumeAt). Its value is journaled like
+// a Do call, so a resume, a retry of the node or a restart after a crash
+// returns the value of a done task without running it again. State lists
+// the tasks of an unfinished node (StepTask.Tasks). A runner may take over
+// where each attempt runs with WithTaskExecutor.
+//
 // Stream yields every event of a run — run, step, node, update, values,
 // checkpoint, interrupt, error — and the custom events that nodes Emit,
 // each with its Path. Packages above this one define their own custom

@@ -166,6 +166,9 @@ type emitter struct {
 	// scope is the path below the task (WithScope), which keys journal
 	// entries and interrupts so that concurrent scopes do not collide.
 	scope string
+	// only marks the emitter of the one task a run of RunScheduled is
+	// for: in such a run, the node's other events are not streamed.
+	only bool
 	// call, in an emitter WithScope made, is the call whose context it
 	// was made from, when calls have contexts of their own (see
 	// taskContext).
@@ -323,7 +326,7 @@ func (ev Event) Name() string {
 // cancelled.
 func Emit(ctx context.Context, v any) {
 	e, call := callOf(ctx)
-	if e == nil || !e.inNode() || !e.r.wantsCustom(nameOf(v)) || !call.enter() {
+	if e == nil || !e.inNode() || (e.r.only != nil && !e.only) || !e.r.wantsCustom(nameOf(v)) || !call.enter() {
 		return
 	}
 	e.r.send(ctx, Event{Kind: EventCustom, Path: e.path, Node: e.node, Step: e.step, Data: v, Time: e.r.now()})
@@ -361,5 +364,5 @@ func PathOf(ctx context.Context) string {
 // context ctx is has returned, it reports false: Emit does nothing then.
 func Wants(ctx context.Context, name string) bool {
 	e, call := callOf(ctx)
-	return e != nil && e.inNode() && e.r.wantsCustom(name) && call.running()
+	return e != nil && e.inNode() && (e.r.only == nil || e.only) && e.r.wantsCustom(name) && call.running()
 }

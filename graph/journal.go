@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -21,6 +22,18 @@ func (j *journal) reset() {
 	j.mu.Lock()
 	clear(j.counts)
 	j.mu.Unlock()
+}
+
+// resetScope starts a new attempt of the work in scope (a task of the
+// node): counting restarts for scope and the scopes below it.
+func (j *journal) resetScope(scope string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for k := range j.counts {
+		if rest, ok := strings.CutPrefix(k, scope); ok && (strings.HasPrefix(rest, "|") || strings.HasPrefix(rest, "/")) {
+			delete(j.counts, k)
+		}
+	}
 }
 
 // next returns the key of the next call of name in scope.
@@ -81,6 +94,12 @@ func Do[T any](ctx context.Context, name string, fn func(context.Context) (T, er
 			return v, fmt.Errorf("graph: journal entry %q of node %q does not decode as %T: %w", key, e.node, v, err)
 		}
 		return v, nil
+	}
+	if e.r.only != nil && !e.only {
+		// RunScheduled's node, outside its task: a call its own run has
+		// not made is not made here either.
+		var zero T
+		return zero, fmt.Errorf("graph: call %q of node %q is not journaled, and RunScheduled runs only a task of the node: %w", key, e.node, errScheduledElsewhere)
 	}
 	v, err := fn(ctx)
 	if err != nil {

@@ -27,6 +27,8 @@ type config struct {
 	ns string
 	// subgraph is the namespace InSubgraph names, for reading a thread.
 	subgraph string
+	// taskExec runs the tasks nodes start (WithTaskExecutor).
+	taskExec TaskExecutor
 }
 
 const defaultStepLimit = 100

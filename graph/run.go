@@ -98,6 +98,10 @@ type run struct {
 	// elsewhere (RunTasks), so each task's result is stored as it ends,
 	// and on workers, never on the caller's goroutine.
 	partial bool
+	// only, in a run of RunScheduled, is the one task (of Schedule) the
+	// run is for: the node runs up to it, and nothing else of the node
+	// is kept or streamed.
+	only *onlyTask
 	// stopped is set when yield returned false; task goroutines read it.
 	stopped atomic.Bool
 	// events carries events from task goroutines to the loop, and the

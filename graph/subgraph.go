@@ -23,6 +23,7 @@ func (sub *Runnable) runNested(ctx context.Context, parent State) (Command, erro
 	if em := emitterFrom(ctx); em != nil {
 		cfg.events = em.r.cfg.events
 		cfg.runtime = em.r.cfg.runtime
+		cfg.taskExec = em.r.cfg.taskExec
 		path = em.path
 		yield = func(ev Event, _ error) bool {
 			em.r.send(ctx, ev)

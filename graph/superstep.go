@@ -229,7 +229,7 @@ func (ru *run) runTasks(tasks []*task, start time.Time) []taskResult {
 	ru.todo = todo
 	// Results are stored as they come when a sibling may still fail or
 	// pause; a lone task's result goes straight into the checkpoint.
-	keep := ru.p != nil && (len(tasks) > 1 || ru.partial)
+	keep := ru.p != nil && (len(tasks) > 1 || ru.partial) && ru.only == nil
 	// Nobody reads events, so nothing from inside the node needs the loop
 	// to forward it: this goroutine runs the task, or takes part in a wide
 	// step — except in RunTasks (see there).
@@ -371,6 +371,10 @@ func (ru *run) tryTask(t *task, call *callContext, res *taskResult) {
 // ended (interrupted, failed, or handled by the node's error handler).
 func (ru *run) failedAttempt(t *task, s State, attempt int, err error, res *taskResult) (retry bool) {
 	n := t.node
+	if errors.Is(err, errScheduledElsewhere) {
+		res.err = err // RunScheduled's node: neither retried nor handled
+		return false
+	}
 	if ins := interruptsOf(err); len(ins) > 0 {
 		res.interrupts = ins
 		return false

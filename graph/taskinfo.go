@@ -1,6 +1,11 @@
 package graph
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+)
 
 // TaskInfo describes the task a node is running as.
 type TaskInfo struct {
@@ -49,10 +54,61 @@ type StepTask struct {
 	// done task, the last questions it asked, answered (LangGraph lists
 	// a past checkpoint's tasks with their interrupts).
 	Interrupts []InterruptInfo
+	// Tasks are the tasks the node started with Schedule that the
+	// records of the step know: the done ones (journaled), and those that
+	// failed or paused in the last run of the node, sorted by path. A
+	// task that never started (its dependencies were not done) is not
+	// listed.
+	Tasks []NodeTask
 	// Subgraph, for a task of a subgraph node, names the checkpoint
 	// namespace of its run: pass it to InSubgraph to read the subgraph's
 	// own checkpoints with State, StateAt and History.
 	Subgraph string
+}
+
+// NodeTask is one task a node started with Schedule, as State shows it.
+type NodeTask struct {
+	Key string
+	// Path is the task's path: its node's path (and scope), then its key.
+	Path   string
+	Status TaskStatus // TaskDone, TaskFailed or TaskInterrupted
+	// Error is the failure of a failed task.
+	Error string
+}
+
+// nodeTasks lists the tasks of the node whose task has path, from its
+// journal: entries of tasks are done, and status records say how the
+// others ended.
+func nodeTasks(path string, journal map[string]json.RawMessage) []NodeTask {
+	byKey := map[string]NodeTask{}
+	for k, raw := range journal {
+		scope, name, ok := strings.Cut(k, "|")
+		if !ok || !strings.HasPrefix(name, "task:") {
+			continue
+		}
+		if entry, ok := strings.CutSuffix(k, statusSuffix); ok {
+			var rec taskStatusRecord
+			if _, done := byKey[entry]; done || json.Unmarshal(raw, &rec) != nil {
+				continue
+			}
+			byKey[entry] = NodeTask(rec)
+			continue
+		}
+		key := strings.TrimPrefix(name, "task:")
+		if at := strings.LastIndexByte(key, '#'); at >= 0 {
+			key = key[:at]
+		}
+		byKey[k] = NodeTask{Key: key, Path: path + scope + "/" + segmentReplacer.Replace(key), Status: TaskDone}
+	}
+	if len(byKey) == 0 {
+		return nil
+	}
+	out := make([]NodeTask, 0, len(byKey))
+	for _, nt := range byKey {
+		out = append(out, nt)
+	}
+	slices.SortFunc(out, func(a, b NodeTask) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // recError is the TaskRecord kind of a task's failure: its error message.
@@ -70,7 +126,11 @@ func (ru *run) stepTasks(finished bool) []StepTask {
 		if t.node.sub != nil {
 			st.Subgraph = subgraphNS(ru.p.ns, t.label, ru.p.cp.ID)
 		}
-		switch tr := records[t.label]; {
+		tr := records[t.label]
+		if tr != nil {
+			st.Tasks = nodeTasks(t.path, tr.journal)
+		}
+		switch {
 		case finished || t.done != nil:
 			st.Status = TaskDone
 			if tr != nil {

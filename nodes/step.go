@@ -55,28 +55,36 @@ type stepAnswer struct {
 func RunStep(ctx context.Context, r StepRun) (plan.StepResult, error) {
 	id := r.Step.ID
 	return graph.Do(ctx, "step "+id, func(ctx context.Context) (plan.StepResult, error) {
-		ctx = graph.WithScope(ctx, "step:"+id)
-		threshold := r.Threshold
-		if threshold == 0 {
-			threshold = DefaultConfidenceThreshold
-		}
-		task := RenderTask(r)
-		ans, err := r.attempt(ctx, task, "")
-		if err != nil {
-			return failed(ctx, err, 1)
-		}
-		if ans.Confidence >= threshold || threshold < 0 {
-			return done(ans, 1), nil
-		}
-		deeper := fmt.Sprintf("%s\n# Go deeper\nA first attempt reached confidence %.2f with this summary: %s\nIts reasoning: %s\n"+
-			"Check the key claims, fill what is missing, correct what is wrong, and only then answer in the same JSON form.",
-			task, ans.Confidence, oneLine(ans.Summary), oneLine(ans.Reasoning))
-		ans2, err := r.attempt(ctx, deeper, "#2")
-		if err != nil {
-			return failed(ctx, err, 2)
-		}
-		return done(ans2, 2), nil
+		return CarryOut(graph.WithScope(ctx, "step:"+id), r)
 	})
+}
+
+// CarryOut is RunStep without a journal entry or a scope of its own: it
+// carries out the step in ctx as it is, for a caller that runs the step as
+// a task of its node (graph.Schedule journals the task's value and scopes
+// its events under the task's path, "step:<id>" for the team's steps).
+// The calls inside are journaled, each under ctx's scope.
+func CarryOut(ctx context.Context, r StepRun) (plan.StepResult, error) {
+	threshold := r.Threshold
+	if threshold == 0 {
+		threshold = DefaultConfidenceThreshold
+	}
+	task := RenderTask(r)
+	ans, err := r.attempt(ctx, task, "")
+	if err != nil {
+		return failed(ctx, err, 1)
+	}
+	if ans.Confidence >= threshold || threshold < 0 {
+		return done(ans, 1), nil
+	}
+	deeper := fmt.Sprintf("%s\n# Go deeper\nA first attempt reached confidence %.2f with this summary: %s\nIts reasoning: %s\n"+
+		"Check the key claims, fill what is missing, correct what is wrong, and only then answer in the same JSON form.",
+		task, ans.Confidence, oneLine(ans.Summary), oneLine(ans.Reasoning))
+	ans2, err := r.attempt(ctx, deeper, "#2")
+	if err != nil {
+		return failed(ctx, err, 2)
+	}
+	return done(ans2, 2), nil
 }
 
 func done(a stepAnswer, attempts int) plan.StepResult {

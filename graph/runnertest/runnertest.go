@@ -4,7 +4,10 @@
 // checks what a user of a graph relies on whatever runs it — supersteps
 // and their isolation, reducer order, write conflicts, Send, joins, Goto,
 // the step limit, pending writes of a failed step, parallel and subgraph
-// interrupts, journaled calls and cancellation.
+// interrupts, journaled calls and cancellation — and the tasks a node
+// starts at run time (graph.Schedule): fan-out under a limit, a task's
+// interrupt answered by path, retries, journaled calls inside a task,
+// and cancellation, none of which runs a done task again.
 package runnertest
 
 import (
@@ -56,6 +59,11 @@ var cases = []struct {
 	{"SubgraphInterrupt", subgraphInterrupt},
 	{"JournalOnce", journalOnce},
 	{"Cancellation", cancellation},
+	{"TaskFanOut", taskFanOut},
+	{"TaskInterrupt", taskInterrupt},
+	{"TaskRetries", taskRetries},
+	{"TaskJournal", taskJournal},
+	{"TaskCancellation", taskCancellation},
 }
 
 // env is one case's test, harness and names.

@@ -2,6 +2,7 @@ package runnertest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -82,5 +83,30 @@ func TestInProcessByStream(t *testing.T) {
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  memory.New(),
 		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return runnertest.ByStream(r) },
+	})
+}
+
+// apart runs every task a node starts in a run of its own
+// (graph.RunScheduled), as a runner that runs each task as an activity on
+// any worker does: never through the closure of the node's own run.
+type apart struct {
+	r     *graph.Runnable
+	saver graph.Saver
+}
+
+func (a apart) Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error) {
+	exec := graph.TaskExecutorFunc(func(ctx context.Context, c graph.TaskCall, _ func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+		return a.r.RunScheduled(ctx, c, graph.WithSaver(a.saver), graph.Thread(c.Thread))
+	})
+	return a.r.Invoke(ctx, input, append(opts, graph.WithTaskExecutor(exec))...)
+}
+
+// TestTasksApart runs the suite with every task of a node run apart from
+// the node's run.
+func TestTasksApart(t *testing.T) {
+	saver := memory.New()
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  saver,
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return apart{r, saver} },
 	})
 }
