@@ -47,6 +47,8 @@ type RunInput struct {
 	StepTimeout      time.Duration `json:"step_timeout"`
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 	MaxAttempts      int           `json:"max_attempts"`
+	// ScheduleToStartTimeout bounds a step's wait for a worker (0: none).
+	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
 	// StepsPerRun caps the steps one workflow execution takes before it
 	// continues as new at a superstep boundary (0: only when the server
 	// suggests it).
@@ -420,7 +422,8 @@ func (w *runState) activityContext(ctx workflow.Context, queue string) workflow.
 	in := w.in
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           queue,
-		StartToCloseTimeout: in.StepTimeout,
+		StartToCloseTimeout:    in.StepTimeout,
+		ScheduleToStartTimeout: in.ScheduleToStartTimeout,
 		HeartbeatTimeout:    in.HeartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy: &temporal.RetryPolicy{
