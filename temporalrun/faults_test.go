@@ -458,8 +458,10 @@ func TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
 	<-cnt.heldCh
 	b := startHelper(t, "b", env)
 	require.NoError(t, a.Process.Kill()) // SIGKILL
+	killed := time.Now()
 	_, _ = a.Process.Wait()
 	require.NoError(t, <-done)
+	ended := time.Now()
 	assert.Equal(t, []string{"n00@a", "n01@b", "n02@b"}, callLog.Get(res.State))
 
 	h := fullHistory(t, e.client, thread)
@@ -484,6 +486,9 @@ func TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
 	timeout := started.GetLastFailure().GetTimeoutFailureInfo()
 	require.NotNil(t, timeout, "the first attempt timed out: %v", started.GetLastFailure())
 	assert.Equal(t, enumspb.TIMEOUT_TYPE_HEARTBEAT, timeout.GetTimeoutType(), "noticed by its heartbeat, not the step timeout")
+	// Figures for the record, not asserted: the server's clock and ours.
+	t.Logf("kill -9 to the retry's start: %s; to the run's end: %s", retried[0].GetEventTime().AsTime().Sub(killed).Round(time.Millisecond),
+		ended.Sub(killed).Round(time.Millisecond))
 	cnt.mu.Lock()
 	defer cnt.mu.Unlock()
 	assert.Equal(t, 2, cnt.byKey[thread+"/n01"], "the call in flight at the kill, made again")

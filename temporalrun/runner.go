@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/coorflow/coorflow/graph"
 )
@@ -387,7 +389,15 @@ func transient(err error) bool {
 	var unavailable *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
 	var canceled *serviceerror.Canceled
-	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled)
+	if errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled) {
+		return true
+	}
+	// As gRPC says it, before the SDK turns it into a service error.
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 func wait(ctx context.Context, d time.Duration) error {
