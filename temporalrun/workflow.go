@@ -47,6 +47,9 @@ type RunInput struct {
 	StepTimeout      time.Duration `json:"step_timeout"`
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 	MaxAttempts      int           `json:"max_attempts"`
+	// LocalSteps runs the one-task steps that continue the run on the
+	// default queue as local activities (Config.LocalSteps).
+	LocalSteps bool `json:"local_steps,omitempty"`
 	// ScheduleToStartTimeout bounds a step's wait for a worker (0: none).
 	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
 	// StepsPerRun caps the steps one workflow execution takes before it
@@ -133,6 +136,10 @@ type StepInput struct {
 	// Runtime holds the runtime values of the run's nodes.
 	Runtime map[string]string `json:"runtime,omitempty"`
 	Budget  *Budget           `json:"budget,omitempty"`
+	// Recover makes the step check, as a retry does, whether the thread
+	// is already past After: a local step run again after its worker died
+	// (a new execution of a local activity starts at attempt 1).
+	Recover bool `json:"recover,omitempty"`
 }
 
 // StepOutput is the result of the step activity.
@@ -191,6 +198,9 @@ type runState struct {
 	next     []string
 	tasks    []string // labels of the next step's tasks
 	last     []string
+	// checked: a local step ran in this copy of the workflow's state
+	// (see local).
+	checked bool
 }
 
 // workflowFn runs one run of a thread: steps as activities until the run
@@ -321,7 +331,19 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 			queue = in.Queues.Default
 		}
 		var out StepOutput
-		if err := workflow.ExecuteActivity(w.activityContext(ctx, queue), StepActivityName, step).Get(ctx, &out); err != nil {
+		var fut workflow.Future
+		if w.local(step, queue) {
+			// A worker that ran local steps past the history's end and
+			// died left the thread ahead of what this copy knows: the
+			// first local step this copy runs checks, as a retry does.
+			s, fresh := step, !workflow.IsReplaying(ctx)
+			s.Recover = fresh && !w.checked
+			w.checked = w.checked || fresh
+			fut = workflow.ExecuteLocalActivity(w.localContext(ctx), StepActivityName, s)
+		} else {
+			fut = workflow.ExecuteActivity(w.activityContext(ctx, queue), StepActivityName, step)
+		}
+		if err := fut.Get(ctx, &out); err != nil {
 			return Output{}, err
 		}
 		step.Input, step.Answers = nil, nil
@@ -369,6 +391,29 @@ func (w *runState) head(ctx workflow.Context) (HeadOutput, error) {
 	})
 	err := workflow.ExecuteLocalActivity(lctx, HeadActivityName, in.Graph, in.Thread).Get(ctx, &head)
 	return head, err
+}
+
+// local reports whether the step runs as a local activity
+// (RunInput.LocalSteps): a step of one task that continues the run on the
+// default queue.
+func (w *runState) local(step StepInput, queue string) bool {
+	return w.in.LocalSteps && len(w.tasks) <= 1 && step.Input == nil && step.Answers == nil &&
+		queue == w.in.Queues.Default
+}
+
+// localContext is activityContext for a local step: the step's timeout
+// and attempts; no heartbeat (the workflow task's timeout stands for it).
+func (w *runState) localContext(ctx workflow.Context) workflow.Context {
+	in := w.in
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: in.StepTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    100 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+			MaximumAttempts:    int32(in.MaxAttempts),
+		},
+	})
 }
 
 // spread reports whether the next step's tasks run as activities of their
