@@ -144,7 +144,7 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 		}
 	}
 	answers := in.Answers
-	if activity.GetInfo(ctx).Attempt > 1 || in.Recover {
+	if activity.GetInfo(ctx).Attempt > 1 {
 		out, done, err := g.recoverStep(ctx, r, in, &input, &answers)
 		if err != nil || done {
 			return out, err

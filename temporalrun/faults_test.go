@@ -495,3 +495,50 @@ func TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
 	assert.Equal(t, 1, cnt.byKey[thread+"/n00"])
 	assert.Equal(t, 1, cnt.byKey[thread+"/n02"])
 }
+
+// TestLocalStepsSurviveAWorkerKill: with Config.LocalSteps, the worker
+// that runs a run's workflow code and its local steps is killed with
+// SIGKILL while a step's call is in flight, after it ran another local
+// step in the same workflow task (so the history may not hold that one
+// yet). The other worker takes the run over: the step already stored is
+// not run again, only the call in flight repeats.
+func TestLocalStepsSurviveAWorkerKill(t *testing.T) {
+	const steps = 3
+	e := newEnv(t)
+	cnt := newCounter()
+	hits := httptest.NewServer(cnt)
+	defer hits.Close()
+	defer close(cnt.release)
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps)}
+	a := startHelper(t, "a", env)
+	cnt.mu.Lock()
+	cnt.notify = func(c *counter) {
+		if c.byWorker["a"] >= 2 && c.hold == "" {
+			c.hold = "a" // a's third call (n02, a local step): held, in flight at the kill
+		}
+	}
+	cnt.mu.Unlock()
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.LocalSteps = true })
+	thread := "local-kill-" + randomHex()
+	done := make(chan error, 1)
+	var res graph.Result
+	go func() {
+		var err error
+		res, err = r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+		done <- err
+	}()
+	<-cnt.heldCh
+	startHelper(t, "b", env)
+	require.NoError(t, a.Process.Kill()) // SIGKILL
+	_, _ = a.Process.Wait()
+	require.NoError(t, <-done)
+	assert.Equal(t, []string{"n00@a", "n01@a", "n02@b"}, callLog.Get(res.State))
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	assert.Equal(t, 1, cnt.byKey[thread+"/n00"])
+	assert.Equal(t, 1, cnt.byKey[thread+"/n01"], "the local step stored before the kill did not run again")
+	assert.Equal(t, 2, cnt.byKey[thread+"/n02"], "the call in flight at the kill, made again")
+	events := history(t, e.client, thread)
+	assert.Positive(t, count(events, enumspb.EVENT_TYPE_MARKER_RECORDED), "local steps: markers in the history")
+}

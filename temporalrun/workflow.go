@@ -136,10 +136,6 @@ type StepInput struct {
 	// Runtime holds the runtime values of the run's nodes.
 	Runtime map[string]string `json:"runtime,omitempty"`
 	Budget  *Budget           `json:"budget,omitempty"`
-	// Recover makes the step check, as a retry does, whether the thread
-	// is already past After: a local step run again after its worker died
-	// (a new execution of a local activity starts at attempt 1).
-	Recover bool `json:"recover,omitempty"`
 }
 
 // StepOutput is the result of the step activity.
@@ -198,9 +194,6 @@ type runState struct {
 	next     []string
 	tasks    []string // labels of the next step's tasks
 	last     []string
-	// checked: a local step ran in this copy of the workflow's state
-	// (see local).
-	checked bool
 }
 
 // workflowFn runs one run of a thread: steps as activities until the run
@@ -334,12 +327,11 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 		var fut workflow.Future
 		if w.local(step, queue) {
 			// A worker that ran local steps past the history's end and
-			// died left the thread ahead of what this copy knows: the
-			// first local step this copy runs checks, as a retry does.
-			s, fresh := step, !workflow.IsReplaying(ctx)
-			s.Recover = fresh && !w.checked
-			w.checked = w.checked || fresh
-			fut = workflow.ExecuteLocalActivity(w.localContext(ctx), StepActivityName, s)
+			// died left the thread ahead of what the history says: a step
+			// runs the thread's next step, wherever it is, so the run
+			// goes on from there (its step count misses the steps the
+			// history never saw).
+			fut = workflow.ExecuteLocalActivity(w.localContext(ctx), StepActivityName, step)
 		} else {
 			fut = workflow.ExecuteActivity(w.activityContext(ctx, queue), StepActivityName, step)
 		}
