@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -101,7 +102,10 @@ func run(ctx context.Context, addr, queue, db, file string, runs, parallel int, 
 		return firstErr
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	fmt.Printf("%s runs=%d parallel=%d local_steps=%v: %.1f runs/s (%.2fs); latency p50 %s p95 %s\n", label, runs, parallel, local,
-		float64(runs)/elapsed.Seconds(), elapsed.Seconds(), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*95/100].Round(time.Millisecond))
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	fmt.Printf("%s runs=%d parallel=%d local_steps=%v: %.1f runs/s (%.2fs); latency p50 %s p95 %s; driver CPU %.1fs\n", label, runs, parallel, local,
+		float64(runs)/elapsed.Seconds(), elapsed.Seconds(), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*95/100].Round(time.Millisecond), cpu.Seconds())
 	return nil
 }

@@ -39,6 +39,9 @@ cleanup() {
 }
 trap cleanup EXIT
 until (exec 3<>/dev/tcp/127.0.0.1/18930) 2>/dev/null; do sleep 0.2; done
+TICK=$(getconf CLK_TCK)
+# cpu prints the CPU time (user and system, in ticks) process $1 has used.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); runs=$RUNS parallel=$PARALLEL"
 for n in $WORKERS; do
   QUEUE=measure-$n-$$
@@ -53,8 +56,12 @@ for n in $WORKERS; do
     done
   done
   for mode in "" ${LOCAL:+--local-steps}; do
+    S0=$(cpu $SERVER); W0=0; for p in "${PIDS[@]}"; do W0=$((W0 + $(cpu $p))); done
     "$DRIVER" -temporal $ADDR -db "$DB" -queue "$QUEUE" -file "$HERE/chain.yaml" -runs "$RUNS" -parallel "$PARALLEL" \
       -label "workers=$n" $mode || exit 1
+    W1=0; for p in "${PIDS[@]}"; do W1=$((W1 + $(cpu $p))); done
+    awk -v s=$(( $(cpu $SERVER) - S0 )) -v w=$((W1 - W0)) -v t="$TICK" -v l="$(cut -d' ' -f1-3 /proc/loadavg)" \
+      'BEGIN { printf "  CPU seconds: dev server %.1f, workers %.1f; load %s\n", s / t, w / t, l }'
   done
   for p in "${PIDS[@]}"; do kill "$p"; done; wait "${PIDS[@]}" 2>/dev/null
 done

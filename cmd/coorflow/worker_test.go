@@ -283,8 +283,9 @@ func TestWorkerPrunesTheEventLogWhenItStarts(t *testing.T) {
 
 // TestWorkerTimeoutFlagsReachTheSteps: run --temporal's
 // --heartbeat-timeout and --schedule-to-start-timeout are the timeouts of
-// the run's steps on the workers (in the workflow's history); nonsense is
-// refused before anything starts.
+// the run's steps on the workers (in the workflow's history), and
+// --local-steps runs steps as local activities; nonsense is refused
+// before anything starts.
 func TestWorkerTimeoutFlagsReachTheSteps(t *testing.T) {
 	srv := temporaltest.Start(t, temporaltest.Options{})
 	c := newCLI(t)
@@ -305,6 +306,23 @@ func TestWorkerTimeoutFlagsReachTheSteps(t *testing.T) {
 		}
 	}
 	assert.Positive(t, steps)
+
+	// --local-steps: the steps after the first are markers of local
+	// activities in the history, and the run ends as before.
+	code, stdout, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "timeouts", "--demo",
+		"--local-steps", "--thread", "timeouts-2", "--input", "Compare SQLite and PostgreSQL")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
+	markers := 0
+	it = srv.Client(t).GetWorkflowHistory(t.Context(), "timeouts-2", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if ev.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+			markers++
+		}
+	}
+	assert.Positive(t, markers)
 
 	for _, bad := range [][]string{{"--heartbeat-timeout", "0s"}, {"--schedule-to-start-timeout", "-1s"}} {
 		code, _, stderr = cr.run(append([]string{"run", "../../examples/coor", "--temporal", srv.HostPort, "--demo", "--input", "x"}, bad...)...)
