@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	historypb "go.temporal.io/api/history/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 

@@ -458,11 +458,11 @@ func (w *runState) continued(after string, steps int) RunInput {
 func (w *runState) activityContext(ctx workflow.Context, queue string) workflow.Context {
 	in := w.in
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           queue,
+		TaskQueue:              queue,
 		StartToCloseTimeout:    in.StepTimeout,
 		ScheduleToStartTimeout: in.ScheduleToStartTimeout,
-		HeartbeatTimeout:    in.HeartbeatTimeout,
-		WaitForCancellation: true,
+		HeartbeatTimeout:       in.HeartbeatTimeout,
+		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    100 * time.Millisecond,
 			BackoffCoefficient: 2,
