@@ -13,9 +13,12 @@ import (
 	"github.com/coorflow/coorflow/temporalrun"
 )
 
-// BenchmarkChain100 runs a 100-node chain (one node a step) in process and
-// on Temporal, both against the PostgreSQL saver: ns/step is the cost of a
-// step, events/step the history a step adds on Temporal.
+// BenchmarkChain100 runs a 100-node chain (one node a step) in process,
+// step by step in process (what a step activity does), and on Temporal
+// with steps as activities and as local activities, all against the
+// PostgreSQL saver: ns/step is the cost of a step, events/step the
+// history a step adds on Temporal, and the ms-…/step metrics where a
+// Temporal step's time goes (reportBreakdown).
 func BenchmarkChain100(b *testing.B) {
 	const n = 100
 	e := newBenchEnv(b)
@@ -25,6 +28,25 @@ func BenchmarkChain100(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			_, err := r.Invoke(b.Context(), graph.Input(), graph.WithSaver(e.saver), graph.Thread(fmt.Sprintf("local-%s-%d", randomHex(), i)))
 			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+	})
+	// graph.Runnable.Step in a loop, in process: what a step activity
+	// does (load the thread from the saver, run the step, store it),
+	// without Temporal.
+	b.Run("step-loop", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			opts := []graph.Option{graph.WithSaver(e.saver), graph.Thread(fmt.Sprintf("steps-%s-%d", randomHex(), i))}
+			input := graph.Input()
+			for {
+				res, err := r.Step(b.Context(), input, opts...)
+				require.NoError(b, err)
+				input = nil
+				if !res.More {
+					break
+				}
+			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
 	})
