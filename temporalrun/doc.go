@@ -96,11 +96,17 @@
 //     replays the history and runs the thread's next step from the saver
 //     (a step the dead worker stored is not run again; the run's step
 //     count misses it). Steps with input or answers, steps of several
-//     tasks and steps of nodes on other queues stay activities. It cuts
-//     the cost of Temporal per step from about 17 ms to about 5 ms on a
-//     loaded 2-core machine (BenchmarkChain100, both modes in one run);
-//     what is left is mostly graph.Runnable.Step loading the thread
-//     from the saver, which an in-process run does once. The price:
+//     tasks and steps of nodes on other queues stay activities. On a
+//     2-core machine under a load of 22 (BenchmarkChain100, all modes in
+//     one run, twice), a step cost 22–34 ms as an activity and 11–12.5 ms
+//     as a local step, against 7.7–7.9 ms in process: Temporal's share
+//     fell from 15–26 ms to 3.5–4.6 ms, and the history from 6.1 events
+//     per step to 1.2. Of an activity step, 14–16 ms were the activity
+//     (graph.Runnable.Step, which reloads the thread from the saver: 7–11
+//     ms in a loop in process, and the report of its end), 2.8 ms
+//     dispatch and 6–7 ms the workflow task; of a local step, what is
+//     left is mostly that reload, which an in-process run does not do.
+//     The price:
 //     these steps are not spread over workers, have no heartbeat of
 //     their own, and a step recovered after a crash may stream its
 //     events again. Off by default.

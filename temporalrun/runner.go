@@ -335,14 +335,14 @@ func (r *Runner) execute(ctx context.Context, thread string, in RunInput) error 
 // startedBy reports whether the thread's newest workflow was started by
 // the start request id.
 func (r *Runner) startedBy(ctx context.Context, thread, id string) (bool, error) {
-	desc, err := r.cfg.Client.DescribeWorkflowExecution(ctx, thread, "")
+	desc, err := r.cfg.Client.DescribeWorkflow(ctx, thread, "")
 	if notRunning(err) {
 		return false, nil // no workflow of the thread at all
 	}
 	if err != nil {
 		return false, err
 	}
-	p := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[startMemo]
+	p := desc.RawResponse.GetWorkflowExecutionInfo().GetMemo().GetFields()[startMemo]
 	if p == nil {
 		return false, nil
 	}
