@@ -285,6 +285,9 @@ func (r *Runner) execute(ctx context.Context, thread string, in RunInput) error 
 		// A run in flight is an answer, not something to join silently.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Memo:                                     map[string]any{startMemo: id},
+		// A worker of the queue in this process (on the same client) gets
+		// the run's first workflow task in the start's answer.
+		EnableEagerStart: true,
 	}
 	if in.LocalSteps {
 		// The steps run inside workflow tasks: a dead worker's is noticed
