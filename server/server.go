@@ -246,6 +246,7 @@ type Server struct {
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
+	openai   openaiState            // /openai/v1 (openai.go)
 	crons    cronState              // Platform crons (platform_crons.go)
 	webhooks webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
 	replica  replicaState           // with Config.Replicas (sharedruns.go)
@@ -407,6 +408,7 @@ func (s *Server) addRoutes() {
 	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
 	s.platformRoutes()
 	s.mcpRoutes()
+	s.openaiRoutes()
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
 	}
