@@ -393,13 +393,17 @@ func TestAQuestionIsTheAnswerAndTheNextMessageAnswersIt(t *testing.T) {
 // or naming her thread, runs on threads of his own.
 func TestAnOwnersConversationsAreItsOwn(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools})
+	chatOwnersApart(t, e)
+}
+
+// chatOwnersApart: alice chats; bob resending her conversation, or
+// naming her thread, runs on threads of his own.
+func chatOwnersApart(t *testing.T, e *env) {
 	a, h := e.chat(alice, map[string]any{"model": "echo", "messages": msgs("alice's secret")})
 	thread := h.Get(server.OpenAIThreadHeader)
-
 	b, hb := e.chat(bob, map[string]any{"model": "echo", "messages": msgs("alice's secret", a.Choices[0].Message.Content, "more")})
-	assert.NotEqual(t, thread, hb.Get(server.OpenAIThreadHeader))
+	assert.NotEqual(t, thread, hb.Get(server.OpenAIThreadHeader), "alice's conversation is not bob's")
 	assert.Equal(t, "MORE", b.Choices[0].Message.Content)
-
 	_, hb = e.chat(bob, map[string]any{"model": "echo", "messages": msgs("mine")}, server.OpenAIThreadHeader, thread)
 	assert.Equal(t, thread, hb.Get(server.OpenAIThreadHeader), "bob's own thread of that id")
 	assert.Len(t, e.runsOn(alice, thread), 1, "alice's thread has her run only")
@@ -505,4 +509,30 @@ func TestBudgetsStopChatCompletions(t *testing.T) {
 	assert.Contains(t, got.Error.Message, `owner "alice" has spent its budget`)
 	assert.Equal(t, "false", h.Get("X-Should-Retry"))
 	assert.Len(t, srv.Requests(), 1, "the refused request made no call")
+}
+
+// openaiOwnerChecks are TestEveryRouteKeepsOwnersApart's cases of the
+// OpenAI endpoint. Its chat case starts runs of bob's: the endpoint's
+// routes are registered last, so that the cases of the routes before
+// (those that count bob's recordings) have run.
+func openaiOwnerChecks(e *env) map[string]func(t *testing.T) {
+	same := func(path string) func(t *testing.T) {
+		return func(t *testing.T) {
+			var a, b any
+			e.call("GET", path, alice, nil, http.StatusOK, &a)
+			e.call("GET", path, bob, nil, http.StatusOK, &b)
+			assert.Equal(t, a, b, "the models are the served workflows, everyone's")
+		}
+	}
+	return map[string]func(t *testing.T){
+		"GET " + server.OpenAIMount + "/models":         same(server.OpenAIMount + "/models"),
+		"GET " + server.OpenAIMount + "/models/{model}": same(server.OpenAIMount + "/models/echo"),
+		server.OpenAIMount + "/": func(t *testing.T) {
+			for _, token := range []string{alice, bob} {
+				got, _ := e.chatFails("GET", server.OpenAIMount+"/files", token, nil, http.StatusNotFound)
+				assert.Equal(t, "not_found", *got.Error.Code)
+			}
+		},
+		"POST " + chatPath: func(t *testing.T) { chatOwnersApart(t, e) },
+	}
 }

@@ -408,10 +408,10 @@ func (s *Server) addRoutes() {
 	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
 	s.platformRoutes()
 	s.mcpRoutes()
-	s.openaiRoutes()
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
 	}
+	s.openaiRoutes()
 }
 
 // handle serves pattern with h. Every route is registered through it, so
