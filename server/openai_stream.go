@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/coorflow/coorflow/llm"
 )
@@ -175,6 +176,10 @@ func (f *oaiFormat) end(v Run, _ int64) []byte {
 	}
 	streamed := f.streamed.String()
 	rest, ok := strings.CutPrefix(text, streamed)
+	if !ok {
+		// A node's answer is often its text trimmed.
+		rest, ok = strings.CutPrefix(text, strings.TrimRightFunc(streamed, unicode.IsSpace))
+	}
 	if !ok {
 		// The end nodes said something else than the answer (or the
 		// stream lost some of it): the answer follows in full.
