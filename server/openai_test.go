@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +19,8 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	llmopenaitest "github.com/coorflow/coorflow/llm/openaitest"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/store"
+	storemem "github.com/coorflow/coorflow/store/memory"
 )
 
 const chatPath = server.OpenAIMount + "/chat/completions"
@@ -411,76 +415,116 @@ func chatOwnersApart(t *testing.T, e *env) {
 	assert.NotContains(t, string(e.state(bob, thread).Values), "SECRET")
 }
 
-// chatGate is workflow "gate": its node waits until released, each run
-// announcing it has started.
-func chatGate(t *testing.T) (*graph.Runnable, chan struct{}, func()) {
-	t.Helper()
-	entered, release := make(chan struct{}, 256), make(chan struct{})
-	g := graph.New("gate", textKey)
-	g.AddNode("wait", func(ctx context.Context, s graph.State) (graph.Command, error) {
-		entered <- struct{}{}
-		select {
-		case <-release:
-			return graph.Update(textKey.Set("opened")), nil
-		case <-ctx.Done():
-			return graph.Command{}, ctx.Err()
-		}
-	})
-	g.AddEdge(graph.Start, "wait")
-	g.AddEdge("wait", graph.End)
-	r, err := g.Compile()
-	require.NoError(t, err)
-	var once sync.Once
-	open := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(open)
-	return r, entered, open
-}
-
 // TestTheRunQuotaHoldsForChatCompletionsInParallel: of 120 chat
-// completions sent at once, exactly the owner's quota of runs in progress
-// start; the others get OpenAI's 429 rate limit with Retry-After.
+// completions sent at once, on one server or spread over replicas,
+// exactly the owner's quota of runs in progress start; the others get
+// OpenAI's 429 rate limit with Retry-After, and no more run at once.
 func TestTheRunQuotaHoldsForChatCompletionsInParallel(t *testing.T) {
 	const quota, n = 5, 120
-	r, entered, open := chatGate(t)
-	e := newEnv(t, server.Config{Workflows: workflows(r), MaxActiveRuns: quota,
-		MCPTools: map[string]server.MCPTool{"gate": {Input: "text", Output: "text"}}})
-	type result struct {
-		status     int
-		code, wait string
-	}
-	results := make(chan result, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			resp := e.request("POST", chatPath, alice, map[string]any{"model": "gate", "messages": msgs("go " + string(rune('a'+i%26)))})
-			defer resp.Body.Close()
-			var body openaiError
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			res := result{status: resp.StatusCode, wait: resp.Header.Get("Retry-After")}
-			if body.Error.Code != nil {
-				res.code = *body.Error.Code
+	for _, b := range admissionBackends {
+		t.Run(b.name, func(t *testing.T) {
+			h := newHoldFlow(t, n)
+			envs := b.start(t, server.Config{Workflows: workflows(h.r), MaxActiveRuns: quota,
+				MCPTools: map[string]server.MCPTool{"hold": {Input: "text", Output: "text"}}})
+			type result struct {
+				status     int
+				code, wait string
+				answer     string
 			}
-			results <- res
+			results := make(chan result, n)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range n {
+				e := envs[i%len(envs)]
+				wg.Go(func() {
+					<-start
+					resp := e.request("POST", chatPath, alice, map[string]any{"model": "hold", "messages": msgs(fmt.Sprintf("go %d", i))})
+					defer resp.Body.Close()
+					data, _ := io.ReadAll(resp.Body)
+					res := result{status: resp.StatusCode, wait: resp.Header.Get("Retry-After")}
+					var body openaiError
+					var c completion
+					if json.Unmarshal(data, &body) == nil && body.Error.Code != nil {
+						res.code = *body.Error.Code
+					} else if json.Unmarshal(data, &c) == nil && len(c.Choices) == 1 {
+						res.answer = c.Choices[0].Message.Content
+					}
+					results <- res
+				})
+			}
+			close(start)
+			for range n - quota {
+				res := <-results
+				require.Equal(t, http.StatusTooManyRequests, res.status, "only refusals end before the runs are let go")
+				assert.Equal(t, "rate_limit_exceeded", res.code)
+				assert.Equal(t, "5", res.wait)
+			}
+			h.waitEntered(t, quota)
+			assert.Equal(t, int64(quota), h.cur.Load(), "the accepted runs run")
+			h.open()
+			wg.Wait()
+			close(results)
+			for res := range results {
+				assert.Equal(t, http.StatusOK, res.status)
+				assert.Equal(t, "held", res.answer)
+			}
+			assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
+			assert.Empty(t, h.entered, "no run beyond the quota started")
 		})
 	}
-	refused := 0
-	for refused < n-quota {
-		res := <-results
-		require.Equal(t, http.StatusTooManyRequests, res.status, "only refusals end before the gate opens")
-		assert.Equal(t, "rate_limit_exceeded", res.code)
-		assert.Equal(t, "5", res.wait)
-		refused++
+}
+
+// TestAConversationGoesOnAcrossReplicas: among replicas sharing a Store,
+// the second message of a conversation, sent to another replica, is a
+// second run on its thread, and streams the final node's tokens from
+// whichever replica runs it.
+func TestAConversationGoesOnAcrossReplicas(t *testing.T) {
+	srv := llmopenaitest.NewServer(
+		llmopenaitest.Response{Text: "thinking", Usage: usage(10, 0, 1)},
+		llmopenaitest.Response{Text: "first answer here", Usage: usage(20, 0, 3)},
+		llmopenaitest.Response{Text: "thinking again", Usage: usage(10, 0, 2)},
+		llmopenaitest.Response{Text: "second answer comes now", Usage: usage(30, 0, 4)})
+	t.Cleanup(srv.Close)
+	cfg := server.Config{Workflows: workflows(talkerGraph(t, srv)), Store: storemem.New(store.Config{}),
+		MCPTools: map[string]server.MCPTool{"talker": {Input: "text", Output: "text"}}}
+	rs := newReplicaSet(t, 2, time.Minute, cfg)
+	a, b := rs.envs[0], rs.envs[1]
+
+	first, h := a.chat(alice, map[string]any{"model": "talker", "messages": msgs("one")})
+	assert.Equal(t, "first answer here [1]", first.Choices[0].Message.Content)
+	assert.Equal(t, 34, first.Usage.TotalTokens, "both model calls of the run")
+	thread := h.Get(server.OpenAIThreadHeader)
+
+	resp := b.request("POST", chatPath, alice, map[string]any{"model": "talker", "stream": true, "stream_options": map[string]any{"include_usage": true},
+		"messages": msgs("one", first.Choices[0].Message.Content, "two")})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, thread, resp.Header.Get(server.OpenAIThreadHeader), "the conversation's thread, found by the other replica")
+	var pieces []string
+	var total float64
+	for _, d := range chunks(t, resp.Body) {
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage map[string]any `json:"usage"`
+		}
+		if d == "[DONE]" {
+			continue
+		}
+		require.NoError(t, json.Unmarshal([]byte(d), &ch), d)
+		if ch.Usage != nil {
+			total, _ = ch.Usage["total_tokens"].(float64)
+		} else if c := ch.Choices[0].Delta.Content; c != "" {
+			pieces = append(pieces, c)
+		}
 	}
-	for range quota {
-		<-entered
-	}
-	open()
-	wg.Wait()
-	close(results)
-	for res := range results {
-		assert.Equal(t, http.StatusOK, res.status)
-	}
-	assert.Empty(t, entered, "no run beyond the quota started")
+	assert.Equal(t, "second answer comes now [1]", strings.Join(pieces, ""))
+	assert.Greater(t, len(pieces), 3, "the say node's tokens")
+	assert.Equal(t, 46.0, total, "the second run's usage")
+	assert.Len(t, a.runsOn(alice, thread), 2)
 }
 
 // TestBudgetsStopChatCompletions: a run the owner's budget stops answers
