@@ -273,11 +273,18 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := ownerFrom(r.Context())
-	th, e2 := s.convThread(r, owner, c)
-	if e2 != nil {
-		writeOpenAIError(w, s.internal(r, e2))
+	th, created, err := s.convThread(r, owner, c)
+	if err != nil {
+		writeOpenAIError(w, s.internal(r, err))
 		return
 	}
+	admitted := false
+	defer func() {
+		if created && !admitted {
+			// Refused: no run will ever use the thread made for it.
+			s.dropEphemeral(context.WithoutCancel(r.Context()), owner, th.ID)
+		}
+	}()
 	req, err := s.chatRunRequest(r.Context(), owner, th, c)
 	if err != nil {
 		writeOpenAIError(w, s.internal(r, err))
@@ -295,17 +302,18 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 		ans.format = newOAIFormat(ans)
 	}
 	if s.cfg.Replicas != nil {
-		s.oaiShared(w, r, ru, req, ans)
+		admitted = s.oaiShared(w, r, ru, req, ans)
 	} else {
-		s.oaiLocal(w, r, ru, ans)
+		admitted = s.oaiLocal(w, r, ru, ans)
 	}
 	if ans.ended {
 		s.rememberConv(r.Context(), owner, c, ans.answer, th.ID)
 	}
 }
 
-// oaiLocal runs ru on this server and answers it.
-func (s *Server) oaiLocal(w http.ResponseWriter, r *http.Request, ru *run, ans *chatAnswer) {
+// oaiLocal runs ru on this server and answers it; it reports whether
+// the run was admitted.
+func (s *Server) oaiLocal(w http.ResponseWriter, r *http.Request, ru *run, ans *chatAnswer) bool {
 	if ans.format != nil {
 		// Attached before the run starts, the stream gets every event.
 		ru.events.attach()
@@ -314,7 +322,7 @@ func (s *Server) oaiLocal(w http.ResponseWriter, r *http.Request, ru *run, ans *
 	queued, e := s.submit(ru)
 	if e != nil {
 		writeOpenAIError(w, e)
-		return
+		return false
 	}
 	wait := ru.done
 	if ans.format != nil {
@@ -324,52 +332,54 @@ func (s *Server) oaiLocal(w http.ResponseWriter, r *http.Request, ru *run, ans *
 		select {
 		case <-wait:
 		case <-r.Context().Done():
-			return // the client left; the run goes on
+			return true // the client left; the run goes on
 		}
 	}
 	if e := ru.earlyError(); e != nil {
 		s.forget(ru)
 		writeOpenAIError(w, e)
-		return
+		return true
 	}
 	if ans.format != nil {
 		s.serveEvents(w, r, http.NewResponseController(w), ru, 0, ans.format)
-		return
+		return true
 	}
 	v, err := s.runView(r.Context(), ru)
 	if err != nil {
 		writeOpenAIError(w, s.internal(r, err))
-		return
+		return true
 	}
 	s.extendWrite(http.NewResponseController(w))
 	ans.write(w, v)
+	return true
 }
 
-// oaiShared runs ru among the replicas (Config.Replicas) and answers it.
-func (s *Server) oaiShared(w http.ResponseWriter, r *http.Request, ru *run, req lgRunRequest, ans *chatAnswer) {
+// oaiShared runs ru among the replicas (Config.Replicas) and answers it;
+// it reports whether the run was admitted.
+func (s *Server) oaiShared(w http.ResponseWriter, r *http.Request, ru *run, req lgRunRequest, ans *chatAnswer) bool {
 	local, err := s.submitShared(r.Context(), ru, storedRequest{Platform: &req})
 	if err != nil {
 		writeOpenAIError(w, s.internal(r, err))
-		return
+		return false
 	}
 	if local != nil {
 		select {
 		case <-local.started:
 		case <-r.Context().Done():
-			return
+			return true
 		}
 		if e := local.earlyError(); e != nil {
 			writeOpenAIError(w, e)
-			return
+			return true
 		}
 	}
 	if ans.format != nil {
 		s.serveShared(w, r, ru.id, ru.wf, ru.key, 0, ans.format)
-		return
+		return true
 	}
 	sr, err := s.awaitShared(r.Context(), ru.id, 0)
 	if r.Context().Err() != nil {
-		return
+		return true
 	}
 	var v Run
 	if err == nil {
@@ -377,10 +387,11 @@ func (s *Server) oaiShared(w http.ResponseWriter, r *http.Request, ru *run, req 
 	}
 	if err != nil {
 		writeOpenAIError(w, s.internal(r, err))
-		return
+		return true
 	}
 	s.extendWrite(http.NewResponseController(w))
 	ans.write(w, v)
+	return true
 }
 
 // chatRunRequest is the Platform run request of the chat on thread th:

@@ -470,6 +470,9 @@ func TestTheRunQuotaHoldsForChatCompletionsInParallel(t *testing.T) {
 			}
 			assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
 			assert.Empty(t, h.entered, "no run beyond the quota started")
+			var threads int
+			envs[0].call("POST", "/threads/count", alice, map[string]any{}, http.StatusOK, &threads)
+			assert.Equal(t, quota, threads, "a refused request leaves no thread")
 		})
 	}
 }

@@ -110,12 +110,12 @@ func (s *Server) rememberConv(ctx context.Context, owner string, c *chat, answer
 }
 
 // convThread is the thread the chat c of owner runs on (see above),
-// created when it is new.
-func (s *Server) convThread(r *http.Request, owner string, c *chat) (Thread, error) {
+// created (created is set) when it is new.
+func (s *Server) convThread(r *http.Request, owner string, c *chat) (th Thread, created bool, err error) {
 	ctx := r.Context()
 	if id := r.Header.Get(OpenAIThreadHeader); id != "" {
 		if !threadIDPattern.MatchString(id) {
-			return Thread{}, fieldErrorf(CodeInvalidField, OpenAIThreadHeader,
+			return Thread{}, false, fieldErrorf(CodeInvalidField, OpenAIThreadHeader,
 				"header %s: thread id %q must be 1 to 128 letters, digits, '.', '_', ':' or '-'", OpenAIThreadHeader, id)
 		}
 		return s.chatThread(ctx, owner, id, c.req.Model)
@@ -127,7 +127,7 @@ func (s *Server) convThread(r *http.Request, owner string, c *chat) (Thread, err
 	if answered {
 		id, ok, err := s.lookupConv(ctx, convHash(owner, c.req.Model, c.prefix))
 		if err != nil {
-			return Thread{}, err
+			return Thread{}, false, err
 		}
 		if ok {
 			return s.chatThread(ctx, owner, id, c.req.Model)
@@ -137,29 +137,32 @@ func (s *Server) convThread(r *http.Request, owner string, c *chat) (Thread, err
 }
 
 // chatThread loads the owner's thread id for a run of model, binding it
-// to model when no run has yet, or creates it.
-func (s *Server) chatThread(ctx context.Context, owner, id, model string) (Thread, error) {
+// to model when no run has yet, or creates it (created is set).
+func (s *Server) chatThread(ctx context.Context, owner, id, model string) (th Thread, created bool, err error) {
 	th, head, err := s.threadRecord(ctx, owner, id)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Code == CodeUnknownThread {
 		if e := s.storageQuota(owner); e != nil {
-			return Thread{}, e
+			return Thread{}, false, e
 		}
 		th = Thread{ID: id, Workflow: model, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Metadata: map[string]any{"source": "openai"}}
-		return th, s.storeThread(ctx, owner, th)
+		if err := s.storeThread(ctx, owner, th); err != nil {
+			return th, false, err
+		}
+		return th, true, nil
 	}
 	if err != nil {
-		return th, err
+		return th, false, err
 	}
 	switch th.Workflow {
 	case model:
 	case "":
 		th.Workflow = model
 		if err := s.updateThread(ctx, owner, th, head); err != nil {
-			return th, err
+			return th, false, err
 		}
 	default:
-		return th, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs model (workflow) %q, not %q: continue it with that model, or start another conversation", th.ID, th.Workflow, model)
+		return th, false, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs model (workflow) %q, not %q: continue it with that model, or start another conversation", th.ID, th.Workflow, model)
 	}
-	return th, nil
+	return th, false, nil
 }
