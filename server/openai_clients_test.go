@@ -14,6 +14,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/openaitest"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
 	wfs "github.com/coorflow/coorflow/workflows"
 )
@@ -30,7 +31,7 @@ const (
 
 // coorEnv serves examples/coor on its demo model (no provider key), as
 // `coorflow serve examples/coor` does: its MCP description says which
-// channels are its input and answer.
+// channels are its input and answer. Bob's budget is 100 tokens.
 func coorEnv(t *testing.T) *env {
 	t.Helper()
 	f, err := wfs.Load("../examples/coor/workflow.yaml")
@@ -42,6 +43,7 @@ func coorEnv(t *testing.T) *env {
 	r, err := f.Compile(t.Context(), wfs.Env{Models: ms.Models, Getenv: noEnv})
 	require.NoError(t, err)
 	return newEnv(t, server.Config{Workflows: map[string]*graph.Runnable{"coor": r},
+		Recorder: recorder(t), OwnerBudgets: map[string]llm.Budget{"bob": {Tokens: 100}},
 		MCPTools: map[string]server.MCPTool{"coor": {Input: f.InputChannel(), InputSchema: f.InputSchema(), Output: f.OutputChannel()}}})
 }
 
@@ -49,12 +51,12 @@ func coorEnv(t *testing.T) *env {
 // client lists the workflows as models, gets a coor run's report at once
 // and streamed (the reporter's tokens, then the usage), continues the
 // conversation on its thread, and gets OpenAI's errors as its own error
-// classes.
+// classes: a run a budget stops is a RateLimitError (insufficient_quota).
 func TestTheOpenAIClientStreamsACoorRunsAnswer(t *testing.T) {
 	openaitest.NodeModules(t) // skip before serving when the client is absent
 	e := coorEnv(t)
 	rep := openaitest.Run(t, openaitest.Env{URL: e.hs.URL + server.OpenAIMount, Token: alice, Model: "coor",
-		Question: coorQuestion, Other: coorOther, FollowUp: coorFollowUp})
+		Question: coorQuestion, Other: coorOther, FollowUp: coorFollowUp, BrokeToken: bob})
 
 	assert.Equal(t, []string{"models", "create", "stream", "second turn", "errors"}, rep.Steps)
 	assert.Equal(t, []string{"coor"}, rep.Models)
@@ -94,7 +96,9 @@ func TestTheOpenAIClientStreamsACoorRunsAnswer(t *testing.T) {
 		"twoChoices":         {Class: "BadRequestError", Status: 400, Type: str("invalid_request_error"), Code: str("invalid_field"), Param: str("n")},
 		"lastNotUser":        {Class: "BadRequestError", Status: 400, Type: str("invalid_request_error"), Code: str("invalid_field"), Param: str("messages[0].role")},
 		"streamUnknownModel": {Class: "NotFoundError", Status: 404, Type: str("invalid_request_error"), Code: str("model_not_found"), Param: str("model")},
+		"budget":             {Class: "RateLimitError", Status: 429, Type: str("insufficient_quota"), Code: str("insufficient_quota")},
 	}
+	assert.Contains(t, rep.Errors["budget"].Message, "llm: owner budget exceeded", "bob's run, stopped by his budget")
 	for name, w := range want {
 		got := rep.Errors[name]
 		assert.NotEmpty(t, got.Message, name)

@@ -3,7 +3,8 @@
 // Run by a Go test with OAI_URL (the base URL, ending in /openai/v1),
 // OAI_KEY, OAI_MODEL (a workflow), OAI_QUESTION (asked twice, at once and
 // streamed), and OAI_OTHER and OAI_FOLLOW_UP (the two messages of a
-// conversation). Each
+// conversation); OAI_BROKE_KEY, when set, is the token of an owner whose
+// budget its first run spends. Each
 // step checks what the client got with node:assert; the report on stdout
 // (one JSON line) lets the Go test check it again.
 //
@@ -14,7 +15,7 @@ import { pathToFileURL } from "node:url";
 
 const { default: OpenAI } = await import(pathToFileURL(join(process.argv[2], "openai/index.mjs")).href);
 
-const { OAI_URL, OAI_KEY, OAI_MODEL, OAI_QUESTION, OAI_OTHER, OAI_FOLLOW_UP } = process.env;
+const { OAI_URL, OAI_KEY, OAI_BROKE_KEY, OAI_MODEL, OAI_QUESTION, OAI_OTHER, OAI_FOLLOW_UP } = process.env;
 const client = new OpenAI({ baseURL: OAI_URL, apiKey: OAI_KEY, maxRetries: 0 });
 const report = { steps: [] };
 const step = (name) => report.steps.push(name);
@@ -117,6 +118,10 @@ report.errors = {
     }
   }),
 };
+if (OAI_BROKE_KEY) {
+  const broke = new OpenAI({ baseURL: OAI_URL, apiKey: OAI_BROKE_KEY, maxRetries: 0 });
+  report.errors.budget = await failure(() => broke.chat.completions.create({ model: OAI_MODEL, messages: [{ role: "user", content: OAI_QUESTION }] }));
+}
 assert.ok(report.errors.unknownModel.class === "NotFoundError", JSON.stringify(report.errors.unknownModel));
 step("errors");
 

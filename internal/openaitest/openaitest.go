@@ -64,9 +64,11 @@ func NodeModules(t testing.TB) string {
 // Env is what the scenario is given: the endpoint's base URL (ending in
 // /openai/v1), a token, the model (a workflow), a question it asks twice
 // (at once and streamed), and the two messages of a conversation (Other,
-// then FollowUp, streamed).
+// then FollowUp, streamed). BrokeToken, when set, is the token of an
+// owner whose budget stops its run: the scenario asks it the question.
 type Env struct {
 	URL, Token, Model, Question, Other, FollowUp string
+	BrokeToken                                   string
 }
 
 // Usage is a completion's usage as the client got it.
@@ -116,7 +118,7 @@ func Run(t testing.TB, env Env) Report {
 	modules := NodeModules(t)
 	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "chat.mjs"), modules)
 	cmd.Env = append(os.Environ(), "OAI_URL="+env.URL, "OAI_KEY="+env.Token, "OAI_MODEL="+env.Model,
-		"OAI_QUESTION="+env.Question, "OAI_OTHER="+env.Other, "OAI_FOLLOW_UP="+env.FollowUp)
+		"OAI_BROKE_KEY="+env.BrokeToken, "OAI_QUESTION="+env.Question, "OAI_OTHER="+env.Other, "OAI_FOLLOW_UP="+env.FollowUp)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
