@@ -32,8 +32,12 @@ import (
 // maxConvs bounds the conversations remembered in memory.
 const maxConvs = 10000
 
-// convPath is where the Store keeps the thread of a conversation hash.
-const convPath = "openai/conversations/"
+// convPath is where the Store keeps the thread of a conversation hash, as
+// an item of convOwner, the server's own owner (no token's).
+const (
+	convPath  = "openai/conversations/"
+	convOwner = cronOwner
+)
 
 // convMessage is a message of a conversation, as its hash reads it.
 type convMessage struct {
@@ -76,7 +80,7 @@ func (s *Server) lookupConv(ctx context.Context, key string) (string, bool, erro
 		id, ok := s.openai.convs.get(key)
 		return id, ok, nil
 	}
-	it, err := s.cfg.Store.Get(ctx, cronOwner, convPath+key)
+	it, err := s.cfg.Store.Get(ctx, convOwner, convPath+key)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", false, nil
 	}
@@ -97,11 +101,11 @@ func (s *Server) rememberConv(ctx context.Context, owner string, c *chat, answer
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	_, err := s.cfg.Store.Add(ctx, cronOwner, convPath+key, thread, store.Attrs{})
+	_, err := s.cfg.Store.Add(ctx, convOwner, convPath+key, thread, store.Attrs{})
 	if errors.Is(err, store.ErrExists) {
 		var it store.Item
-		if it, err = s.cfg.Store.Get(ctx, cronOwner, convPath+key); err == nil && it.Content != thread {
-			_, err = s.cfg.Store.Edit(ctx, cronOwner, convPath+key, store.Replace(it.Revision, thread))
+		if it, err = s.cfg.Store.Get(ctx, convOwner, convPath+key); err == nil && it.Content != thread {
+			_, err = s.cfg.Store.Edit(ctx, convOwner, convPath+key, store.Replace(it.Revision, thread))
 		}
 	}
 	if err != nil {
