@@ -393,6 +393,22 @@ func TestAQuestionIsTheAnswerAndTheNextMessageAnswersIt(t *testing.T) {
 	assert.Len(t, e.runsOn(alice, thread), 2)
 }
 
+// TestOneMessageAnswersEveryQuestionARunStopsOn: a run that stops on two
+// questions answers with both; the next message answers each of them.
+func TestOneMessageAnswersEveryQuestionARunStopsOn(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(askGraph(t, true)), MCPTools: mcpTools})
+	q, _ := e.chat(alice, map[string]any{"model": "ask", "messages": msgs("draft it")})
+	assert.Equal(t, server.StatusInterrupted, q.Coorflow.Status)
+	assert.Contains(t, q.Choices[0].Message.Content, "approve draft?")
+	assert.Contains(t, q.Choices[0].Message.Content, "approve second?")
+	done, _ := e.chat(alice, map[string]any{"model": "ask", "messages": msgs("draft it", q.Choices[0].Message.Content, `{"ok": true}`)})
+	assert.Equal(t, server.StatusDone, done.Coorflow.Status)
+	var log []string
+	require.NoError(t, json.Unmarshal([]byte(done.Choices[0].Message.Content), &log))
+	assert.ElementsMatch(t, []string{"draft ok=true", "second ok=true", "after"}, log)
+	assert.Equal(t, q.Coorflow.ThreadID, done.Coorflow.ThreadID)
+}
+
 // TestAnOwnersConversationsAreItsOwn: bob resending alice's conversation,
 // or naming her thread, runs on threads of his own.
 func TestAnOwnersConversationsAreItsOwn(t *testing.T) {
