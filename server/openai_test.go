@@ -409,6 +409,22 @@ func TestOneMessageAnswersEveryQuestionARunStopsOn(t *testing.T) {
 	assert.Equal(t, q.Coorflow.ThreadID, done.Coorflow.ThreadID)
 }
 
+// TestAClientThatLeavesAStreamDoesNotStopTheRun: the run of a streamed
+// completion whose client went away goes on to its end on the thread.
+func TestAClientThatLeavesAStreamDoesNotStopTheRun(t *testing.T) {
+	h := newHoldFlow(t, 1)
+	e := newEnv(t, server.Config{Workflows: workflows(h.r), MCPTools: map[string]server.MCPTool{"hold": {Input: "text", Output: "text"}}})
+	resp := e.request("POST", chatPath, alice, map[string]any{"model": "hold", "messages": msgs("go"), "stream": true})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	thread, run := resp.Header.Get(server.OpenAIThreadHeader), resp.Header.Get(server.OpenAIRunHeader)
+	h.waitEntered(t, 1)
+	require.NoError(t, resp.Body.Close())
+	h.open()
+	evs := e.stream("GET", "/v1/threads/"+thread+"/runs/"+run+"/stream", alice, nil)
+	require.NotEmpty(t, evs)
+	assert.Equal(t, server.StatusDone, evs[len(evs)-1].run(t).Status)
+}
+
 // TestAnOwnersConversationsAreItsOwn: bob resending alice's conversation,
 // or naming her thread, runs on threads of his own.
 func TestAnOwnersConversationsAreItsOwn(t *testing.T) {
