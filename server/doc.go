@@ -61,6 +61,14 @@
 // batch runs, assistant editing) answer 501 not_served naming the route.
 // docs/platform.md lists them all.
 //
+// # OpenAI-compatible endpoint
+//
+// Under OpenAIMount (/openai/v1, openai*.go) each workflow is a chat model
+// of OpenAI's Chat Completions API: POST /openai/v1/chat/completions runs
+// it (streamed or not) as a Platform run of the conversation's thread, GET
+// /openai/v1/models lists the workflows. Errors are in OpenAI's shape.
+// docs/openai.md says how a conversation maps onto a thread.
+//
 // # A run's config
 //
 // A run's config is what its caller gives its nodes (package runs): the

@@ -177,8 +177,9 @@ type Config struct {
 	Recorder *runtrace.Recorder
 	// Store, when set, is served as the LangGraph Platform API's store
 	// (/store/...), each owner's items apart; without it those routes
-	// answer 501. It keeps the Platform's crons too (see MaxCrons), as
-	// items of the owner "#coorflow-server".
+	// answer 501. It keeps the Platform's crons too (see MaxCrons), and
+	// the threads of the OpenAI endpoint's conversations (docs/openai.md),
+	// as items of the owner "#coorflow-server".
 	Store store.Store
 	// WebhookAllow lists the URL prefixes a Platform run's webhook may
 	// call (for example "https://hooks.example.com/"); without any, runs
@@ -246,6 +247,7 @@ type Server struct {
 	wg       sync.WaitGroup         // run goroutines
 	drained  chan struct{}          // closed when closing and no run is left
 	mcp      mcpState               // /mcp (mcp.go)
+	openai   openaiState            // /openai/v1 (openai.go)
 	crons    cronState              // Platform crons (platform_crons.go)
 	webhooks webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
 	replica  replicaState           // with Config.Replicas (sharedruns.go)
@@ -410,6 +412,7 @@ func (s *Server) addRoutes() {
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
 	}
+	s.openaiRoutes()
 }
 
 // handle serves pattern with h. Every route is registered through it, so
