@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,20 +151,18 @@ func waitText(t *testing.T, ctx context.Context, sel, want string, whole bool) s
 
 // TestTheChatUIStreamsAnswersThePlanReviewAndShowsTheReportInChromium
 // drives assistant-ui's LangGraph chat (its production build, see
-// internal/chatuitest) in headless Chromium against the Platform API:
-// a question, the planner's plan streamed, the plan review answered in
+// internal/chatuitest), served from another origin than the API (which
+// lets it in: Config.CORSOrigins), in headless Chromium: a question, the planner's plan streamed, the plan review answered in
 // the page, the reporter's answer seen part-way (held after its first
 // words) and then whole.
 func TestTheChatUIStreamsAnswersThePlanReviewAndShowsTheReportInChromium(t *testing.T) {
 	dist := chatuitest.Dist(t)
 	gate := newTokenGate(t, "reporter", 6)
-	e := newEnv(t, server.Config{Workflows: workflows(coorForChat(t, gate))})
-	// The page and the API on one origin: the UI under /chat/.
-	mux := http.NewServeMux()
-	mux.Handle("/chat/", http.StripPrefix("/chat/", http.FileServer(http.Dir(dist))))
-	mux.Handle("/", e.srv)
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
+	// The page comes from an origin of its own, as a chat UI deployed
+	// apart from the server: the server lets that origin in (CORS).
+	ui := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	t.Cleanup(ui.Close)
+	e := newEnv(t, server.Config{Workflows: workflows(coorForChat(t, gate)), CORSOrigins: []string{ui.URL}})
 
 	tab := browser(t)
 	ctx := withTimeout(t, tab)
@@ -178,7 +177,7 @@ func TestTheChatUIStreamsAnswersThePlanReviewAndShowsTheReportInChromium(t *test
 	})
 	question := "Compare SQLite and PostgreSQL for an embedded agent engine"
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(hs.URL+"/chat/?assistant=coor#key="+alice),
+		chromedp.Navigate(ui.URL+"/?api="+url.QueryEscape(e.hs.URL)+"&assistant=coor#key="+alice),
 		chromedp.WaitVisible(`[data-testid="composer-input"]`),
 		chromedp.SendKeys(`[data-testid="composer-input"]`, question),
 		chromedp.Click(`[data-testid="send"]`),
