@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/chatuitest"
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/internal/mcptest"
 )
 
 // TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed: right after the
-// README's test command comes the command that installs the npm packages
+// README's test command come the commands that install the npm packages
 // without which the MCP and LangGraph SDK tests skip, naming the folders
-// those tests read.
+// those tests read, and build the chat UI the browser test serves.
 func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 	blocks := readmeBlocks(t, "../../README.md")
 	i := 0
@@ -36,6 +37,7 @@ func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 	for _, sdk := range lgsdktest.SDKs {
 		want += " && npm ci --prefix " + rel(filepath.Join(lgsdktest.Dir(), sdk.Dir))
 	}
-	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder")
+	want += "\n(cd " + rel(chatuitest.Dir()) + " && npm ci --ignore-scripts && npm run build)"
+	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder, and the chat UI's build")
 	assert.Equal(t, "sh", blocks[i+1].lang)
 }
