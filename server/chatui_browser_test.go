@@ -34,7 +34,10 @@ type tokenGate struct {
 	release chan struct{} // closed to let it go on
 	mu      sync.Mutex
 	sent    strings.Builder // the chunks let through before holding
-	once    sync.Once
+	once    sync.Once       // closes release
+	// holdOnce closes held: a second reply of the agent (a retry) is
+	// held too, and says nothing.
+	holdOnce sync.Once
 }
 
 func newTokenGate(t *testing.T, agent string, after int) *tokenGate {
@@ -93,7 +96,7 @@ func (m gatedModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 	n := 0
 	gated := func(ctx context.Context, chunk []byte) error {
 		if n == m.gate.after {
-			close(m.gate.held)
+			m.gate.holdOnce.Do(func() { close(m.gate.held) })
 			select {
 			case <-m.gate.release:
 			case <-ctx.Done():
@@ -135,16 +138,17 @@ func coorForChat(t *testing.T, gate *tokenGate) *graph.Runnable {
 	return r
 }
 
-// waitText polls, on each change of the page, until the text of the
-// element sel (trimmed) is want, or contains it when whole is false, and
-// returns that text.
+// waitText polls the page until the text of the element sel (trimmed)
+// is want, or contains it when whole is false, and returns that text. It
+// polls every 50ms, not on mutations: chromedp's mutation polling does
+// not observe a text node's data, which React changes in place.
 func waitText(t *testing.T, ctx context.Context, sel, want string, whole bool) string {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.PollFunction[string](`(sel, want, whole) => {
 		const el = document.querySelector(sel);
 		const text = el ? el.textContent.trim() : "";
 		return (whole ? text === want : text.includes(want)) ? text : false;
-	}`, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(0), chromedp.WithPollingArgs(sel, want, whole)))
+	}`, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0), chromedp.WithPollingArgs(sel, want, whole)))
 	require.NoError(t, err, "waiting for the text of %s to be (or hold) %q", sel, want)
 	return v
 }
@@ -221,4 +225,20 @@ func TestTheChatUIStreamsAnswersThePlanReviewAndShowsTheReportInChromium(t *test
 	review, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="review"]') !== null`))
 	require.NoError(t, err)
 	assert.False(t, review, "the review is answered")
+
+	// What the page shows is the thread's answer.
+	var threads []struct {
+		ThreadID string `json:"thread_id"`
+		Status   string `json:"status"`
+	}
+	e.call("POST", "/threads/search", alice, map[string]any{}, http.StatusOK, &threads)
+	require.Len(t, threads, 1, "the chat made one thread")
+	assert.Equal(t, "idle", threads[0].Status)
+	var st struct {
+		Values struct {
+			Answer string `json:"answer"`
+		} `json:"values"`
+	}
+	e.call("GET", "/threads/"+threads[0].ThreadID+"/state", alice, nil, http.StatusOK, &st)
+	assert.Equal(t, strings.TrimSpace(st.Values.Answer), final)
 }
