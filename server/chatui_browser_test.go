@@ -218,7 +218,13 @@ func TestTheChatUIStreamsAnswersThePlanReviewAndShowsTheReportInChromium(t *test
 
 	final := waitText(t, ctx, reporter+` .text`, "## References", false)
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(`.message[data-role="assistant"][data-running="false"]`)))
+	agents, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('.message[data-role="assistant"] .part')].map((p) => p.dataset.agent)`))
+	require.NoError(t, err)
 	screenshot(t, ctx, "chatui-answer.png")
+	assert.Equal(t, "planner", agents[0], "the first run's reply keeps its agent")
+	assert.Equal(t, "reporter", agents[len(agents)-1])
+	assert.Subset(t, agents, []string{"team/step:s1/agent:sqlite_analyst", "team/step:s2/agent:postgres_analyst", "team/step:s3/agent:researcher"},
+		"each agent's reply on its own")
 	assert.True(t, strings.HasPrefix(strings.TrimSpace(final), "# SQLite or PostgreSQL for an embedded agent engine"), final)
 	assert.Contains(t, final, "**Recommendation:** use SQLite by default")
 	assert.Contains(t, final, "[4] https://www.postgresql.org/docs/current/runtime-config-connection.html")

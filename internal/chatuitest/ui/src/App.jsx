@@ -89,7 +89,10 @@ export function App() {
         streamMode: ["messages-tuple", "updates"],
         signal: abortSignal,
       });
-      for await (const ev of events) yield withoutConversation(ev);
+      for await (const ev of events) {
+        if (ev.event === "messages" && Array.isArray(ev.data) && ev.data[0]?.id) agents.set(ev.data[0].id, agentOf(ev.data[1]));
+        yield withoutConversation(ev);
+      }
     },
   });
   return (
@@ -125,6 +128,11 @@ function Thread() {
   );
 }
 
+// agents names the agent of each streamed message by its id, for the
+// whole page: the runtime keeps the metadata of the current run's
+// messages only.
+const agents = new Map();
+
 // agentOf names the agent a streamed message comes from: its
 // langgraph_path below the graph's root.
 function agentOf(meta) {
@@ -154,7 +162,7 @@ function Message({ message }) {
         </div>
       ) : (
         originals.map((m, i) => {
-          const agent = message.role === "assistant" ? agentOf(metadata.get(m.id)) : "you";
+          const agent = message.role === "assistant" ? (agents.get(m.id) ?? agentOf(metadata.get(m.id))) : "you";
           return (
             <div className="part" key={m.id ?? i} data-agent={agent} data-id={m.id}>
               <div className="who">{agent}</div>
