@@ -27,8 +27,8 @@ import (
 // sent. A run that fails or is cancelled ends with an error event.
 //
 // Each event carries the id of the run's event it comes from, so a client
-// resumes with Last-Event-ID; a message resumed mid-way restarts its
-// partial text from the tokens after that id.
+// resumes with Last-Event-ID; a message resumed mid-way restarts, under a
+// new id, from the tokens after that id.
 type platformFormat struct {
 	root, runID, threadID string
 	modes                 map[string]bool
@@ -164,7 +164,7 @@ func (f *platformFormat) event(fr frame) []byte {
 			emit("updates", taskNS, map[string]any{ev.Node: upd})
 		}
 	case llm.EventToken:
-		f.token(ev, taskNS, emit)
+		f.token(ev, taskNS, id, emit)
 	case llm.EventModelCall:
 		f.modelCall(ev, taskNS, emit)
 	}
@@ -200,7 +200,11 @@ func (f *platformFormat) metadata(ev recordedEvent, ns string) map[string]any {
 	}
 }
 
-func (f *platformFormat) token(ev recordedEvent, ns string, emit func(string, string, any)) {
+// token renders a model's token, eventID the run's event it is. Each
+// model call is a message of its own (a ReAct agent calls its model
+// again at the same path after a tool call), as in LangGraph: its id
+// names the run, the path and the event of its first token.
+func (f *platformFormat) token(ev recordedEvent, ns, eventID string, emit func(string, string, any)) {
 	var chunk string
 	if json.Unmarshal(ev.Data, &chunk) != nil {
 		return
@@ -208,7 +212,7 @@ func (f *platformFormat) token(ev recordedEvent, ns string, emit func(string, st
 	m := f.open[ev.Path]
 	first := m == nil
 	if first {
-		m = &lgMessage{id: fmt.Sprintf("run-%s-%s", f.runID, strings.ReplaceAll(strings.TrimPrefix(ev.Path, f.root+"/"), "/", "."))}
+		m = &lgMessage{id: fmt.Sprintf("run-%s-%s-%s", f.runID, strings.ReplaceAll(strings.TrimPrefix(ev.Path, f.root+"/"), "/", "."), eventID)}
 		f.open[ev.Path] = m
 	}
 	m.content += chunk

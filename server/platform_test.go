@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -705,4 +706,65 @@ func TestCronsInTheStoreAreNoStoreRoutesItems(t *testing.T) {
 	e.call("POST", "/runs/crons/search", alice, map[string]any{}, http.StatusOK, &list)
 	require.Len(t, list, 1, "the cron outlives its path's deletion through /store")
 	assert.Equal(t, "@yearly", list[0]["schedule"])
+}
+
+// TestPlatformModelCallsAtOnePathAreMessagesOfTheirOwn: an agent that
+// calls its model twice in one node (a ReAct agent around a tool call)
+// streams two messages, each with its own id, as LangGraph gives each
+// model call's message its own: a chat UI that groups chunks by id shows
+// each reply apart, not the second glued to the first.
+func TestPlatformModelCallsAtOnePathAreMessagesOfTheirOwn(t *testing.T) {
+	g := graph.New("twice", textKey)
+	g.AddNode("talk", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		graph.Emit(ctx, llm.Token("Let me "))
+		graph.Emit(ctx, llm.Token("look."))
+		graph.Emit(ctx, llm.ModelCall{Model: "m", PromptTokens: 3, CompletionTokens: 2})
+		graph.Emit(ctx, llm.Token("Found "))
+		graph.Emit(ctx, llm.Token("it."))
+		graph.Emit(ctx, llm.ModelCall{Model: "m", PromptTokens: 5, CompletionTokens: 2})
+		return graph.Update(textKey.Set("Found it.")), nil
+	})
+	g.AddEdge(graph.Start, "talk")
+	g.AddEdge("talk", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	e := newEnv(t, server.Config{Workflows: workflows(r)})
+	stream := func(mode string) []sse {
+		id := e.platformThread(alice, nil)
+		return e.stream("POST", "/threads/"+id+"/runs/stream", alice, map[string]any{"assistant_id": "twice", "input": map[string]any{"text": "hi"}, "stream_mode": mode})
+	}
+	message := func(ev sse) map[string]any {
+		var v []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &v))
+		return v[0]
+	}
+
+	var ids []string
+	texts := map[string]string{}
+	for _, ev := range stream("messages-tuple") {
+		if ev.Event != "messages" {
+			continue
+		}
+		m := message(ev)
+		id := m["id"].(string)
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+		texts[id] += m["content"].(string)
+	}
+	require.Len(t, ids, 2, "two model calls, two messages")
+	assert.Equal(t, []string{"Let me look.", "Found it."}, []string{texts[ids[0]], texts[ids[1]]})
+
+	var done []string
+	var doneIDs []string
+	for _, ev := range stream("messages") {
+		if ev.Event == "messages/complete" {
+			m := message(ev)
+			done = append(done, m["content"].(string))
+			doneIDs = append(doneIDs, m["id"].(string))
+		}
+	}
+	assert.Equal(t, []string{"Let me look.", "Found it."}, done, "the second message's text is its own")
+	require.Len(t, doneIDs, 2)
+	assert.NotEqual(t, doneIDs[0], doneIDs[1])
 }

@@ -192,6 +192,14 @@ type Config struct {
 	// entry must be an http or https URL without credentials, query or
 	// fragment, or New fails.
 	WebhookAllow []string
+	// CORSOrigins are the origins (scheme://host[:port], as a browser
+	// sends them in Origin) whose pages may call the API from another
+	// origin, such as a chat UI built on the LangGraph SDK: their
+	// requests get CORS headers and their preflights are answered. Every
+	// request still needs its token. None (the default): no page of
+	// another origin may read an answer. /mcp never takes other origins.
+	// An entry that is not an http or https origin, or "*", fails New.
+	CORSOrigins []string
 	// WebhookTimeout bounds each webhook call (default 10s).
 	WebhookTimeout time.Duration
 	// MaxCrons caps the Platform crons of each owner (default 10; negative:
@@ -250,6 +258,7 @@ type Server struct {
 	openai   openaiState            // /openai/v1 (openai.go)
 	crons    cronState              // Platform crons (platform_crons.go)
 	webhooks webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
+	cors     corsPolicy             // Config.CORSOrigins (cors.go)
 	replica  replicaState           // with Config.Replicas (sharedruns.go)
 }
 
@@ -330,6 +339,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	var err error
 	if s.webhooks, err = parseWebhookAllow(cfg.WebhookAllow); err != nil {
+		return nil, err
+	}
+	if s.cors, err = parseCORSOrigins(cfg.CORSOrigins); err != nil {
 		return nil, err
 	}
 	s.owners = ownerBudgets(cfg)
@@ -429,6 +441,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := newID()
 	w.Header().Set("X-Request-Id", id)
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	if s.cors.apply(w, r) {
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r)

@@ -240,6 +240,8 @@ Usage:
       --prune-max-age 30d --prune-max-runs 10000 --prune-every 1h
                                        prune the recorded runs at start and then periodically (none: never)
       --webhook-allow PREFIX           a URL prefix the webhooks of LangGraph Platform runs may call (repeatable)
+      --cors-origin ORIGIN             an origin (http://localhost:5173) whose pages may call the API, as a
+                                       chat UI served elsewhere does (repeatable; none: the server's own only)
       --temporal HOST:PORT [--queue Q] submit the runs to Temporal's workers (coorflow worker, same
                                        --db postgres://…) instead of running them here
       --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps   as for run --temporal

@@ -8,15 +8,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/chatuitest"
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/internal/mcptest"
 	"github.com/coorflow/coorflow/internal/openaitest"
 )
 
 // TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed: right after the
-// README's test command comes the command that installs the npm packages
+// README's test command come the commands that install the npm packages
 // without which the MCP, LangGraph SDK and OpenAI client tests skip, naming the folders
-// those tests read.
+// those tests read, and build the chat UI the browser test serves.
 func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 	blocks := readmeBlocks(t, "../../README.md")
 	i := 0
@@ -38,6 +39,7 @@ func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 		want += " && npm ci --prefix " + rel(filepath.Join(lgsdktest.Dir(), sdk.Dir))
 	}
 	want += " && npm ci --prefix " + rel(filepath.Join(openaitest.Dir(), "npm"))
-	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder")
+	want += "\n(cd " + rel(chatuitest.Dir()) + " && npm ci --ignore-scripts && npm run build)"
+	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder, and the chat UI's build")
 	assert.Equal(t, "sh", blocks[i+1].lang)
 }

@@ -28,10 +28,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	fs := newFlags("serve")
 	d := a.addDBFlags(fs)
 	addr := fs.String("addr", ":8080", "the address to listen on")
-	var tokenFlags, webhookFlags multiFlag
+	var tokenFlags, webhookFlags, corsFlags multiFlag
 	tokenFile := fs.String("token-file", "", "a file (chmod 600) of bearer tokens clients send: lines TOKEN or TOKEN=OWNER")
 	fs.Var(&tokenFlags, "token", "refused: a token on the command line is visible to every user (use --token-file)")
 	fs.Var(&webhookFlags, "webhook-allow", "a URL prefix the webhooks of Platform API runs may call (repeatable; none: webhooks are refused)")
+	fs.Var(&corsFlags, "cors-origin", "an origin (scheme://host[:port]) whose pages may call the API, such as a chat UI's (repeatable; none: only pages of the server's own origin)")
 	sf := addServedFlags(fs)
 	keep := addRetentionFlags(fs, "prune-")
 	pruneEvery := ageFlag{defaultPruneEvery}
@@ -104,7 +105,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	cfg := server.Config{
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
-		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags,
+		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags, CORSOrigins: corsFlags,
 		Envs: envs,
 	}
 	if *temporalAddr != "" {
