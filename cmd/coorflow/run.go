@@ -18,7 +18,6 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/runs"
-	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -436,16 +435,17 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 		}
 		events = r.remote.Stream
 	}
-	id := newRunID()
-	opts = append(opts, streamed(p)...)
-	opts = append(opts, r.config.Option(), graph.WithRuntime(r.env.of(r.wf).Runtime()), graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	env := r.env.of(r.wf)
+	spec := &runs.Run{ID: newRunID(), Thread: r.thread, Owner: r.flags.owner, Workflow: r.wf.ref, Graph: r.r.Name(),
+		Input: input, Resuming: start == trace.StartResume, Config: r.config, Env: &env}
 	if start == trace.StartInput {
+		spec.StartCheckpoint = r.startCheckpoint
 		r.spent = llm.Spend{}
 	}
-	meter := llm.NewMeter(llm.ScopeRun, r.budget, r.spent, r.used)
-	defer func() { r.spent = meter.Spent() }()
-	ctx = llm.WithMeter(ctx, meter)
-	rr := r.beginRecording(ctx, id, start, input)
+	opts = append(append(opts, streamed(p)...), spec.Options()...)
+	ctx, turn, meter := runs.Meter(ctx, r.budget, r.spent, r.used)
+	defer func() { r.spent = turn.Spent() }()
+	rr := r.beginRecording(ctx, spec)
 	r.runID = rr.ID()
 	var runErr error
 	defer func() { r.finishRecording(ctx, rr, runErr) }()
