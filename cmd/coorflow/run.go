@@ -34,8 +34,10 @@ type runFlags struct {
 	demo, stream, json bool
 	showModels         bool
 	verbose            bool
-	// temporal and queue submit the run to Temporal's workers.
+	// temporal and queue submit the run to Temporal's workers;
+	// allowCodeExec says they run code (worker --allow-code-exec).
 	temporal, queue string
+	allowCodeExec   bool
 	// resuming: --resume or --answer was given.
 	resuming bool
 	// budgetTokens and budgetUSD replace the file's run budget when
@@ -62,6 +64,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.Float64Var(&f.budgetUSD, "budget-usd", 0, "the most US dollars the run may spend on model calls, in place of the file's settings.budget.usd (0: no limit)")
 	fs.StringVar(&f.temporal, "temporal", "", "HOST:PORT: run on Temporal's workers (coorflow worker) instead of in this process")
 	fs.StringVar(&f.queue, "queue", "coorflow", "with --temporal, the workers' task queue")
+	fs.BoolVar(&f.allowCodeExec, "allow-code-exec", false, "with --temporal, the workers run code in their sandbox (they were started with worker --allow-code-exec)")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -81,6 +84,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return usagef("run: give --resume (one question) or --answer (several), not both")
 	case f.thread != "" && !threadID.MatchString(f.thread):
 		return usagef("run: thread id %q: use letters, digits, '.', '_', ':' and '-'", f.thread)
+	case f.allowCodeExec && f.temporal == "":
+		return usagef("run: --allow-code-exec says what the workers of --temporal do; without --temporal, run runs your file's code on this machine")
 	case f.budgetTokens < 0 || f.budgetUSD < 0:
 		return usagef("run: a budget cannot be negative (--budget-tokens %d, --budget-usd %g)", f.budgetTokens, f.budgetUSD)
 	}
@@ -196,11 +201,13 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	r.env = runEnvironment()
 	if f.temporal != "" {
 		// The nodes run on the workers, which compile the file as
-		// servedEnvironment says (code execution off by default).
-		r.env = servedEnvironment(ctx, false)
+		// servedEnvironment says (code execution off unless they were
+		// started with --allow-code-exec, which --allow-code-exec says;
+		// each worker checks, environment.checkRun).
+		r.env = servedEnvironment(ctx, f.allowCodeExec)
 	}
 	env := r.env.apply(workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
-		MCP: a.mcpHub()})
+		MCP: a.mcpHub()}, r.wf)
 	if models.Models != nil {
 		env.Models = models.Models
 	}
