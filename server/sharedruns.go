@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 )
 
 // Defaults of the replica settings of Config.
@@ -177,6 +178,7 @@ func (s *Server) startClaim(c *Claim) *run {
 	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
 	ru.events.next = sr.Events + 1
 	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
+	c.Spent = func() llm.Spend { return ru.view().Usage }
 	setupErr := s.setShared(ctx, ru, sr)
 	s.mu.Lock()
 	if s.closing {

@@ -226,7 +226,11 @@ func newQueries(schema, leases, streams, frames string) *queries {
 				WHERE r.status = 'queued' AND r.holder NOT IN ('', $1) AND r.workflow = ANY($3::text[])
 			) x WHERE t > clock_timestamp()`),
 		offer:     rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
-		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
+		// A renewal shares what the run spent so far ($3; null: nothing
+		// new) and reads whether it was asked to cancel, while the lease
+		// is the claim's ($2).
+		cancelled: rep.Replace(`UPDATE {schema}.server_runs SET usage = coalesce($3::jsonb, usage)
+			WHERE run_id = $1 AND token = $2 RETURNING cancel`),
 		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
 		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
 		activity: rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1
@@ -421,8 +425,18 @@ func (r *Replicas) Renew(ctx context.Context, c *server.Claim) (bool, error) {
 	if _, err := r.saver.Renew(ctx, r.lease(c), r.ttl); err != nil {
 		return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
 	}
+	var usage []byte
+	if c.Spent != nil {
+		if usage, err = json.Marshal(c.Spent()); err != nil {
+			return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
+		}
+	}
 	var cancel bool
-	if err := r.pool.QueryRow(ctx, q.cancelled, c.Run.ID).Scan(&cancel); err != nil {
+	err = r.pool.QueryRow(ctx, q.cancelled, c.Run.ID, c.Token, usage).Scan(&cancel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("another replica holds it: %w", graph.ErrCheckpointConflict)
+	}
+	if err != nil {
 		return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
 	}
 	return cancel, nil
