@@ -225,9 +225,9 @@ func newQueries(schema, leases, streams, frames string) *queries {
 				SELECT r.created + $2 * interval '1 microsecond' FROM {schema}.server_runs r
 				WHERE r.status = 'queued' AND r.holder NOT IN ('', $1) AND r.workflow = ANY($3::text[])
 			) x WHERE t > clock_timestamp()`),
-		offer:     rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
-		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
-		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
+		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
+		run:   rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
+		runs:  rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
 		activity: rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1
 				AND (r.` + open + ` OR r.seq = (SELECT max(seq) FROM {schema}.server_runs WHERE thread_key = $1)) ORDER BY r.seq`),
 		// A renewal shares what the run spent so far ($3; null: nothing
