@@ -584,25 +584,12 @@ func (s *Server) lgListRuns(w http.ResponseWriter, r *http.Request) {
 // lgRuns returns the runs of the thread key that the server remembers, or
 // that the replicas share, oldest first.
 func (s *Server) lgRuns(ctx context.Context, key string) ([]lgRun, error) {
-	if s.cfg.Replicas != nil {
-		runs, err := s.cfg.Replicas.Runs(ctx, key)
-		out := make([]lgRun, len(runs))
-		for i, sr := range runs {
-			out[i] = sr.platformView()
-		}
-		return out, err
-	}
-	s.mu.Lock()
-	var runs []*run
-	if ts := s.threads[key]; ts != nil {
-		runs = slices.Clone(ts.runs)
-	}
-	s.mu.Unlock()
+	runs, reqs, err := s.runsOn(ctx, key)
 	out := make([]lgRun, len(runs))
-	for i, ru := range runs {
-		out[i] = ru.platformView()
+	for i, v := range runs {
+		out[i] = lgRunOf(v, reqs[i])
 	}
-	return out, nil
+	return out, err
 }
 
 // lgDeleteRun forgets a run that has ended.

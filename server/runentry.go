@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
@@ -276,4 +277,62 @@ func (s *Server) deleteRun(ctx context.Context, p *placed) (gone bool, err error
 	}
 	s.forget(p.ru)
 	return true, nil
+}
+
+// activity returns the run in progress on the thread key (its id; ""
+// when none), how many runs wait behind it, and the status of its newest
+// run ("" when none is remembered): in this process, or on any replica.
+func (s *Server) activity(ctx context.Context, key string) (active string, queued int, last string, err error) {
+	if s.cfg.Replicas == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		ts := s.threads[key]
+		if ts == nil {
+			return "", 0, "", nil
+		}
+		if ts.active != nil {
+			active = ts.active.id
+		}
+		if len(ts.runs) > 0 {
+			last = ts.runs[len(ts.runs)-1].view().Status
+		}
+		return active, len(ts.queue), last, nil
+	}
+	runs, err := s.cfg.Replicas.Activity(ctx, key)
+	for _, sr := range runs {
+		switch {
+		case sr.Status == StatusRunning && active == "":
+			active = sr.ID
+		case sr.Status == StatusQueued:
+			queued++
+		}
+		last = sr.Status
+	}
+	return active, queued, last, err
+}
+
+// runsOn returns the runs of the thread key this process remembers, or
+// that the replicas share, oldest first, without their values, with the
+// Platform request of each (nil: a /v1 run).
+func (s *Server) runsOn(ctx context.Context, key string) ([]Run, []*lgRunRequest, error) {
+	if s.cfg.Replicas == nil {
+		s.mu.Lock()
+		var runs []*run
+		if ts := s.threads[key]; ts != nil {
+			runs = slices.Clone(ts.runs)
+		}
+		s.mu.Unlock()
+		out, reqs := make([]Run, len(runs)), make([]*lgRunRequest, len(runs))
+		for i, ru := range runs {
+			out[i], reqs[i] = ru.view(), placedIn(ru).platform
+		}
+		return out, reqs, nil
+	}
+	shared, err := s.cfg.Replicas.Runs(ctx, key)
+	out, reqs := make([]Run, len(shared)), make([]*lgRunRequest, len(shared))
+	for i, sr := range shared {
+		req, _ := sr.request() // a request that cannot be read shows as a /v1 run's
+		out[i], reqs[i] = sr.view(), req.Platform
+	}
+	return out, reqs, err
 }

@@ -208,21 +208,13 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.cfg.Replicas != nil {
-		s.listShared(w, r, threadKey(ownerFrom(r.Context()), th.ID))
+	runs, _, err := s.runsOn(r.Context(), threadKey(ownerFrom(r.Context()), th.ID))
+	if err != nil {
+		writeError(w, s.internal(r, err))
 		return
 	}
-	s.mu.Lock()
-	var runs []*run
-	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
-		runs = slices.Clone(ts.runs)
-	}
-	s.mu.Unlock()
-	out := RunList{Runs: make([]Run, 0, len(runs))}
-	for _, ru := range slices.Backward(runs) {
-		out.Runs = append(out.Runs, ru.view())
-	}
-	writeJSON(w, http.StatusOK, out)
+	slices.Reverse(runs)
+	writeJSON(w, http.StatusOK, RunList{Runs: runs})
 }
 
 func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {

@@ -227,12 +227,6 @@ func (sr SharedRun) request() (storedRequest, error) {
 	return req, nil
 }
 
-// platformView is the run as the Platform shows it.
-func (sr SharedRun) platformView() lgRun {
-	req, _ := sr.request() // a request that cannot be read shows as a /v1 run's
-	return lgRunOf(sr.view(), req.Platform)
-}
-
 // setShared sets what the request of the claimed run sr asks of ru; an
 // error fails the run.
 func (s *Server) setShared(ctx context.Context, ru *run, sr SharedRun) error {
@@ -458,19 +452,6 @@ func (s *Server) awaitShared(ctx context.Context, id string, limit time.Duration
 	}
 }
 
-func (s *Server) listShared(w http.ResponseWriter, r *http.Request, key string) {
-	runs, err := s.cfg.Replicas.Runs(r.Context(), key)
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	out := RunList{Runs: make([]Run, 0, len(runs))}
-	for i := len(runs) - 1; i >= 0; i-- {
-		out.Runs = append(out.Runs, runs[i].view())
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
 // serveShared writes the run's events after id after as server-sent
 // events in format, read from the replicas' shared log, whichever replica
 // runs it, until the run ends (then format's end) or the client leaves.
@@ -553,24 +534,6 @@ func deletedRun(sr SharedRun, thread string) Run {
 	v.Error = &ErrorDetail{Code: CodeUnknownRun,
 		Message: fmt.Sprintf("run %q on thread %q was deleted before it was seen to end (a rollback deletes its run)", sr.ID, thread)}
 	return v
-}
-
-// sharedActivity returns the run in progress on the thread key, on any
-// replica, and how many runs wait behind it.
-func (s *Server) sharedActivity(ctx context.Context, key string) (active string, queued int, err error) {
-	runs, err := s.cfg.Replicas.Activity(ctx, key)
-	if err != nil {
-		return "", 0, err
-	}
-	for _, sr := range runs {
-		switch {
-		case sr.Status == StatusRunning && active == "":
-			active = sr.ID
-		case sr.Status == StatusQueued:
-			queued++
-		}
-	}
-	return active, queued, nil
 }
 
 // forgetShared forgets the ended runs of the thread key on every replica
