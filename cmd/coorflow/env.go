@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/coorflow/coorflow/runs"
@@ -36,6 +37,30 @@ type environment struct {
 type leftOut struct {
 	mu sync.Mutex
 	by map[string][]string
+	// graphs names the workflow each graph was compiled from (named).
+	graphs map[string]string
+}
+
+// named notes that workflow compiled to the graph called graph: a worker
+// knows a run by its graph.
+func (l *leftOut) named(graph, workflow string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.graphs == nil {
+		l.graphs = map[string]string{}
+	}
+	l.graphs[graph] = workflow
+}
+
+// ofGraph is of for the workflow that compiled to graph.
+func (l *leftOut) ofGraph(graph string) []string {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	workflow := l.graphs[graph]
+	l.mu.Unlock()
+	return l.of(workflow)
 }
 
 func (l *leftOut) add(workflow, name string) {
@@ -116,17 +141,24 @@ func (e environment) of(wf *workflowRef) runs.Env {
 }
 
 // checkRun refuses a run whose recorded environment (runs.RuntimeEnv of
-// its runtime values) executes code otherwise than this one: a worker
+// its runtime values) executes code otherwise than this one — a worker
 // compiled with --allow-code-exec runs the steps of a run recorded with
-// code execution off, or the reverse. Its models would be shown another
-// python tool than the run records, and its replay would diverge. A run
-// that carries no environment (an older caller's) passes.
+// code execution off, or the reverse — or left out other optional tools
+// and MCP servers than this one's compile of its graph did (keys set on
+// one side only). Its models would be shown other tools than the run
+// records, and its replay would diverge. A run that carries no
+// environment (an older caller's) passes.
 func (e environment) checkRun(graph string, runtime map[string]string) error {
 	desc, ok, err := runs.DecodeEnv(runtime[runs.RuntimeEnv])
 	if err != nil || !ok {
 		return err
 	}
 	if desc.CodeExec.Enabled() == e.desc.CodeExec.Enabled() {
+		if have := e.left.ofGraph(graph); !slices.Equal(desc.LeftOut, have) {
+			return fmt.Errorf("workflow %s: this worker's compile of it left out %s, the run's caller's %s (an optional tool or MCP server is "+
+				"left out when its key is unset or its server unreachable): its models would be shown other tools than the run records; "+
+				"give the workers and the caller the same keys and servers", graph, namesOr(have), namesOr(desc.LeftOut))
+		}
 		return nil
 	}
 	if e.desc.CodeExec.Enabled() {
@@ -136,6 +168,14 @@ func (e environment) checkRun(graph string, runtime map[string]string) error {
 	}
 	return fmt.Errorf("workflow %s: this worker runs no code (started without --allow-code-exec), but the run was started for workers that do "+
 		"(code execution %s), and records so: start the workers with --allow-code-exec, or the run without it", graph, desc.CodeExec)
+}
+
+// namesOr lists names, or says none.
+func namesOr(names []string) string {
+	if len(names) == 0 {
+		return "nothing"
+	}
+	return strings.Join(names, ", ")
 }
 
 // apply sets what the environment decides in env, for the compile of

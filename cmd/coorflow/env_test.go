@@ -162,7 +162,8 @@ func TestToolsListShowsThePythonToolAsRunGivesIt(t *testing.T) {
 
 // TestAWorkersEnvironmentChecksTheRunsItIsGiven: a worker's environment
 // refuses a run that records another code execution than its own, in
-// either direction, saying what to change; it takes a run that records
+// either direction, or other optional tools left out than its compile of
+// the run's graph, saying what to change; it takes a run that records
 // the same (sandbox and local both run code: the models see the same
 // tool) and one that records none (an older caller's).
 func TestAWorkersEnvironmentChecksTheRunsItIsGiven(t *testing.T) {
@@ -182,4 +183,15 @@ func TestAWorkersEnvironmentChecksTheRunsItIsGiven(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "this worker runs no code (started without --allow-code-exec), but the run was started for workers that do (code execution sandbox)")
 	require.Error(t, off.checkRun("coor", map[string]string{runs.RuntimeEnv: "{"}), "an environment that cannot be read is refused")
+
+	// The optional tools left out must be the same too.
+	on.left.named("coor", "builtin:coor")
+	on.left.add("builtin:coor", "web_search")
+	err = on.checkRun("coor", rt(runs.CodeExecSandbox))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "workflow coor: this worker's compile of it left out web_search, the run's caller's nothing")
+	assert.Contains(t, err.Error(), "give the workers and the caller the same keys and servers")
+	same := map[string]string{runs.RuntimeEnv: runs.Env{CodeExec: runs.CodeExecSandbox, LeftOut: []string{"web_search"}}.Encode()}
+	require.NoError(t, on.checkRun("coor", same))
+	require.NoError(t, on.checkRun("other", rt(runs.CodeExecSandbox)), "another graph left nothing out")
 }

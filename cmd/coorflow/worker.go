@@ -64,6 +64,7 @@ func (a *app) worker(ctx context.Context, args []string) error {
 			return err
 		}
 		compiled = append(compiled, r)
+		env.left.named(r.Name(), wf.ref)
 		names = append(names, fmt.Sprintf("  %-12s %s", r.Name(), desc))
 	}
 	c, err := client.Dial(client.Options{HostPort: *addr, Namespace: *namespace, Logger: temporalrun.Logger(a.stderr)})
