@@ -21,10 +21,18 @@
 //     `serve`, `worker`, `mcp` and `replay`), carried by each run and kept
 //     in its recording, from which a replay compiles the same; and the
 //     checkpoint a later turn started from (RuntimeStart);
+//   - a run as every entry point executes it (run.go): Run gives the graph
+//     options that carry its owner, thread, id, config and environment
+//     to its nodes, its entry in the index of recorded runs, and its
+//     meters (the turn's budget under the owner's), so that the server
+//     (on any transport or replica) and the CLI start, record and replay
+//     a run alike;
 //   - the event log (package runs/eventlog, on PostgreSQL, a package of
 //     its own so that temporalrun and server/replicas, below runs, use
 //     it): one log for recordings, replica streams and Temporal streams.
 //
 // Transports translate their wire formats to and from this package; they
-// do not re-implement its rules.
+// do not re-implement its rules. In the server, every transport starts,
+// follows and cancels its runs through one entry (server/runentry.go),
+// which places each in the process or among the replicas.
 package runs

@@ -51,6 +51,11 @@ type Env struct {
 	// names it again (an absolute path, or builtin:<name>): a served
 	// run's workflow is otherwise known by its name alone.
 	Workflow string `json:"workflow,omitempty"`
+	// LeftOut names the optional tools ("web_search") and MCP servers
+	// ("mcp.<server>") of the file that its compile left out (a key
+	// unset, a server unreachable): the models saw fewer tools, and a
+	// replay leaves them out too (workflows.Env.LeaveOut).
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // Encode is the env as RuntimeEnv holds it.

@@ -91,12 +91,11 @@ func (s *Server) meterRun(ru *run) (context.Context, error) {
 			return nil, fmt.Errorf("server: what thread %q spent: %w", ru.thread, err)
 		}
 	}
-	turn := llm.NewMeter(llm.ScopeRun, b, spent, owner)
-	own := llm.NewMeter("", llm.Budget{}, llm.Spend{}, turn) // what this run spends
+	ctx, turn, own := runs.Meter(ru.ctx, b, spent, owner)
 	ru.mu.Lock()
 	ru.meter, ru.turn = own, turn
 	ru.mu.Unlock()
-	return llm.WithMeter(ru.ctx, own), nil
+	return ctx, nil
 }
 
 // handleUsage answers GET /v1/usage: what the caller's recorded runs

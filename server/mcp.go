@@ -323,11 +323,7 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 		if e := ru.setRequest(req); e != nil {
 			return toolError(e.Message), nil
 		}
-		run := c.run
-		if c.s.cfg.Replicas != nil {
-			run = c.runShared
-		}
-		v, problem, err := run(ctx, ru, req)
+		v, problem, err := c.run(ctx, ru, req)
 		if problem != nil || err != nil {
 			return problem, err
 		}
@@ -357,37 +353,15 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 	}
 }
 
-// run runs ru on this server until it ends and returns it with its
-// values; problem is the tool's error when it was refused or failed
+// run starts ru (start), follows it until it ends, and returns it with
+// its values; problem is the tool's error when it was refused or failed
 // before it started.
-func (c *mcpCall) run(ctx context.Context, ru *run, _ RunRequest) (v Run, problem *mcp.CallToolResult, err error) {
+func (c *mcpCall) run(ctx context.Context, ru *run, req RunRequest) (v Run, problem *mcp.CallToolResult, err error) {
 	// The call reads the run's events for progress: attached, they are
 	// kept until it has read them, even after the run ends.
 	ru.events.attach()
-	if _, e := c.s.submit(ru); e != nil {
-		ru.events.detach()
-		return v, toolError(e.Message), nil
-	}
-	err = c.wait(ctx, ru)
-	ru.events.detach()
-	if err != nil {
-		return v, nil, err
-	}
-	if e := ru.earlyError(); e != nil {
-		c.s.forget(ru)
-		return v, toolError(e.Message), nil
-	}
-	// The server keeps no values of an ended run in memory: they are
-	// read back from the saver, or from the few it caches (valuesCache).
-	v, err = c.s.runView(ctx, ru)
-	return v, nil, err
-}
-
-// runShared is run among the replicas (Config.Replicas): the run is
-// stored with req, executed by this replica or another, and followed
-// through the events the replicas share.
-func (c *mcpCall) runShared(ctx context.Context, ru *run, req RunRequest) (v Run, problem *mcp.CallToolResult, err error) {
-	local, err := c.s.submitShared(ctx, ru, storedRequest{RunRequest: req})
+	defer ru.events.detach()
+	p, err := c.s.start(ctx, ru, storedRequest{RunRequest: req})
 	var e *apiError
 	if errors.As(err, &e) {
 		return v, toolError(e.Message), nil
@@ -395,20 +369,20 @@ func (c *mcpCall) runShared(ctx context.Context, ru *run, req RunRequest) (v Run
 	if err != nil {
 		return v, nil, err
 	}
-	if err := c.waitShared(ctx, ru.id); err != nil {
-		return v, nil, err
+	if p.ru != nil {
+		err = c.wait(ctx, p.ru)
+	} else {
+		err = c.waitShared(ctx, p.id)
 	}
-	if local != nil {
-		<-local.done
-		if e := local.earlyError(); e != nil {
-			return v, toolError(e.Message), nil
-		}
-	}
-	sr, err := c.s.cfg.Replicas.Run(ctx, ru.id)
 	if err != nil {
 		return v, nil, err
 	}
-	v, err = c.s.withValues(ctx, sr.view(), ru.wf, ru.key)
+	if err := c.s.awaitStart(ctx, p, true); errors.As(err, &e) {
+		return v, toolError(e.Message), nil
+	}
+	// The server keeps no values of an ended run in memory: they are
+	// read back from the saver, or from the few it caches (valuesCache).
+	v, err = c.s.awaitEnd(ctx, p, 0)
 	return v, nil, err
 }
 

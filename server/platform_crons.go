@@ -655,12 +655,6 @@ func (s *Server) startCronRun(ctx context.Context, j *cronJob) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Replicas != nil {
-		_, err := s.submitShared(ctx, ru, storedRequest{Platform: &ru.platform.req})
-		return err
-	}
-	if _, e := s.submit(ru); e != nil {
-		return e
-	}
-	return nil
+	_, err = s.start(ctx, ru, storedRequest{Platform: &ru.platform.req})
+	return err
 }

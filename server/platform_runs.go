@@ -224,46 +224,40 @@ func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode
 		return
 	}
 	ru.platform.ephemeral = ephemeral
-	if s.cfg.Replicas != nil {
-		s.lgCreateShared(w, r, mode, ru)
-		return
-	}
-	if e := s.refuseOnStateless(ru); e != nil {
-		// Before preempt: interrupting the stateless run would delete
-		// the thread this run is for.
-		writeError(w, e)
-		return
-	}
-	switch ru.platform.strategy {
-	case "interrupt", "rollback":
-		if err := s.preempt(r.Context(), ru.key, ru.platform.strategy == "rollback"); err != nil {
-			writeError(w, s.internal(r, err))
-			return
-		}
-	}
 	if mode == modeStream {
 		ru.events.attach()
 		defer ru.events.detach()
 	}
-	if !s.launch(w, r, ru, mode) {
-		if ephemeral && ru.ticket == nil {
+	p, err := s.start(r.Context(), ru, storedRequest{Platform: &ru.platform.req})
+	if err != nil {
+		if ephemeral {
 			// Refused: it never ran, and no run will delete its thread.
 			s.dropEphemeral(r.Context(), ru.owner, ru.thread)
 		}
+		writeError(w, s.internal(r, err))
+		return
+	}
+	if err := s.awaitStart(r.Context(), p, mode == modeWait); err != nil {
+		s.writeFailure(w, r, err) // the client left: the run goes on
 		return
 	}
 	loc := "/threads/" + th.ID + "/runs/" + ru.id
 	w.Header().Set("Content-Location", loc)
 	switch mode {
 	case modeBackground:
-		writeJSON(w, http.StatusOK, ru.platformView())
+		v, err := s.view(r.Context(), p, false)
+		if err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, lgRunOf(v, p.platform))
 	case modeWait:
-		s.writeResult(w, r, ru)
+		s.writeResult(w, r, p)
 	case modeStream:
 		w.Header().Set("Location", loc+"/stream")
-		s.serveEvents(w, r, http.NewResponseController(w), ru, 0, newPlatformFormat(ru.wf, ru.id, ru.thread, ru.platform.modes, ru.platform.subgraphs))
+		s.serve(w, r, p, 0, newPlatformFormat(ru.wf, ru.id, ru.thread, ru.platform.modes, ru.platform.subgraphs))
 		if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
-			s.cancelRun(ru)
+			s.cancelLeft(r, p)
 		}
 	}
 }
@@ -506,42 +500,14 @@ func (s *Server) rollbackTo(ctx context.Context, owner, thread string, wf *graph
 	return s.storeThread(ctx, owner, th)
 }
 
-// launch submits ru and waits until it has started (background and
-// stream runs) or ended (wait). It writes the error and returns false when
-// the run was refused or failed before it started; false too when the
-// client left (the run goes on).
-func (s *Server) launch(w http.ResponseWriter, r *http.Request, ru *run, mode runMode) bool {
-	queued, e := s.submit(ru)
-	if e != nil {
-		writeError(w, e)
-		return false
-	}
-	wait := ru.started
-	if mode == modeWait {
-		wait = ru.done
-	}
-	if !queued || mode == modeWait {
-		select {
-		case <-wait:
-		case <-r.Context().Done():
-			return false
-		}
-	}
-	if e := ru.earlyError(); e != nil {
-		s.forget(ru)
-		writeError(w, e)
-		return false
-	}
-	return true
-}
-
-// writeResult answers a run that has ended the Platform's way: the
-// thread's values, with the pending interrupts under "__interrupt__", or
-// {"__error__": {"error", "message"}} for a run that failed.
-func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, ru *run) {
-	v, err := s.runView(r.Context(), ru)
+// writeResult waits until the run has ended and answers it the
+// Platform's way: the thread's values, with the pending interrupts under
+// "__interrupt__", or {"__error__": {"error", "message"}} for a run that
+// failed.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, p *placed) {
+	v, err := s.awaitEnd(r.Context(), p, 0)
 	if err != nil {
-		writeError(w, s.internal(r, err))
+		s.writeFailure(w, r, err)
 		return
 	}
 	s.extendWrite(http.NewResponseController(w))
@@ -572,15 +538,16 @@ func writeResultOf(w http.ResponseWriter, r *http.Request, s *Server, v Run) {
 }
 
 func (s *Server) lgGetRun(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replicas != nil {
-		if sr, _, ok := s.sharedRunFor(w, r); ok {
-			writeJSON(w, http.StatusOK, sr.platformView())
-		}
+	p, ok := s.placedFor(w, r)
+	if !ok {
 		return
 	}
-	if ru := s.runFor(w, r); ru != nil {
-		writeJSON(w, http.StatusOK, ru.platformView())
+	v, err := s.view(r.Context(), p, false)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
 	}
+	writeJSON(w, http.StatusOK, lgRunOf(v, p.platform))
 }
 
 // lgListRuns lists the runs the server remembers of the thread, newest
@@ -617,45 +584,31 @@ func (s *Server) lgListRuns(w http.ResponseWriter, r *http.Request) {
 // lgRuns returns the runs of the thread key that the server remembers, or
 // that the replicas share, oldest first.
 func (s *Server) lgRuns(ctx context.Context, key string) ([]lgRun, error) {
-	if s.cfg.Replicas != nil {
-		runs, err := s.cfg.Replicas.Runs(ctx, key)
-		out := make([]lgRun, len(runs))
-		for i, sr := range runs {
-			out[i] = sr.platformView()
-		}
-		return out, err
-	}
-	s.mu.Lock()
-	var runs []*run
-	if ts := s.threads[key]; ts != nil {
-		runs = slices.Clone(ts.runs)
-	}
-	s.mu.Unlock()
+	runs, reqs, err := s.runsOn(ctx, key)
 	out := make([]lgRun, len(runs))
-	for i, ru := range runs {
-		out[i] = ru.platformView()
+	for i, v := range runs {
+		out[i] = lgRunOf(v, reqs[i])
 	}
-	return out, nil
+	return out, err
 }
 
 // lgDeleteRun forgets a run that has ended.
 func (s *Server) lgDeleteRun(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replicas != nil {
-		s.lgDeleteShared(w, r)
+	p, ok := s.placedFor(w, r)
+	if !ok {
 		return
 	}
-	ru := s.runFor(w, r)
-	if ru == nil {
-		return
-	}
-	select {
-	case <-ru.done:
+	gone, err := s.deleteRun(r.Context(), p)
+	switch {
+	case errors.Is(err, graph.ErrNotFound):
+		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", p.id, p.thread))
+	case err != nil:
+		writeError(w, s.internal(r, err))
+	case !gone:
+		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "run %q has not ended: cancel it first", p.id))
 	default:
-		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "run %q has not ended: cancel it first", ru.id))
-		return
+		w.WriteHeader(http.StatusNoContent)
 	}
-	s.forget(ru)
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // lgCancelRun cancels a run: ?action=interrupt (default) keeps what it
@@ -667,39 +620,45 @@ func (s *Server) lgCancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if s.cfg.Replicas != nil {
-		s.lgCancelShared(w, r, action, wait)
+	p, ok := s.placedFor(w, r)
+	if !ok {
 		return
 	}
-	ru := s.runFor(w, r)
-	if ru == nil {
+	if action == "rollback" && p.wf == nil {
+		writeError(w, notServedHere(p.id, p.workflow)) // before the run is cancelled
 		return
 	}
-	if !s.cancelRun(ru) {
-		e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", ru.id, ru.platformView().Status)
-		e.Run = ru.id
-		writeError(w, e)
+	live, err := s.cancel(r.Context(), p)
+	if err == nil && !live {
+		var v Run
+		if v, err = s.view(r.Context(), p, false); err == nil {
+			e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", p.id, lgStatus(v.Status))
+			e.Run = p.id
+			writeError(w, e)
+			return
+		}
+	}
+	if err != nil {
+		writeError(w, s.internal(r, err))
 		return
 	}
 	if !wait && action == "interrupt" {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	timer := time.NewTimer(cancelWait)
-	defer timer.Stop()
-	select {
-	case <-ru.done:
-	case <-timer.C:
-		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "run %q did not stop within %s of its cancellation", ru.id, cancelWait))
-		return
-	case <-r.Context().Done():
+	v, err := s.awaitEnd(r.Context(), p, cancelWait)
+	if r.Context().Err() != nil {
 		return
 	}
-	if action == "rollback" {
-		if err := s.rollback(r.Context(), ru); err != nil {
-			writeError(w, s.internal(r, err))
-			return
-		}
+	if err == nil && !ended(v.Status) {
+		err = errorf(http.StatusConflict, CodeThreadBusy, "run %q did not stop within %s of its cancellation", p.id, cancelWait)
+	}
+	if err == nil && action == "rollback" {
+		err = s.rollbackPlaced(r.Context(), p)
+	}
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -720,24 +679,9 @@ func cancelQuery(r *http.Request) (action string, wait bool, e *apiError) {
 
 // lgJoinRun waits for the run to end and answers its result.
 func (s *Server) lgJoinRun(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replicas != nil {
-		if sr, wf, ok := s.sharedRunFor(w, r); ok {
-			if v, ok := s.waitShared(w, r, sr.ID, wf, sr.Key, 0); ok {
-				writeResultOf(w, r, s, v)
-			}
-		}
-		return
+	if p, ok := s.placedFor(w, r); ok {
+		s.writeResult(w, r, p)
 	}
-	ru := s.runFor(w, r)
-	if ru == nil {
-		return
-	}
-	select {
-	case <-ru.done:
-	case <-r.Context().Done():
-		return
-	}
-	s.writeResult(w, r, ru)
 }
 
 // lgJoinStream streams the run's events in the Platform's format, from
@@ -751,28 +695,22 @@ func (s *Server) lgJoinStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.cfg.Replicas != nil {
-		s.lgJoinShared(w, r, after)
+	p, ok := s.placedFor(w, r)
+	if !ok {
 		return
 	}
-	ru := s.runFor(w, r)
-	if ru == nil {
+	if p.wf == nil {
+		writeError(w, notServedHere(p.id, p.workflow))
 		return
 	}
-	var req *lgRunRequest
-	if ru.platform != nil {
-		req = &ru.platform.req
-	}
-	modes, subgraphs, e := joinModes(r, req)
+	modes, subgraphs, e := joinModes(r, p.platform)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	ru.events.attach()
-	defer ru.events.detach()
-	s.serveEvents(w, r, http.NewResponseController(w), ru, after, newPlatformFormat(ru.wf, ru.id, ru.thread, modes, subgraphs))
+	s.serve(w, r, p, after, newPlatformFormat(p.wf, p.id, p.thread, modes, subgraphs))
 	if cancelOnDisconnect(r) {
-		s.cancelRun(ru)
+		s.cancelLeft(r, p)
 	}
 }
 

@@ -112,33 +112,6 @@ func (s *Server) lgCreateThread(w http.ResponseWriter, r *http.Request) {
 	s.writeThread(w, r, th)
 }
 
-// threadActivity reports whether the thread key has a run in progress or
-// queued, on this server or, with Config.Replicas, on any replica, and
-// the status of its newest run ("" when none is remembered).
-func (s *Server) threadActivity(ctx context.Context, key string) (busy bool, last string, err error) {
-	if s.cfg.Replicas != nil {
-		runs, err := s.cfg.Replicas.Activity(ctx, key)
-		if err != nil {
-			return false, "", err
-		}
-		for _, sr := range runs {
-			busy = busy || !ended(sr.Status)
-			last = sr.Status
-		}
-		return busy, last, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ts := s.threads[key]
-	if ts == nil {
-		return false, "", nil
-	}
-	if len(ts.runs) > 0 {
-		last = ts.runs[len(ts.runs)-1].view().Status
-	}
-	return ts.active != nil || len(ts.queue) > 0, last, nil
-}
-
 // threadView builds the Platform's view of th: its status and, when it
 // has run, its newest values and pending interrupts.
 func (s *Server) threadView(ctx context.Context, owner string, th Thread) (lgThread, error) {
@@ -153,7 +126,8 @@ func (s *Server) threadView(ctx context.Context, owner string, th Thread) (lgThr
 		out.Metadata["assistant_id"] = th.Workflow
 	}
 	key := threadKey(owner, th.ID)
-	busy, lastStatus, err := s.threadActivity(ctx, key)
+	active, queued, lastStatus, err := s.activity(ctx, key)
+	busy := active != "" || queued > 0
 	if err != nil {
 		return out, err
 	}
@@ -503,7 +477,8 @@ func (s *Server) lgUpdateState(w http.ResponseWriter, r *http.Request) {
 		cp = req.Checkpoint.CheckpointID
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)
-	busy, _, err := s.threadActivity(r.Context(), key)
+	active, queued, _, err := s.activity(r.Context(), key)
+	busy := active != "" || queued > 0
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return

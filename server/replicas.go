@@ -138,6 +138,10 @@ type Claim struct {
 	Takeover bool
 	// Token is the fencing token of the lease.
 	Token int64
+	// Spent, set by the replica that executes the run, says what its
+	// model calls spent so far: Renew shares it with the other replicas,
+	// so that a running run shows its usage (nil: nothing to share).
+	Spent func() llm.Spend
 }
 
 // errLeaseLost cancels a run whose replica lost its lease: another replica

@@ -83,53 +83,41 @@ func (s *Server) handleCreateRun(mode runMode) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
-		if s.cfg.Replicas != nil {
-			s.createShared(w, r, mode, ru, req, kinds)
-			return
-		}
 		if mode == modeStream {
 			// Attached before the run starts, the stream gets every event
 			// however soon the run ends.
 			ru.events.attach()
 			defer ru.events.detach()
 		}
-		queued, e := s.submit(ru)
-		if e != nil {
-			writeError(w, e)
+		p, err := s.start(r.Context(), ru, storedRequest{RunRequest: req})
+		if err != nil {
+			writeError(w, s.internal(r, err))
 			return
 		}
-		wait := ru.started
-		if mode == modeWait {
-			wait = ru.done
-		}
-		rc := http.NewResponseController(w)
-		if !queued || mode == modeWait {
-			select {
-			case <-wait:
-			case <-r.Context().Done():
-				return // the client left; the run goes on
-			}
-		}
-		if e := ru.earlyError(); e != nil {
-			s.forget(ru)
-			writeError(w, e)
+		if err := s.awaitStart(r.Context(), p, mode == modeWait); err != nil {
+			s.writeFailure(w, r, err) // the client left: the run goes on
 			return
 		}
 		switch mode {
 		case modeBackground:
-			w.Header().Set("Location", "/v1/threads/"+th.ID+"/runs/"+ru.id)
-			writeJSON(w, http.StatusAccepted, ru.view())
-		case modeWait:
-			v, err := s.runView(r.Context(), ru)
+			v, err := s.view(r.Context(), p, false)
 			if err != nil {
 				writeError(w, s.internal(r, err))
 				return
 			}
-			s.extendWrite(rc)
+			w.Header().Set("Location", "/v1/threads/"+th.ID+"/runs/"+ru.id)
+			writeJSON(w, http.StatusAccepted, v)
+		case modeWait:
+			v, err := s.awaitEnd(r.Context(), p, 0)
+			if err != nil {
+				s.writeFailure(w, r, err)
+				return
+			}
+			s.extendWrite(http.NewResponseController(w))
 			writeJSON(w, http.StatusOK, v)
 		case modeStream:
 			w.Header().Set("Location", "/v1/threads/"+th.ID+"/runs/"+ru.id+"/stream")
-			s.serveEvents(w, r, rc, ru, 0, nativeFormat{kinds})
+			s.serve(w, r, p, 0, nativeFormat{kinds})
 		}
 	}
 }
@@ -214,31 +202,12 @@ func decodeInput(wf *graph.Runnable, raw json.RawMessage) ([]graph.Write, *apiEr
 	return writes, nil
 }
 
-// runFor finds the run the request names, on the owner's thread; or writes
-// a 404 and returns nil.
-func (s *Server) runFor(w http.ResponseWriter, r *http.Request) *run {
-	key := threadKey(ownerFrom(r.Context()), r.PathValue("thread"))
-	id := r.PathValue("run")
-	s.mu.Lock()
-	ru := s.runs[id]
-	s.mu.Unlock()
-	if ru == nil || ru.key != key {
-		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", id, r.PathValue("thread")))
-		return nil
-	}
-	return ru
-}
-
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replicas != nil {
-		s.getShared(w, r)
+	p, ok := s.placedFor(w, r)
+	if !ok {
 		return
 	}
-	ru := s.runFor(w, r)
-	if ru == nil {
-		return
-	}
-	v, err := s.runView(r.Context(), ru)
+	v, err := s.view(r.Context(), p, true)
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return
@@ -257,55 +226,43 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.cfg.Replicas != nil {
-		s.listShared(w, r, threadKey(ownerFrom(r.Context()), th.ID))
-		return
-	}
-	s.mu.Lock()
-	var runs []*run
-	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
-		runs = slices.Clone(ts.runs)
-	}
-	s.mu.Unlock()
-	out := RunList{Runs: make([]Run, 0, len(runs))}
-	for _, ru := range slices.Backward(runs) {
-		out.Runs = append(out.Runs, ru.view())
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replicas != nil {
-		s.cancelShared(w, r)
-		return
-	}
-	ru := s.runFor(w, r)
-	if ru == nil {
-		return
-	}
-	if !s.cancelRun(ru) {
-		v := ru.view()
-		e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", ru.id, v.Status)
-		e.Run = ru.id
-		writeError(w, e)
-		return
-	}
-	rc := http.NewResponseController(w)
-	timer := time.NewTimer(cancelWait)
-	defer timer.Stop()
-	status := http.StatusOK
-	select {
-	case <-ru.done:
-	case <-timer.C:
-		status = http.StatusAccepted
-	case <-r.Context().Done():
-		return
-	}
-	v, err := s.runView(r.Context(), ru)
+	runs, _, err := s.runsOn(r.Context(), threadKey(ownerFrom(r.Context()), th.ID))
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return
 	}
-	s.extendWrite(rc)
+	slices.Reverse(runs)
+	writeJSON(w, http.StatusOK, RunList{Runs: runs})
+}
+
+func (s *Server) handleCancelRun(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.placedFor(w, r)
+	if !ok {
+		return
+	}
+	live, err := s.cancel(r.Context(), p)
+	if err == nil && !live {
+		var v Run
+		if v, err = s.view(r.Context(), p, false); err == nil {
+			e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", p.id, v.Status)
+			e.Run = p.id
+			writeError(w, e)
+			return
+		}
+	}
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	v, err := s.awaitEnd(r.Context(), p, cancelWait)
+	if err != nil {
+		s.writeFailure(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if !ended(v.Status) {
+		status = http.StatusAccepted
+	}
+	s.extendWrite(http.NewResponseController(w))
 	writeJSON(w, status, v)
 }

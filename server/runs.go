@@ -261,14 +261,7 @@ func (s *Server) execute(ru *run) {
 	if ru.claim != nil {
 		saver = ru.claim.Saver
 	}
-	opts := []graph.Option{
-		graph.WithSaver(saver), graph.Thread(ru.key),
-		ru.config.Option(),
-		graph.WithRuntime(map[string]any{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id}),
-	}
-	if env, ok := s.cfg.Envs[ru.workflow]; ok {
-		opts = append(opts, graph.WithRuntime(env.Runtime()))
-	}
+	opts := append([]graph.Option{graph.WithSaver(saver)}, s.spec(ru).Options()...)
 	if ru.resume != nil {
 		opts = append(opts, ru.resume)
 	}
@@ -310,6 +303,21 @@ func (s *Server) execute(ru *run) {
 	s.notifyWebhook(ru)
 	st := ru.view()
 	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)
+}
+
+// spec is ru as package runs describes a run: what its options, its
+// recording and its replay come from, as for a run of the CLI.
+func (s *Server) spec(ru *run) *runs.Run {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	r := &runs.Run{
+		ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Graph: ru.wf.Name(),
+		Input: ru.input, Answers: ru.answers, Resuming: ru.resume != nil, StartCheckpoint: ru.startCheckpoint, Config: ru.config,
+	}
+	if env, ok := s.cfg.Envs[ru.workflow]; ok {
+		r.Env = &env
+	}
+	return r
 }
 
 // precheck refuses a run that the thread's state makes pointless or that

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 )
 
 // Defaults of the replica settings of Config.
@@ -177,6 +178,7 @@ func (s *Server) startClaim(c *Claim) *run {
 	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
 	ru.events.next = sr.Events + 1
 	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
+	c.Spent = func() llm.Spend { return ru.view().Usage }
 	setupErr := s.setShared(ctx, ru, sr)
 	s.mu.Lock()
 	if s.closing {
@@ -223,12 +225,6 @@ func (sr SharedRun) request() (storedRequest, error) {
 		return req, fmt.Errorf("server: the request of run %q cannot be read: %w", sr.ID, err)
 	}
 	return req, nil
-}
-
-// platformView is the run as the Platform shows it.
-func (sr SharedRun) platformView() lgRun {
-	req, _ := sr.request() // a request that cannot be read shows as a /v1 run's
-	return lgRunOf(sr.view(), req.Platform)
 }
 
 // setShared sets what the request of the claimed run sr asks of ru; an
@@ -431,38 +427,6 @@ func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (
 	return s.claim(ctx, ru.id)
 }
 
-// createShared starts a /v1 run among the replicas and answers as mode
-// says.
-func (s *Server) createShared(w http.ResponseWriter, r *http.Request, mode runMode, ru *run, req RunRequest, kinds kindFilter) {
-	local, err := s.submitShared(r.Context(), ru, storedRequest{RunRequest: req})
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	if !localStart(w, r, local) {
-		return
-	}
-	switch mode {
-	case modeStream:
-		w.Header().Set("Location", "/v1/threads/"+ru.thread+"/runs/"+ru.id+"/stream")
-		s.serveShared(w, r, ru.id, ru.wf, ru.key, 0, nativeFormat{kinds})
-		return
-	case modeWait:
-		v, ok := s.waitShared(w, r, ru.id, ru.wf, ru.key, 0)
-		if ok {
-			writeJSON(w, http.StatusOK, v)
-		}
-		return
-	}
-	sr, err := s.cfg.Replicas.Run(r.Context(), ru.id)
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	w.Header().Set("Location", "/v1/threads/"+ru.thread+"/runs/"+ru.id)
-	writeJSON(w, http.StatusAccepted, sr.view())
-}
-
 // awaitShared waits until run id has ended, or until limit has passed
 // when it is not zero, and returns the run as it is then.
 func (s *Server) awaitShared(ctx context.Context, id string, limit time.Duration) (SharedRun, error) {
@@ -486,101 +450,6 @@ func (s *Server) awaitShared(ctx context.Context, id string, limit time.Duration
 			return sr, context.Cause(ctx)
 		}
 	}
-}
-
-// waitShared waits until the run has ended, or until limit when it is
-// not zero, and returns it with its values. ok is false when the answer
-// was written already (an error) or the client left.
-func (s *Server) waitShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, limit time.Duration) (Run, bool) {
-	sr, err := s.awaitShared(r.Context(), id, limit)
-	if r.Context().Err() != nil {
-		return Run{}, false
-	}
-	if errors.Is(err, graph.ErrNotFound) {
-		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q: it was deleted while awaited (a rollback deletes its run)",
-			id, r.PathValue("thread")))
-		return Run{}, false
-	}
-	var v Run
-	if err == nil {
-		v, err = s.withValues(r.Context(), sr.view(), wf, key)
-	}
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return Run{}, false
-	}
-	s.extendWrite(http.NewResponseController(w))
-	return v, true
-}
-
-// sharedRunFor finds the run the request names, on the owner's thread,
-// among the replicas' runs; or writes a 404.
-func (s *Server) sharedRunFor(w http.ResponseWriter, r *http.Request) (SharedRun, *graph.Runnable, bool) {
-	key := threadKey(ownerFrom(r.Context()), r.PathValue("thread"))
-	id := r.PathValue("run")
-	sr, err := s.cfg.Replicas.Run(r.Context(), id)
-	switch {
-	case errors.Is(err, graph.ErrNotFound) || err == nil && sr.Key != key:
-		writeError(w, errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", id, r.PathValue("thread")))
-		return sr, nil, false
-	case err != nil:
-		writeError(w, s.internal(r, err))
-		return sr, nil, false
-	}
-	return sr, s.cfg.Workflows[sr.Workflow], true
-}
-
-func (s *Server) getShared(w http.ResponseWriter, r *http.Request) {
-	sr, wf, ok := s.sharedRunFor(w, r)
-	if !ok {
-		return
-	}
-	v, err := s.withValues(r.Context(), sr.view(), wf, sr.Key)
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (s *Server) listShared(w http.ResponseWriter, r *http.Request, key string) {
-	runs, err := s.cfg.Replicas.Runs(r.Context(), key)
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	out := RunList{Runs: make([]Run, 0, len(runs))}
-	for i := len(runs) - 1; i >= 0; i-- {
-		out.Runs = append(out.Runs, runs[i].view())
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) cancelShared(w http.ResponseWriter, r *http.Request) {
-	sr, wf, ok := s.sharedRunFor(w, r)
-	if !ok {
-		return
-	}
-	live, err := s.cfg.Replicas.Cancel(r.Context(), sr.ID)
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	if !live {
-		e := errorf(http.StatusConflict, CodeRunFinished, "run %q has already ended (%s)", sr.ID, sr.Status)
-		e.Run = sr.ID
-		writeError(w, e)
-		return
-	}
-	v, ok := s.waitShared(w, r, sr.ID, wf, sr.Key, cancelWait)
-	if !ok {
-		return
-	}
-	status := http.StatusOK
-	if !ended(v.Status) {
-		status = http.StatusAccepted
-	}
-	writeJSON(w, status, v)
 }
 
 // serveShared writes the run's events after id after as server-sent
@@ -665,24 +534,6 @@ func deletedRun(sr SharedRun, thread string) Run {
 	v.Error = &ErrorDetail{Code: CodeUnknownRun,
 		Message: fmt.Sprintf("run %q on thread %q was deleted before it was seen to end (a rollback deletes its run)", sr.ID, thread)}
 	return v
-}
-
-// sharedActivity returns the run in progress on the thread key, on any
-// replica, and how many runs wait behind it.
-func (s *Server) sharedActivity(ctx context.Context, key string) (active string, queued int, err error) {
-	runs, err := s.cfg.Replicas.Activity(ctx, key)
-	if err != nil {
-		return "", 0, err
-	}
-	for _, sr := range runs {
-		switch {
-		case sr.Status == StatusRunning && active == "":
-			active = sr.ID
-		case sr.Status == StatusQueued:
-			queued++
-		}
-	}
-	return active, queued, nil
 }
 
 // forgetShared forgets the ended runs of the thread key on every replica

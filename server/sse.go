@@ -60,15 +60,8 @@ func (s *Server) parseKinds(r *http.Request) (kindFilter, *apiError) {
 // the Last-Event-ID header (all that are buffered when neither is set),
 // then the live ones, then an end event.
 func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
-	var ru *run
-	var shared SharedRun
-	var sharedWF *graph.Runnable
-	if s.cfg.Replicas != nil {
-		var ok bool
-		if shared, sharedWF, ok = s.sharedRunFor(w, r); !ok {
-			return
-		}
-	} else if ru = s.runFor(w, r); ru == nil {
+	p, ok := s.placedFor(w, r)
+	if !ok {
 		return
 	}
 	after := int64(0)
@@ -89,13 +82,7 @@ func (s *Server) handleJoinStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if s.cfg.Replicas != nil {
-		s.serveShared(w, r, shared.ID, sharedWF, shared.Key, after, nativeFormat{kinds})
-		return
-	}
-	ru.events.attach()
-	defer ru.events.detach()
-	s.serveEvents(w, r, http.NewResponseController(w), ru, after, nativeFormat{kinds})
+	s.serve(w, r, p, after, nativeFormat{kinds})
 }
 
 // streamFormat renders a run's events for one stream: coorflow's own

@@ -198,23 +198,11 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.cfg.Replicas != nil {
-		var err error
-		if th.ActiveRun, th.Queued, err = s.sharedActivity(r.Context(), threadKey(ownerFrom(r.Context()), th.ID)); err != nil {
-			writeError(w, s.internal(r, err))
-			return
-		}
-		writeJSON(w, http.StatusOK, th)
+	var err error
+	if th.ActiveRun, th.Queued, _, err = s.activity(r.Context(), threadKey(ownerFrom(r.Context()), th.ID)); err != nil {
+		writeError(w, s.internal(r, err))
 		return
 	}
-	s.mu.Lock()
-	if ts := s.threads[threadKey(ownerFrom(r.Context()), th.ID)]; ts != nil {
-		if ts.active != nil {
-			th.ActiveRun = ts.active.id
-		}
-		th.Queued = len(ts.queue)
-	}
-	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, th)
 }
 
@@ -227,7 +215,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)
 	if s.cfg.Replicas != nil {
-		active, queued, err := s.sharedActivity(r.Context(), key)
+		active, queued, _, err := s.activity(r.Context(), key)
 		if err != nil {
 			writeError(w, s.internal(r, err))
 			return

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -19,37 +18,11 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 	if s.cfg.Recorder == nil {
 		return nil
 	}
-	info := trace.RunInfo{
-		ID: ru.id, Thread: ru.thread, GraphThread: ru.key, Workflow: ru.workflow, Graph: ru.wf.Name(), Owner: ru.owner,
-		Runtime: map[string]string{RuntimeOwner: ru.owner, RuntimeThread: ru.thread, RuntimeRun: ru.id},
-	}
-	if c := ru.config.Encode(); c != "" {
-		info.Runtime[runs.RuntimeConfig] = c
-	}
-	if env, ok := s.cfg.Envs[ru.workflow]; ok {
-		info.Runtime[runs.RuntimeEnv] = env.Encode()
-	}
-	switch {
-	case ru.input != nil:
-		info.Start = trace.StartInput
-		in, err := trace.EncodeInput(ru.input)
-		if err != nil {
-			s.log.ErrorContext(ru.ctx, "server: the run's input cannot be recorded", "run", ru.id, "err", err)
-		}
-		info.Input = in
-		ru.mu.Lock()
-		if ru.startCheckpoint != "" {
-			info.Runtime[runs.RuntimeStart] = ru.startCheckpoint
-		}
-		ru.mu.Unlock()
-	case ru.resume != nil:
-		info.Start = trace.StartResume
-		info.Input = ru.answers
-	default:
-		info.Start = trace.StartContinue
+	info, err := s.spec(ru).Recording()
+	if err != nil {
+		s.log.ErrorContext(ru.ctx, "server: the run's input cannot be recorded", "run", ru.id, "err", err)
 	}
 	var rr *trace.RunRecorder
-	var err error
 	if ru.claim != nil && ru.claim.Takeover {
 		// The replica that began the run began its recording: its
 		// events go on from the last one it shared.

@@ -25,8 +25,11 @@ type Graphs struct {
 	saver   graph.Saver
 	events  *EventLog
 	budgets budgets // of the runs (budget.go)
-	mu      sync.RWMutex
-	m       map[string]*graph.Runnable
+	// check refuses the steps of a run whose runtime values this worker
+	// cannot honour (CheckRuntime); nil checks nothing.
+	check func(graph string, runtime map[string]string) error
+	mu    sync.RWMutex
+	m     map[string]*graph.Runnable
 }
 
 // NewGraphs returns the registry of rs, whose threads live in saver. The
@@ -55,6 +58,28 @@ func (g *Graphs) Add(r *graph.Runnable) {
 func (g *Graphs) StreamTo(log *EventLog) *Graphs {
 	g.events = log
 	return g
+}
+
+// CheckRuntime makes the workers check the runtime values of each run
+// (Config.RuntimeKeys) before they run a step of it: an error fails the
+// run at once, with its message, instead of running nodes that this
+// worker would run otherwise than their caller expects (a worker that
+// compiled its workflows differently). It returns g.
+func (g *Graphs) CheckRuntime(check func(graph string, runtime map[string]string) error) *Graphs {
+	g.check = check
+	return g
+}
+
+// checkRun is the CheckRuntime check of a step's run, as a failure that
+// no retry mends.
+func (g *Graphs) checkRun(name string, runtime map[string]string) error {
+	if g.check == nil {
+		return nil
+	}
+	if err := g.check(name, runtime); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), errType, nil, *describe(err))
+	}
+	return nil
 }
 
 // Saver returns the saver the graphs' threads live in.
@@ -104,6 +129,9 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 	if err != nil {
 		return nil, err
 	}
+	if err := g.checkRun(in.Graph, in.Runtime); err != nil {
+		return nil, err
+	}
 	stop := heartbeat(ctx)
 	defer stop()
 	if ctx, err = g.withMeter(ctx, in.Budget); err != nil {
@@ -130,6 +158,9 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 	r, err := g.lookup(in.Graph)
 	if err != nil {
+		return StepOutput{}, err
+	}
+	if err := g.checkRun(in.Graph, in.Runtime); err != nil {
 		return StepOutput{}, err
 	}
 	stop := heartbeat(ctx)

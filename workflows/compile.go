@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -40,6 +41,15 @@ type Env struct {
 	// Warn is told of what does not stop the graph from compiling, such
 	// as an optional tool left out; nil discards it.
 	Warn func(msg string)
+	// LeftOut is told, beside Warn, the name of each optional tool
+	// ("web_search") or MCP server ("mcp.<server>") that was left out:
+	// the host records them with its runs (runs.Env.LeftOut), since their
+	// models see fewer tools. Nil tells no one.
+	LeftOut func(name string)
+	// LeaveOut names optional tools and MCP servers, as LeftOut tells
+	// them, to leave out whether or not they are available: a replay
+	// compiles without what the run it replays was without.
+	LeaveOut []string
 	// Embedder, optional, lets memory across threads (settings.memory,
 	// the recall tool) find memories by similarity as well as by words.
 	Embedder memories.Embedder
@@ -67,6 +77,25 @@ type Env struct {
 	// AutoAccept accepts every plan without a person's review, whatever
 	// the file's auto_accept settings say: for a program no one watches.
 	AutoAccept bool
+}
+
+// leftOut tells Warn and LeftOut that the optional tool or MCP server
+// name was left out, and why.
+func (e Env) leftOut(name, why string) {
+	e.Warn(why)
+	if e.LeftOut != nil {
+		e.LeftOut(name)
+	}
+}
+
+// leaves reports whether the optional tool or MCP server name is to be
+// left out (LeaveOut), telling so.
+func (e Env) leaves(name, what string) bool {
+	if !slices.Contains(e.LeaveOut, name) {
+		return false
+	}
+	e.leftOut(name, what+" is left out: the run replayed was without it")
+	return true
 }
 
 func (e *Env) defaults() {

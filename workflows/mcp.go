@@ -204,11 +204,14 @@ func (f *File) addMCPToolsOf(ctx context.Context, env Env, reg *tools.Registry, 
 	var cfg mcp.Config
 	cfg.Getenv = env.Getenv
 	for _, s := range servers {
+		if s.Spec.Optional && env.leaves("mcp."+s.Name, "MCP server "+s.Name) {
+			continue
+		}
 		srv := f.server(s, env.Getenv)
 		if s.Spec.BearerEnv != "" && srv.Bearer == "" {
 			err := unsetError(f.path+": tools.mcp."+s.Name+".bearer_env", []string{s.Spec.BearerEnv})
 			if s.Spec.Optional {
-				env.Warn(fmt.Sprintf("MCP server %s is left out: %s", s.Name, strings.TrimPrefix(err.Error(), "workflows: ")))
+				env.leftOut("mcp."+s.Name, fmt.Sprintf("MCP server %s is left out: %s", s.Name, strings.TrimPrefix(err.Error(), "workflows: ")))
 				continue
 			}
 			return err
@@ -231,7 +234,7 @@ func (f *File) addMCPToolsOf(ctx context.Context, env Env, reg *tools.Registry, 
 		}
 		got, err := ts.ServerTools(ctx, s.Name)
 		if err != nil && s.Spec.Optional {
-			env.Warn(fmt.Sprintf("MCP server %s is left out: %v", s.Name, err))
+			env.leftOut("mcp."+s.Name, fmt.Sprintf("MCP server %s is left out: %v", s.Name, err))
 			continue
 		}
 		if err != nil {

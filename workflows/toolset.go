@@ -48,6 +48,9 @@ func (f *File) buildTool(t named[toolSpec], env Env, mem *memories.Memories) (to
 	case memories.RememberTool, memories.RecallTool:
 		return mem.Tool(t.Name), nil
 	case "web_search":
+		if s.Optional && env.leaves("web_search", "tool web_search") {
+			return nil, nil
+		}
 		base, m1 := expandEnv(s.BaseURL, env.Getenv)
 		key, m2 := expandEnv(s.APIKey, env.Getenv)
 		if missing := append(m1, m2...); len(missing) > 0 {
@@ -56,7 +59,7 @@ func (f *File) buildTool(t named[toolSpec], env Env, mem *memories.Memories) (to
 				return standInTool(t.Name), nil
 			}
 			if s.Optional {
-				env.Warn(fmt.Sprintf("tool web_search is left out: %s", err.Error()[len("workflows: "):]))
+				env.leftOut("web_search", fmt.Sprintf("tool web_search is left out: %s", err.Error()[len("workflows: "):]))
 				return nil, nil
 			}
 			return nil, err

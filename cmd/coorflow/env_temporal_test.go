@@ -49,3 +49,27 @@ func TestARunOnTemporalCarriesItsConfigToTheWorkers(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "HI ADA")
 }
+
+// TestAWorkerRefusesARunThatRecordsAnotherCodeExecution: a worker started
+// with --allow-code-exec refuses the steps of a run --temporal that
+// records code execution off (its models would be shown another python
+// tool than the run records, and its replay would diverge), saying what
+// to change; run --temporal --allow-code-exec runs there, records the
+// sandbox, and replays without divergence.
+func TestAWorkerRefusesARunThatRecordsAnotherCodeExecution(t *testing.T) {
+	url := freshDatabase(t)
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	startWorker(t, newCLI(t), "--temporal", srv.HostPort, "--queue", "exec", "--demo", "--allow-code-exec", "--db", url, "../../examples/coor")
+
+	c := newCLI(t)
+	c.db = url
+	code, _, stderr := c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "exec", "--input", coorInput)
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, stderr, "this worker runs code (worker --allow-code-exec), but the run was started for workers that do not (code execution off)")
+
+	code, stdout, stderr := c.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "exec", "--allow-code-exec", "--input", coorInput)
+	require.Equal(t, exitOK, code, stderr)
+	id := runOf(t, stdout)
+	assert.Equal(t, runs.CodeExecSandbox, recordedEnv(t, c, id).CodeExec)
+	replayNoDivergence(t, c, id)
+}

@@ -76,20 +76,33 @@ func TestAServedRunReplaysWithTheEnvironmentItHad(t *testing.T) {
 
 	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
 	require.NoError(t, err)
-	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecOff, Workflow: coor}, recordedEnv(t, c, ru.ID),
-		"code execution off, and the file: a served run's workflow is known by its name (coor), which is also a built-in's")
+	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecOff, Workflow: coor, LeftOut: []string{"web_search"}}, recordedEnv(t, c, ru.ID),
+		"code execution off, the file (a served run's workflow is known by its name, coor, which is also a built-in's), and web_search left out without its key")
 	replayNoDivergence(t, c, ru.ID)
 }
 
 // TestARunReplaysWithTheEnvironmentItHad: coorflow run runs the file's
-// code on this machine, and its replay compiles code execution on.
+// code on this machine, and its replay compiles code execution on. The
+// file's optional web_search, left out without TAVILY_API_KEY, is
+// recorded as left out, and a replay leaves it out too when the key is
+// set (it used to show the models the tool, and diverge).
 func TestARunReplaysWithTheEnvironmentItHad(t *testing.T) {
 	c := newCLI(t)
 	id := recordCoor(t, c)
 	coor, err := filepath.Abs("../../examples/coor/workflow.yaml")
 	require.NoError(t, err)
-	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecLocal, Workflow: coor}, recordedEnv(t, c, id))
+	assert.Equal(t, runs.Env{CodeExec: runs.CodeExecLocal, Workflow: coor, LeftOut: []string{"web_search"}}, recordedEnv(t, c, id))
 	replayNoDivergence(t, c, id)
+	c.env["TAVILY_API_KEY"] = "tvly-test"
+	replayNoDivergence(t, c, id)
+}
+
+// TestMissingToolsAreWhatTheRunHadAndTheReplayLacks: a replay notices the
+// optional tools and servers it left out that the run it replays had.
+func TestMissingToolsAreWhatTheRunHadAndTheReplayLacks(t *testing.T) {
+	assert.Equal(t, []string{"mcp.docs"}, missingTools([]string{"web_search"}, []string{"mcp.docs", "web_search"}))
+	assert.Empty(t, missingTools([]string{"web_search"}, []string{"web_search"}))
+	assert.Empty(t, missingTools(nil, nil))
 }
 
 // TestAnMCPRunReplaysWithTheEnvironmentItHad: coorflow mcp, as serve,
@@ -145,4 +158,40 @@ func TestToolsListShowsThePythonToolAsRunGivesIt(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, stdout, "python")
 	assert.NotContains(t, stdout, "Disabled on this server")
+}
+
+// TestAWorkersEnvironmentChecksTheRunsItIsGiven: a worker's environment
+// refuses a run that records another code execution than its own, in
+// either direction, or other optional tools left out than its compile of
+// the run's graph, saying what to change; it takes a run that records
+// the same (sandbox and local both run code: the models see the same
+// tool) and one that records none (an older caller's).
+func TestAWorkersEnvironmentChecksTheRunsItIsGiven(t *testing.T) {
+	off, on := servedEnvironment(t.Context(), false), servedEnvironment(t.Context(), true)
+	rt := func(c runs.CodeExec) map[string]string {
+		return map[string]string{runs.RuntimeEnv: runs.Env{CodeExec: c}.Encode()}
+	}
+	require.NoError(t, on.checkRun("coor", rt(runs.CodeExecSandbox)))
+	require.NoError(t, on.checkRun("coor", rt(runs.CodeExecLocal)))
+	require.NoError(t, off.checkRun("coor", rt(runs.CodeExecOff)))
+	require.NoError(t, off.checkRun("coor", nil))
+	err := on.checkRun("coor", rt(runs.CodeExecOff))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "workflow coor: this worker runs code (worker --allow-code-exec), but the run was started for workers that do not (code execution off)")
+	assert.Contains(t, err.Error(), "run --temporal --allow-code-exec")
+	err = off.checkRun("coor", rt(runs.CodeExecSandbox))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this worker runs no code (started without --allow-code-exec), but the run was started for workers that do (code execution sandbox)")
+	require.Error(t, off.checkRun("coor", map[string]string{runs.RuntimeEnv: "{"}), "an environment that cannot be read is refused")
+
+	// The optional tools left out must be the same too.
+	on.left.named("coor", "builtin:coor")
+	on.left.add("builtin:coor", "web_search")
+	err = on.checkRun("coor", rt(runs.CodeExecSandbox))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "workflow coor: this worker's compile of it left out web_search, the run's caller's nothing")
+	assert.Contains(t, err.Error(), "give the workers and the caller the same keys and servers")
+	same := map[string]string{runs.RuntimeEnv: runs.Env{CodeExec: runs.CodeExecSandbox, LeftOut: []string{"web_search"}}.Encode()}
+	require.NoError(t, on.checkRun("coor", same))
+	require.NoError(t, on.checkRun("other", rt(runs.CodeExecSandbox)), "another graph left nothing out")
 }

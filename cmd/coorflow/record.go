@@ -10,7 +10,6 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/runs"
-	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -48,34 +47,20 @@ func (a *app) closeRecorder(ctx context.Context, rec *trace.Recorder) {
 	}
 }
 
-// beginRecording adds one stream of the run to the index of recorded runs
-// and returns its recorder, or nil when it cannot be recorded (a notice
-// says why; the run goes on).
-func (r *runner) beginRecording(ctx context.Context, id, start string, input []graph.Write) *trace.RunRecorder {
+// beginRecording adds one stream of the run, spec, to the index of
+// recorded runs and returns its recorder, or nil when it cannot be
+// recorded (a notice says why; the run goes on).
+func (r *runner) beginRecording(ctx context.Context, spec *runs.Run) *trace.RunRecorder {
 	if r.rec == nil {
 		return nil
 	}
-	info := trace.RunInfo{
-		ID: id, Thread: r.thread, GraphThread: r.thread, Workflow: r.wf.ref, Graph: r.r.Name(), Owner: r.flags.owner,
-		Start: start, Runtime: map[string]string{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id},
-	}
-	if c := r.config.Encode(); c != "" {
-		info.Runtime[runs.RuntimeConfig] = c
-	}
-	info.Runtime[runs.RuntimeEnv] = r.env.of(r.wf).Encode()
-	if start == trace.StartInput && r.startCheckpoint != "" {
-		info.Runtime[runs.RuntimeStart] = r.startCheckpoint
-	}
-	if input != nil {
-		in, err := trace.EncodeInput(input)
-		if err != nil {
-			r.app.notice("run %s: its input is not recorded: %v", id, err)
-		}
-		info.Input = in
+	info, err := spec.Recording()
+	if err != nil {
+		r.app.notice("run %s: its input is not recorded: %v", spec.ID, err)
 	}
 	rr, err := r.rec.Begin(ctx, info)
 	if err != nil {
-		r.app.notice("run %s is not recorded: %v", id, err)
+		r.app.notice("run %s is not recorded: %v", spec.ID, err)
 		return nil
 	}
 	return rr

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/coorflow/coorflow/agentevent"
 	cmemory "github.com/coorflow/coorflow/checkpoint/memory"
@@ -206,7 +207,28 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 	if err != nil {
 		return nil, err
 	}
-	return src.file.Compile(ctx, environ.apply(workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, MCP: a.mcpHub()}))
+	r, err := src.file.Compile(ctx, environ.apply(workflows.Env{Models: models, Store: st, Owner: owner, Getenv: a.getenv, MCP: a.mcpHub()}, src))
+	if err != nil {
+		return nil, err
+	}
+	if lacks := missingTools(environ.desc.LeftOut, environ.left.of(src.ref)); len(lacks) > 0 {
+		a.notice("replay: the run had %s, which this replay is without (a key unset, a server unreachable): its models are shown fewer tools, so expect divergences",
+			strings.Join(lacks, ", "))
+	}
+	return r, nil
+}
+
+// missingTools are the optional tools and MCP servers a replay's compile
+// left out (now) that the run it replays had (not in recorded, what its
+// compile left out).
+func missingTools(recorded, now []string) []string {
+	var out []string
+	for _, name := range now {
+		if !slices.Contains(recorded, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // seedReused copies into to the agents that the recorded run used but did

@@ -18,7 +18,6 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/runs"
-	"github.com/coorflow/coorflow/store"
 	"github.com/coorflow/coorflow/tools"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/workflows"
@@ -36,9 +35,10 @@ type runFlags struct {
 	showModels         bool
 	verbose            bool
 	// temporal and queue submit the run to Temporal's workers, with
-	// timeouts.
+	// timeouts; allowCodeExec says they run code (worker --allow-code-exec).
 	temporal, queue string
 	timeouts        *temporalTimeouts
+	allowCodeExec   bool
 	// resuming: --resume or --answer was given.
 	resuming bool
 	// budgetTokens and budgetUSD replace the file's run budget when
@@ -66,6 +66,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.StringVar(&f.temporal, "temporal", "", "HOST:PORT: run on Temporal's workers (coorflow worker) instead of in this process")
 	fs.StringVar(&f.queue, "queue", "coorflow", "with --temporal, the workers' task queue")
 	f.timeouts = addTemporalTimeouts(fs)
+	fs.BoolVar(&f.allowCodeExec, "allow-code-exec", false, "with --temporal, the workers run code in their sandbox (they were started with worker --allow-code-exec)")
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -85,6 +86,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return usagef("run: give --resume (one question) or --answer (several), not both")
 	case f.thread != "" && !threadID.MatchString(f.thread):
 		return usagef("run: thread id %q: use letters, digits, '.', '_', ':' and '-'", f.thread)
+	case f.allowCodeExec && f.temporal == "":
+		return usagef("run: --allow-code-exec says what the workers of --temporal do; without --temporal, run runs your file's code on this machine")
 	case f.budgetTokens < 0 || f.budgetUSD < 0:
 		return usagef("run: a budget cannot be negative (--budget-tokens %d, --budget-usd %g)", f.budgetTokens, f.budgetUSD)
 	}
@@ -200,11 +203,13 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 	r.env = runEnvironment()
 	if f.temporal != "" {
 		// The nodes run on the workers, which compile the file as
-		// servedEnvironment says (code execution off by default).
-		r.env = servedEnvironment(ctx, false)
+		// servedEnvironment says (code execution off unless they were
+		// started with --allow-code-exec, which --allow-code-exec says;
+		// each worker checks, environment.checkRun).
+		r.env = servedEnvironment(ctx, f.allowCodeExec)
 	}
 	env := r.env.apply(workflows.Env{Store: r.db.store, Owner: f.owner, Getenv: a.getenv, Graph: []graph.Option{graph.WithSaver(r.db.saver)},
-		MCP: a.mcpHub()})
+		MCP: a.mcpHub()}, r.wf)
 	if models.Models != nil {
 		env.Models = models.Models
 	}
@@ -439,16 +444,17 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 		}
 		events = r.remote.Stream
 	}
-	id := newRunID()
-	opts = append(opts, streamed(p)...)
-	opts = append(opts, r.config.Option(), graph.WithRuntime(r.env.of(r.wf).Runtime()), graph.WithRuntime(map[string]any{store.RuntimeOwner: r.flags.owner, graph.RuntimeThread: r.thread, graph.RuntimeRun: id}))
+	env := r.env.of(r.wf)
+	spec := &runs.Run{ID: newRunID(), Thread: r.thread, Owner: r.flags.owner, Workflow: r.wf.ref, Graph: r.r.Name(),
+		Input: input, Resuming: start == trace.StartResume, Config: r.config, Env: &env}
 	if start == trace.StartInput {
+		spec.StartCheckpoint = r.startCheckpoint
 		r.spent = llm.Spend{}
 	}
-	meter := llm.NewMeter(llm.ScopeRun, r.budget, r.spent, r.used)
-	defer func() { r.spent = meter.Spent() }()
-	ctx = llm.WithMeter(ctx, meter)
-	rr := r.beginRecording(ctx, id, start, input)
+	opts = append(append(opts, streamed(p)...), spec.Options()...)
+	ctx, turn, meter := runs.Meter(ctx, r.budget, r.spent, r.used)
+	defer func() { r.spent = turn.Spent() }()
+	rr := r.beginRecording(ctx, spec)
 	r.runID = rr.ID()
 	var runErr error
 	defer func() { r.finishRecording(ctx, rr, runErr) }()

@@ -267,7 +267,7 @@ func (a *app) compileForServe(ctx context.Context, wf *workflowRef, base *db, ow
 	if models.Demo && !demo {
 		a.notice("%s: no model provider is configured (%s): serving it on %s", wf.arg, models.Reason, demoName(models))
 	}
-	env := environ.apply(workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, MCP: a.mcpHub()})
+	env := environ.apply(workflows.Env{Store: base.store, Owner: owner, Getenv: a.getenv, Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }, MCP: a.mcpHub()}, wf)
 	if models.Models != nil {
 		env.Models = models.Models
 	}

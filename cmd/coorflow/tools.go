@@ -62,7 +62,7 @@ func (a *app) tools(ctx context.Context, args []string) error {
 		}
 	}
 	// The tools as coorflow run gives them (runEnvironment).
-	ts, err := wf.file.Tools(ctx, runEnvironment().apply(workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}), servers...)
+	ts, err := wf.file.Tools(ctx, runEnvironment().apply(workflows.Env{Getenv: a.getenv, MCP: a.mcpHub(), Warn: func(msg string) { a.notice("%s: %s", wf.arg, msg) }}, nil), servers...)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,7 @@ func (a *app) worker(ctx context.Context, args []string) error {
 			return err
 		}
 		compiled = append(compiled, r)
+		env.left.named(r.Name(), wf.ref)
 		names = append(names, fmt.Sprintf("  %-12s %s", r.Name(), desc))
 	}
 	c, err := client.Dial(client.Options{HostPort: *addr, Namespace: *namespace, Logger: temporalrun.Logger(a.stderr)})
@@ -73,7 +74,7 @@ func (a *app) worker(ctx context.Context, args []string) error {
 		return fmt.Errorf("worker: connect to Temporal at %s: %w", *addr, err)
 	}
 	defer c.Close()
-	graphs := temporalrun.NewGraphs(base.saver, compiled...)
+	graphs := temporalrun.NewGraphs(base.saver, compiled...).CheckRuntime(env.checkRun)
 	if base.pool != nil {
 		events, err := startEventLog(ctx, base.pool)
 		if err != nil {
@@ -110,8 +111,9 @@ func (a *app) worker(ctx context.Context, args []string) error {
 
 // runtimeKeys are the runtime values run and serve give the workers'
 // nodes: whose run it is (the owner scopes agents and boards), its thread
-// and run ids, and its config.
-var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun, runs.RuntimeConfig}
+// and run ids, its config, and the environment it records, which each
+// worker checks against its own (environment.checkRun).
+var runtimeKeys = []string{store.RuntimeOwner, graph.RuntimeThread, graph.RuntimeRun, runs.RuntimeConfig, runs.RuntimeEnv}
 
 // startEventLog starts the log the workers store the events of streamed
 // runs in, for their callers (run --temporal, serve --temporal).

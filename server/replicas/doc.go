@@ -5,8 +5,10 @@
 // its stream in the event log (package runs/eventlog, in the same schema:
 // group commits of the events of every run a replica executes, stored
 // before each of the run's checkpoints and task records, before its end
-// and before it changes hands; events of server_run_events, from an older
-// version, move there at start); LISTEN/NOTIFY on one channel per schema wakes
+// and before it changes hands; the events an older version stored in
+// server_run_events moved there by migration 4, which dropped that table:
+// replicas of a version before the event log cannot share a database with
+// this one, and refuse its schema); LISTEN/NOTIFY on one channel per schema wakes
 // the replicas that follow a run (its id is the payload), that wait for a
 // run to become due ("") or that hold a run a client asked to cancel
 // ("cancel:" and its id). A replica executes a run under the lease of its

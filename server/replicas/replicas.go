@@ -51,6 +51,8 @@ type Replicas struct {
 	name  string
 	ttl   time.Duration
 	logs  eventlog.Config
+	// schema is Config.Schema: "" is the connection's current one.
+	schema string
 
 	initMu sync.Mutex
 	q      *queries      // set once the schema is ready
@@ -78,7 +80,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Replicas, error) {
 		cfg.LeaseTTL = server.DefaultLeaseTTL
 	}
 	return &Replicas{
-		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL, logs: cfg.EventLog,
+		pool: pool, saver: cfg.Saver, name: cfg.Name, ttl: cfg.LeaseTTL, logs: cfg.EventLog, schema: cfg.Schema,
 		share:    pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Migrations: schemaMigrations, Closed: errClosed}),
 		listener: pgdb.NewListener(pool, cfg.LeaseTTL/4),
 	}, nil
@@ -122,7 +124,7 @@ func (r *Replicas) Changed(key string) <-chan struct{} { return r.listener.Chang
 type queries struct {
 	channel                                          string
 	usage, insert, candidates, claim, cancel, finish string
-	run, runs, cancelled, offer, moveEvents          string
+	run, runs, cancelled, offer                      string
 	remove, prune, activity, nextDue, notify         string
 }
 
@@ -208,13 +210,6 @@ func newQueries(schema, leases, streams, frames string) *queries {
 				f AS (DELETE FROM {frames} f USING del WHERE f.stream = del.run_id),
 				s AS (DELETE FROM {streams} s USING del WHERE s.stream = del.run_id)
 			SELECT count(*) FROM del`),
-		// The events stored by a replica of a version before the event
-		// log move to it, once.
-		moveEvents: rep.Replace(`WITH moved AS (DELETE FROM {schema}.server_run_events RETURNING run_id, id, name, frame),
-				ins AS (INSERT INTO {frames} (stream, id, name, frame) SELECT run_id, id, name, frame FROM moved ON CONFLICT DO NOTHING)
-			INSERT INTO {streams} AS s (stream, fence, last)
-			SELECT m.run_id, r.token, max(m.id) FROM moved m JOIN {schema}.server_runs r USING (run_id) GROUP BY m.run_id, r.token
-			ON CONFLICT (stream) DO UPDATE SET last = greatest(s.last, excluded.last), fence = greatest(s.fence, excluded.fence)`),
 		// The earliest moment a run may become due unannounced: a lease
 		// of another replica's running run expires, or another replica's
 		// hold on a run it enqueued ends ($2 µs after it did).
@@ -225,12 +220,16 @@ func newQueries(schema, leases, streams, frames string) *queries {
 				SELECT r.created + $2 * interval '1 microsecond' FROM {schema}.server_runs r
 				WHERE r.status = 'queued' AND r.holder NOT IN ('', $1) AND r.workflow = ANY($3::text[])
 			) x WHERE t > clock_timestamp()`),
-		offer:     rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
-		cancelled: rep.Replace(`SELECT cancel FROM {schema}.server_runs WHERE run_id = $1`),
-		run:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
-		runs:      rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
+		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
+		run:   rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
+		runs:  rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
 		activity: rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1
 				AND (r.` + open + ` OR r.seq = (SELECT max(seq) FROM {schema}.server_runs WHERE thread_key = $1)) ORDER BY r.seq`),
+		// A renewal shares what the run spent so far ($3; null: nothing
+		// new) and reads whether it was asked to cancel, while the lease
+		// is the claim's ($2).
+		cancelled: rep.Replace(`UPDATE {schema}.server_runs SET usage = coalesce($3::jsonb, usage)
+			WHERE run_id = $1 AND token = $2 RETURNING cancel`),
 	}
 }
 
@@ -241,29 +240,33 @@ func (r *Replicas) ready(ctx context.Context) (*queries, error) {
 	if r.q != nil {
 		return r.q, nil
 	}
-	schema, err := r.share.Init(ctx)
-	if err != nil {
-		return nil, err
-	}
 	leases, err := r.saver.LeasesTable(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// The runs' streams, in the same schema, notified on the replicas'
-	// channel: a stream's reader waits on its run's id.
+	// channel: a stream's reader waits on its run's id. The log's tables
+	// are made first: the replicas' migration 4 moves into them what an
+	// older version stored in server_run_events.
+	name := r.schema
+	if name == "" {
+		if err := r.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&name); err != nil {
+			return nil, fmt.Errorf("current schema: %w", err)
+		}
+	}
 	logs := r.logs
-	logs.Schema, logs.Channel = strings.Trim(schema, `"`), channelOf(schema)
+	logs.Schema, logs.Channel = name, channelOf(pgx.Identifier{name}.Sanitize())
 	log := eventlog.New(r.pool, logs)
 	if err := log.Start(ctx); err != nil {
 		return nil, err
 	}
-	streams, frames := log.Tables()
-	q := newQueries(schema, leases, streams, frames)
-	if _, err := r.pool.Exec(ctx, q.moveEvents); err != nil {
+	schema, err := r.share.Init(ctx)
+	if err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("move the events of server_run_events to the event log: %w", err)
+		return nil, err
 	}
-	r.q, r.log = q, log
+	streams, frames := log.Tables()
+	r.q, r.log = newQueries(schema, leases, streams, frames), log
 	return r.q, nil
 }
 
@@ -421,8 +424,18 @@ func (r *Replicas) Renew(ctx context.Context, c *server.Claim) (bool, error) {
 	if _, err := r.saver.Renew(ctx, r.lease(c), r.ttl); err != nil {
 		return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
 	}
+	var usage []byte
+	if c.Spent != nil {
+		if usage, err = json.Marshal(c.Spent()); err != nil {
+			return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
+		}
+	}
 	var cancel bool
-	if err := r.pool.QueryRow(ctx, q.cancelled, c.Run.ID).Scan(&cancel); err != nil {
+	err = r.pool.QueryRow(ctx, q.cancelled, c.Run.ID, c.Token, usage).Scan(&cancel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("another replica holds it: %w", graph.ErrCheckpointConflict)
+	}
+	if err != nil {
 		return false, fmt.Errorf("replicas: run %q: %w", c.Run.ID, err)
 	}
 	return cancel, nil

@@ -60,6 +60,18 @@ var migrations = [][]string{
 		// What an ended run's model calls spent, and its run budget.
 		`ALTER TABLE {schema}.server_runs ADD COLUMN usage jsonb, ADD COLUMN budget jsonb`,
 	},
+	{
+		// The events an older version stored move to the event log
+		// (runs/eventlog, whose tables in this schema are made first),
+		// and their table goes: the event log is the one table family
+		// of the runs' events.
+		`WITH moved AS (DELETE FROM {schema}.server_run_events RETURNING run_id, id, name, frame),
+			ins AS (INSERT INTO {schema}.event_frames (stream, id, name, frame) SELECT run_id, id, name, frame FROM moved ON CONFLICT DO NOTHING)
+		INSERT INTO {schema}.event_streams AS s (stream, fence, last)
+		SELECT m.run_id, r.token, max(m.id) FROM moved m JOIN {schema}.server_runs r USING (run_id) GROUP BY m.run_id, r.token
+		ON CONFLICT (stream) DO UPDATE SET last = greatest(s.last, excluded.last), fence = greatest(s.fence, excluded.fence)`,
+		`DROP TABLE {schema}.server_run_events`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table

@@ -118,7 +118,8 @@ func TestARunsEventsAreStoredBeforeItsCheckpoints(t *testing.T) {
 
 // TestTheEventsAnOlderVersionStoredMoveToTheEventLog: events a replica of
 // a version before the event log stored in server_run_events are read
-// from the log once a replica of this version starts.
+// from the log once a replica of this version starts, and that table is
+// gone (migration 4).
 func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool, "coorflow_test_")
@@ -130,9 +131,17 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 		Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
 	require.NoError(t, first.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 	require.NoError(t, first.Close())
-	// What the older version wrote.
-	_, err = pool.Exec(t.Context(), `INSERT INTO `+schema+`.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`)
-	require.NoError(t, err)
+	// The schema as the older version left it (version 3, with its
+	// events table), and what it wrote.
+	for _, stmt := range []string{
+		`CREATE TABLE ` + schema + `.server_run_events (run_id text COLLATE "C" NOT NULL REFERENCES ` + schema + `.server_runs ON DELETE CASCADE,
+			id bigint NOT NULL, name text NOT NULL, frame bytea NOT NULL, PRIMARY KEY (run_id, id))`,
+		`DELETE FROM ` + schema + `.server_runs_schema WHERE version = 4`,
+		`INSERT INTO ` + schema + `.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`,
+	} {
+		_, err = pool.Exec(t.Context(), stmt)
+		require.NoError(t, err)
+	}
 
 	next, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r1", Schema: schema})
 	require.NoError(t, err)
@@ -144,7 +153,7 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	got, err := next.Run(t.Context(), "old-run")
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Events)
-	var left int
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM `+schema+`.server_run_events`).Scan(&left))
-	assert.Zero(t, left)
+	var table *string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regclass($1)::text`, schema+".server_run_events").Scan(&table))
+	assert.Nil(t, table, "the old events table is dropped")
 }
