@@ -23,7 +23,7 @@ import (
 // answer to the question the run stopped on), the answer is the value of
 // the workflow's output channel, and the conversation is a thread
 // (openai_threads.go). Runs start as the Platform API's do (a Platform
-// run request, platformRunFor, then submit or submitShared), so
+// run request, platformRunFor, then the one entry for runs: start), so
 // admission, quotas, budgets, owners, the run's recording and the
 // replicas are theirs; only the shapes of the requests, answers, streams
 // and errors are OpenAI's.
@@ -301,92 +301,41 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 	if c.req.Stream {
 		ans.format = newOAIFormat(ans)
 	}
-	if s.cfg.Replicas != nil {
-		admitted = s.oaiShared(w, r, ru, req, ans)
-	} else {
-		admitted = s.oaiLocal(w, r, ru, ans)
-	}
+	admitted = s.oaiRun(w, r, ru, req, ans)
 	if ans.ended {
 		s.rememberConv(r.Context(), owner, c, ans.answer, th.ID)
 	}
 }
 
-// oaiLocal runs ru on this server and answers it; it reports whether
-// the run was admitted.
-func (s *Server) oaiLocal(w http.ResponseWriter, r *http.Request, ru *run, ans *chatAnswer) bool {
+// oaiRun starts ru through the server's one entry for runs (start:
+// this process or a replica) and answers it as a chat completion,
+// streamed or whole; it reports whether the run was admitted.
+func (s *Server) oaiRun(w http.ResponseWriter, r *http.Request, ru *run, req lgRunRequest, ans *chatAnswer) bool {
 	if ans.format != nil {
 		// Attached before the run starts, the stream gets every event.
 		ru.events.attach()
 		defer ru.events.detach()
 	}
-	queued, e := s.submit(ru)
-	if e != nil {
-		writeOpenAIError(w, e)
-		return false
-	}
-	wait := ru.done
-	if ans.format != nil {
-		wait = ru.started
-	}
-	if !queued || ans.format == nil {
-		select {
-		case <-wait:
-		case <-r.Context().Done():
-			return true // the client left; the run goes on
-		}
-	}
-	if e := ru.earlyError(); e != nil {
-		s.forget(ru)
-		writeOpenAIError(w, e)
-		return true
-	}
-	if ans.format != nil {
-		s.serveEvents(w, r, http.NewResponseController(w), ru, 0, ans.format)
-		return true
-	}
-	v, err := s.runView(r.Context(), ru)
-	if err != nil {
-		writeOpenAIError(w, s.internal(r, err))
-		return true
-	}
-	s.extendWrite(http.NewResponseController(w))
-	ans.write(w, v)
-	return true
-}
-
-// oaiShared runs ru among the replicas (Config.Replicas) and answers it;
-// it reports whether the run was admitted.
-func (s *Server) oaiShared(w http.ResponseWriter, r *http.Request, ru *run, req lgRunRequest, ans *chatAnswer) bool {
-	local, err := s.submitShared(r.Context(), ru, storedRequest{Platform: &req})
+	p, err := s.start(r.Context(), ru, storedRequest{Platform: &req})
 	if err != nil {
 		writeOpenAIError(w, s.internal(r, err))
 		return false
 	}
-	if local != nil {
-		select {
-		case <-local.started:
-		case <-r.Context().Done():
-			return true
+	if err := s.awaitStart(r.Context(), p, ans.format == nil); err != nil {
+		if r.Context().Err() == nil { // else the client left: the run goes on
+			writeOpenAIError(w, s.internal(r, err))
 		}
-		if e := local.earlyError(); e != nil {
-			writeOpenAIError(w, e)
-			return true
-		}
+		return true
 	}
 	if ans.format != nil {
-		s.serveShared(w, r, ru.id, ru.wf, ru.key, 0, ans.format)
+		s.serve(w, r, p, 0, ans.format)
 		return true
 	}
-	sr, err := s.awaitShared(r.Context(), ru.id, 0)
-	if r.Context().Err() != nil {
-		return true
-	}
-	var v Run
-	if err == nil {
-		v, err = s.withValues(r.Context(), sr.view(), ru.wf, ru.key)
-	}
+	v, err := s.awaitEnd(r.Context(), p, 0)
 	if err != nil {
-		writeOpenAIError(w, s.internal(r, err))
+		if r.Context().Err() == nil {
+			writeOpenAIError(w, s.internal(r, err))
+		}
 		return true
 	}
 	s.extendWrite(http.NewResponseController(w))
