@@ -26,7 +26,7 @@ func (s *Server) lgCreateShared(w http.ResponseWriter, r *http.Request, mode run
 		}
 	}
 	req := p.req
-	local, err := s.submitShared(r.Context(), ru, storedRequest{Platform: &req})
+	local, err := s.submitShared(r.Context(), ru, storedRequest{Platform: &req, Assistant: req.pin})
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return

@@ -25,7 +25,6 @@ import (
 func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, route := range []string{
-		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
 		"POST /threads/prune", "PATCH /threads/t/state", "POST /threads/t/commands", "POST /threads/t/stream/events",
 		"POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
 	} {
@@ -117,9 +116,9 @@ func TestPlatformRunErrorsSayWhatIsWrongAndKeepTheThread(t *testing.T) {
 		want   server.ErrorDetail
 	}{
 		{"no assistant", map[string]any{"input": map[string]any{}}, 400, server.ErrorDetail{Code: "invalid_field", Field: "assistant_id",
-			Message: `field "assistant_id" is required: name a workflow (POST /assistants/search lists them)`}},
+			Message: `field "assistant_id" is required: name a workflow or an assistant (POST /assistants/search lists them)`}},
 		{"unknown assistant", map[string]any{"assistant_id": "nope"}, 404, server.ErrorDetail{Code: "unknown_workflow",
-			Message: `unknown assistant "nope": each workflow is an assistant, named like it (POST /assistants/search lists them)`}},
+			Message: `unknown assistant "nope": each workflow is an assistant, named like it, and POST /assistants creates more (POST /assistants/search lists them)`}},
 		{"another workflow", map[string]any{"assistant_id": "ask", "input": map[string]any{}}, 409, server.ErrorDetail{Code: "wrong_workflow",
 			Message: `thread "` + id + `" runs assistant "echo", not "ask": create another thread for it`}},
 		{"stream mode", map[string]any{"assistant_id": "echo", "stream_mode": []string{"values", "telepathy"}}, 400, server.ErrorDetail{Code: "invalid_field", Field: "stream_mode",
