@@ -34,7 +34,7 @@ var reducerKinds = map[string][]string{
 	"append":   {"array"},
 	"messages": {"array"},
 	"merge":    {"object"},
-	"sum":    {"number", "integer"},
+	"sum":      {"number", "integer"},
 }
 
 // declareChannel checks a declared channel and returns it, or nil for
