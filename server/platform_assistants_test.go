@@ -297,3 +297,16 @@ func TestACronOnAnAssistantRunsWithItsConfig(t *testing.T) {
 	e.call("GET", "/threads/"+th+"/runs/"+runs[0]["run_id"].(string)+"/join", alice, nil, http.StatusOK, &out)
 	assert.JSONEq(t, `{"model":"cron-model"}`, out["text"].(string))
 }
+
+// TestReplicasWithoutAStoreCreateNoAssistants: replicas keep assistants
+// only in a shared store; without one, creation is a 501 saying so, and
+// the workflows' assistants are still listed.
+func TestReplicasWithoutAStoreCreateNoAssistants(t *testing.T) {
+	rs := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(configGraph(t, "cfg", false))})
+	e := rs.envs[0]
+	e.fails("POST", "/assistants", alice, map[string]any{"graph_id": "cfg"}, http.StatusNotImplemented, server.ErrorDetail{Code: "not_served",
+		Message: "assistants need a store shared by the replicas (Config.Store): this server has none"})
+	var n int
+	e.call("POST", "/assistants/count", alice, map[string]any{}, http.StatusOK, &n)
+	assert.Equal(t, 1, n)
+}
