@@ -64,6 +64,7 @@ func TestANodesDelayComesFromTheRunsConfig(t *testing.T) {
 func TestANodesDelayEndsWithItsRun(t *testing.T) {
 	r := compileDelay(t)
 	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
 	stop := errors.New("client cancelled")
 	var ran bool
 	for ev, err := range r.Stream(ctx, nil, delayConfig(t, `{"delay": 3600}`)) {
