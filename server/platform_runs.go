@@ -286,7 +286,7 @@ func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Ru
 	th, head, err := s.threadRecord(r.Context(), owner, id)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Code == CodeUnknownThread && req.IfNotExists == "create" {
-		th = Thread{ID: id, Workflow: graphID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		th = Thread{ID: id, Workflow: graphID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Metadata: boundBy(nil, req)}
 		if !threadIDPattern.MatchString(id) {
 			return th, nil, fieldErrorf(CodeInvalidField, "thread_id", "thread id %q must be 1 to 128 letters, digits, '.', '_', ':' or '-'", id)
 		}
@@ -301,7 +301,7 @@ func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Ru
 	switch th.Workflow {
 	case graphID:
 	case "":
-		th.Workflow = graphID
+		th.Workflow, th.Metadata = graphID, boundBy(th.Metadata, req)
 		if err := s.updateThread(r.Context(), owner, th, head); err != nil {
 			return th, nil, err
 		}
@@ -312,6 +312,21 @@ func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Ru
 		return th, nil, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs assistant %q, not %q: create another thread for it", th.ID, th.Workflow, req.AssistantID)
 	}
 	return th, wf, nil
+}
+
+// boundBy is the metadata of a thread that the run req binds to its
+// graph: a created assistant's id is its assistant_id, as LangGraph's
+// server records it (clients list an assistant's threads by it).
+func boundBy(md map[string]any, req lgRunRequest) map[string]any {
+	if req.pin == nil || req.pin.Graph == req.AssistantID {
+		return md
+	}
+	out := make(map[string]any, len(md)+1)
+	for k, v := range md {
+		out[k] = v
+	}
+	out["assistant_id"] = req.AssistantID
+	return out
 }
 
 // platformRunFor makes the run a Platform request asks for.

@@ -81,6 +81,10 @@ step("versions");
 // A run on the assistant: its latest config under the run's own.
 report.latestRun = await seen(id, { configurable: { prompt: "mine" } });
 assert.deepEqual(report.latestRun, { model: "large", prompt: "mine", tone: "dry" });
+// Its thread is the assistant's, as LangGraph's server records it.
+const bound = await client().threads.search({ metadata: { assistant_id: id } });
+assert.equal(bound.length, 1);
+assert.equal(bound[0].metadata.graph_id, LG_GRAPH);
 step("run");
 
 // setLatest: version 1 again, and runs use it.
