@@ -472,7 +472,7 @@ func TestDynamicKeys(t *testing.T) {
 	total, err := graph.NewDynamicKey("total", "sum")
 	require.NoError(t, err)
 	_, err = graph.NewDynamicKey("x", "concat")
-	require.EqualError(t, err, `graph: channel "x": unknown reducer "concat" (want last, append, merge or sum)`)
+	require.EqualError(t, err, `graph: channel "x": unknown reducer "concat" (want last, append, messages, merge or sum)`)
 
 	g := graph.New("dynamic", list, obj, total)
 	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {

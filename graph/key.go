@@ -14,8 +14,8 @@ import (
 type Channel interface {
 	// Name is the channel's name, unique within a graph.
 	Name() string
-	// Reducer names how writes combine: "last", "append", "merge", "sum"
-	// or "custom".
+	// Reducer names how writes combine: "last", "append", "messages",
+	// "merge", "sum" or "custom".
 	Reducer() string
 	// ValueType is the Go type of the channel's value.
 	ValueType() reflect.Type

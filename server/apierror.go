@@ -37,14 +37,16 @@ const (
 	CodeUnfinishedRun    = "unfinished_run"     // 409: an input for a thread whose last run did not finish
 	CodeInterrupted      = "interrupted"        // 409: continuing an interrupted thread without an answer
 	CodeNothingToRun     = "nothing_to_continue"
-	CodeRunFinished      = "run_finished"    // 409: cancel of a run that has ended
-	CodeNoWorkflow       = "no_workflow"     // 409: a Platform thread not yet bound to a workflow, used through /v1
-	CodeNotServed        = "not_served"      // 501: a Platform API route coorflow does not serve
-	CodeWrongWorkflow    = "wrong_workflow"  // 409: a run of another workflow than the thread's
-	CodeQuotaExceeded    = "quota_exceeded"  // 429: the owner is at one of its quotas (ErrorDetail.Quota)
-	CodeBudgetExceeded   = "budget_exceeded" // 402: a run or owner budget stopped the run, or leaves no room for one
-	CodeShuttingDown     = "shutting_down"   // 503
-	CodeInternal         = "internal"        // 500: the detail is in the server's log, under ErrorDetail.RequestID
+	CodeRunFinished      = "run_finished"     // 409: cancel of a run that has ended
+	CodeNoWorkflow       = "no_workflow"      // 409: a Platform thread not yet bound to a workflow, used through /v1
+	CodeNotServed        = "not_served"       // 501: a Platform API route coorflow does not serve
+	CodeWrongWorkflow    = "wrong_workflow"   // 409: a run of another workflow than the thread's
+	CodeAssistantExists  = "assistant_exists" // 409: an assistant created with an id in use
+	CodeSystemAssistant  = "system_assistant" // 409: a change of a workflow's own assistant
+	CodeQuotaExceeded    = "quota_exceeded"   // 429: the owner is at one of its quotas (ErrorDetail.Quota)
+	CodeBudgetExceeded   = "budget_exceeded"  // 402: a run or owner budget stopped the run, or leaves no room for one
+	CodeShuttingDown     = "shutting_down"    // 503
+	CodeInternal         = "internal"         // 500: the detail is in the server's log, under ErrorDetail.RequestID
 )
 
 // apiError is an error a handler returns to the client as

@@ -52,13 +52,14 @@
 // # LangGraph Platform API
 //
 // The routes the LangGraph Platform SDKs call are served at the root
-// (platform*.go): assistants (the workflows), threads, state and history,
+// (platform*.go): assistants (the workflows, and configured versions of
+// them the owners create: Config.MaxAssistants, kept in Config.Store), threads, state and history,
 // runs (background, wait, stream by mode, join, cancel, multitask
 // strategies), webhooks (Config.WebhookAllow), crons (Config.MaxCrons, kept
 // in Config.Store) and the store (Config.Store). They are an adapter of shapes over the same
 // threads and runs as /v1; the SDK's apiKey (header X-Api-Key) is a bearer
-// token. The routes the SDK can call that are not served (stateless and
-// batch runs, assistant editing) answer 501 not_served naming the route.
+// token. The routes the SDK can call that are not served (batch runs and
+// a few more) answer 501 not_served naming the route.
 // docs/platform.md lists them all.
 //
 // # OpenAI-compatible endpoint

@@ -15,7 +15,8 @@ import (
 // official SDKs (@langchain/langgraph-sdk, langgraph-sdk) call, at the
 // server's root, with the same bearer tokens (also accepted as the SDK's
 // x-api-key header). Each workflow is one assistant, whose id and graph_id
-// are the workflow's name.
+// are the workflow's name; clients create more, configured versions of
+// them (platform_assistants.go).
 
 // platformRoutes registers the Platform API. Routes the SDK can call that
 // coorflow does not serve answer 501 not_served, naming the route.
@@ -24,6 +25,10 @@ func (s *Server) platformRoutes() {
 	s.handle("GET /ok", s.handleHealth)
 	s.handle("GET /info", s.lgInfo)
 
+	s.handle("POST /assistants", a(s.lgCreateAssistant))
+	s.handle("PATCH /assistants/{assistant}", a(s.lgPatchAssistant))
+	s.handle("DELETE /assistants/{assistant}", a(s.lgDeleteAssistant))
+	s.handle("POST /assistants/{assistant}/latest", a(s.lgSetLatest))
 	s.handle("POST /assistants/search", a(s.lgSearchAssistants))
 	s.handle("POST /assistants/count", a(s.lgCountAssistants))
 	s.handle("GET /assistants/{assistant}", a(s.lgGetAssistant))
@@ -83,10 +88,6 @@ func (s *Server) platformRoutes() {
 // platformNotServed are the Platform routes the SDK can call that coorflow
 // does not serve, with why.
 var platformNotServed = map[string]string{
-	"POST /assistants":                     "assistants are the server's workflows; add one by serving another workflow file",
-	"PATCH /assistants/{assistant}":        "assistants are the server's workflows and are changed by editing their files",
-	"DELETE /assistants/{assistant}":       "assistants are the server's workflows",
-	"POST /assistants/{assistant}/latest":  "each assistant has one version, its workflow file",
 	"POST /threads/prune":                  "delete threads one by one (DELETE /threads/{thread_id}); the CLI's prune removes old recordings",
 	"PATCH /threads/{thread}/state":        "checkpoint metadata is written by the engine only",
 	"POST /threads/{thread}/commands":      "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
@@ -133,18 +134,20 @@ func (s *Server) assistant(name string) lgAssistant {
 		Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: serverStart, UpdatedAt: serverStart}
 }
 
-// assistantFor finds the assistant the request names: a workflow's name.
+// assistantFor finds the assistant the request names: a workflow's name,
+// or an assistant the owner created; it returns the graph (workflow) the
+// assistant runs.
 func (s *Server) assistantFor(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id := r.PathValue("assistant")
-	if _, ok := s.cfg.Workflows[id]; !ok {
-		writeError(w, unknownAssistant(id))
+	pin, err := s.resolveAssistant(r.Context(), ownerFrom(r.Context()), r.PathValue("assistant"))
+	if err != nil {
+		writeError(w, s.internal(r, err))
 		return "", false
 	}
-	return id, true
+	return pin.Graph, true
 }
 
 func unknownAssistant(id string) *apiError {
-	return errorf(http.StatusNotFound, CodeUnknownWorkflow, "unknown assistant %q: each workflow is an assistant, named like it (POST /assistants/search lists them)", id)
+	return errorf(http.StatusNotFound, CodeUnknownWorkflow, "unknown assistant %q: each workflow is an assistant, named like it, and POST /assistants creates more (POST /assistants/search lists them)", id)
 }
 
 type lgAssistantQuery struct {
@@ -164,10 +167,14 @@ func (s *Server) matchAssistants(w http.ResponseWriter, r *http.Request) ([]lgAs
 		writeError(w, e)
 		return nil, q, false
 	}
-	var out []lgAssistant
-	for _, name := range sortedKeys(s.cfg.Workflows) {
-		a := s.assistant(name)
-		if (q.GraphID != "" && q.GraphID != name) || (q.Name != "" && !strings.Contains(name, q.Name)) || !metadataMatches(a.Metadata, q.Metadata) {
+	all, err := s.allAssistants(r.Context(), ownerFrom(r.Context()))
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return nil, q, false
+	}
+	out := []lgAssistant{}
+	for _, a := range all {
+		if (q.GraphID != "" && q.GraphID != a.GraphID) || (q.Name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(q.Name))) || !metadataMatches(a.Metadata, q.Metadata) {
 			continue
 		}
 		out = append(out, a)
@@ -175,9 +182,15 @@ func (s *Server) matchAssistants(w http.ResponseWriter, r *http.Request) ([]lgAs
 	return out, q, true
 }
 
+// lgSearchAssistants lists the assistants the query matches, sorted and
+// paged as it asks (X-Pagination-Next: the next page's offset).
 func (s *Server) lgSearchAssistants(w http.ResponseWriter, r *http.Request) {
 	all, q, ok := s.matchAssistants(w, r)
 	if !ok {
+		return
+	}
+	if e := sortAssistants(all, q.SortBy, q.SortOrder); e != nil {
+		writeError(w, e)
 		return
 	}
 	page, e := pageOf(all, q.Limit, q.Offset)
@@ -185,7 +198,13 @@ func (s *Server) lgSearchAssistants(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	out, e := selectFields(page, q.Select)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	paginationNext(w, len(all), q.Limit, q.Offset)
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) lgCountAssistants(w http.ResponseWriter, r *http.Request) {
@@ -196,15 +215,17 @@ func (s *Server) lgCountAssistants(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lgGetAssistant(w http.ResponseWriter, r *http.Request) {
-	if id, ok := s.assistantFor(w, r); ok {
+	id := r.PathValue("assistant")
+	if s.cfg.Workflows[id] != nil {
 		writeJSON(w, http.StatusOK, s.assistant(id))
+		return
 	}
-}
-
-func (s *Server) lgAssistantVersions(w http.ResponseWriter, r *http.Request) {
-	if id, ok := s.assistantFor(w, r); ok {
-		writeJSON(w, http.StatusOK, []lgAssistant{s.assistant(id)})
+	a, err := s.createdAssistant(r.Context(), ownerFrom(r.Context()), id)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
 	}
+	writeJSON(w, http.StatusOK, a.view())
 }
 
 func (s *Server) lgAssistantSubgraphs(w http.ResponseWriter, r *http.Request) {

@@ -312,9 +312,9 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := ownerFrom(r.Context())
-	wf := s.cfg.Workflows[req.AssistantID]
-	if wf == nil {
-		writeError(w, unknownAssistant(req.AssistantID))
+	pin, err := s.resolveAssistant(r.Context(), owner, req.AssistantID)
+	if err != nil {
+		writeError(w, s.internal(r, err))
 		return
 	}
 	job := &cronJob{ID: newID(), Owner: owner, Assistant: req.AssistantID, Payload: req.runRequest(), Metadata: req.Metadata,
@@ -326,7 +326,7 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 			writeError(w, s.internal(r, err))
 			return
 		}
-		if th.Workflow != "" && th.Workflow != req.AssistantID {
+		if th.Workflow != "" && th.Workflow != pin.Graph {
 			writeError(w, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs assistant %q, not %q", id, th.Workflow, req.AssistantID))
 			return
 		}
@@ -364,12 +364,14 @@ func (s *Server) lgCreateCron(w http.ResponseWriter, r *http.Request) {
 // request is checked: a bad input fails when the cron is stored rather
 // than at each firing.
 func (s *Server) checkCronRun(r *http.Request, job *cronJob) error {
-	wf := s.cfg.Workflows[job.Assistant]
-	if wf == nil {
-		return unknownAssistant(job.Assistant)
+	pin, err := s.resolveAssistant(r.Context(), job.Owner, job.Assistant)
+	if err != nil {
+		return err
 	}
-	th := Thread{ID: "cron-check", Workflow: job.Assistant}
-	check, err := s.platformRunFor(r, th, wf, job.Payload)
+	th := Thread{ID: "cron-check", Workflow: pin.Graph}
+	req := job.Payload
+	req.pin = pin
+	check, err := s.platformRunFor(r, th, s.cfg.Workflows[pin.Graph], req)
 	if err != nil {
 		return err
 	}
@@ -624,11 +626,12 @@ func (s *Server) fireCron(ctx context.Context, j *cronJob, now time.Time) error 
 func (s *Server) startCronRun(ctx context.Context, j *cronJob) error {
 	ctx = context.WithValue(ctx, ownerKey{}, j.Owner)
 	r := (&http.Request{Header: http.Header{}}).WithContext(ctx)
-	wf := s.cfg.Workflows[j.Assistant]
-	if wf == nil {
-		return unknownAssistant(j.Assistant)
+	pin, err := s.resolveAssistant(ctx, j.Owner, j.Assistant)
+	if err != nil {
+		return err
 	}
-	th := Thread{ID: j.Thread, Workflow: j.Assistant, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+	wf := s.cfg.Workflows[pin.Graph]
+	th := Thread{ID: j.Thread, Workflow: pin.Graph, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 		Metadata: map[string]any{"cron_id": j.ID}}
 	if th.ID == "" {
 		th.ID = newID()
@@ -644,14 +647,16 @@ func (s *Server) startCronRun(ctx context.Context, j *cronJob) error {
 			return err
 		}
 		if rec.Workflow == "" {
-			rec.Workflow = j.Assistant
+			rec.Workflow = pin.Graph
 			if err := s.updateThread(ctx, j.Owner, rec, head); err != nil {
 				return err
 			}
 		}
 		th = rec
 	}
-	ru, err := s.platformRunFor(r, th, wf, j.Payload)
+	req := j.Payload
+	req.pin = pin
+	ru, err := s.platformRunFor(r, th, wf, req)
 	if err != nil {
 		return err
 	}

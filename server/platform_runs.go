@@ -141,6 +141,9 @@ type lgRunRequest struct {
 	CheckpointDuring  *bool            `json:"checkpoint_during"`
 	Durability        string           `json:"durability"`
 	LangsmithTracer   json.RawMessage  `json:"langsmith_tracer"`
+	// pin is the assistant the run starts with (resolveAssistant); a
+	// shared run carries it in storedRequest.Assistant.
+	pin *assistantPin
 }
 
 // streamModes are the Platform's stream modes coorflow serves.
@@ -207,6 +210,12 @@ func (s *Server) lgCreateRun(mode runMode) http.HandlerFunc {
 // ephemeral run (a stateless one, platform_stateless.go) deletes its
 // thread when it ends, or at once when it is refused.
 func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode, req lgRunRequest, ephemeral bool) {
+	pin, err := s.resolveAssistant(r.Context(), ownerFrom(r.Context()), req.AssistantID)
+	if err != nil {
+		writeError(w, s.internal(r, err))
+		return
+	}
+	req.pin = pin
 	th, wf, e := s.runThread(r, req)
 	if e != nil {
 		if ephemeral && wf != nil {
@@ -266,17 +275,12 @@ func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode
 // and binds it to the run's assistant when no run has yet.
 func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Runnable, error) {
 	owner, id := ownerFrom(r.Context()), r.PathValue("thread")
-	if req.AssistantID == "" {
-		return Thread{}, nil, fieldErrorf(CodeInvalidField, "assistant_id", "field \"assistant_id\" is required: name a workflow (POST /assistants/search lists them)")
-	}
-	wf := s.cfg.Workflows[req.AssistantID]
-	if wf == nil {
-		return Thread{}, nil, unknownAssistant(req.AssistantID)
-	}
+	graphID := req.pin.Graph // the workflow of the run's assistant (lgStartRun)
+	wf := s.cfg.Workflows[graphID]
 	th, head, err := s.threadRecord(r.Context(), owner, id)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Code == CodeUnknownThread && req.IfNotExists == "create" {
-		th = Thread{ID: id, Workflow: req.AssistantID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		th = Thread{ID: id, Workflow: graphID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Metadata: boundBy(nil, req)}
 		if !threadIDPattern.MatchString(id) {
 			return th, nil, fieldErrorf(CodeInvalidField, "thread_id", "thread id %q must be 1 to 128 letters, digits, '.', '_', ':' or '-'", id)
 		}
@@ -289,16 +293,34 @@ func (s *Server) runThread(r *http.Request, req lgRunRequest) (Thread, *graph.Ru
 		return th, nil, err
 	}
 	switch th.Workflow {
-	case req.AssistantID:
+	case graphID:
 	case "":
-		th.Workflow = req.AssistantID
+		th.Workflow, th.Metadata = graphID, boundBy(th.Metadata, req)
 		if err := s.updateThread(r.Context(), owner, th, head); err != nil {
 			return th, nil, err
 		}
 	default:
+		if graphID != req.AssistantID {
+			return th, nil, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs graph %q, not %q (assistant %q's): create another thread for it", th.ID, th.Workflow, graphID, req.AssistantID)
+		}
 		return th, nil, errorf(http.StatusConflict, CodeWrongWorkflow, "thread %q runs assistant %q, not %q: create another thread for it", th.ID, th.Workflow, req.AssistantID)
 	}
 	return th, wf, nil
+}
+
+// boundBy is the metadata of a thread that the run req binds to its
+// graph: a created assistant's id is its assistant_id, as LangGraph's
+// server records it (clients list an assistant's threads by it).
+func boundBy(md map[string]any, req lgRunRequest) map[string]any {
+	if req.pin == nil || req.pin.Graph == req.AssistantID {
+		return md
+	}
+	out := make(map[string]any, len(md)+1)
+	for k, v := range md {
+		out[k] = v
+	}
+	out["assistant_id"] = req.AssistantID
+	return out
 }
 
 // platformRunFor makes the run a Platform request asks for.

@@ -80,9 +80,9 @@ func TestStatelessRunErrorsSayWhatIsWrongAndLeaveNoThread(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, path := range []string{"/runs", "/runs/wait", "/runs/stream"} {
 		e.fails("POST", path, alice, map[string]any{"assistant_id": "nope", "input": map[string]any{"text": "hi"}}, http.StatusNotFound, server.ErrorDetail{Code: "unknown_workflow",
-			Message: `unknown assistant "nope": each workflow is an assistant, named like it (POST /assistants/search lists them)`})
+			Message: `unknown assistant "nope": each workflow is an assistant, named like it, and POST /assistants creates more (POST /assistants/search lists them)`})
 		e.fails("POST", path, alice, map[string]any{"input": map[string]any{"text": "hi"}}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "assistant_id",
-			Message: `field "assistant_id" is required: name a workflow (POST /assistants/search lists them)`})
+			Message: `field "assistant_id" is required: name a workflow or an assistant (POST /assistants/search lists them)`})
 		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "on_completion": "later"}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "on_completion",
 			Message: `field "on_completion" must be delete or keep, not "later"`})
 		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "stream_mode": "loud"}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "stream_mode",

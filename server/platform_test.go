@@ -26,7 +26,6 @@ import (
 func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, route := range []string{
-		"POST /assistants", "PATCH /assistants/echo", "DELETE /assistants/echo", "POST /assistants/echo/latest",
 		"POST /threads/prune", "PATCH /threads/t/state", "POST /threads/t/commands", "POST /threads/t/stream/events",
 		"POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
 	} {
@@ -118,9 +117,9 @@ func TestPlatformRunErrorsSayWhatIsWrongAndKeepTheThread(t *testing.T) {
 		want   server.ErrorDetail
 	}{
 		{"no assistant", map[string]any{"input": map[string]any{}}, 400, server.ErrorDetail{Code: "invalid_field", Field: "assistant_id",
-			Message: `field "assistant_id" is required: name a workflow (POST /assistants/search lists them)`}},
+			Message: `field "assistant_id" is required: name a workflow or an assistant (POST /assistants/search lists them)`}},
 		{"unknown assistant", map[string]any{"assistant_id": "nope"}, 404, server.ErrorDetail{Code: "unknown_workflow",
-			Message: `unknown assistant "nope": each workflow is an assistant, named like it (POST /assistants/search lists them)`}},
+			Message: `unknown assistant "nope": each workflow is an assistant, named like it, and POST /assistants creates more (POST /assistants/search lists them)`}},
 		{"another workflow", map[string]any{"assistant_id": "ask", "input": map[string]any{}}, 409, server.ErrorDetail{Code: "wrong_workflow",
 			Message: `thread "` + id + `" runs assistant "echo", not "ask": create another thread for it`}},
 		{"stream mode", map[string]any{"assistant_id": "echo", "stream_mode": []string{"values", "telepathy"}}, 400, server.ErrorDetail{Code: "invalid_field", Field: "stream_mode",
@@ -409,6 +408,47 @@ func platformOwnerChecks(e *env, ra, live string) map[string]func(t *testing.T) 
 	checks["DELETE /runs/crons/{cron}"] = func(t *testing.T) {
 		id := cronOf(t)
 		e.fails("DELETE", "/runs/crons/"+id, bob, nil, http.StatusNotFound, noCron(id))
+	}
+	// An assistant alice creates for a check, deleted after it, so that
+	// the searches above stay everyone's.
+	aliceAssistant := func(t *testing.T, id string) {
+		e.call("POST", "/assistants", alice, map[string]any{"graph_id": "echo", "assistant_id": id, "name": "alice's"}, http.StatusOK, nil)
+		t.Cleanup(func() { e.call("DELETE", "/assistants/"+id, alice, nil, http.StatusNoContent, nil) })
+	}
+	const aid = "0d6f1e2a-3b4c-4d5e-8f60-718293a4b5c6"
+	noAssistant := server.ErrorDetail{Code: "unknown_workflow",
+		Message: `unknown assistant "` + aid + `": each workflow is an assistant, named like it, and POST /assistants creates more (POST /assistants/search lists them)`}
+	aliceUnchanged := func(t *testing.T) {
+		var a map[string]any
+		e.call("GET", "/assistants/"+aid, alice, nil, http.StatusOK, &a)
+		assert.Equal(t, "alice's", a["name"])
+		assert.Equal(t, 1.0, a["version"])
+	}
+	checks["POST /assistants"] = func(t *testing.T) {
+		aliceAssistant(t, aid)
+		var a map[string]any
+		e.call("POST", "/assistants", bob, map[string]any{"graph_id": "echo", "assistant_id": aid, "name": "bob's"}, http.StatusOK, &a)
+		assert.Equal(t, "bob's", a["name"], "bob's assistant of the same id is another assistant")
+		aliceUnchanged(t)
+		e.call("DELETE", "/assistants/"+aid, bob, nil, http.StatusNoContent, nil)
+	}
+	checks["PATCH /assistants/{assistant}"] = func(t *testing.T) {
+		aliceAssistant(t, aid)
+		e.fails("PATCH", "/assistants/"+aid, bob, map[string]any{"name": "bob's"}, http.StatusNotFound, noAssistant)
+		aliceUnchanged(t)
+	}
+	checks["DELETE /assistants/{assistant}"] = func(t *testing.T) {
+		aliceAssistant(t, aid)
+		e.fails("DELETE", "/assistants/"+aid, bob, nil, http.StatusNotFound, noAssistant)
+		aliceUnchanged(t)
+	}
+	checks["POST /assistants/{assistant}/latest"] = func(t *testing.T) {
+		aliceAssistant(t, aid)
+		e.fails("POST", "/assistants/"+aid+"/latest", bob, map[string]any{"version": 1}, http.StatusNotFound, noAssistant)
+		e.fails("GET", "/assistants/"+aid, bob, nil, http.StatusNotFound, noAssistant)
+		e.fails("POST", "/assistants/"+aid+"/versions", bob, map[string]any{}, http.StatusNotFound, noAssistant)
+		e.fails("GET", "/assistants/"+aid+"/graph", bob, nil, http.StatusNotFound, noAssistant)
+		aliceUnchanged(t)
 	}
 	checks["POST /runs/crons/search"] = func(t *testing.T) {
 		cronOf(t)

@@ -123,7 +123,9 @@ func (s *Server) threadView(ctx context.Context, owner string, th Thread) (lgThr
 	}
 	if th.Workflow != "" {
 		out.Metadata["graph_id"] = th.Workflow
-		out.Metadata["assistant_id"] = th.Workflow
+		if _, ok := out.Metadata["assistant_id"]; !ok { // a created assistant's id, when one bound it
+			out.Metadata["assistant_id"] = th.Workflow
+		}
 	}
 	key := threadKey(owner, th.ID)
 	active, queued, lastStatus, err := s.activity(ctx, key)

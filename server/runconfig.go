@@ -46,7 +46,8 @@ type lgConfig struct {
 
 // setPlatformConfig sets the config of a Platform run from its request's
 // config.configurable and context (LangGraph's runtime context), which
-// are merged (a key in both must have one value). The reserved keys say
+// are merged (a key in both must have one value), over the config of
+// the run's assistant (assistantPin.under). The reserved keys say
 // where the run goes: thread_id must be the URL's thread, checkpoint_ns
 // the root graph's (""), checkpoint_id is the checkpoint to start from
 // (as the request's checkpoint_id, which it must agree with), and run_id
@@ -76,6 +77,7 @@ func (ru *run) setPlatformConfig(req lgRunRequest) *apiError {
 	if c, err = c.Merge(ctxValues); err != nil {
 		return configError("context", err)
 	}
+	c = req.pin.under(c) // the assistant's config, under the run's own
 	if len(c.Encode()) > runs.MaxConfigBytes {
 		return configError("context", &runs.ConfigError{Reason: fmt.Sprintf("config.configurable and context together are more than the %d bytes a run's config may have", runs.MaxConfigBytes)})
 	}

@@ -61,6 +61,9 @@ func placedIn(ru *run) *placed {
 // where this replica or another executes it. A refusal is an *apiError.
 // Every transport starts its runs here.
 func (s *Server) start(ctx context.Context, ru *run, req storedRequest) (*placed, error) {
+	if ru.platform != nil && req.Assistant == nil {
+		req.Assistant = ru.platform.req.pin // the version it starts with goes with it to its replica
+	}
 	p := placedIn(ru)
 	preempt := ru.platform != nil && (ru.platform.strategy == "interrupt" || ru.platform.strategy == "rollback")
 	rollback := preempt && ru.platform.strategy == "rollback"

@@ -215,6 +215,11 @@ type Config struct {
 	// cron's runs count in its owner's quotas and budget as requested
 	// runs do.
 	MinCronInterval time.Duration
+	// MaxAssistants caps the assistants each owner creates (POST
+	// /assistants; default 100, negative: no limit). They live in
+	// Config.Store, or the server's memory without one; with
+	// Config.Replicas they need a Store.
+	MaxAssistants int
 	// Replicas, when set, shares runs with the other replicas of the
 	// server on one database: any replica answers for any run, and a run
 	// whose replica dies is taken over by another (see Replicas).
@@ -243,23 +248,24 @@ type Server struct {
 	// eventNames are the names ?kinds= accepts.
 	eventNames map[string]bool
 
-	mu       sync.Mutex
-	closing  bool
-	runs     map[string]*run        // by run id
-	threads  map[string]*threadRuns // by thread key
-	finished *list.List             // finished runs, oldest first
-	retained int64                  // bytes the finished runs take
-	values   *valuesCache           // of runs that ended done (valuescache.go)
-	ledger   *runs.Ledger           // admits the runs (without Replicas)
-	owners   *runs.OwnerBudgets     // owner budgets (budget.go); nil without a Recorder
-	wg       sync.WaitGroup         // run goroutines
-	drained  chan struct{}          // closed when closing and no run is left
-	mcp      mcpState               // /mcp (mcp.go)
-	openai   openaiState            // /openai/v1 (openai.go)
-	crons    cronState              // Platform crons (platform_crons.go)
-	webhooks webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
-	cors     corsPolicy             // Config.CORSOrigins (cors.go)
-	replica  replicaState           // with Config.Replicas (sharedruns.go)
+	mu         sync.Mutex
+	closing    bool
+	runs       map[string]*run        // by run id
+	threads    map[string]*threadRuns // by thread key
+	finished   *list.List             // finished runs, oldest first
+	retained   int64                  // bytes the finished runs take
+	values     *valuesCache           // of runs that ended done (valuescache.go)
+	ledger     *runs.Ledger           // admits the runs (without Replicas)
+	owners     *runs.OwnerBudgets     // owner budgets (budget.go); nil without a Recorder
+	wg         sync.WaitGroup         // run goroutines
+	drained    chan struct{}          // closed when closing and no run is left
+	mcp        mcpState               // /mcp (mcp.go)
+	openai     openaiState            // /openai/v1 (openai.go)
+	crons      cronState              // Platform crons (platform_crons.go)
+	assistants assistantState         // created assistants (platform_assistants.go)
+	webhooks   webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
+	cors       corsPolicy             // Config.CORSOrigins (cors.go)
+	replica    replicaState           // with Config.Replicas (sharedruns.go)
 }
 
 // replicaState is the claim loop of a replica and the runs it executes.
@@ -390,6 +396,7 @@ func New(cfg Config) (*Server, error) {
 		s.startReplica()
 	}
 	s.startCrons()
+	s.startAssistants()
 	return s, nil
 }
 

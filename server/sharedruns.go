@@ -216,6 +216,9 @@ func (s *Server) startClaim(c *Claim) *run {
 type storedRequest struct {
 	RunRequest
 	Platform *lgRunRequest `json:"platform,omitempty"`
+	// Assistant is the Platform run's assistant as resolved when it was
+	// taken (the version its config is from).
+	Assistant *assistantPin `json:"assistant,omitempty"`
 }
 
 // request decodes the run's request.
@@ -238,7 +241,9 @@ func (s *Server) setShared(ctx context.Context, ru *run, sr SharedRun) error {
 		return errorf(http.StatusInternalServerError, "run_failed", "%v", strings.TrimPrefix(err.Error(), "server: "))
 	}
 	if req.Platform != nil {
-		return s.setPlatform(ctx, ru, *req.Platform)
+		p := *req.Platform
+		p.pin = req.Assistant
+		return s.setPlatform(ctx, ru, p)
 	}
 	if e := ru.setRequest(req.RunRequest); e != nil {
 		return e

@@ -23,7 +23,7 @@ type WorkflowInfo struct {
 // run's input.
 type ChannelInfo struct {
 	Name string `json:"name"`
-	// Reducer is last, append, merge, sum or custom.
+	// Reducer is last, append, messages, merge, sum or custom.
 	Reducer string `json:"reducer"`
 	// Type is the Go type of the channel's value.
 	Type string `json:"type"`

@@ -31,9 +31,10 @@ var channelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // reducerKinds says which JSON type each reducer needs.
 var reducerKinds = map[string][]string{
-	"append": {"array"},
-	"merge":  {"object"},
-	"sum":    {"number", "integer"},
+	"append":   {"array"},
+	"messages": {"array"},
+	"merge":    {"object"},
+	"sum":      {"number", "integer"},
 }
 
 // declareChannel checks a declared channel and returns it, or nil for
@@ -64,7 +65,7 @@ func declareChannel(ps *problems, d *document, c named[channelSpec], prebuilt ma
 	}
 	if sh.kind == "any" {
 		switch reducer {
-		case "append":
+		case "append", "messages":
 			sh = &shape{kind: "array", items: anyShape}
 		case "merge":
 			sh = &shape{kind: "object", open: true, props: map[string]*shape{}}
@@ -103,6 +104,10 @@ func fitsPrebuilt(c named[channelSpec], b *channel) bool {
 	return (sh.kind == "any" || sh.kind == b.shape.kind) && reducer == b.reducer
 }
 
+// listReducer reports whether a write to the channel may be one item of
+// its list (reducers append and messages).
+func (c *channel) listReducer() bool { return c.reducer == "append" || c.reducer == "messages" }
+
 // check validates a value written to the channel (the item, for append).
 func (c *channel) check(v any) error {
 	if c.schema == nil {
@@ -113,7 +118,7 @@ func (c *channel) check(v any) error {
 		return err
 	}
 	target := g
-	if c.reducer == "append" {
+	if c.listReducer() {
 		if _, isList := g.([]any); !isList {
 			target = []any{g}
 		}

@@ -28,6 +28,7 @@ func (f *File) checkNodes(ps *problems) {
 		f.checkNode(ps, n)
 		f.checkSet(ps, n)
 		f.checkEmit(ps, n)
+		f.checkDelay(ps, n)
 	}
 }
 

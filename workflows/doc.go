@@ -11,7 +11,7 @@
 //	input: topic                  # the channel `coorflow run --input` writes (default input)
 //	output: draft                 # the channel printed at the end (default answer)
 //	config: {max_revisions: 2}    # values expressions read as config.<name>; a run's config may replace them
-//	state:                        # channel: a JSON Schema and a reducer (last, append, merge, sum)
+//	state:                        # channel: a JSON Schema and a reducer (last, append, messages, merge, sum)
 //	  topic: {type: string}
 //	  draft: {type: string}
 //	  score: {type: number, minimum: 0, maximum: 1}

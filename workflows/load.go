@@ -52,6 +52,7 @@ type fileNode struct {
 	team           *fixedTeam  // a team node's plan and agents sections
 	set            []setter    // its set section
 	emit           *vm.Program // its emit expression
+	delay          *vm.Program // its delay expression
 	payload        *vm.Program // an interrupt node's payload
 }
 

@@ -60,7 +60,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"9:3: nodes.answer: missing required field \"output\"",
 			"13:14: nodes.answer.set.count: \"\\\"three\\\"\" is text, but channel count takes a whole number",
 			"14:3: nodes.polish: node \"polish\" has no way out: add an edge from it (to end if the run should stop there)",
-			"18:5: nodes.polish.tools: unknown field \"tools\" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)",
+			"18:5: nodes.polish.tools: unknown field \"tools\" (known fields: delay, description, emit, output, prompt, retry, set, system, tier, timeout, type)",
 		}},
 		{"demo_script_missing.yaml", []string{
 			"3:16: demo.script: demo script nope.yaml cannot be read: no such file or directory",
@@ -137,11 +137,11 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 		{"several_problems_at_once.yaml", []string{
 			"6:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
 			"8:13: nodes.a.output: unknown channel \"s\" (declare it under state)",
-			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)",
+			"9:5: nodes.a.extra: unknown field \"extra\" (known fields: delay, description, emit, output, prompt, retry, set, system, tier, timeout, type)",
 		}},
 		{"schema_and_semantic_problems.yaml", []string{
 			"8:11: nodes.a.tier: \"fast\" is not one of basic, reasoning, vision, code",
-			"11:5: nodes.a.tools: unknown field \"tools\" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)",
+			"11:5: nodes.a.tools: unknown field \"tools\" (known fields: delay, description, emit, output, prompt, retry, set, system, tier, timeout, type)",
 			"12:25: nodes.b.tool: unknown tool \"shell\"",
 			"15:19: edges[1].to: unknown node \"c\" (did you mean \"a\"?)",
 		}},
@@ -173,7 +173,7 @@ func TestEachBadFileIsReportedWithFileLineColumnKeyPathAndMessage(t *testing.T) 
 			"4:37: nodes.a.output: unknown channel \"sumary\" (did you mean \"summary\"?)",
 		}},
 		{"unknown_reducer.yaml", []string{
-			"4:30: state.n.reducer: \"max\" is not one of last, append, merge, sum",
+			"4:30: state.n.reducer: \"max\" is not one of last, append, messages, merge, sum",
 		}},
 		{"unknown_tool_in_tools.yaml", []string{
 			"4:3: tools.pyhton: unknown tool \"pyhton\" (did you mean \"python\"?); tools written in Go must be registered by the program that runs the file",

@@ -41,7 +41,7 @@ func (b *build) addNode(ctx context.Context, g *graph.Graph, n *fileNode) error 
 	if err != nil {
 		return fmt.Errorf("workflows: %s: node %q: %w", b.f.path, n.Name, err)
 	}
-	g.AddNode(n.Name, b.withEmit(n, b.withSet(n, b.checked(n.Name, fn))), opts...)
+	g.AddNode(n.Name, b.withEmit(n, b.withDelay(n, b.withSet(n, b.checked(n.Name, fn)))), opts...)
 	return nil
 }
 

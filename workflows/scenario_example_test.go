@@ -9,7 +9,6 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm/scripted"
-	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/workflows"
 )
@@ -24,7 +23,7 @@ func TestTheLangGraphScenarioExampleRunsToItsFinalMessage(t *testing.T) {
 	model := scripted.New(scripted.Script{Agents: map[string][]scripted.Reply{"write": {{Text: "Graphs add up."}}}})
 	r, err := f.Compile(t.Context(), workflows.Env{Models: models(t, model), Graph: []graph.Option{graph.WithSaver(memory.New())}})
 	require.NoError(t, err)
-	c, _, err := runs.ParseConfig([]byte(`{"tone": "formal"}`))
+	c, _, err := runs.ParseConfig([]byte(`{"tone": "formal", "delay": 0.01}`))
 	require.NoError(t, err)
 	in, err := f.Input(r, f.InputChannel(), "graph engines")
 	require.NoError(t, err)
@@ -56,11 +55,11 @@ func TestTheLangGraphScenarioExampleRunsToItsFinalMessage(t *testing.T) {
 	final := run(nil, graph.Resume(map[string]any{"approved": true, "note": "fine"}))
 	v, _ := final.Value("final")
 	assert.Equal(t, "Published: Graphs add up.", v)
-	assert.Equal(t, []nodes.ChatMessage{
-		{Role: "user", Content: "graph engines"},
-		{Role: "assistant", Content: "Graphs add up."},
-		{Role: "assistant", Content: "Published: Graphs add up."},
-	}, nodes.Messages.Get(final), "messages is the prebuilt message list, one item appended per set")
+	msgs, _ := final.Value("messages")
+	assert.Equal(t, []any{
+		map[string]any{"type": "human", "content": "graph engines"},
+		map[string]any{"id": "draft", "type": "ai", "content": "Published: Graphs add up."},
+	}, msgs, "LangGraph's message list: the final message replaced the draft's, of the same id")
 	assert.Equal(t, []any{
 		map[string]any{"stage": "started", "tone": "formal"},
 		map[string]any{"stage": "finished", "approved": true},

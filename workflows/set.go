@@ -98,7 +98,7 @@ func assignable(c *channel, t reflect.Type) string {
 		}
 		return true
 	}
-	if fits(c.shape.kind) || (c.reducer == "append" && c.shape.items != nil && fits(c.shape.items.kind)) {
+	if fits(c.shape.kind) || (c.listReducer() && c.shape.items != nil && fits(c.shape.items.kind)) {
 		return ""
 	}
 	if c.shape.kind == "integer" && isFloat(t) {
@@ -146,7 +146,7 @@ var kindWords = map[string]string{
 // takes names what a channel takes, for a person.
 func (c *channel) takes() string {
 	word := kindWords[c.shape.kind]
-	if c.reducer == "append" && c.shape.items != nil && c.shape.items.kind != "any" {
+	if c.listReducer() && c.shape.items != nil && c.shape.items.kind != "any" {
 		word += " (or one item: " + kindWords[c.shape.items.kind] + ")"
 	}
 	return word

@@ -192,6 +192,9 @@ type nodeSpec struct {
 	// Emit is an expression whose value the node sends to the run's
 	// stream as a custom event when it starts (see emit.go).
 	Emit string `yaml:"emit"`
+	// Delay is an expression: the seconds the node waits before its own
+	// work (see delay.go).
+	Delay string `yaml:"delay"`
 	// Payload is an interrupt node's question: an expression.
 	Payload string `yaml:"payload"`
 }

@@ -18,7 +18,7 @@ func TestValidateReportsSchemaAndOtherProblemsOfAFileAtOnce(t *testing.T) {
 	assert.Empty(t, stdout)
 	const f = "../../workflows/testdata/bad/schema_and_semantic_problems.yaml"
 	assert.Equal(t, f+`:8:11: nodes.a.tier: "fast" is not one of basic, reasoning, vision, code`+"\n"+
-		f+`:11:5: nodes.a.tools: unknown field "tools" (known fields: description, emit, output, prompt, retry, set, system, tier, timeout, type)`+"\n"+
+		f+`:11:5: nodes.a.tools: unknown field "tools" (known fields: delay, description, emit, output, prompt, retry, set, system, tier, timeout, type)`+"\n"+
 		f+`:12:25: nodes.b.tool: unknown tool "shell"`+"\n"+
 		f+`:15:19: edges[1].to: unknown node "c" (did you mean "a"?)`+"\n", stderr)
 }
