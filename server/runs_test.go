@@ -100,7 +100,7 @@ func TestRunRequestErrorsNameTheField(t *testing.T) {
 		{"ResumeEachNotAnObject", `{"resume_each": 1}`, server.ErrorDetail{Code: "invalid_field", Field: "resume_each",
 			Message: `field "resume_each" must be a JSON object, not a number`}},
 		{"UnknownField", `{"inputs": {}}`, server.ErrorDetail{Code: "unknown_field", Field: "inputs",
-			Message: `unknown field "inputs" (this endpoint takes budget, config, input, resume, resume_each)`}},
+			Message: `unknown field "inputs" (this endpoint takes budget, checkpoint, config, input, resume, resume_each)`}},
 		{"Malformed", `{"input": `, server.ErrorDetail{Code: "malformed_json", Message: `request body is not valid JSON: it ends too early`}},
 	}
 	for _, tt := range tests {
