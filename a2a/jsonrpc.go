@@ -85,10 +85,24 @@ func Errorf(code int, format string, args ...any) *Error {
 // CodeTaskNotFound.
 var ErrTaskNotFound = &Error{Code: CodeTaskNotFound, Message: "task not found"}
 
-// Is matches errors of the same code.
+// ErrTooLarge is matched (errors.Is) by DecodeRequest's error for a
+// request over its bound: a CodeInvalidRequest.
+var ErrTooLarge = &Error{Code: CodeInvalidRequest, Message: "the request is too large", Data: tooLargeData}
+
+var tooLargeData = []any{map[string]any{"reason": "REQUEST_TOO_LARGE"}}
+
+// Is matches errors of the same code (ErrTooLarge: only requests over
+// their bound).
 func (e *Error) Is(target error) bool {
 	var t *Error
-	return errors.As(target, &t) && t.Code == e.Code
+	if !errors.As(target, &t) || t.Code != e.Code {
+		return false
+	}
+	if t == ErrTooLarge {
+		d, ok := e.Data.([]any)
+		return ok && len(d) == 1 && fmt.Sprint(d[0]) == fmt.Sprint(tooLargeData[0])
+	}
+	return true
 }
 
 // DecodeRequest reads one JSON-RPC request of at most max bytes from r.
@@ -102,7 +116,7 @@ func DecodeRequest(r io.Reader, max int64) (Request, *Error) {
 		return Request{}, Errorf(CodeParseError, "read the request: %v", err)
 	}
 	if int64(len(body)) > max {
-		return Request{}, Errorf(CodeInvalidRequest, "the request is larger than %d bytes", max)
+		return Request{}, &Error{Code: ErrTooLarge.Code, Message: fmt.Sprintf("the request is larger than %d bytes", max), Data: tooLargeData}
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {

@@ -115,12 +115,11 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		writeError(w, unknownWorkflow(c.workflow))
 		return
 	}
-	req, e := a2a.DecodeRequest(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), s.cfg.MaxBodyBytes)
+	req, e := a2a.DecodeRequest(r.Body, s.cfg.MaxBodyBytes)
 	c.req = req
 	if e != nil {
 		status := http.StatusOK
-		var tooBig *http.MaxBytesError
-		if strings.Contains(e.Message, "larger than") || errors.As(r.Context().Err(), &tooBig) {
+		if errors.Is(e, a2a.ErrTooLarge) {
 			status = http.StatusRequestEntityTooLarge
 		}
 		c.reply(status, a2a.Failure(req.ID, e))

@@ -188,6 +188,9 @@ func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 	for pattern, check := range platformOwnerChecks(e, ra, live.ID) {
 		checks[pattern] = check
 	}
+	for pattern, check := range a2aOwnerChecks(e) {
+		checks[pattern] = check
+	}
 	routes := server.Routes(e.srv)
 	for _, pattern := range routes {
 		check, ok := checks[pattern]

@@ -1,0 +1,243 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/a2a"
+	"github.com/coorflow/coorflow/server"
+)
+
+// rpc sends one JSON-RPC request (a string is sent as is) to path with
+// A2A-Version 1.0 and returns the HTTP status and the response.
+func (e *env) rpc(path, token string, body any, header ...string) (int, a2a.Response) {
+	e.t.Helper()
+	if m, ok := body.(map[string]any); ok {
+		if _, set := m["jsonrpc"]; !set {
+			m["jsonrpc"], m["id"] = "2.0", 1
+		}
+	}
+	resp := e.request("POST", path, token, body, append([]string{a2a.VersionHeader, a2a.ProtocolVersion}, header...)...)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	var out a2a.Response
+	require.NoError(e.t, json.Unmarshal(data, &out), "%d %s", resp.StatusCode, data)
+	return resp.StatusCode, out
+}
+
+// a2aSend sends a text to workflow's agent and returns the task.
+func (e *env) a2aSend(token, workflow, text string) a2a.Task {
+	e.t.Helper()
+	_, res := e.rpc("/a2a/"+workflow, token, map[string]any{"method": "SendMessage",
+		"params": a2a.SendMessageRequest{Message: a2a.UserText(text)}})
+	require.Nil(e.t, res.Error)
+	var out a2a.SendMessageResponse
+	require.NoError(e.t, json.Unmarshal(res.Result, &out))
+	require.NotNil(e.t, out.Task)
+	return *out.Task
+}
+
+func rpcCode(res a2a.Response) int {
+	if res.Error == nil {
+		return 0
+	}
+	return res.Error.Code
+}
+
+// a2aOwnerChecks are the cases of TestEveryRouteKeepsOwnersApart for the
+// A2A routes: bob reaches none of alice's tasks, by any method, and
+// changes nothing of them.
+func a2aOwnerChecks(e *env) map[string]func(t *testing.T) {
+	task := e.a2aSend(alice, "echo", "alice's secret")
+	unchanged := func(t *testing.T) {
+		_, res := e.rpc("/a2a", alice, map[string]any{"method": "GetTask", "params": map[string]any{"id": task.ID}})
+		require.Nil(t, res.Error)
+		var got a2a.Task
+		require.NoError(t, json.Unmarshal(res.Result, &got))
+		assert.Equal(t, a2a.StateCompleted, got.Status.State)
+		assert.Len(t, got.History, 1, "no message of bob's reached alice's task")
+		assert.Empty(t, got.Metadata["push"])
+	}
+	routes := func(path string) func(t *testing.T) {
+		return func(t *testing.T) {
+			for _, call := range []map[string]any{
+				{"method": "GetTask", "params": map[string]any{"id": task.ID}},
+				{"method": "CancelTask", "params": map[string]any{"id": task.ID}},
+				{"method": "SubscribeToTask", "params": map[string]any{"id": task.ID}},
+				{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "taskId": task.ID, "parts": []any{map[string]any{"text": "x"}}}}},
+				{"method": "SendStreamingMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "taskId": task.ID, "parts": []any{map[string]any{"text": "x"}}}}},
+				{"method": "GetTaskPushNotificationConfig", "params": map[string]any{"taskId": task.ID, "id": "p"}},
+			} {
+				status, res := e.rpc(path, bob, call)
+				assert.Equal(t, http.StatusOK, status)
+				assert.Contains(t, []int{a2a.CodeTaskNotFound, a2a.CodePushNotificationNotSupported}, rpcCode(res), "%s: %+v", call["method"], res.Error)
+				if call["method"] != "GetTaskPushNotificationConfig" {
+					assert.Equal(t, a2a.CodeTaskNotFound, rpcCode(res), "%s", call["method"])
+				}
+			}
+			_, res := e.rpc(path, bob, map[string]any{"method": "ListTasks", "params": map[string]any{}})
+			require.Nil(t, res.Error)
+			var list a2a.ListTasksResponse
+			require.NoError(t, json.Unmarshal(res.Result, &list))
+			assert.Empty(t, list.Tasks, "bob lists none of alice's tasks")
+			unchanged(t)
+		}
+	}
+	card := func(path string) func(t *testing.T) {
+		return func(t *testing.T) {
+			read := func(token string) string {
+				resp := e.request("GET", path, token, nil)
+				defer resp.Body.Close()
+				data, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, resp.StatusCode, "%s", data)
+				return string(data)
+			}
+			assert.Equal(t, read(""), read(bob), "a card is public, the same for everyone")
+			assert.NotContains(t, read(alice), task.ID)
+		}
+	}
+	return map[string]func(t *testing.T){
+		"GET /.well-known/agent-card.json":                card("/.well-known/agent-card.json"),
+		"GET /a2a/{workflow}/.well-known/agent-card.json": card("/a2a/echo/.well-known/agent-card.json"),
+		"POST /a2a":            routes("/a2a"),
+		"POST /a2a/{workflow}": routes("/a2a/echo"),
+	}
+}
+
+// TestA2ABadRequestsGetTheSpecsErrorsAndChangeNothing sends what a client
+// should not: each gets its JSON-RPC error, and no task or thread is made.
+func TestA2ABadRequestsGetTheSpecsErrorsAndChangeNothing(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, MaxBodyBytes: 4 << 10})
+	send := func(text string) map[string]any {
+		return map[string]any{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "parts": []any{map[string]any{"text": text}}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		body   any
+		header []string
+		status int
+		code   int
+	}{
+		{"not JSON", `{"jsonrpc": "2.0", "id": 1, "method":`, nil, http.StatusOK, a2a.CodeParseError},
+		{"no jsonrpc", `{"id": 1, "method": "GetTask", "params": {}}`, nil, http.StatusOK, a2a.CodeInvalidRequest},
+		{"object id", `{"jsonrpc": "2.0", "id": {}, "method": "GetTask", "params": {}}`, nil, http.StatusOK, a2a.CodeInvalidRequest},
+		{"unknown method", map[string]any{"method": "message/send", "params": map[string]any{}}, nil, http.StatusOK, a2a.CodeMethodNotFound},
+		{"params not an object", map[string]any{"method": "GetTask", "params": []any{1}}, nil, http.StatusOK, a2a.CodeInvalidParams},
+		{"unknown task", map[string]any{"method": "GetTask", "params": map[string]any{"id": "nope"}}, nil, http.StatusOK, a2a.CodeTaskNotFound},
+		{"unknown task of a context", map[string]any{"method": "CancelTask", "params": map[string]any{"id": "ctx~nope"}}, nil, http.StatusOK, a2a.CodeTaskNotFound},
+		{"answer to an unknown task", map[string]any{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "taskId": "x~y", "parts": []any{map[string]any{"text": "a"}}}}}, nil, http.StatusOK, a2a.CodeTaskNotFound},
+		{"no message", map[string]any{"method": "SendMessage", "params": map[string]any{}}, nil, http.StatusOK, a2a.CodeInvalidParams},
+		{"no parts", map[string]any{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m"}}}, nil, http.StatusOK, a2a.CodeInvalidParams},
+		{"an agent's message", map[string]any{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_AGENT", "parts": []any{map[string]any{"text": "a"}}}}}, nil, http.StatusOK, a2a.CodeInvalidParams},
+		{"bad context id", map[string]any{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "contextId": "../x", "parts": []any{map[string]any{"text": "a"}}}}}, nil, http.StatusOK, a2a.CodeInvalidParams},
+		{"oversized", send(strings.Repeat("x", 8<<10)), nil, http.StatusRequestEntityTooLarge, a2a.CodeInvalidRequest},
+		{"old version", send("a"), []string{a2a.VersionHeader, "0.3"}, http.StatusOK, a2a.CodeVersionNotSupported},
+		{"push to a URL not allowed", map[string]any{"method": "SendMessage", "params": map[string]any{"message": map[string]any{"messageId": "m", "parts": []any{map[string]any{"text": "a"}}},
+			"configuration": map[string]any{"taskPushNotificationConfig": map[string]any{"url": "http://169.254.169.254/latest"}}}}, nil, http.StatusOK, a2a.CodePushNotificationNotSupported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, res := e.rpc("/a2a/echo", alice, tc.body, tc.header...)
+			assert.Equal(t, tc.status, status)
+			require.NotNil(t, res.Error)
+			assert.Equal(t, tc.code, res.Error.Code, res.Error.Message)
+			assert.NotEmpty(t, res.Error.Message)
+		})
+	}
+	resp := e.request("POST", "/a2a/echo", "", send("a"), a2a.VersionHeader, a2a.ProtocolVersion)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token, no agent")
+
+	_, res := e.rpc("/a2a", alice, map[string]any{"method": "ListTasks", "params": map[string]any{}})
+	var list a2a.ListTasksResponse
+	require.NoError(t, json.Unmarshal(res.Result, &list))
+	assert.Empty(t, list.Tasks, "no request made a task")
+	var threads []map[string]any
+	e.call("POST", "/threads/search", alice, map[string]any{}, http.StatusOK, &threads)
+	assert.Empty(t, threads, "nor a thread")
+}
+
+// TestA2APushNotificationsOnlyToAllowedURLs: a push config's URL must be
+// under Config.WebhookAllow, as a webhook's; an allowed one gets the task
+// when its run ends.
+func TestA2APushNotificationsOnlyToAllowedURLs(t *testing.T) {
+	got := make(chan a2a.StreamResponse, 1)
+	hook := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var ev a2a.StreamResponse
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		assert.Equal(t, "tok", r.Header.Get("X-A2A-Notification-Token"))
+		got <- ev
+	})
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, WebhookAllow: []string{hook + "/hooks"}})
+	push := func(url string) map[string]any {
+		return map[string]any{"method": "SendMessage", "params": map[string]any{
+			"message":       map[string]any{"messageId": "m", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "hi"}}},
+			"configuration": map[string]any{"taskPushNotificationConfig": map[string]any{"url": url, "token": "tok"}}}}
+	}
+	for _, bad := range []string{hook + "/other", hook + "/hooks/../other", "http://169.254.169.254/hooks", "file:///etc/passwd"} {
+		_, res := e.rpc("/a2a/echo", alice, push(bad))
+		assert.Equal(t, a2a.CodeInvalidParams, rpcCode(res), bad)
+	}
+	_, res := e.rpc("/a2a/echo", alice, push(hook+"/hooks/a2a"))
+	require.Nil(t, res.Error)
+	ev := <-got
+	require.NotNil(t, ev.Task)
+	assert.Equal(t, a2a.StateCompleted, ev.Task.Status.State)
+	require.Len(t, ev.Task.Artifacts, 1)
+	assert.Equal(t, "HI", *ev.Task.Artifacts[0].Parts[0].Text)
+}
+
+// TestA2AOwnersTasksLimitHolds: 100 parallel tasks of one owner beyond
+// its quota of active runs are refused, none of them half made.
+func TestA2ATasksCountInTheOwnersQuota(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: a2aTools, MaxActiveRuns: 3, QueueBusy: true})
+	var wg sync.WaitGroup
+	codes := make(chan int, 100)
+	for i := range 100 {
+		wg.Go(func() {
+			_, res := e.rpc("/a2a/block", alice, map[string]any{"method": "SendMessage", "params": map[string]any{
+				"message":       map[string]any{"messageId": fmt.Sprint(i), "role": "ROLE_USER", "parts": []any{map[string]any{"text": `["go"]`}}},
+				"configuration": map[string]any{"returnImmediately": true}}})
+			codes <- rpcCode(res)
+		})
+	}
+	wg.Wait()
+	close(codes)
+	ok, refused := 0, 0
+	for c := range codes {
+		switch c {
+		case 0:
+			ok++
+		case a2a.CodeUnsupportedOperation:
+			refused++
+		default:
+			t.Errorf("unexpected code %d", c)
+		}
+	}
+	assert.Equal(t, 3, ok, "the quota's runs")
+	assert.Equal(t, 97, refused)
+	_, res := e.rpc("/a2a", alice, map[string]any{"method": "ListTasks", "params": map[string]any{}})
+	var list a2a.ListTasksResponse
+	require.NoError(t, json.Unmarshal(res.Result, &list))
+	assert.Len(t, list.Tasks, 3, "a refused task leaves no record")
+	b.open()
+}
+
+// httptestServer serves h on loopback until t ends and returns its URL.
+func httptestServer(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
