@@ -125,6 +125,12 @@ func (c *Client) CancelTask(ctx context.Context, id string) (Task, error) {
 	return t, c.call(ctx, MethodCancelTask, TaskRequest{ID: id}, &t)
 }
 
+// ListTasks lists the caller's tasks.
+func (c *Client) ListTasks(ctx context.Context, req ListTasksRequest) (ListTasksResponse, error) {
+	var out ListTasksResponse
+	return out, c.call(ctx, MethodListTasks, req, &out)
+}
+
 // SendStreamingMessage sends a message and yields the task's events until
 // the agent ends the stream (at a terminal or interrupted state).
 func (c *Client) SendStreamingMessage(ctx context.Context, req SendMessageRequest) iter.Seq2[StreamResponse, error] {

@@ -3,7 +3,10 @@ package a2a_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +16,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/a2atest"
+	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/tools"
 )
 
@@ -125,4 +129,62 @@ func TestToolDoesNotSendAgainWhenItsNodeRunsAgain(t *testing.T) {
 	got, _ := snap.State.Value("answer")
 	assert.Equal(t, "echo: once", got)
 	assert.Equal(t, 1, agentCount(t, agent), "the agent got the message once")
+}
+
+// TestToolCallsAnotherCoorflow: a coorflow server's workflow, as an A2A
+// agent, is a tool of a workflow of another: its answer comes back, its
+// node updates are events, and running the calling node again follows
+// the same task.
+func TestToolCallsAnotherCoorflow(t *testing.T) {
+	text := graph.NewKey[string]("text")
+	g := graph.New("shout", text)
+	g.AddNode("upper", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Update(text.Set(strings.ToUpper(text.Get(s)))), nil
+	})
+	g.AddEdge(graph.Start, "upper")
+	g.AddEdge("upper", graph.End)
+	shout, err := g.Compile()
+	require.NoError(t, err)
+	srv, err := server.New(server.Config{Workflows: map[string]*graph.Runnable{"shout": shout}, Saver: memory.New(),
+		Tokens: map[string]string{"tok": "alice"}, Logger: slog.New(slog.DiscardHandler),
+		MCPTools: map[string]server.MCPTool{"shout": {Description: "Shouts what it is told.", Input: "text", Output: "text"}}})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		require.NoError(t, srv.Shutdown(context.Background()))
+	})
+
+	_, err = a2a.NewTool(t.Context(), a2a.ToolConfig{URL: hs.URL + "/a2a/shout/"})
+	require.NoError(t, err, "the card is public")
+	tool, err := a2a.NewTool(t.Context(), a2a.ToolConfig{URL: hs.URL + "/a2a/shout/", Bearer: "tok"})
+	require.NoError(t, err)
+	assert.Equal(t, "shout", tool.Name())
+	assert.Contains(t, tool.Description(), "Shouts what it is told.")
+
+	saver := memory.New()
+	r := callGraph(t, tool, "quiet please", true)
+	ups := run(t, r, graph.WithSaver(saver), graph.Thread("t"))
+	var texts []string
+	for _, u := range ups {
+		texts = append(texts, u.Text)
+	}
+	assert.Contains(t, texts, "node upper finished", "the remote run's node updates")
+	assert.Contains(t, texts, "QUIET PLEASE", "its answer's artifact")
+
+	again := callGraph(t, tool, "quiet please", true)
+	for _, err := range again.Stream(t.Context(), nil, graph.WithSaver(saver), graph.Thread("t"), graph.Resume(true)) {
+		require.NoError(t, err)
+	}
+	snap, err := again.State(t.Context(), "t", graph.WithSaver(saver))
+	require.NoError(t, err)
+	got, _ := snap.State.Value("answer")
+	assert.Equal(t, "QUIET PLEASE", got)
+
+	// One task on the remote server: the node that ran again sent nothing.
+	c, err := a2a.Dial(t.Context(), hs.URL+"/a2a/shout/", a2a.WithBearer("tok"))
+	require.NoError(t, err)
+	n, err := c.ListTasks(t.Context(), a2a.ListTasksRequest{})
+	require.NoError(t, err)
+	assert.Len(t, n.Tasks, 1)
 }
