@@ -221,40 +221,70 @@ func (t *Tool) send(ctx context.Context, m *Message) (sent, error) {
 	return sent{TaskID: res.Task.ID, ContextID: res.Task.ContextID, State: res.Task.Status.State}, nil
 }
 
-// follow streams the task's updates until it ends or waits for input,
-// then reads it (with the final status the stream gave, should the agent
-// not have stored it yet).
+// follow follows the task until it ends or waits for input: its stream
+// (events; nil when the task is final), then, should the stream end
+// before the task does, the task read again and subscribed to again,
+// waiting a little longer each time (up to maxFollowWait), until the
+// call's context ends. It returns the task (with the final status the
+// stream gave, should the agent not have stored it yet).
 func (t *Tool) follow(ctx context.Context, s sent, events iter.Seq2[StreamResponse, error]) (Task, error) {
-	var final *TaskStatus
-	if events != nil {
-		for ev, err := range events {
-			if err != nil {
-				// An agent may refuse to subscribe to a task that has
-				// just ended: reading it says how it ended.
-				break
-			}
-			u := Update{Agent: t.name, TaskID: s.TaskID, ContextID: s.ContextID}
-			switch {
-			case ev.Task != nil:
-				u.State = ev.Task.Status.State
-			case ev.StatusUpdate != nil:
-				u.State, u.Text = ev.StatusUpdate.Status.State, ev.StatusUpdate.Status.Message.Text()
-				if u.State.Final() {
-					final = &ev.StatusUpdate.Status
-				}
-			case ev.ArtifactUpdate != nil && ev.ArtifactUpdate.Artifact != nil:
-				u.Text, u.Artifact = PartsText(ev.ArtifactUpdate.Artifact.Parts), true
-			case ev.Message != nil:
-				u.Text = ev.Message.Text()
-			}
-			graph.Emit(ctx, u)
+	wait := 50 * time.Millisecond
+	for {
+		final := t.stream(ctx, s, events)
+		task, err := t.client.GetTask(ctx, s.TaskID)
+		if err != nil {
+			return task, err
 		}
+		if !task.Status.State.Final() && final != nil {
+			task.Status = *final
+		}
+		if task.Status.State.Final() {
+			return task, nil
+		}
+		select {
+		case <-ctx.Done():
+			return task, fmt.Errorf("a2a: task %s of agent %s: %w", s.TaskID, t.name, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxFollowWait)
+		events = t.client.SubscribeToTask(ctx, s.TaskID)
 	}
-	task, err := t.client.GetTask(ctx, s.TaskID)
-	if err == nil && !task.Status.State.Final() && final != nil {
-		task.Status = *final
+}
+
+// maxFollowWait bounds the wait between two reads of a task whose stream
+// ended before it did.
+const maxFollowWait = 2 * time.Second
+
+// stream emits the task's events as Updates and returns the final status
+// it gave, if any.
+func (t *Tool) stream(ctx context.Context, s sent, events iter.Seq2[StreamResponse, error]) *TaskStatus {
+	var final *TaskStatus
+	if events == nil {
+		return nil
 	}
-	return task, err
+	for ev, err := range events {
+		if err != nil {
+			// An agent may refuse to subscribe to a task that has just
+			// ended: reading it says how it ended.
+			return final
+		}
+		u := Update{Agent: t.name, TaskID: s.TaskID, ContextID: s.ContextID}
+		switch {
+		case ev.Task != nil:
+			u.State = ev.Task.Status.State
+		case ev.StatusUpdate != nil:
+			u.State, u.Text = ev.StatusUpdate.Status.State, ev.StatusUpdate.Status.Message.Text()
+			if u.State.Final() {
+				final = &ev.StatusUpdate.Status
+			}
+		case ev.ArtifactUpdate != nil && ev.ArtifactUpdate.Artifact != nil:
+			u.Text, u.Artifact = PartsText(ev.ArtifactUpdate.Artifact.Parts), true
+		case ev.Message != nil:
+			u.Text = ev.Message.Text()
+		}
+		graph.Emit(ctx, u)
+	}
+	return final
 }
 
 // answerText is what the model reads of a task: its artifacts when it

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,10 +143,14 @@ func RunClient(t testing.TB, env ClientEnv) ClientReport {
 
 // Agent is an A2A agent served by the SDK (agent.mjs).
 type Agent struct {
-	// URL is the agent's base URL (its card is under it).
+	// URL is the agent's base URL (its card is under it); URL+"/slow/"
+	// is the agent that does not stream and whose tasks wait for Release.
 	URL string
-	cmd *exec.Cmd
-	out *bufio.Reader
+	// Lines receives what the agent reports, a line each: "message
+	// <text>", "subscribed <task id>".
+	Lines <-chan string
+	cmd   *exec.Cmd
+	out   *bufio.Reader
 }
 
 // StartAgent starts agent.mjs, an agent built with the SDK's server: it
@@ -176,6 +179,20 @@ func StartAgent(t testing.TB) *Agent {
 		t.Fatalf("a2atest: the agent did not say where it listens: %v", err)
 	}
 	a.URL = strings.TrimSpace(line)
-	go func() { _, _ = io.Copy(io.Discard, a.out) }()
+	lines := make(chan string, 64)
+	a.Lines = lines
+	go func() {
+		defer close(lines)
+		for {
+			l, err := a.out.ReadString('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case lines <- strings.TrimSpace(l):
+			default: // nobody reads them
+			}
+		}
+	}()
 	return a
 }
