@@ -8,13 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/a2atest"
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/internal/mcptest"
 )
 
 // TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed: right after the
 // README's test command comes the command that installs the npm packages
-// without which the MCP and LangGraph SDK tests skip, naming the folders
+// without which the MCP, LangGraph SDK and A2A tests skip, naming the folders
 // those tests read.
 func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 	blocks := readmeBlocks(t, "../../README.md")
@@ -36,6 +37,7 @@ func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 	for _, sdk := range lgsdktest.SDKs {
 		want += " && npm ci --prefix " + rel(filepath.Join(lgsdktest.Dir(), sdk.Dir))
 	}
+	want += " && npm ci --prefix " + rel(filepath.Join(a2atest.Dir(), "npm"))
 	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder")
 	assert.Equal(t, "sh", blocks[i+1].lang)
 }
