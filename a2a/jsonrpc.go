@@ -111,12 +111,9 @@ func (e *Error) Is(target error) bool {
 // null, params an object) a CodeInvalidRequest; the id read so far comes
 // back with the error, for its response.
 func DecodeRequest(r io.Reader, max int64) (Request, *Error) {
-	body, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return Request{}, Errorf(CodeParseError, "read the request: %v", err)
-	}
-	if int64(len(body)) > max {
-		return Request{}, &Error{Code: ErrTooLarge.Code, Message: fmt.Sprintf("the request is larger than %d bytes", max), Data: tooLargeData}
+	body, e := DecodeBody(r, max)
+	if e != nil {
+		return Request{}, e
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -135,6 +132,19 @@ func DecodeRequest(r io.Reader, max int64) (Request, *Error) {
 	}
 	req.Params = raw["params"]
 	return req, nil
+}
+
+// DecodeBody reads a request body of at most max bytes; a larger one is
+// an error that matches ErrTooLarge.
+func DecodeBody(r io.Reader, max int64) ([]byte, *Error) {
+	body, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, Errorf(CodeParseError, "read the request: %v", err)
+	}
+	if int64(len(body)) > max {
+		return nil, &Error{Code: ErrTooLarge.Code, Message: fmt.Sprintf("the request is larger than %d bytes", max), Data: tooLargeData}
+	}
+	return body, nil
 }
 
 // validID says whether id is absent, a string, an integer or null.

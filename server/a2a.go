@@ -37,6 +37,7 @@ func (s *Server) a2aRoutes() {
 	})
 	s.handle("POST /a2a", s.auth(s.serveA2A))
 	s.handle("POST /a2a/{workflow}", s.auth(s.serveA2A))
+	s.a2aRESTRoutes()
 }
 
 // baseURL is the URL the client reached the server at.
@@ -76,6 +77,9 @@ func (s *Server) agentCard(r *http.Request, name string) a2a.AgentCard {
 		names = []string{name}
 	}
 	card.SupportedInterfaces = []a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}}
+	if name != "" {
+		card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.AgentInterface{URL: url + "/rest", ProtocolBinding: a2a.BindingREST, ProtocolVersion: a2a.ProtocolVersion})
+	}
 	for _, n := range names {
 		card.Skills = append(card.Skills, a2a.AgentSkill{ID: n, Name: n, Description: skillDescription(n, s.mcpTool(n)),
 			Tags: []string{"coorflow", "workflow"}})
@@ -105,6 +109,8 @@ type a2aCall struct {
 	owner    string
 	workflow string // of the route; empty on /a2a
 	req      a2a.Request
+	// rest: the call came by the REST binding (a2a_rest.go).
+	rest bool
 }
 
 // serveA2A answers one JSON-RPC request. A JSON-RPC error changes
@@ -137,6 +143,12 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		c.fail(a2a.Errorf(a2a.CodeUnsupportedOperation, "A2A is not served by replicas sharing runs (Config.Replicas) yet"))
 		return
 	}
+	c.dispatch()
+}
+
+// dispatch runs the call's method and answers it.
+func (c *a2aCall) dispatch() {
+	req := c.req
 	var result any
 	var err error
 	switch req.Method {
@@ -163,6 +175,14 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		c.fail(c.rpcError(err))
 	case result != nil || req.Method == a2a.MethodDeletePushConfig:
+		if c.rest {
+			if result == nil {
+				c.w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			writeJSON(c.w, http.StatusOK, result)
+			return
+		}
 		c.reply(http.StatusOK, a2a.Result(req.ID, result))
 	}
 }
@@ -189,7 +209,13 @@ func (c *a2aCall) rpcError(err error) *a2a.Error {
 	return a2a.Errorf(a2a.CodeInternalError, "%s", ae.Message)
 }
 
-func (c *a2aCall) fail(e *a2a.Error) { c.reply(http.StatusOK, a2a.Failure(c.req.ID, e)) }
+func (c *a2aCall) fail(e *a2a.Error) {
+	if c.rest {
+		writeRESTError(c.w, e)
+		return
+	}
+	c.reply(http.StatusOK, a2a.Failure(c.req.ID, e))
+}
 
 func (c *a2aCall) reply(status int, res a2a.Response) {
 	writeJSON(c.w, status, res)
@@ -348,12 +374,12 @@ func (c *a2aCall) pushConfig() (any, error) {
 	if err := c.params(&p); err != nil {
 		return nil, err
 	}
-	if len(c.s.webhooks) == 0 {
-		return nil, a2a.Errorf(a2a.CodePushNotificationNotSupported, "push notifications are off on this server: its operator allows URL prefixes with --webhook-allow")
-	}
 	t, _, err := c.s.loadTask(ctx, c.owner, p.TaskID)
 	if err != nil {
 		return nil, err
+	}
+	if len(c.s.webhooks) == 0 {
+		return nil, a2a.Errorf(a2a.CodePushNotificationNotSupported, "push notifications are off on this server: its operator allows URL prefixes with --webhook-allow")
 	}
 	switch c.req.Method {
 	case a2a.MethodCreatePushConfig:

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/a2a"
 	"github.com/coorflow/coorflow/internal/a2atest"
 	"github.com/coorflow/coorflow/server"
 )
@@ -25,9 +26,16 @@ var a2aTools = map[string]server.MCPTool{
 // question, answered by the next message on it; a task cancelled while it
 // runs; and what another owner gets for all of them.
 func TestA2AOfficialClientSendsStreamsGetsCancelsAndAnswers(t *testing.T) {
+	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingREST} {
+		t.Run(binding, func(t *testing.T) { officialClientScenario(t, binding) })
+	}
+}
+
+func officialClientScenario(t *testing.T, binding string) {
 	b := newBlocker(t)
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), askGraph(t, false), b.r), MCPTools: a2aTools})
-	rep := a2atest.RunClient(t, a2atest.ClientEnv{URL: e.hs.URL, Key: alice, OtherKey: bob, Echo: "echo", Ask: "ask", Block: "block"})
+	rep := a2atest.RunClient(t, a2atest.ClientEnv{URL: e.hs.URL, Key: alice, OtherKey: bob, Echo: "echo", Ask: "ask", Block: "block", Binding: binding})
+	assert.Equal(t, binding, rep.Binding, "the SDK spoke the binding asked for")
 
 	assert.Equal(t, []string{"ask", "block", "echo"}, rep.CardSkills, "the server's card: every workflow a skill")
 	assert.Equal(t, "echo", rep.EchoCard.Name)
@@ -66,7 +74,7 @@ func TestA2AOfficialClientSendsStreamsGetsCancelsAndAnswers(t *testing.T) {
 	assert.Equal(t, "TASK_STATE_CANCELED", rep.Cancel.State)
 	assert.Equal(t, "TASK_STATE_CANCELED", rep.Cancel.Afterwards)
 	assert.Equal(t, int32(0), b.counts()["c"], "the cancelled run stopped before its last node")
-	assert.Equal(t, "TaskNotCancelableError", rep.CancelAgain.Name)
+	assert.Equal(t, "TaskNotCancelableError", rep.CancelAgain.Name, rep.CancelAgain.Message)
 
 	assert.Equal(t, "TaskNotFoundError", rep.UnknownTask.Name)
 	for name, f := range map[string]a2atest.Failure{"get": rep.OtherGet, "cancel": rep.OtherCancel, "answer": rep.OtherAnswer} {

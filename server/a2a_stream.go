@@ -48,9 +48,12 @@ func (c *a2aCall) subscribe() error {
 	return nil
 }
 
-// a2aStream writes the JSON-RPC responses of a stream as server-sent
-// events.
-type a2aStream struct{ sseWriter }
+// a2aStream writes the events of a stream as server-sent events: each a
+// JSON-RPC response, or (REST) the StreamResponse itself.
+type a2aStream struct {
+	sseWriter
+	rest bool
+}
 
 func (c *a2aCall) openA2AStream() (a2aStream, bool) {
 	rc := http.NewResponseController(c.w)
@@ -59,12 +62,16 @@ func (c *a2aCall) openA2AStream() (a2aStream, bool) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	c.w.WriteHeader(http.StatusOK)
-	out := a2aStream{sseWriter{s: c.s, w: c.w, rc: rc}}
+	out := a2aStream{sseWriter: sseWriter{s: c.s, w: c.w, rc: rc}, rest: c.rest}
 	return out, out.flush() == nil
 }
 
 func (out a2aStream) event(id json.RawMessage, ev a2a.StreamResponse) error {
-	data, err := json.Marshal(a2a.Result(id, ev))
+	var v any = a2a.Result(id, ev)
+	if out.rest {
+		v = ev
+	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

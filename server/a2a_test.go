@@ -107,7 +107,42 @@ func a2aOwnerChecks(e *env) map[string]func(t *testing.T) {
 			assert.NotContains(t, read(alice), task.ID)
 		}
 	}
+	rest := func(method, path string, body any, status int) func(t *testing.T) {
+		return func(t *testing.T) {
+			resp := e.request(method, "/a2a/echo/rest"+strings.ReplaceAll(path, "TASK", task.ID), bob, body, a2a.VersionHeader, a2a.ProtocolVersion)
+			defer resp.Body.Close()
+			data, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, status, resp.StatusCode, "%s", data)
+			if status == http.StatusOK {
+				var list a2a.ListTasksResponse
+				require.NoError(t, json.Unmarshal(data, &list))
+				assert.Empty(t, list.Tasks, "bob lists none of alice's tasks")
+			} else {
+				assert.Contains(t, string(data), `"status":"NOT_FOUND"`)
+			}
+			unchanged(t)
+		}
+	}
+	answer := map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "taskId": task.ID, "parts": []any{map[string]any{"text": "x"}}}}
 	return map[string]func(t *testing.T){
+		"POST /a2a/{workflow}/rest/message:send":   rest("POST", "/message:send", answer, http.StatusNotFound),
+		"POST /a2a/{workflow}/rest/message:stream": rest("POST", "/message:stream", answer, http.StatusNotFound),
+		"GET /a2a/{workflow}/rest/tasks":           rest("GET", "/tasks", nil, http.StatusOK),
+		"GET /a2a/{workflow}/rest/tasks/{task}":    rest("GET", "/tasks/TASK", nil, http.StatusNotFound),
+		"POST /a2a/{workflow}/rest/tasks/{task}": func(t *testing.T) {
+			rest("POST", "/tasks/TASK:cancel", nil, http.StatusNotFound)(t)
+			rest("POST", "/tasks/TASK:subscribe", nil, http.StatusNotFound)(t)
+		},
+		"POST /a2a/{workflow}/rest/tasks/{task}/pushNotificationConfigs":            rest("POST", "/tasks/TASK/pushNotificationConfigs", map[string]any{"url": "http://127.0.0.1/x"}, http.StatusNotFound),
+		"GET /a2a/{workflow}/rest/tasks/{task}/pushNotificationConfigs":             rest("GET", "/tasks/TASK/pushNotificationConfigs", nil, http.StatusNotFound),
+		"GET /a2a/{workflow}/rest/tasks/{task}/pushNotificationConfigs/{config}":    rest("GET", "/tasks/TASK/pushNotificationConfigs/p", nil, http.StatusNotFound),
+		"DELETE /a2a/{workflow}/rest/tasks/{task}/pushNotificationConfigs/{config}": rest("DELETE", "/tasks/TASK/pushNotificationConfigs/p", nil, http.StatusNotFound),
+		"GET /a2a/{workflow}/rest/extendedAgentCard": func(t *testing.T) {
+			resp := e.request("GET", "/a2a/echo/rest/extendedAgentCard", bob, nil)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "no extended card, for anyone")
+		},
 		"GET /.well-known/agent-card.json":                card("/.well-known/agent-card.json"),
 		"GET /a2a/{workflow}/.well-known/agent-card.json": card("/a2a/echo/.well-known/agent-card.json"),
 		"POST /a2a":            routes("/a2a"),
@@ -152,6 +187,30 @@ func TestA2ABadRequestsGetTheSpecsErrorsAndChangeNothing(t *testing.T) {
 			require.NotNil(t, res.Error)
 			assert.Equal(t, tc.code, res.Error.Code, res.Error.Message)
 			assert.NotEmpty(t, res.Error.Message)
+		})
+	}
+	// The REST binding: the same errors, as HTTP statuses and
+	// google.rpc statuses.
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		status             int
+		want               string
+	}{
+		{"not JSON", "POST", "/message:send", `{"message":`, http.StatusBadRequest, `"status":"INVALID_ARGUMENT"`},
+		{"no message", "POST", "/message:send", map[string]any{}, http.StatusBadRequest, `"reason":"INVALID_PARAMS"`},
+		{"unknown task", "GET", "/tasks/nope~1", nil, http.StatusNotFound, `"reason":"TASK_NOT_FOUND"`},
+		{"unknown verb", "POST", "/tasks/nope~1:archive", nil, http.StatusNotFound, `"status":"NOT_FOUND"`},
+		{"bad page size", "GET", "/tasks?pageSize=x", nil, http.StatusBadRequest, `"status":"INVALID_ARGUMENT"`},
+		{"oversized", "POST", "/message:send", send(strings.Repeat("x", 8<<10))["params"], http.StatusRequestEntityTooLarge, `"status":"INVALID_ARGUMENT"`},
+	} {
+		t.Run("rest "+tc.name, func(t *testing.T) {
+			resp := e.request(tc.method, "/a2a/echo/rest"+tc.path, alice, tc.body, a2a.VersionHeader, a2a.ProtocolVersion)
+			defer resp.Body.Close()
+			data, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, tc.status, resp.StatusCode, "%s", data)
+			assert.Contains(t, string(data), tc.want)
 		})
 	}
 	resp := e.request("POST", "/a2a/echo", "", send("a"), a2a.VersionHeader, a2a.ProtocolVersion)

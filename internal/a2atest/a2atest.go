@@ -66,6 +66,9 @@ type ClientEnv struct {
 	// Echo answers at once, Ask asks one question first, Block runs until
 	// cancelled.
 	Echo, Ask, Block string
+	// Binding is the protocol binding the client speaks: "JSONRPC" (when
+	// empty) or "HTTP+JSON" (REST).
+	Binding string
 }
 
 // Failure is an error the SDK threw: its class name and message.
@@ -88,6 +91,8 @@ type TaskReport struct {
 
 // ClientReport is what client.mjs saw.
 type ClientReport struct {
+	// Binding is the binding the SDK's client chose.
+	Binding    string   `json:"binding"`
 	CardSkills []string `json:"cardSkills"`
 	EchoCard   struct {
 		Name   string   `json:"name"`
@@ -125,7 +130,7 @@ func RunClient(t testing.TB, env ClientEnv) ClientReport {
 	modules := NodeModules(t)
 	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "client.mjs"), modules)
 	cmd.Env = append(os.Environ(), "A2A_URL="+env.URL, "A2A_KEY="+env.Key, "A2A_OTHER_KEY="+env.OtherKey,
-		"A2A_ECHO="+env.Echo, "A2A_ASK="+env.Ask, "A2A_BLOCK="+env.Block)
+		"A2A_ECHO="+env.Echo, "A2A_ASK="+env.Ask, "A2A_BLOCK="+env.Block, "A2A_BINDING="+cmpOr(env.Binding, "JSONRPC"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -195,4 +200,11 @@ func StartAgent(t testing.TB) *Agent {
 		}
 	}()
 	return a
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

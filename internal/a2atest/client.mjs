@@ -13,9 +13,10 @@ import { randomUUID } from "node:crypto";
 
 const sdk = (p) => import(pathToFileURL(join(process.argv[2], "@a2a-js/sdk/dist", p)).href);
 const { Role, TaskState } = await sdk("index.js");
-const { ClientFactory, JsonRpcTransportFactory, DefaultAgentCardResolver } = await sdk("client/index.js");
+const { ClientFactory, JsonRpcTransportFactory, RestTransportFactory, DefaultAgentCardResolver } = await sdk("client/index.js");
 
-const { A2A_URL, A2A_KEY, A2A_OTHER_KEY, A2A_ECHO, A2A_ASK, A2A_BLOCK } = process.env;
+// A2A_BINDING picks the protocol binding: JSONRPC (default) or HTTP+JSON.
+const { A2A_URL, A2A_KEY, A2A_OTHER_KEY, A2A_ECHO, A2A_ASK, A2A_BLOCK, A2A_BINDING = "JSONRPC" } = process.env;
 
 function client(key, workflow) {
   const fetchImpl = (url, init = {}) => {
@@ -23,8 +24,10 @@ function client(key, workflow) {
     headers.set("Authorization", "Bearer " + key);
     return fetch(url, { ...init, headers });
   };
+  const transport = A2A_BINDING === "HTTP+JSON" ? new RestTransportFactory({ fetchImpl }) : new JsonRpcTransportFactory({ fetchImpl });
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    transports: [transport],
+    preferredTransports: [A2A_BINDING],
     cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
   });
   return factory.createFromUrl(`${A2A_URL}/a2a/${workflow}/`);
@@ -51,6 +54,7 @@ report.cardSkills = card.skills.map((s) => s.id);
 
 const echo = await client(A2A_KEY, A2A_ECHO);
 report.echoCard = { name: echo.agentCard.name, skills: echo.agentCard.skills.map((s) => s.description) };
+report.binding = echo.transport.protocolName;
 
 // send
 const sent = await echo.sendMessage(message([text("hello")]));
