@@ -111,6 +111,8 @@ type a2aCall struct {
 	req      a2a.Request
 	// rest: the call came by the REST binding (a2a_rest.go).
 	rest bool
+	// newThread is the thread (context) the call made, if it made one.
+	newThread string
 }
 
 // serveA2A answers one JSON-RPC request. A JSON-RPC error changes

@@ -66,6 +66,10 @@ func (c *a2aCall) send(stream bool) (any, error) {
 		defer ru.events.detach()
 	}
 	if _, e := c.s.submit(ru); e != nil {
+		if c.newThread != "" {
+			// Refused: the context made for it goes too.
+			c.s.dropEphemeral(context.WithoutCancel(ctx), c.owner, c.newThread)
+		}
 		return nil, e
 	}
 	t, err = c.s.saveTask(ctx, c.owner, t, create, func(cur *a2aTask) error {
@@ -199,7 +203,11 @@ func (c *a2aCall) context(ctx context.Context, id, name string) (Thread, error) 
 	if th.ID == "" {
 		th.ID = newID()
 	}
-	return th, c.s.storeThread(ctx, c.owner, th)
+	if err := c.s.storeThread(ctx, c.owner, th); err != nil {
+		return th, err
+	}
+	c.newThread = th.ID
+	return th, nil
 }
 
 // answer makes the run that answers the questions of an input-required

@@ -290,6 +290,9 @@ func TestA2ATasksCountInTheOwnersQuota(t *testing.T) {
 	var list a2a.ListTasksResponse
 	require.NoError(t, json.Unmarshal(res.Result, &list))
 	assert.Len(t, list.Tasks, 3, "a refused task leaves no record")
+	var threads []map[string]any
+	e.call("POST", "/threads/search", alice, map[string]any{"limit": 1000}, http.StatusOK, &threads)
+	assert.Len(t, threads, 3, "nor a context")
 	b.open()
 }
 
