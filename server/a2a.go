@@ -133,19 +133,28 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		c.reply(status, a2a.Failure(req.ID, e))
 		return
 	}
+	if e := s.a2aRefusal(r); e != nil {
+		c.fail(e)
+		return
+	}
+	c.dispatch()
+}
+
+// a2aRefusal refuses a request of another protocol version than 1.0 (one
+// without A2A-Version asks for 0.3), and every request when the server
+// shares runs among replicas, which A2A does not support yet.
+func (s *Server) a2aRefusal(r *http.Request) *a2a.Error {
 	version := r.Header.Get(a2a.VersionHeader)
 	if version == "" {
 		version = a2aLegacyVers
 	}
 	if version != a2a.ProtocolVersion {
-		c.fail(a2a.Errorf(a2a.CodeVersionNotSupported, "A2A version %q is not supported: send the header %s: %s", version, a2a.VersionHeader, a2a.ProtocolVersion))
-		return
+		return a2a.Errorf(a2a.CodeVersionNotSupported, "A2A version %q is not supported: send the header %s: %s", version, a2a.VersionHeader, a2a.ProtocolVersion)
 	}
 	if s.cfg.Replicas != nil {
-		c.fail(a2a.Errorf(a2a.CodeUnsupportedOperation, "A2A is not served by replicas sharing runs (Config.Replicas) yet"))
-		return
+		return a2a.Errorf(a2a.CodeUnsupportedOperation, "A2A is not served by replicas sharing runs (Config.Replicas) yet")
 	}
-	c.dispatch()
+	return nil
 }
 
 // dispatch runs the call's method and answers it.

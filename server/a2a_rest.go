@@ -100,12 +100,8 @@ func (s *Server) serveREST(routeMethod string) http.HandlerFunc {
 			}
 		}
 		c.req = a2a.Request{JSONRPC: "2.0", Method: method, Params: mustJSON(params)}
-		if v := r.Header.Get(a2a.VersionHeader); v != "" && v != a2a.ProtocolVersion {
-			c.fail(a2a.Errorf(a2a.CodeVersionNotSupported, "A2A version %q is not supported: send the header %s: %s", v, a2a.VersionHeader, a2a.ProtocolVersion))
-			return
-		}
-		if s.cfg.Replicas != nil {
-			c.fail(a2a.Errorf(a2a.CodeUnsupportedOperation, "A2A is not served by replicas sharing runs (Config.Replicas) yet"))
+		if e := s.a2aRefusal(r); e != nil {
+			c.fail(e)
 			return
 		}
 		c.dispatch()

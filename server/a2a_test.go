@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coorflow/coorflow/a2a"
+	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/server"
 )
 
@@ -302,4 +305,55 @@ func httptestServer(t *testing.T, h http.HandlerFunc) string {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// FuzzA2ARequests sends arbitrary JSON-RPC bodies to an agent: the answer
+// is never a 5xx, and it is a JSON-RPC response with a result or an
+// error with a code and a message.
+//
+//	go test -run '^$' -fuzz=FuzzA2ARequests -fuzztime=5s ./server
+func FuzzA2ARequests(f *testing.F) {
+	srv, err := server.New(server.Config{Workflows: workflows(echoGraph(f)), MCPTools: mcpTools, Saver: memory.New(), Tokens: tokens,
+		Logger: slog.New(slog.DiscardHandler), MaxBodyBytes: 64 << 10})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			f.Error(err)
+		}
+	})
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"GetTask","params":{"id":"a~b"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ListTasks","params":{"pageSize":0}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"taskId":"~","parts":[{"data":{}}]}}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"CancelTask","params":{"id":""}}`,
+		`[]`, `{}`, `null`, `{"jsonrpc":"2.0","method":"GetTask","params":"x"}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest("POST", "/a2a/echo", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+alice)
+		req.Header.Set(a2a.VersionHeader, a2a.ProtocolVersion)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%d for %q: %s", w.Code, body, w.Body)
+		}
+		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			return
+		}
+		var res a2a.Response
+		if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil || res.JSONRPC != "2.0" {
+			t.Fatalf("not a JSON-RPC response for %q: %s", body, w.Body)
+		}
+		if res.Error != nil && (res.Error.Code == 0 || res.Error.Message == "" || res.Error.Code == a2a.CodeInternalError) {
+			t.Fatalf("error without code or message, or internal, for %q: %s", body, w.Body)
+		}
+		if res.Error == nil && len(res.Result) == 0 {
+			t.Fatalf("neither result nor error for %q: %s", body, w.Body)
+		}
+	})
 }
