@@ -191,6 +191,9 @@ func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 	for pattern, check := range openaiOwnerChecks(e) {
 		checks[pattern] = check
 	}
+	for pattern, check := range a2aOwnerChecks(e) {
+		checks[pattern] = check
+	}
 	routes := server.Routes(e.srv)
 	for _, pattern := range routes {
 		check, ok := checks[pattern]

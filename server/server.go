@@ -428,6 +428,7 @@ func (s *Server) addRoutes() {
 	s.handle("POST /v1/threads/{thread}/runs/{run}/cancel", s.auth(s.handleCancelRun))
 	s.platformRoutes()
 	s.mcpRoutes()
+	s.a2aRoutes()
 	if s.cfg.Recorder != nil {
 		s.viewerRoutes()
 	}

@@ -18,12 +18,12 @@ const (
 )
 
 // builtinTools are the tools a file can declare without Go code.
-var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", memories.RememberTool, memories.RecallTool, mcpKey}
+var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", memories.RememberTool, memories.RecallTool, mcpKey, a2aKey}
 
 // BuiltinTools returns the names of the tools a file can declare without
 // Go code (MCP servers aside, whose tools their servers name).
 func BuiltinTools() []string {
-	return slices.DeleteFunc(slices.Clone(builtinTools), func(s string) bool { return s == mcpKey })
+	return slices.DeleteFunc(slices.Clone(builtinTools), func(s string) bool { return s == mcpKey || s == a2aKey })
 }
 
 var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
@@ -149,6 +149,9 @@ func (f *File) checkTools(ps *problems) {
 		}
 		if t.Name == mcpKey {
 			f.checkMCP(ps)
+		}
+		if t.Name == a2aKey {
+			f.checkA2A(ps)
 		}
 		if t.Name != "web_search" {
 			continue

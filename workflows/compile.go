@@ -148,6 +148,9 @@ func (f *File) compile(ctx context.Context, env Env, subs map[*File]*graph.Runna
 	if err := f.addMCPTools(ctx, env, b.tools); err != nil {
 		return nil, err
 	}
+	if err := f.addA2ATools(ctx, env, b.tools); err != nil {
+		return nil, err
+	}
 	keys := make([]graph.Channel, len(f.chans))
 	for i, c := range f.chans {
 		keys[i] = c.key

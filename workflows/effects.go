@@ -123,6 +123,9 @@ func (f *File) effects(out *[]Effect, seen map[string]bool) {
 			add(EffectURL, s.Spec.URL, s.Ptr+"/url")
 		}
 	}
+	for _, a := range f.a2aAgents() {
+		add(EffectURL, a.Spec.URL+" (A2A agent "+a.Name+")", a.Ptr+"/url")
+	}
 	for _, n := range f.nodes {
 		if n.sub != nil {
 			n.sub.effects(out, seen)

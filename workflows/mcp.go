@@ -156,7 +156,10 @@ func (f *File) ambiguousMCP(name string) string {
 // knowsTool reports whether a node may name tool: a tool the file
 // declares, a server of its tools.mcp section, or a tool of one.
 func (f *File) knowsTool(name string) bool {
-	if _, ok := f.tools[name]; ok && name != mcpKey {
+	if _, ok := f.tools[name]; ok && name != mcpKey && name != a2aKey {
+		return true
+	}
+	if f.a2aAgent(name) {
 		return true
 	}
 	_, _, ok := f.mcpRef(name)
@@ -165,7 +168,10 @@ func (f *File) knowsTool(name string) bool {
 
 // toolChoices are the names a node may use, for suggestions.
 func (f *File) toolChoices() []string {
-	out := slices.DeleteFunc(sortedKeys(f.tools), func(s string) bool { return s == mcpKey })
+	out := slices.DeleteFunc(sortedKeys(f.tools), func(s string) bool { return s == mcpKey || s == a2aKey })
+	for _, a := range f.a2aAgents() {
+		out = append(out, a.Name)
+	}
 	for _, s := range f.mcpServers() {
 		out = append(out, s.Name)
 	}

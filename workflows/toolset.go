@@ -39,6 +39,8 @@ func (f *File) buildTool(t named[toolSpec], env Env, mem *memories.Memories) (to
 	switch t.Name {
 	case mcpKey:
 		return nil, nil // its servers' tools: addMCPTools
+	case a2aKey:
+		return nil, nil // its agents, each a tool: addA2ATools
 	case "python":
 		return pythonTool(env.Python, timeout, s.Interpreter), nil
 	case "http_fetch":

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/internal/a2atest"
 	"github.com/coorflow/coorflow/internal/chatuitest"
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/internal/mcptest"
@@ -16,8 +17,9 @@ import (
 
 // TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed: right after the
 // README's test command come the commands that install the npm packages
-// without which the MCP, LangGraph SDK and OpenAI client tests skip, naming the folders
-// those tests read, and build the chat UI the browser test serves.
+// without which the MCP, LangGraph SDK, OpenAI client and A2A tests skip,
+// naming the folders those tests read, and build the chat UI the browser
+// test serves.
 func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 	blocks := readmeBlocks(t, "../../README.md")
 	i := 0
@@ -39,6 +41,7 @@ func TestTheREADMEsTestCommandSaysWhatTheSkippedTestsNeed(t *testing.T) {
 		want += " && npm ci --prefix " + rel(filepath.Join(lgsdktest.Dir(), sdk.Dir))
 	}
 	want += " && npm ci --prefix " + rel(filepath.Join(openaitest.Dir(), "npm"))
+	want += " && npm ci --prefix " + rel(filepath.Join(a2atest.Dir(), "npm"))
 	want += "\n(cd " + rel(chatuitest.Dir()) + " && npm ci --ignore-scripts && npm run build)"
 	assert.Equal(t, want+"\n", blocks[i+1].text, "every pinned SDK's folder, and the chat UI's build")
 	assert.Equal(t, "sh", blocks[i+1].lang)
