@@ -67,6 +67,7 @@ type Case struct {
 	Graders []Grader `json:"-"`
 	// Line is where the case starts in the file.
 	Line int `json:"line,omitempty"`
+	col  int
 }
 
 var caseID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -268,7 +269,7 @@ func (p *parser) oneCase(ds *Dataset, n *yaml.Node, path string) {
 		p.ps.node(n, path, "want a case: a mapping with input (and id, expected, rubric, tags, metadata, answers, graders)")
 		return
 	}
-	c := &Case{Line: n.Line}
+	c := &Case{Line: n.Line, col: n.Column}
 	var graders *yaml.Node
 	hasInput := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -326,18 +327,18 @@ func (p *parser) checkCases(ds *Dataset) {
 	seen := map[string]int{}
 	for i, c := range ds.Cases {
 		if first, ok := seen[c.ID]; ok {
-			p.ps.at(c.Line, 1, fmt.Sprintf("cases[%d].id", i), "case id %q is used twice (first at line %d)", c.ID, first)
+			p.ps.at(c.Line, c.col, fmt.Sprintf("cases[%d].id", i), "case id %q is used twice (first at line %d)", c.ID, first)
 		}
 		seen[c.ID] = c.Line
 		for _, g := range ds.Graders {
 			if n, ok := g.(needsCase); ok {
 				if msg := n.needs(c); msg != "" {
-					p.ps.at(c.Line, 1, fmt.Sprintf("cases[%d]", i), "grader %s: %s", g.Name(), msg)
+					p.ps.at(c.Line, c.col, fmt.Sprintf("cases[%d]", i), "grader %s: %s", g.Name(), msg)
 				}
 			}
 		}
 		if len(ds.Graders)+len(c.Graders) > MaxGraders {
-			p.ps.at(c.Line, 1, fmt.Sprintf("cases[%d]", i), "more than %d graders", MaxGraders)
+			p.ps.at(c.Line, c.col, fmt.Sprintf("cases[%d]", i), "more than %d graders", MaxGraders)
 		}
 	}
 }

@@ -226,3 +226,15 @@ func clip(s string, n int) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// GraderFunc is a Grader written as a function.
+type GraderFunc struct {
+	Label string
+	Func  func(ctx context.Context, o *Output) (Grade, error)
+}
+
+// Name implements Grader.
+func (g GraderFunc) Name() string { return g.Label }
+
+// Grade implements Grader.
+func (g GraderFunc) Grade(ctx context.Context, o *Output) (Grade, error) { return g.Func(ctx, o) }

@@ -291,10 +291,14 @@ func (p *parser) exprGrader(n *yaml.Node, path, name string, threshold float64) 
 		var xe *workflows.ExprError
 		if errors.As(err, &xe) {
 			line, col := n.Line, n.Column
-			if xe.Line == 1 && (n.Style == 0 || n.Style == yaml.FlowStyle) {
+			switch {
+			case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+				line, col = line+xe.Line, xe.Column
+			case xe.Line > 1:
+			case n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0:
+				col += xe.Column
+			default:
 				col += xe.Column - 1
-			} else if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-				line += xe.Line
 			}
 			p.ps.at(line, col, path, "%s", xe.Message)
 			return nil

@@ -13,8 +13,8 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
-	"github.com/tmc/langchaingo/llms"
 	"github.com/coorflow/coorflow/workflows"
+	"github.com/tmc/langchaingo/llms"
 )
 
 // staticModels serves m on every tier.

@@ -136,8 +136,8 @@ type Trial struct {
 	Answer string `json:"answer,omitempty"`
 	// Replayed says the run was answered from a recording, and Diverged
 	// where it left it (then it ran on the models).
-	Replayed bool   `json:"replayed,omitempty"`
-	Diverged string `json:"diverged,omitempty"`
+	Replayed bool      `json:"replayed,omitempty"`
+	Diverged string    `json:"diverged,omitempty"`
 	Started  time.Time `json:"started"`
 }
 
