@@ -62,7 +62,7 @@ func (g *judgeGrader) Grade(ctx context.Context, o *Output) (Grade, error) {
 		fmt.Fprintf(&b, "# Expected answer\n%s\n\n", clipText(o.Case.Expected, maxJudged/4))
 	}
 	fmt.Fprintf(&b, "# Answer to grade\n%s\n", clipText(o.Answer, maxJudged))
-	v, spend, err := judgeCall[Verdict](ctx, o, g.tier, "judge:"+g.name, b.String(), verdictSchema)
+	v, spend, err := judgeCall[Verdict](ctx, o.Models, o.judgeMeter, g.tier, "judge:"+g.name, b.String(), verdictSchema)
 	gr := Grade{Grader: g.name, Spend: spend}
 	if err != nil {
 		return gr, fmt.Errorf("eval: judge %s: %w", g.name, err)
@@ -72,19 +72,19 @@ func (g *judgeGrader) Grade(ctx context.Context, o *Output) (Grade, error) {
 }
 
 // judgeCall asks the model of tier for structured output of schema,
-// labelled agent, counting what it spends under the output's judge meter.
-func judgeCall[T any](ctx context.Context, o *Output, tier llm.Tier, agent, prompt string, schema []byte) (T, llm.Spend, error) {
+// labelled agent, counting what it spends under parent (nil: none).
+func judgeCall[T any](ctx context.Context, models *llm.Models, parent *llm.Meter, tier llm.Tier, agent, prompt string, schema []byte) (T, llm.Spend, error) {
 	var zero T
-	if o.Models == nil {
+	if models == nil {
 		return zero, llm.Spend{}, ErrNoJudge
 	}
-	m, err := o.Models.Model(tier)
+	m, err := models.Model(tier)
 	if err != nil {
 		return zero, llm.Spend{}, err
 	}
-	meter := llm.NewMeter("judge", llm.Budget{}, llm.Spend{}, o.judgeMeter)
+	meter := llm.NewMeter("judge", llm.Budget{}, llm.Spend{}, parent)
 	ctx = llm.WithAgent(llm.WithMeter(ctx, meter), agent)
-	model := llm.Observe(m, o.Models.Profile(tier).Info(tier))
+	model := llm.Observe(m, models.Profile(tier).Info(tier))
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, judgeSystem),
 		llms.TextParts(llms.ChatMessageTypeHuman, prompt),
