@@ -62,7 +62,12 @@ type Config struct {
 	Runnable *graph.Runnable
 	Workflow string
 	// Owner is whose runs they are (store.RuntimeOwner).
-	Owner   string
+	Owner string
+	// Isolate runs each trial as an owner of its own (Owner:eval:THREAD,
+	// store.RuntimeOwner), so that no trial reuses the agents, meta-prompts
+	// and boards another built: each trial costs what the workflow costs
+	// on a fresh start, and two versions compare fairly.
+	Isolate bool
 	Dataset *Dataset
 	// Graders grade every case after the dataset's.
 	Graders []Grader
@@ -531,9 +536,13 @@ func recordedKinds() []graph.EventKind {
 func (e *evaluation) stream(ctx context.Context, t *Trial, input []graph.Write, opts []graph.Option, start string) (streamed, error) {
 	cfg := e.cfg
 	id := "r-" + randHex(4)
-	runtime := map[string]any{store.RuntimeOwner: cfg.Owner, graph.RuntimeThread: t.Thread, graph.RuntimeRun: id}
+	owner := cfg.Owner
+	if cfg.Isolate {
+		owner = cfg.Owner + ":eval:" + t.Thread
+	}
+	runtime := map[string]any{store.RuntimeOwner: owner, graph.RuntimeThread: t.Thread, graph.RuntimeRun: id}
 	info := trace.RunInfo{ID: id, Thread: t.Thread, GraphThread: t.Thread, Workflow: cfg.Workflow, Graph: cfg.Runnable.Name(), Owner: cfg.Owner,
-		Start: start, Runtime: map[string]string{store.RuntimeOwner: cfg.Owner, graph.RuntimeThread: t.Thread, graph.RuntimeRun: id}}
+		Start: start, Runtime: map[string]string{store.RuntimeOwner: owner, graph.RuntimeThread: t.Thread, graph.RuntimeRun: id}}
 	for k, v := range cfg.Runtime {
 		info.Runtime[k] = v
 		runtime[k] = v
