@@ -13,8 +13,10 @@ type ReplaySource interface {
 	EvalRun() string
 	// Replay runs trial t of case c from the recording of the same case
 	// and repeat: ok when it was replayed to its end without divergence
-	// (final is then its final state); false with Trial.Diverged set
-	// when it diverged or has no recording, to be run on the models.
+	// (final is then its final state, and it sets the trial's Runs,
+	// Agents, Steps and RecordedSpend from the recording); false with
+	// Trial.Diverged set when it diverged or has no recording, to be run
+	// on the models.
 	Replay(ctx context.Context, c *Case, t *Trial) (final graph.State, ok bool, err error)
 }
 

@@ -141,9 +141,12 @@ type Trial struct {
 	Answer string `json:"answer,omitempty"`
 	// Replayed says the run was answered from a recording, and Diverged
 	// where it left it (then it ran on the models).
-	Replayed bool      `json:"replayed,omitempty"`
-	Diverged string    `json:"diverged,omitempty"`
-	Started  time.Time `json:"started"`
+	Replayed bool   `json:"replayed,omitempty"`
+	Diverged string `json:"diverged,omitempty"`
+	// RecordedSpend is what the recording a replayed trial was answered
+	// from spent: what its budget graders see.
+	RecordedSpend llm.Spend `json:"recorded_spend,omitzero"`
+	Started       time.Time `json:"started"`
 }
 
 func (t *Trial) key() string { return trialKey(t.Case, t.Repeat) }
@@ -420,7 +423,11 @@ func randHex(n int) string {
 
 // grade runs the graders on the final state.
 func (e *evaluation) grade(ctx context.Context, c *Case, t *Trial, final graph.State) {
-	out := &Output{Case: c, State: final, Spend: t.Spend, Models: e.cfg.Judge,
+	spend := t.Spend
+	if t.Replayed {
+		spend = t.RecordedSpend
+	}
+	out := &Output{Case: c, State: final, Spend: spend, Models: e.cfg.Judge,
 		judgeMeter: llm.NewMeter("judges", llm.Budget{}, llm.Spend{}, e.total)}
 	if v, ok := final.Value(e.cfg.File.OutputChannel()); ok {
 		out.Answer = asText(v)

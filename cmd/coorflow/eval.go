@@ -29,7 +29,7 @@ type evalFlags struct {
 	load                      *loadFlags
 	models, judge             multiFlag
 	demo, json, showModels    bool
-	shared                    bool
+	shared, verbose           bool
 	concurrency, repeats      int
 	caseTokens, totalTokens   int
 	caseUSD, totalUSD         float64
@@ -56,6 +56,7 @@ func (a *app) eval(ctx context.Context, args []string) error {
 	fs.BoolVar(&f.demo, "demo", false, "use the file's demo model (its script, or the reactive demo)")
 	fs.BoolVar(&f.showModels, "show-models", false, "print each tier's provider, model and endpoint first")
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&f.verbose, "v", false, "print a line for each run of a case as it ends")
 	fs.BoolVar(&f.shared, "shared-agents", false, "let the cases reuse the owner's agents and meta-prompts (default: each case starts afresh)")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "the most cases run at once")
 	fs.IntVar(&f.repeats, "repeats", 1, "the runs of each case")
@@ -170,7 +171,13 @@ func (a *app) runEval(ctx context.Context, f *evalFlags, visit func(func(*flag.F
 		a.notice("no model provider is configured (%s): running offline on %s", models.Reason, demoName(models))
 	}
 	bar := a.progressBar(f.json)
-	cfg.Progress = bar.update
+	cfg.Progress = func(p eval.Progress) {
+		if f.verbose {
+			t := p.Trial
+			bar.line(a, fmt.Sprintf("eval %s: %s #%d %s in %s (%d/%d)", cfg.ID, t.Case, t.Repeat+1, t.Status, time.Duration(t.LatencyMS)*time.Millisecond, p.Done, p.Total))
+		}
+		bar.update(p)
+	}
 	res, err := eval.Run(ctx, cfg)
 	bar.end()
 	if err != nil {
@@ -250,6 +257,14 @@ func (p *evalProgress) update(pr eval.Progress) {
 	fmt.Fprintf(p.w, "\r[%s%s] %d/%d, %d passed, %d running, %d tokens ", strings.Repeat("#", n), strings.Repeat(".", width-n),
 		pr.Done, pr.Total, pr.Passed, pr.Running, pr.Spend.Tokens())
 	p.drawn = true
+}
+
+// line prints a notice above the bar.
+func (p *evalProgress) line(a *app, text string) {
+	if p.w != nil {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	a.notice("%s", text)
 }
 
 func (p *evalProgress) end() {

@@ -90,10 +90,10 @@ func (r *evalReplay) Replay(ctx context.Context, c *eval.Case, t *eval.Trial) (g
 		t.Diverged = rep.Divergences[0].String()
 		return graph.State{}, false, nil
 	}
-	snap, err := g.State(ctx, rec.Run.GraphThread)
+	snap, err := g.State(ctx, rec.Run.GraphThread, graph.WithSaver(saver))
 	if err != nil {
 		return graph.State{}, false, err
 	}
-	t.Runs = []string{old.Runs[0]}
+	t.Runs, t.Agents, t.Steps, t.RecordedSpend = []string{old.Runs[0]}, old.Agents, old.Steps, old.Spend
 	return snap.State, true, nil
 }
