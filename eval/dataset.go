@@ -154,9 +154,12 @@ func (e *datasetError) Is(target error) bool { return target == ErrInvalidDatase
 func (e *datasetError) Unwrap() error { return e.FileError }
 
 type parser struct {
-	ps  *problemList
-	dir string
-	wf  *workflows.File
+	// extended is set while reading a file another extends: it may not
+	// extend one itself.
+	extended bool
+	ps       *problemList
+	dir      string
+	wf       *workflows.File
 	// line is added to the lines of a JSON Lines record's nodes.
 	line int
 }
@@ -188,6 +191,8 @@ func (p *parser) yamlFile(ds *Dataset, data []byte) {
 			case "name":
 				ds.Name = p.str(v, "name")
 			case "description":
+			case "extends":
+				p.extends(ds, v)
 			case "graders":
 				ds.Graders = p.graders(v, "graders", nil)
 			case "cases":
@@ -197,12 +202,44 @@ func (p *parser) yamlFile(ds *Dataset, data []byte) {
 				}
 				p.cases(ds, v, "cases")
 			default:
-				p.ps.node(k, k.Value, "unknown key %q%s (a dataset has name, description, graders and cases)", k.Value, suggest(k.Value, []string{"name", "description", "graders", "cases"}))
+				p.ps.node(k, k.Value, "unknown key %q%s (a dataset has name, description, extends, graders and cases)", k.Value, suggest(k.Value, []string{"name", "description", "extends", "graders", "cases"}))
 			}
 		}
 	default:
 		p.ps.node(root, "", "want a list of cases, or a mapping with graders and cases")
 	}
+}
+
+// extends reads the dataset a file extends (a path relative to it): its
+// cases and graders come first.
+func (p *parser) extends(ds *Dataset, v *yaml.Node) {
+	if p.extended {
+		p.ps.node(v, "extends", "a dataset that another extends cannot extend one itself")
+		return
+	}
+	path := p.str(v, "extends")
+	if path == "" {
+		return
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		p.ps.node(v, "extends", "%v", err)
+		return
+	}
+	if len(data) > MaxDatasetBytes {
+		p.ps.node(v, "extends", "%s is larger than %d bytes", path, MaxDatasetBytes)
+		return
+	}
+	sub := &parser{extended: true, ps: &problemList{file: path}, dir: filepath.Dir(path), wf: p.wf}
+	base := &Dataset{Path: path}
+	sub.yamlFile(base, data)
+	sub.checkCases(base)
+	p.ps.list = append(p.ps.list, sub.ps.list...)
+	ds.Cases = append(base.Cases, ds.Cases...)
+	ds.Graders = append(base.Graders, ds.Graders...)
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
