@@ -51,7 +51,7 @@ type CaseResult struct {
 
 // Summary sums up trials.
 type Summary struct {
-	Trials int `json:"trials"`
+	Trials int `json:"trial_count"`
 	Passed int `json:"passed"`
 	// PassRate is the share of trials that passed, with its 95% Wilson
 	// interval.

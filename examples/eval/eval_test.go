@@ -32,7 +32,7 @@ func section(prompt, title string) string {
 type result struct {
 	Status string `json:"status"`
 	Total  struct {
-		Trials     int `json:"trials"`
+		Trials     int `json:"trial_count"`
 		Passed     int `json:"passed"`
 		JudgeSpend struct {
 			Calls   int     `json:"calls"`
