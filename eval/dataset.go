@@ -76,7 +76,8 @@ var caseID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // graders and cases), or JSON Lines when the file ends in .jsonl or
 // .ndjson (one case per line; a line with only a graders key gives the
 // graders of every case). wf is the workflow the cases run on: expression
-// graders are type-checked against its channels. Every problem is
+// graders are type-checked against its channels (nil: they are not, and
+// fail when they grade: for reading the cases only). Every problem is
 // reported with its file:line:column (a *workflows.FileError, which is
 // ErrInvalidDataset).
 func Load(path string, wf *workflows.File) (*Dataset, error) {

@@ -57,11 +57,13 @@ func (g *judgeGrader) Grade(ctx context.Context, o *Output) (Grade, error) {
 		rubric = o.Case.Rubric
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Rubric\n%s\n\n# Task\n%s\n\n", rubric, clipText(o.Case.Input, maxJudged/4))
+	section(&b, "rubric", rubric, maxJudged/4)
+	section(&b, "task", o.Case.Input, maxJudged/4)
 	if o.Case.Expected != "" {
-		fmt.Fprintf(&b, "# Expected answer\n%s\n\n", clipText(o.Case.Expected, maxJudged/4))
+		section(&b, "expected_answer", o.Case.Expected, maxJudged/4)
 	}
-	fmt.Fprintf(&b, "# Answer to grade\n%s\n", clipText(o.Answer, maxJudged))
+	section(&b, "answer", o.Answer, maxJudged)
+	b.WriteString("Grade the answer against the rubric.\n")
 	v, spend, err := judgeCall[Verdict](ctx, o.Models, o.judgeMeter, g.tier, "judge:"+g.name, b.String(), verdictSchema)
 	gr := Grade{Grader: g.name, Spend: spend}
 	if err != nil {
@@ -91,6 +93,12 @@ func judgeCall[T any](ctx context.Context, models *llm.Models, parent *llm.Meter
 	}
 	v, err := structured.Generate[T](ctx, model, msgs, structured.WithSchema(schema))
 	return v, meter.Spent(), err
+}
+
+// section writes text, cut to n bytes, between <name> and </name> lines:
+// an answer's own markdown headings cannot be taken for the prompt's.
+func section(b *strings.Builder, name, text string, n int) {
+	fmt.Fprintf(b, "<%s>\n%s\n</%s>\n\n", name, clipText(strings.ReplaceAll(text, "</"+name+">", "</ "+name+">"), n), name)
 }
 
 func clipText(s string, n int) string {

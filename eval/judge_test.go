@@ -28,14 +28,14 @@ func openAIModels(t *testing.T, srv *openaitest.Server) *llm.Models {
 	return ms
 }
 
-// section returns the text under "# title" in a prompt.
-func section(prompt, title string) string {
-	_, after, ok := strings.Cut(prompt, "# "+title+"\n")
+// section returns the text between <name> and </name> in a prompt.
+func section(prompt, name string) string {
+	_, after, ok := strings.Cut(prompt, "<"+name+">\n")
 	if !ok {
 		return ""
 	}
-	text, _, _ := strings.Cut(after, "\n# ")
-	return strings.TrimSpace(text)
+	text, _, _ := strings.Cut(after, "\n</"+name+">")
+	return text
 }
 
 // scoringJudge is an OpenAI-wire server that scores what it is sent: an
@@ -44,7 +44,7 @@ func scoringJudge(t *testing.T, requests *atomic.Int32) *openaitest.Server {
 	srv := openaitest.NewFunc(func(req openaitest.ChatRequest) openaitest.Response {
 		requests.Add(1)
 		prompt := req.Messages[len(req.Messages)-1].Text()
-		rubric, answer := section(prompt, "Rubric"), section(prompt, "Answer to grade")
+		rubric, answer := section(prompt, "rubric"), section(prompt, "answer")
 		want := strings.TrimPrefix(rubric, "The answer names ")
 		v := eval.Verdict{Score: 0.1, Reason: "it does not name " + want}
 		if strings.Contains(answer, want) {
@@ -103,9 +103,9 @@ func TestPairwiseAsksBothOrdersAndCallsPositionBiasATie(t *testing.T) {
 	var firsts []string
 	fair := openaitest.NewFunc(func(req openaitest.ChatRequest) openaitest.Response {
 		p := req.Messages[len(req.Messages)-1].Text()
-		firsts = append(firsts, section(p, "First answer"))
+		firsts = append(firsts, section(p, "first_answer"))
 		w := "second"
-		if strings.Contains(section(p, "First answer"), "Paris") {
+		if strings.Contains(section(p, "first_answer"), "Paris") {
 			w = "first"
 		}
 		return openaitest.Text(`{"winner": "` + w + `", "reason": "the ` + w + ` names Paris"}`)

@@ -50,12 +50,14 @@ func Pairwise(ctx context.Context, models *llm.Models, tier llm.Tier, c *Case, r
 	var v PairVerdict
 	ask := func(first, second string) (pairAnswer, error) {
 		var p strings.Builder
-		fmt.Fprintf(&p, "# Rubric\n%s\n\n# Task\n%s\n\n", rubric, clipText(c.Input, maxJudged/4))
+		section(&p, "rubric", rubric, maxJudged/4)
+		section(&p, "task", c.Input, maxJudged/4)
 		if c.Expected != "" {
-			fmt.Fprintf(&p, "# Expected answer\n%s\n\n", clipText(c.Expected, maxJudged/4))
+			section(&p, "expected_answer", c.Expected, maxJudged/4)
 		}
-		fmt.Fprintf(&p, "# First answer\n%s\n\n# Second answer\n%s\n\nWhich answer is better by the rubric: first, second, or tie?\n",
-			clipText(first, maxJudged), clipText(second, maxJudged))
+		section(&p, "first_answer", first, maxJudged)
+		section(&p, "second_answer", second, maxJudged)
+		p.WriteString("Which answer is better by the rubric: first, second, or tie?\n")
 		ans, spend, err := judgeCall[pairAnswer](ctx, models, nil, tier, "judge:pairwise", p.String(), pairSchema)
 		v.Spend.Merge(spend)
 		return ans, err

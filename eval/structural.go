@@ -47,6 +47,9 @@ type exprGrader struct {
 func (g *exprGrader) Name() string { return g.name }
 
 func (g *exprGrader) Grade(ctx context.Context, o *Output) (Grade, error) {
+	if g.x == nil {
+		return Grade{Grader: g.name}, fmt.Errorf("eval: grader %s: its dataset was loaded without the workflow its expression reads", g.name)
+	}
 	v, err := g.x.Eval(ctx, o.State)
 	if err != nil {
 		return Grade{Grader: g.name, Reason: fmt.Sprintf("%s: %v", g.src, err)}, nil

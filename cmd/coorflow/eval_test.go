@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/llm/openaitest"
 )
 
 var evalRunID = regexp.MustCompile(`(?m)^eval run (e-[0-9a-f]+) kept in`)
@@ -172,4 +175,66 @@ func TestEvalReplayAnswersFromTheRecordingsAndRerunsWhatDiverged(t *testing.T) {
 	assert.Contains(t, sp.Diverged, "at most 2 steps")
 	assert.Positive(t, sp.Spend.Calls, "what diverged ran on the models")
 	assert.Equal(t, "error", sp.Status)
+}
+
+// TestEvalCompareAsksAJudgeInBothOrders compares two eval runs with a
+// judge on an OpenAI-wire server that prefers the longer answer: each
+// case both runs answered is asked about twice, A first and then B first.
+func TestEvalCompareAsksAJudgeInBothOrders(t *testing.T) {
+	chdirRoot(t)
+	c := newCLI(t)
+	ds := smallDataset(t)
+	var mu sync.Mutex
+	var firsts []string
+	srv := openaitest.NewFunc(func(req openaitest.ChatRequest) openaitest.Response {
+		p := req.Messages[len(req.Messages)-1].Text()
+		first, second := promptSection(p, "first_answer"), promptSection(p, "second_answer")
+		mu.Lock()
+		firsts = append(firsts, first)
+		mu.Unlock()
+		w := "tie"
+		switch {
+		case len(first) > len(second):
+			w = "first"
+		case len(second) > len(first):
+			w = "second"
+		}
+		return openaitest.Text(`{"winner": "` + w + `", "reason": "the longer one"}`)
+	})
+	defer srv.Close()
+	code, out, stderr := c.run("eval", "examples/coor", ds)
+	require.Equal(t, 0, code, stderr)
+	a := evalRunID.FindStringSubmatch(out)[1]
+	code, out, stderr = c.run("eval", "examples/coor", ds)
+	require.Equal(t, 0, code, stderr)
+	b := evalRunID.FindStringSubmatch(out)[1]
+	c.env["OPENAI_API_KEY"], c.env["OPENAI_BASE_URL"] = "sk-test", srv.BaseURL()
+	code, out, stderr = c.run("eval", "compare", a, b, "--judge", "openai:gpt-4o-mini", "--json")
+	require.Equal(t, 0, code, stderr)
+	var cmp struct {
+		Cases []struct {
+			Case  string `json:"case"`
+			Judge struct {
+				Winner     string `json:"winner"`
+				Consistent bool   `json:"consistent"`
+			} `json:"judge"`
+		} `json:"cases"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &cmp))
+	require.Len(t, cmp.Cases, 2)
+	for _, cs := range cmp.Cases {
+		assert.Equal(t, "tie", cs.Judge.Winner, "%s: the demo model answers the same twice", cs.Case)
+		assert.True(t, cs.Judge.Consistent, out)
+	}
+	assert.Len(t, firsts, 4, "two cases, each in both orders")
+}
+
+// promptSection returns the text between <name> and </name> in a prompt.
+func promptSection(prompt, name string) string {
+	_, after, ok := strings.Cut(prompt, "<"+name+">\n")
+	if !ok {
+		return ""
+	}
+	text, _, _ := strings.Cut(after, "\n</"+name+">")
+	return text
 }

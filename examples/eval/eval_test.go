@@ -19,14 +19,14 @@ import (
 	"github.com/coorflow/coorflow/llm/openaitest"
 )
 
-// section returns the text under "# title" in a prompt.
-func section(prompt, title string) string {
-	_, after, ok := strings.Cut(prompt, "# "+title+"\n")
+// section returns the text between <name> and </name> in a prompt.
+func section(prompt, name string) string {
+	_, after, ok := strings.Cut(prompt, "<"+name+">\n")
 	if !ok {
 		return ""
 	}
-	text, _, _ := strings.Cut(after, "\n# ")
-	return strings.TrimSpace(text)
+	text, _, _ := strings.Cut(after, "\n</"+name+">")
+	return text
 }
 
 type result struct {
@@ -65,7 +65,7 @@ func TestTheJudgeDatasetScoresTheReportsOverTheOpenAIWire(t *testing.T) {
 	srv := openaitest.NewFunc(func(req openaitest.ChatRequest) openaitest.Response {
 		calls.Add(1)
 		p := req.Messages[len(req.Messages)-1].Text()
-		answer, rubric := section(p, "Answer to grade"), section(p, "Rubric")
+		answer, rubric := section(p, "answer"), section(p, "rubric")
 		v := map[string]any{"score": 0.4, "reason": "no sources cited, as the rubric asks: " + rubric}
 		if regexp.MustCompile(`\[\d+\]`).MatchString(answer) {
 			v = map[string]any{"score": 0.9, "reason": "it cites its sources"}
