@@ -274,8 +274,8 @@ ANTHROPIC_API_KEY, GOOGLE_API_KEY or the tier's api_key_env. --show-models print
 result. With no provider configured, a file runs on its demo script, or (the built-ins,
 and files of built-in node types only) on the reactive demo model.
 
-Exit codes: 0 done; 1 the work failed (a replay that diverged too, and an eval or
-eval compare that crossed a gate); 2 the command line or a file is wrong (a dataset
-too, and a run that cannot be replayed or exported); 3 the run waits for an answer
-(the command to resume is printed); 130 Ctrl-C.
+Exit codes: 0 done; 1 the work failed (a replay that diverged too); 2 the command
+line or a file is wrong (a run that cannot be replayed or exported too); 3 the run
+waits for an answer (the command to resume is printed); 130 Ctrl-C. An eval or an
+eval compare that crossed a gate exits 1, and an invalid dataset 2.
 `
