@@ -18,7 +18,7 @@ import (
 )
 
 // staticModels serves m on every tier.
-func staticModels(t *testing.T, m llms.Model) *llm.Models {
+func staticModels(t testing.TB, m llms.Model) *llm.Models {
 	t.Helper()
 	ms, err := llm.NewStatic(map[llm.Tier]llm.TierModel{llm.TierBasic: {Model: m, Profile: llm.Profile{Model: "scripted"}}})
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func answers(kv map[string]string) *scripted.Model {
 }
 
 // workflow loads testdata/echo.yaml compiled on model m.
-func workflow(t *testing.T, m *llm.Models) (*workflows.File, *graph.Runnable) {
+func workflow(t testing.TB, m *llm.Models) (*workflows.File, *graph.Runnable) {
 	t.Helper()
 	f, err := workflows.Load("testdata/echo.yaml")
 	require.NoError(t, err)
@@ -46,8 +46,19 @@ func workflow(t *testing.T, m *llm.Models) (*workflows.File, *graph.Runnable) {
 	return f, r
 }
 
+func benchWorkflow(b *testing.B, m llms.Model) (*workflows.File, *graph.Runnable) {
+	return workflow(b, staticModels(b, m))
+}
+
+func benchDataset(b *testing.B, f *workflows.File) *eval.Dataset {
+	text := "graders: [{regex: '^ok$'}, {expr: 'len(state.answer) == 2'}]\n" + strings.SplitN(manyCases(100), "\n", 2)[1]
+	return dataset(b, f, "bench.yaml", text)
+}
+
+func budgetOf(tokens int) llm.Budget { return llm.Budget{Tokens: tokens} }
+
 // dataset writes text to a file named name and loads it for f.
-func dataset(t *testing.T, f *workflows.File, name, text string) *eval.Dataset {
+func dataset(t testing.TB, f *workflows.File, name, text string) *eval.Dataset {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(path, []byte(strings.TrimLeft(text, "\n")), 0o600))

@@ -76,7 +76,7 @@ type Config struct {
 	Concurrency int
 	Repeats     int
 	// CaseBudget limits each run of a case, TotalBudget all of them and
-	// the judges together. Zero fields set no limit.
+	// the judges together. Zero fields set no limit; neither asks.
 	CaseBudget, TotalBudget llm.Budget
 	// Timeout limits each run of a case (0: none).
 	Timeout time.Duration
@@ -210,6 +210,9 @@ func (cfg *Config) check() error {
 	if cfg.Owner == "" {
 		cfg.Owner = "default"
 	}
+	// Nobody answers a budget's question in an eval: a run over budget
+	// stops, and is reported so.
+	cfg.CaseBudget.Ask, cfg.TotalBudget.Ask = false, false
 	return nil
 }
 
