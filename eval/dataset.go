@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -169,11 +170,8 @@ func (p *parser) yamlFile(ds *Dataset, data []byte) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line := 1
-		var te *yaml.TypeError
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			fmt.Sscan(m[1], &line)
-		} else if errors.As(err, &te) {
-			line = 1
+			line, _ = strconv.Atoi(m[1])
 		}
 		p.ps.at(line, 1, "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return
