@@ -43,9 +43,7 @@ func (s *Server) handleEvals(w http.ResponseWriter, r *http.Request) {
 		if len(runs) > maxTraceRuns {
 			runs = runs[:maxTraceRuns]
 		}
-		for _, run := range runs {
-			list.Evals = append(list.Evals, run)
-		}
+		list.Evals = append(list.Evals, runs...)
 	}
 	writeJSON(w, http.StatusOK, list)
 }
