@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/eval"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/store"
 	storemem "github.com/coorflow/coorflow/store/memory"
@@ -28,8 +29,11 @@ func (a ownerAgents) ListAgents(_ context.Context, owner string) ([]server.Agent
 func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 	b := newBlocker(t)
 	agents := ownerAgents{"alice": {{Name: "alice-agent"}}, "bob": {{Name: "bob-agent"}}}
+	st := storemem.New(store.Config{})
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), b.r), Recorder: recorder(t), Agents: agents, MCPTools: mcpTools,
-		Store: storemem.New(store.Config{})})
+		Store: st})
+	// Alice's eval run, as coorflow eval keeps it.
+	require.NoError(t, eval.NewDocStore(st, "alice").SaveRun(t.Context(), &eval.Result{ID: "e-alice", Workflow: "echo", Status: eval.RunDone}))
 
 	// Alice: a finished run on a1, a run in progress on live. Bob: a run on b1.
 	e.thread(alice, "echo", "a1")
@@ -178,6 +182,18 @@ func TestEveryRouteKeepsOwnersApart(t *testing.T) {
 		},
 		"GET /v1/trace/runs/{run}/agents/{agent}": func(t *testing.T) {
 			e.fails("GET", "/v1/trace/runs/"+ra+"/agents/1", bob, nil, http.StatusNotFound, noRecording(ra))
+		},
+		"GET /v1/evals": func(t *testing.T) {
+			var list server.EvalRunList
+			e.call("GET", "/v1/evals", bob, nil, http.StatusOK, &list)
+			assert.Empty(t, list.Evals, "bob sees none of alice's eval runs")
+			e.call("GET", "/v1/evals", alice, nil, http.StatusOK, &list)
+			require.Len(t, list.Evals, 1)
+			assert.Equal(t, "e-alice", list.Evals[0].ID)
+		},
+		"GET /v1/evals/{eval}": func(t *testing.T) {
+			e.fails("GET", "/v1/evals/e-alice", bob, nil, http.StatusNotFound, server.ErrorDetail{Code: server.CodeUnknownEval, Message: `no eval run "e-alice"`})
+			e.call("GET", "/v1/evals/e-alice", alice, nil, http.StatusOK, nil)
 		},
 		"GET /v1/trace/runs/{run}/events": func(t *testing.T) {
 			e.fails("GET", "/v1/trace/runs/"+ra+"/events", bob, nil, http.StatusNotFound, noRecording(ra))

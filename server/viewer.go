@@ -57,6 +57,7 @@ func (s *Server) viewerRoutes() {
 	s.handle("GET /v1/trace/runs/{run}/timeline", s.auth(s.handleTraceTimeline))
 	s.handle("GET /v1/trace/runs/{run}/agents/{agent}", s.auth(s.handleTraceAgent))
 	s.handle("GET /v1/trace/runs/{run}/events", s.auth(s.handleTraceEvents))
+	s.evalRoutes()
 }
 
 // TraceRunList is the body of GET /v1/trace/runs.

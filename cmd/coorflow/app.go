@@ -52,7 +52,7 @@ type interruptedError struct{}
 
 func (interruptedError) Error() string { return "the run is waiting for an answer" }
 
-var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "export", "serve", "mcp", "worker", "tools", "schema", "help"}
+var commands = []string{"run", "validate", "graph", "threads", "agents", "runs", "replay", "eval", "export", "serve", "mcp", "worker", "tools", "schema", "help"}
 
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
@@ -76,6 +76,8 @@ func (a *app) main(ctx context.Context, args []string) int {
 		err = a.runs(ctx, rest)
 	case "replay":
 		err = a.replay(ctx, rest)
+	case "eval":
+		err = a.eval(ctx, rest)
 	case "export":
 		err = a.export(ctx, rest)
 	case "serve":
@@ -231,6 +233,19 @@ Usage:
   coorflow replay RUN [--db] [--json] [--workflow FILE] [--input TEXT|@FILE] [--model] [--demo]
                                        run a recorded run again offline from its recorded model responses
                                        and report where it diverged; exit 0 without divergence, 1 with
+  coorflow eval WORKFLOW DATASET [flags]   run every case of a dataset (YAML or JSONL: docs/eval.md) on
+                                       its own thread, grade it, and keep the eval run in --db
+      --concurrency N --repeats K      cases at once (4), runs of each case (1)
+      --budget-tokens N --budget-usd X one run of a case; --total-tokens N --total-usd X the whole eval
+      --timeout D                      one run of a case (e.g. 2m)
+      --judge [TIER=]provider:model    the judges' model (default: the workflow's models)
+      --id ID | --resume EVALRUN       name the eval run; resume an interrupted one (finished cases kept)
+      --replay EVALRUN                 answer the model calls from that eval run's recordings; the cases
+                                       that diverge run on the models
+      --label NAME --json --fail-under RATE --max-cost USD  (and --db --owner --model --demo)
+  coorflow eval compare A B [--fail-under RATE] [--max-cost USD] [--max-regressions N] [--judge MODEL] [--json]
+                                       what got better or worse per case from eval run A to B
+  coorflow eval list|show ID [--db] [--owner] [--json]
   coorflow export RUN [-o FILE] [--name NAME] [--workflow FILE] [--db] [--owner]
                                        write a finished run of a dynamic workflow (coor) as a workflow file
                                        with its plan and agents fixed: no coordinator, planner or builder
@@ -269,5 +284,6 @@ and files of built-in node types only) on the reactive demo model.
 
 Exit codes: 0 done; 1 the work failed (a replay that diverged too); 2 the command
 line or a file is wrong (a run that cannot be replayed or exported too); 3 the run
-waits for an answer (the command to resume is printed); 130 Ctrl-C.
+waits for an answer (the command to resume is printed); 130 Ctrl-C. An eval or an
+eval compare that crossed a gate exits 1, and an invalid dataset 2.
 `

@@ -45,9 +45,23 @@ func New(t *testing.T, root string) *CLI {
 // and stderr. Its environment holds only PATH, HOME and COORFLOW_DB.
 func (c *CLI) Run(args ...string) (int, string, string) {
 	c.t.Helper()
+	return c.RunWith(nil, args...)
+}
+
+// Command returns the command "coorflow args..." as Run runs it, with env
+// ("KEY=VALUE") added to its environment, for a test to start, signal
+// and wait for.
+func (c *CLI) Command(env []string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(c.t.Context(), c.bin, args...)
 	cmd.Dir = c.root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.t.TempDir(), "COORFLOW_DB=" + c.db}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.t.TempDir(), "COORFLOW_DB=" + c.db}, env...)
+	return cmd
+}
+
+// RunWith is Run with env ("KEY=VALUE") added to the environment.
+func (c *CLI) RunWith(env []string, args ...string) (int, string, string) {
+	c.t.Helper()
+	cmd := c.Command(env, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -20,7 +20,11 @@ import (
 // safe for concurrent use.
 type Server struct {
 	s *scriptsrv.Server[Request, Response]
-	d Dialect
+	// started is closed once s is set: the listener accepts requests
+	// before (from other processes too, which the race detector does not
+	// see), and a request waits for it.
+	started chan struct{}
+	d       Dialect
 	// respond, when set, answers every request instead of the script.
 	respond func(ChatRequest) Response
 
@@ -50,8 +54,9 @@ func NewServer(responses ...Response) *Server {
 // NewServerFor starts a Server speaking dialect d that answers with
 // responses in order.
 func NewServerFor(d Dialect, responses ...Response) *Server {
-	s := &Server{d: d}
+	s := &Server{d: d, started: make(chan struct{})}
 	s.s = scriptsrv.Start[Request](http.HandlerFunc(s.handle), responses)
+	close(s.started)
 	return s
 }
 
@@ -60,8 +65,9 @@ func NewServerFor(d Dialect, responses ...Response) *Server {
 // and answers from what it is sent. Its requests are not recorded
 // (Requests is empty), so that long runs do not keep every prompt.
 func NewFunc(respond func(ChatRequest) Response) *Server {
-	s := &Server{respond: respond}
+	s := &Server{respond: respond, started: make(chan struct{})}
 	s.s = scriptsrv.Start[Request, Response](http.HandlerFunc(s.handle), nil)
+	close(s.started)
 	return s
 }
 
@@ -84,6 +90,7 @@ func (s *Server) Requests() []Request { return s.s.Requests() }
 func (s *Server) Remaining() int { return s.s.Remaining() }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	<-s.started
 	body, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") ||

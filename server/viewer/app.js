@@ -354,6 +354,7 @@ const START_TEXT = { resume: "answered its thread's question", continue: "contin
 async function showRuns() {
   show("#runs", true);
   $("#run-title").textContent = "";
+  await showEvals();
   const { runs } = await api("/v1/trace/runs?limit=200");
   const threads = new Map();
   for (const r of runs) {
@@ -380,6 +381,59 @@ function runRow(r) {
     el("td", { class: "run-status" }, statusPill(r.status)),
     el("td", { class: "started" }, fmtTime(r.started_at)),
     el("td", { class: "num" }, fmtInt(r.events)));
+}
+
+// ---- eval runs (coorflow eval) ----
+
+function fmtPct(x) { return (100 * x).toFixed(0) + "%"; }
+
+// showEvals lists the eval runs above the recorded runs, when there are
+// any.
+async function showEvals() {
+  const { evals } = await api("/v1/evals");
+  if (!evals.length) return;
+  const rows = evals.map((e) => el("tr", { class: "eval-row", "data-eval": e.id },
+    el("td", {}, el("a", { href: "?eval=" + encodeURIComponent(e.id) }, e.label || e.id),
+      e.label ? el("div", { class: "dim" }, el("code", {}, e.id)) : null),
+    el("td", {}, e.workflow, el("div", { class: "dim" }, e.dataset)),
+    el("td", {}, statusPill(e.status)),
+    el("td", { class: "num" }, e.status === "done" ? fmtPct(e.total.pass_rate) : ""),
+    el("td", {}, fmtTime(e.started))));
+  $("#evals-table").replaceChildren($("#evals-table thead"), el("tbody", {}, rows));
+  show("#evals", true);
+}
+
+// showEval shows one eval run as a table: a row per run of a case, each
+// opening its recorded run, under a row per case with its summary.
+async function showEval(id) {
+  const res = await api("/v1/evals/" + encodeURIComponent(id));
+  show("#eval", true);
+  $("#run-title").textContent = "eval " + (res.label || res.id);
+  $("#eval-title").textContent = (res.label ? res.label + " · " : "") + res.id;
+  const t = res.total;
+  $("#eval-summary").textContent = `${res.workflow} on ${res.dataset} · ${t.passed}/${t.trial_count} passed (${fmtPct(t.pass_rate)}, ` +
+    `95% ${fmtPct(t.pass_ci[0])}–${fmtPct(t.pass_ci[1])}) · mean score ${t.mean_score.toFixed(2)} · ${fmtUsage(t.spend)}` +
+    (t.judge_spend && t.judge_spend.calls ? ` · judges: ${fmtUsage(t.judge_spend)}` : "") +
+    ` · p50 ${fmtMS(t.latency_p50_ms)}, p95 ${fmtMS(t.latency_p95_ms)}`;
+  const bodies = res.cases.map((c) => el("tbody", { class: "eval-case", "data-case": c.case },
+    el("tr", { class: "case-head" }, el("th", { colspan: 10 }, c.case, " · ", `${c.passed}/${c.trial_count} passed`,
+      c.trial_count > 1 ? ` · score ${c.mean_score.toFixed(2)} (95% ${c.score_ci[0].toFixed(2)}–${c.score_ci[1].toFixed(2)})` : "")),
+    c.trials.map((tr) => el("tr", { class: "trial-row", "data-status": tr.status },
+      el("td", {}, "#" + (tr.repeat + 1)),
+      el("td", {}, (tr.runs || []).map((r) => el("div", {}, el("a", { href: "?run=" + encodeURIComponent(r), class: "trial-run" }, el("code", {}, r)))),
+        tr.replayed ? el("div", { class: "dim" }, "replayed") : null),
+      el("td", {}, statusPill(tr.status), tr.error ? el("div", { class: "dim error-text" }, tr.error) : null,
+        tr.diverged ? el("div", { class: "dim" }, "diverged: " + tr.diverged) : null),
+      el("td", { class: "num" }, tr.score.toFixed(2)),
+      el("td", {}, (tr.grades || []).map((g) => el("div", { class: g.pass ? "grade pass" : "grade fail", title: g.reason || "" },
+        (g.pass ? "✓ " : "✗ ") + g.grader, g.reason && !g.pass ? el("span", { class: "dim" }, " " + g.reason) : null))),
+      el("td", { class: "num" }, fmtInt(tr.spend.prompt_tokens + tr.spend.completion_tokens)),
+      el("td", { class: "num" }, fmtUSD(tr.spend.cost_usd + (tr.judge_spend ? tr.judge_spend.cost_usd : 0))),
+      el("td", { class: "num" }, fmtMS(tr.latency_ms)),
+      el("td", { class: "num" }, fmtInt(tr.agents)),
+      el("td", { class: "num" }, fmtInt(tr.steps))))));
+  $("#eval-table").replaceChildren($("#eval-table thead"), ...bodies);
+  document.body.dataset.state = "ready";
 }
 
 // ---- one run ----
@@ -959,9 +1013,11 @@ async function start() {
     sessionStorage.removeItem(TOKEN_KEY);
     location.reload();
   };
-  const run = new URLSearchParams(location.search).get("run");
+  const params = new URLSearchParams(location.search);
+  const run = params.get("run"), evalID = params.get("eval");
   try {
     if (run) await showRun(run);
+    else if (evalID) await showEval(evalID);
     else await showRuns();
   } catch (e) {
     report(e);
