@@ -37,10 +37,12 @@ const previewLineRunes = 240
 func (b *Builder) OffloadToolResult(ctx context.Context, agent, tool, text string) (Output, error) {
 	p := b.cfg.Offload
 	tokens := llm.EstimateTokens(text)
-	if p.Disabled || tokens <= p.Tokens {
+	switch {
+	case p.Disabled || tokens <= p.Tokens:
 		return Output{Text: text}, nil
-	}
-	if b.cfg.Offloader == nil {
+	case tool == ReadContextName:
+		return Output{Text: text, Note: "a page read back with " + ReadContextName + " is kept: it is stored already, and offloading it again would hide what the agent asked to read"}, nil
+	case b.cfg.Offloader == nil:
 		return Output{Text: text, Note: "no offloader configured"}, nil
 	}
 	ref, err := b.cfg.Offloader.Offload(ctx, offloadName(toolResultsDir, agent, tool, text), text)

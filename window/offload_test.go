@@ -129,6 +129,38 @@ func TestOffloadThreshold(t *testing.T) {
 	}
 }
 
+// A page read back with read_context is what the agent asked to see: it
+// stays whole however large, where offloading it again would show only
+// its first and last lines (an answer in its middle was lost that way).
+func TestReadBackPagesAreNotOffloadedAgain(t *testing.T) {
+	big := lines(1000, 100) // 25,000 tokens, over the threshold
+	b, bs := newBuilder(t, nil, nil)
+	o, err := b.OffloadToolResult(t.Context(), "researcher-1", "fetch", big)
+	require.NoError(t, err)
+	require.True(t, o.Offloaded)
+
+	args, err := json.Marshal(window.ReadArgs{Ref: o.Ref, Limit: window.MaxReadBytes})
+	require.NoError(t, err)
+	page := tools.Run(t.Context(), window.ReadContextTool(bs), args, tools.RunOptions{})
+	require.Equal(t, tools.StatusOK, page.Status, page.Text())
+	require.Greater(t, llm.EstimateTokens(page.Output), window.DefaultOffloadTokens)
+
+	history := []llms.MessageContent{toolCall("call_1", "fetch", "{}"), toolResult("call_1", "fetch", o.Text),
+		toolCall("call_2", window.ReadContextName, string(args)), toolResult("call_2", window.ReadContextName, page.Output)}
+	res, err := b.Assemble(t.Context(), window.Request{Agent: "researcher-1", Parts: []window.Part{
+		{Name: "history", Kind: window.KindHistory, Messages: history}}})
+	require.NoError(t, err)
+	assert.Empty(t, res.Snapshot.PoliciesOf(window.PolicyOffload))
+	assert.Empty(t, res.Snapshot.PoliciesOf(window.PolicySkipped), "nothing to report: the page is not a candidate")
+	assert.Equal(t, page.Output, text(res.Messages[3]))
+
+	kept, err := b.OffloadToolResult(t.Context(), "researcher-1", window.ReadContextName, page.Output)
+	require.NoError(t, err)
+	assert.False(t, kept.Offloaded)
+	assert.Equal(t, page.Output, kept.Text)
+	assert.Contains(t, kept.Note, "stored already")
+}
+
 func TestOffloadWithoutOffloaderKeepsTheResult(t *testing.T) {
 	b := window.New(window.Config{})
 	out := words(window.DefaultOffloadTokens + 1)
