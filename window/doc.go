@@ -65,7 +65,7 @@
 //     prompt cache per clearing, which is why it clears everything old
 //     at once. Lossless. Clear.Threshold lower clears sooner and more
 //     often (fewer tokens, more cache breaks: at 25% the bench sends 76%
-//     fewer tokens and reuses 83%; at 50%, 53% fewer and 90%); KeepTurns
+//     fewer tokens and reuses 83%; at 50%, 63% fewer and 88%); KeepTurns
 //     higher keeps more recent results in view, but each kept result
 //     moves behind the new stubs and is sent uncached after every
 //     clearing (KeepTurns 2: 71% fewer tokens, 82% reuse).
