@@ -91,7 +91,8 @@ type OffloadPolicy struct {
 	// read_context are never offloaded again.
 	Tokens int
 	// PreviewLines is how many first and last lines the preview shows
-	// (default 5).
+	// (default 5); the Markdown headings between are listed with their
+	// offsets.
 	PreviewLines int
 	// OutputBytes is the size above which an agent's output (a handoff, a
 	// step's result) is replaced by a summary and a reference

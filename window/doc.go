@@ -18,7 +18,8 @@
 //     the prompt's beginning does not change when the window shrinks.
 //   - Offload: a tool result above 8,000 tokens (about 32 KB) goes to the
 //     Offloader and is replaced by its reference and a preview of its
-//     first and last 5 lines; a page read back with read_context is never
+//     first and last 5 lines, with the Markdown headings of the lines
+//     between and the offsets read_context reads them from; a page read back with read_context is never
 //     offloaded again (it is stored already, and the agent asked for it);
 //     an agent output above 32 KiB becomes a summary of at most
 //     4 KiB and a reference. The read_context tool (ReadContextTool) reads

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,6 +129,56 @@ func TestOffloadThreshold(t *testing.T) {
 			assert.Contains(t, applied[1].Ref, "/tool-results/search results-")
 			assert.Contains(t, text(res.Messages[1]), "Preview (all 1 lines):")
 		})
+	}
+}
+
+// The preview of a Markdown result lists the headings it does not show,
+// each with the offset read_context reads its section from.
+func TestOffloadPreviewListsTheHeadingsNotShown(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("# Storage engines under load\n")
+	for s := 1; s <= 40; s++ {
+		fmt.Fprintf(&doc, "## Engine %d\n", s)
+		doc.WriteString(lines(10, 100))
+		doc.WriteString("#hashtag, not a heading\n")
+	}
+	text := doc.String()
+	require.Greater(t, llm.EstimateTokens(text), window.DefaultOffloadTokens)
+	b, bs := newBuilder(t, nil, nil)
+	o, err := b.OffloadToolResult(t.Context(), "researcher-1", "fetch", text)
+	require.NoError(t, err)
+	require.True(t, o.Offloaded)
+
+	preview := strings.Split(o.Text, "\n")
+	i := slices.Index(preview, "Headings of the lines not shown (read_context from the offset given):")
+	require.Positive(t, i, o.Text)
+	assert.Equal(t, "[… 471 lines not shown …]", preview[i-1])
+	var headings []string
+	for _, l := range preview[i+1:] {
+		if !strings.HasPrefix(l, "## ") {
+			break
+		}
+		headings = append(headings, l)
+	}
+	require.Len(t, headings, 30, "at most 30 headings")
+	assert.Equal(t, "[… and 9 more headings]", preview[i+31])
+	assert.Equal(t, "Last lines:", preview[i+32])
+	assert.Len(t, preview[i+33:], 5)
+	assert.NotContains(t, strings.Join(preview[i:i+33], "\n"), "#hashtag", "a # without a space is no heading")
+	assert.Equal(t, "## Engine 2", strings.Split(headings[0], " (offset")[0], "Engine 1 is in the first lines shown")
+
+	for _, h := range []string{headings[0], headings[29]} {
+		title, off, ok := strings.Cut(h, " (offset ")
+		require.True(t, ok, h)
+		offset, err := strconv.ParseInt(strings.TrimSuffix(off, ")"), 10, 64)
+		require.NoError(t, err)
+		args, err := json.Marshal(window.ReadArgs{Ref: o.Ref, Offset: offset, Limit: 200})
+		require.NoError(t, err)
+		res := tools.Run(t.Context(), window.ReadContextTool(bs), args, tools.RunOptions{})
+		require.Equal(t, tools.StatusOK, res.Status, res.Text())
+		var page window.ReadPage
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &page))
+		assert.True(t, strings.HasPrefix(page.Content, title+"\n"), "read_context from %d starts at %q: %q", offset, title, page.Content)
 	}
 }
 
