@@ -228,7 +228,7 @@ func (a *assembly) offloadMessages(ctx context.Context, w *work) error {
 	for i, m := range w.msgs {
 		for j, part := range m.Parts {
 			resp, ok := part.(llms.ToolCallResponse)
-			if !ok || llm.EstimateTokens(resp.Content) <= limit {
+			if !ok || resp.Name == ReadContextName || llm.EstimateTokens(resp.Content) <= limit {
 				continue
 			}
 			before := w.tokens()

@@ -63,8 +63,12 @@ func (a *assembly) clearPart(ctx context.Context, w *work, why string) error {
 		return nil
 	}
 	w.compacted = true
-	a.apply(w, PolicyClearToolResults, before, "", fmt.Sprintf("cleared %d tool results older than the last %d turns %s, freeing %s tokens",
-		cleared, p.KeepTurns, why, thousands(freed)))
+	turns := fmt.Sprintf("the last %d turns", p.KeepTurns)
+	if p.KeepTurns == 1 {
+		turns = "the latest turn"
+	}
+	a.apply(w, PolicyClearToolResults, before, "", fmt.Sprintf("cleared %d tool results older than %s %s, freeing %s tokens",
+		cleared, turns, why, thousands(freed)))
 	for _, r := range refs {
 		if !slices.Contains(w.rep.Refs, r) {
 			w.rep.Refs = append(w.rep.Refs, r)

@@ -35,7 +35,7 @@ func clearing(mod func(*window.ClearPolicy)) func(*window.Config) {
 }
 
 func TestOldToolResultsAreClearedToStubsThatReadBack(t *testing.T) {
-	b, bs := newBuilder(t, nil, clearing(nil))
+	b, bs := newBuilder(t, nil, clearing(func(p *window.ClearPolicy) { p.KeepTurns = 3 }))
 	history := toolTurns(6, 1_000) // about 6,100 tokens, over 5,000
 	res, err := b.Assemble(t.Context(), agentRequest(history, window.Budget{}))
 	require.NoError(t, err)
@@ -107,7 +107,8 @@ func TestClearingSettings(t *testing.T) {
 		mod     func(*window.ClearPolicy)
 		cleared int
 	}{
-		{"keep one turn", func(p *window.ClearPolicy) { p.KeepTurns = 1 }, 5},
+		{"by default the latest turn keeps its results", nil, 5},
+		{"keep three turns", func(p *window.ClearPolicy) { p.KeepTurns = 3 }, 3},
 		{"excluded tool", func(p *window.ClearPolicy) { p.Exclude = []string{"fetch"} }, 0},
 		{"results under the minimum", func(p *window.ClearPolicy) { p.MinTokens = 2_000 }, 0},
 		{"disabled", func(p *window.ClearPolicy) { p.Disabled = true }, 0},
@@ -135,7 +136,7 @@ func TestClearingKeepsResultsWhenTheStoreFails(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.Snapshot.PoliciesOf(window.PolicyClearToolResults))
 	skipped := res.Snapshot.PoliciesOf(window.PolicySkipped)
-	require.Len(t, skipped, 3)
+	require.Len(t, skipped, 5, "every result older than the latest turn")
 	assert.Equal(t, "clear_tool_results: result of fetch (call call_01) kept: disk full", skipped[0].Detail)
 	assert.Equal(t, text(history[1]), text(res.Messages[3]), "the result stays in the window, nothing is lost")
 

@@ -37,10 +37,12 @@ const previewLineRunes = 240
 func (b *Builder) OffloadToolResult(ctx context.Context, agent, tool, text string) (Output, error) {
 	p := b.cfg.Offload
 	tokens := llm.EstimateTokens(text)
-	if p.Disabled || tokens <= p.Tokens {
+	switch {
+	case p.Disabled || tokens <= p.Tokens:
 		return Output{Text: text}, nil
-	}
-	if b.cfg.Offloader == nil {
+	case tool == ReadContextName:
+		return Output{Text: text, Note: "a page read back with " + ReadContextName + " is kept: it is stored already, and offloading it again would hide what the agent asked to read"}, nil
+	case b.cfg.Offloader == nil:
 		return Output{Text: text, Note: "no offloader configured"}, nil
 	}
 	ref, err := b.cfg.Offloader.Offload(ctx, offloadName(toolResultsDir, agent, tool, text), text)
@@ -51,7 +53,8 @@ func (b *Builder) OffloadToolResult(ctx context.Context, agent, tool, text strin
 }
 
 // offloadNotice is what replaces an offloaded tool result: its size, its
-// reference, and its first and last n lines.
+// reference, its first and last n lines, and the headings of the lines
+// between with their offsets.
 func offloadNotice(tool, text, ref string, tokens, n int) string {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	var b strings.Builder
@@ -69,8 +72,52 @@ func offloadNotice(tool, text, ref string, tokens, n int) string {
 	fmt.Fprintf(&b, "Preview (first %d and last %d of %s lines):\n", n, n, thousands(len(lines)))
 	writeLines(&b, lines[:n])
 	fmt.Fprintf(&b, "[… %s lines not shown …]\n", thousands(len(lines)-2*n))
+	writeOutline(&b, lines, n)
 	writeLines(&b, lines[len(lines)-n:])
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// maxOutline bounds the headings an offload preview lists.
+const maxOutline = 30
+
+// writeOutline lists the Markdown headings ("#" to "######" and a space)
+// among the lines a preview does not show, each with the byte offset
+// read_context reads it from, so that the agent can go straight to the
+// section it needs.
+func writeOutline(b *strings.Builder, lines []string, n int) {
+	offset, listed, more := 0, 0, 0
+	for i, l := range lines[:len(lines)-n] {
+		at := offset
+		offset += len(l) + 1
+		if i < n || !isHeading(l) {
+			continue
+		}
+		if listed == maxOutline {
+			more++
+			continue
+		}
+		if listed == 0 {
+			b.WriteString("Headings of the lines not shown (read_context from the offset given):\n")
+		}
+		listed++
+		if r := []rune(l); len(r) > previewLineRunes {
+			l = string(r[:previewLineRunes-1]) + "…"
+		}
+		fmt.Fprintf(b, "%s (offset %d)\n", l, at)
+	}
+	if more > 0 {
+		fmt.Fprintf(b, "[… and %s more headings]\n", thousands(more))
+	}
+	if listed > 0 {
+		b.WriteString("Last lines:\n")
+	}
+}
+
+// isHeading reports whether l is a Markdown ATX heading.
+func isHeading(l string) bool {
+	h := strings.TrimLeft(l, "#")
+	d := len(l) - len(h)
+	return d >= 1 && d <= 6 && strings.HasPrefix(h, " ") && strings.TrimSpace(h) != ""
 }
 
 func writeLines(b *strings.Builder, lines []string) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,6 +130,88 @@ func TestOffloadThreshold(t *testing.T) {
 			assert.Contains(t, text(res.Messages[1]), "Preview (all 1 lines):")
 		})
 	}
+}
+
+// The preview of a Markdown result lists the headings it does not show,
+// each with the offset read_context reads its section from.
+func TestOffloadPreviewListsTheHeadingsNotShown(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString("# Storage engines under load\n")
+	for s := 1; s <= 40; s++ {
+		fmt.Fprintf(&doc, "## Engine %d\n", s)
+		doc.WriteString(lines(10, 100))
+		doc.WriteString("#hashtag, not a heading\n")
+	}
+	text := doc.String()
+	require.Greater(t, llm.EstimateTokens(text), window.DefaultOffloadTokens)
+	b, bs := newBuilder(t, nil, nil)
+	o, err := b.OffloadToolResult(t.Context(), "researcher-1", "fetch", text)
+	require.NoError(t, err)
+	require.True(t, o.Offloaded)
+
+	preview := strings.Split(o.Text, "\n")
+	i := slices.Index(preview, "Headings of the lines not shown (read_context from the offset given):")
+	require.Positive(t, i, o.Text)
+	assert.Equal(t, "[… 471 lines not shown …]", preview[i-1])
+	var headings []string
+	for _, l := range preview[i+1:] {
+		if !strings.HasPrefix(l, "## ") {
+			break
+		}
+		headings = append(headings, l)
+	}
+	require.Len(t, headings, 30, "at most 30 headings")
+	assert.Equal(t, "[… and 9 more headings]", preview[i+31])
+	assert.Equal(t, "Last lines:", preview[i+32])
+	assert.Len(t, preview[i+33:], 5)
+	assert.NotContains(t, strings.Join(preview[i:i+33], "\n"), "#hashtag", "a # without a space is no heading")
+	assert.Equal(t, "## Engine 2", strings.Split(headings[0], " (offset")[0], "Engine 1 is in the first lines shown")
+
+	for _, h := range []string{headings[0], headings[29]} {
+		title, off, ok := strings.Cut(h, " (offset ")
+		require.True(t, ok, h)
+		offset, err := strconv.ParseInt(strings.TrimSuffix(off, ")"), 10, 64)
+		require.NoError(t, err)
+		args, err := json.Marshal(window.ReadArgs{Ref: o.Ref, Offset: offset, Limit: 200})
+		require.NoError(t, err)
+		res := tools.Run(t.Context(), window.ReadContextTool(bs), args, tools.RunOptions{})
+		require.Equal(t, tools.StatusOK, res.Status, res.Text())
+		var page window.ReadPage
+		require.NoError(t, json.Unmarshal([]byte(res.Output), &page))
+		assert.True(t, strings.HasPrefix(page.Content, title+"\n"), "read_context from %d starts at %q: %q", offset, title, page.Content)
+	}
+}
+
+// A page read back with read_context is what the agent asked to see: it
+// stays whole however large, where offloading it again would show only
+// its first and last lines (an answer in its middle was lost that way).
+func TestReadBackPagesAreNotOffloadedAgain(t *testing.T) {
+	big := lines(1000, 100) // 25,000 tokens, over the threshold
+	b, bs := newBuilder(t, nil, nil)
+	o, err := b.OffloadToolResult(t.Context(), "researcher-1", "fetch", big)
+	require.NoError(t, err)
+	require.True(t, o.Offloaded)
+
+	args, err := json.Marshal(window.ReadArgs{Ref: o.Ref, Limit: window.MaxReadBytes})
+	require.NoError(t, err)
+	page := tools.Run(t.Context(), window.ReadContextTool(bs), args, tools.RunOptions{})
+	require.Equal(t, tools.StatusOK, page.Status, page.Text())
+	require.Greater(t, llm.EstimateTokens(page.Output), window.DefaultOffloadTokens)
+
+	history := []llms.MessageContent{toolCall("call_1", "fetch", "{}"), toolResult("call_1", "fetch", o.Text),
+		toolCall("call_2", window.ReadContextName, string(args)), toolResult("call_2", window.ReadContextName, page.Output)}
+	res, err := b.Assemble(t.Context(), window.Request{Agent: "researcher-1", Parts: []window.Part{
+		{Name: "history", Kind: window.KindHistory, Messages: history}}})
+	require.NoError(t, err)
+	assert.Empty(t, res.Snapshot.PoliciesOf(window.PolicyOffload))
+	assert.Empty(t, res.Snapshot.PoliciesOf(window.PolicySkipped), "nothing to report: the page is not a candidate")
+	assert.Equal(t, page.Output, text(res.Messages[3]))
+
+	kept, err := b.OffloadToolResult(t.Context(), "researcher-1", window.ReadContextName, page.Output)
+	require.NoError(t, err)
+	assert.False(t, kept.Offloaded)
+	assert.Equal(t, page.Output, kept.Text)
+	assert.Contains(t, kept.Note, "stored already")
 }
 
 func TestOffloadWithoutOffloaderKeepsTheResult(t *testing.T) {

@@ -69,7 +69,7 @@ func TestStepsAreTieredOnlyFromTheThreshold(t *testing.T) {
 				return
 			}
 			require.Len(t, applied, 1)
-			assert.Contains(t, applied[0].Detail, "tiered 12 steps at 60% of")
+			assert.Contains(t, applied[0].Detail, "tiered 12 steps at 30% of")
 			assert.Contains(t, applied[0].Detail, "3 in full, 7 as summaries, 2 as metadata")
 			assert.Less(t, applied[0].TokensAfter, applied[0].TokensBefore)
 			assert.Equal(t, 3, strings.Count(got, "Full result of"))

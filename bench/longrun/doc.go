@@ -19,6 +19,16 @@
 // prefix reuse, the share of each prompt identical to the beginning of the
 // previous one, which a provider's prompt cache serves at a discount.
 //
+// TestLongRun asserts issue 30's targets for the product's defaults
+// against the truncated baseline: every answer found, at least 80% prefix
+// reuse, and at least 70% fewer prompt tokens or 80% fewer price-weighted
+// ones (measured: 73.2% and 81.4% fewer, 84.8% reuse, 7 of 7 answers,
+// where the truncated baseline finds none). The scripted model never
+// needs a research result again until the questions, so a result moved
+// out costs it nothing until then; an agent that reads most of its big
+// results whole pays one read_context call for each result above the
+// offload threshold (8,000 tokens), and does better with a higher one.
+//
 //	go test -v -run TestLongRun ./bench/longrun
 //	go test -run '^$' -bench LongRun -benchtime 1x ./bench/longrun
 package longrun

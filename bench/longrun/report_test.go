@@ -35,20 +35,17 @@ func onRealWindow(m mechanisms) setup {
 // TestLongRun measures the three baselines — unbounded, truncated to the
 // model's real window, the product's defaults — and each mechanism, and
 // checks the product's defaults against the truncated baseline, the one an
-// agent without context management can actually run: every answer found
-// (the truncated baseline finds none), at least 80% prefix reuse, at least
-// 50% fewer prompt tokens and 65% fewer price-weighted ones (the agent's
-// and the summarizer's).
+// agent without context management can actually run, on issue 30's
+// targets: every answer found (the truncated baseline finds none), at
+// least 80% prefix reuse, and at least 70% fewer prompt tokens or 80%
+// fewer price-weighted ones (the agent's and the summarizer's).
 //
-// Issue 30 asked for 70% fewer prompt tokens (or 80% fewer price-weighted)
-// with 80% reuse; on this run the two cannot both hold. Each turn appends
-// about 6,000 fresh tokens, and a call repeats at most its previous
-// prompt, so a prompt of P tokens reuses at most 1 - 6,000/P of itself:
-// 70% fewer than the baseline's 10.9 million over 101 calls is P ≈ 32,000,
-// which caps reuse near 81% before any clearing breaks the prefix. Clearing
-// at 30% of the window instead of 50% reaches 64-72% fewer tokens at
-// 71-78% reuse (measured while choosing the defaults); the defaults keep
-// reuse.
+// Each turn appends about 6,000 new tokens, which no cache has seen, so a
+// prompt of P tokens reuses at most 1 - 6,000/P of itself; the defaults
+// meet both targets by keeping that new part small (results above 8,000
+// tokens arrive as a preview) and by clearing to the window's floor at
+// 30% of the limit, keeping only the latest turn's results, so that a
+// clearing re-sends little uncached (window/doc.go has the trade-offs).
 func TestLongRun(t *testing.T) {
 	ctx := t.Context()
 	base := run(ctx, t, unbounded)
@@ -91,8 +88,9 @@ func TestLongRun(t *testing.T) {
 	assert.Equal(t, len(facts), base.found, "keeping everything, every answer is in the prompt")
 	assert.LessOrEqual(t, trunc.maxPrompt, realWindow.MaxInputTokens, "the truncated baseline fits the window")
 	assert.Greater(t, base.maxPrompt, realWindow.MaxInputTokens, "the unbounded baseline does not: a real gpt-4o refuses its calls")
-	assert.GreaterOrEqual(t, saved(trunc, def), 0.50, "the defaults send at least 50% fewer prompt tokens than the truncated baseline")
-	assert.GreaterOrEqual(t, savedWeighted(trunc, def), 0.65, "and at least 65% fewer price-weighted")
+	assert.True(t, saved(trunc, def) >= 0.70 || savedWeighted(trunc, def) >= 0.80,
+		"the defaults send at least 70%% fewer prompt tokens than the truncated baseline (%.1f%%), or 80%% fewer price-weighted (%.1f%%)",
+		100*saved(trunc, def), 100*savedWeighted(trunc, def))
 	assert.Equal(t, len(facts), def.found, "every answer found with the defaults:\n%s", def.output)
 	assert.GreaterOrEqual(t, def.reuse, 0.80, "at least 80% of each prompt is the previous one's beginning")
 	assert.Zero(t, def.toolChanges, "the tools, at the head of every prompt, are sent the same each time")
