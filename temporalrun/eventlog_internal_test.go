@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -257,4 +258,28 @@ func BenchmarkEventLogRoundTrip(b *testing.B) {
 		after = frames[len(frames)-1].ID
 		require.NoError(b, l.consume(b.Context(), "t", after))
 	}
+}
+
+// BenchmarkEventLogParallelAppends measures the event log's throughput
+// with many writers: 16 goroutines per core append one event each op to
+// one of four threads; the events are stored when the timer stops.
+func BenchmarkEventLogParallelAppends(b *testing.B) {
+	pool := pgtest.Pool(b)
+	l := NewEventLog(pool, EventLogConfig{Schema: pgtest.Schema(b, pool, "coorflow_events_")})
+	require.NoError(b, l.Start(b.Context()))
+	defer l.Close()
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		thread := "t" + strconv.Itoa(int(n.Add(1)%4))
+		for pb.Next() {
+			if err := l.add(thread, []byte(`{"ev":{}}`)); err != nil {
+				b.Error(err)
+			}
+		}
+		if err := l.flush(thread); err != nil {
+			b.Error(err)
+		}
+	})
 }
