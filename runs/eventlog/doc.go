@@ -23,7 +23,7 @@
 //
 // Writes are group commits: Append queues a frame and returns; one
 // goroutine per Log commits the frames of every stream appended since its
-// last commit in one statement, at most Config.MaxDelay after the first
+// last commit in one round trip, at most Config.MaxDelay after the first
 // of them, sooner when Config.MaxBatch frames or Config.MaxBatchBytes are
 // waiting or a writer calls Flush (at a checkpoint, at the end of a run).
 // The frames waiting are bounded (Config.MaxPendingBytes): Append blocks

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -362,21 +363,26 @@ func (l *Log) Append(stream string, fence int64, f Frame) error {
 // bounds (Config.MaxHeld, MaxHeldBytes). It blocks while
 // Config.MaxPendingBytes are waiting. It returns the error of an earlier
 // commit of the stream, once: ErrDropped when frames were dropped over
-// the bounds, any other when the commit stored none.
+// the bounds, any other when the commit stored none. Unlike Append, it
+// queues the frame even then: a shared stream's writers go on.
 func (l *Log) AppendShared(stream, name string, data []byte) error {
 	return l.add(pend{stream: stream, shared: true, frame: Frame{Name: name, Data: data}})
 }
 
-// add queues p.
+// add queues p; a frame of an owned stream is not queued after an error.
 func (l *Log) add(p pend) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var prior error // of an earlier commit of a shared stream
 	for {
 		if err := l.takeErr(p.stream); err != nil {
-			return err
+			if !p.shared {
+				return err
+			}
+			prior = cmp.Or(prior, err)
 		}
 		if l.closed || l.q == nil {
-			return ErrClosed
+			return cmp.Or(prior, ErrClosed)
 		}
 		if l.bytes == 0 || l.bytes+len(p.frame.Data) <= l.cfg.MaxPendingBytes {
 			break
@@ -393,7 +399,7 @@ func (l *Log) add(p pend) error {
 	} else {
 		signal(l.kick)
 	}
-	return nil
+	return prior
 }
 
 // Flush waits until every frame appended before it is committed, and

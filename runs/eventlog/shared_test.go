@@ -262,3 +262,24 @@ func TestTheEventLogUpgradesFromVersionOne(t *testing.T) {
 	assert.Zero(t, n, "an owned stream of version one is not pruned")
 	assert.Equal(t, []Frame{frame(1)}, readAll(t, l, "run", 0))
 }
+
+// TestAnAppendToASharedStreamToldOfDroppedFramesIsStillQueued: the
+// writer of a shared stream learns of frames dropped by an earlier commit
+// from its next append, which is queued and stored all the same.
+func TestAnAppendToASharedStreamToldOfDroppedFramesIsStillQueued(t *testing.T) {
+	l := newLog(t, Config{MaxHeld: 3})
+	ctx := t.Context()
+	for _, d := range []string{"a", "b", "c", "d"} {
+		require.NoError(t, l.AppendShared("s", "ev", []byte(d)))
+	}
+	require.NoError(t, l.Flush("other"), "waits for the commit; s's error stays s's")
+	got := readAll(t, l, "s", 0)
+	require.Len(t, got, 3)
+	require.NoError(t, l.Trim(ctx, "s", got[1].ID))
+	assert.ErrorIs(t, l.AppendShared("s", "ev", []byte("e")), ErrDropped)
+	require.NoError(t, l.Flush("s"))
+	got = readAll(t, l, "s", 0)
+	require.Len(t, got, 2)
+	assert.Equal(t, "ce", string(got[0].Data)+string(got[1].Data))
+	assert.Equal(t, got[0].ID+1, got[1].ID)
+}
