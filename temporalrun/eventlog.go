@@ -18,7 +18,7 @@ type EventLogConfig struct {
 	// usually); "" is the connection's current schema.
 	Schema string
 	// MaxFrames and MaxBytes bound what a thread holds unread (default
-	// 100,000 events, 64 MiB): beyond them a step's events are dropped,
+	// 100,000 events, 64 MiB): the events appended beyond them are dropped,
 	// counted, and the stream says how many at its end. MaxFrameBytes
 	// bounds one event (default 1 MiB): a larger one travels without its
 	// payload (writes, state, data), its error's messages shortened if it
