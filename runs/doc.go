@@ -29,7 +29,8 @@
 //     a run alike;
 //   - the event log (package runs/eventlog, on PostgreSQL, a package of
 //     its own so that temporalrun and server/replicas, below runs, use
-//     it): one log for recordings, replica streams and Temporal streams.
+//     it): one table family for the replicas' streams and Temporal's
+//     (recordings are still trace's own tables).
 //
 // Transports translate their wire formats to and from this package; they
 // do not re-implement its rules. In the server, every transport starts,

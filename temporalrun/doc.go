@@ -144,20 +144,30 @@
 //     caller's Stream selects (graph.EventSpec, in the workflow's input,
 //     or sent by the "caller" update before a resume); it encodes each
 //     event as JSON (graph.EncodeEvent: writes and state through their
-//     channels' types, errors with their details) and stores batches in
-//     the EventLog — whatever was emitted while the previous batch was
-//     being stored — before the activity reports its end. Frames are
-//     numbered per thread under a row lock, so a reader never skips one
-//     committed late, and each batch notifies (LISTEN/NOTIFY, the
-//     replicas' pgdb.Listener); the caller reads, decodes (Config.Payloads
-//     for the custom payloads), yields and deletes them, and says the
+//     channels' types, errors with their details) and appends it to the
+//     EventLog, whose frames of a thread are a shared stream of the runs'
+//     one event log (runs/eventlog, tables event_streams and
+//     event_frames; migration 3 of temporal_events_schema moved the
+//     frames of the tables of earlier versions there and dropped those
+//     tables: workers and callers of those versions cannot share a
+//     database with this one): the frames of every step of a worker
+//     are stored in group commits, and the activity waits until its own
+//     are stored before it reports its end. The log numbers a thread's
+//     frames under its row lock, whatever worker appends them, so a
+//     reader never skips one committed late, and each commit notifies
+//     (LISTEN/NOTIFY, the replicas' pgdb.Listener); the caller reads
+//     them a page at a time (at most 512 events and 1 MiB, or one
+//     event), decodes (Config.Payloads for the custom payloads), yields
+//     and deletes them, and says the
 //     run's start, interrupt and end itself, from the workflow's outcome.
 //     Each frame carries its activity and attempt: a step retried after
 //     its worker died yields the retry's events after those the first
 //     attempt stored, and the first attempt's that come later are
 //     dropped. A thread holds at most EventLogConfig.MaxFrames and
-//     MaxBytes unread (beyond them a step's events are dropped, counted,
-//     and the stream ends with an EventsDropped event); an event over
+//     MaxBytes unread (beyond them the events of a commit are dropped —
+//     of each thread's events in a commit, those after the first that
+//     does not fit —, counted, and the stream ends with an EventsDropped
+//     event); an event over
 //     MaxFrameBytes travels without its payload, its error's messages
 //     shortened if they are what is large; a custom event that
 //     Config.Payloads does not decode keeps its name (graph.NamedValue);
@@ -166,7 +176,8 @@
 //     start and hourly) what callers that went away never read. A thread has one reader at a time: a
 //     second Stream of a thread that is being streamed takes the frames
 //     from the first. A streamed event reaches the caller
-//     about one PostgreSQL round trip and a notification after Emit
+//     about the log's commit delay (eventlog.DefaultMaxDelay, 2 ms), one
+//     PostgreSQL round trip and a notification after Emit
 //     (BenchmarkStreamedEventLatency).
 //
 // What this design does not do: reducers and routing run in the step

@@ -21,9 +21,6 @@ type EventsDropped struct {
 // EventName names the event: "events_dropped".
 func (EventsDropped) EventName() string { return "events_dropped" }
 
-// readPage is how many events a stream reads from the log at a time.
-const readPage = 512
-
 // Stream runs the graph on Temporal as Invoke does and yields its events
 // as graph.Runnable.Stream does: the same kinds and payloads, selected by
 // the same options (graph.Events, CustomEvents, SkipCustomEvents), with
@@ -127,13 +124,13 @@ func (s *stream) follow(ctx context.Context, done <-chan outcome) (outcome, erro
 	var o *outcome
 	for {
 		changed := log.changed(thread)
-		frames, err := log.read(ctx, thread, s.after, readPage)
+		frames, err := log.read(ctx, thread, s.after)
 		if err != nil {
 			return outcome{}, err
 		}
 		for _, f := range frames {
-			s.after = f.seq
-			if !s.frame(f.data) {
+			s.after = f.ID
+			if !s.frame(f.Data) {
 				return outcome{}, nil
 			}
 		}

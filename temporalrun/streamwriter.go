@@ -3,13 +3,13 @@ package temporalrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
-	"sync"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs/eventlog"
 )
 
 // frame is one event as the event log stores it: the event, and the
@@ -28,13 +28,11 @@ type frame struct {
 	Cut string `json:"cut,omitempty"`
 }
 
-// maxBuffered bounds what a step holds before its events are stored: a
-// node that emits faster than the log stores waits.
-const maxBuffered = 4 << 20
-
 // streamWriter stores the events of one activity in the event log as they
-// come, in batches: what was emitted while the previous batch was being
-// stored goes in the next.
+// come: each is queued for the log's next group commit (with the events
+// of every step of this process), and close waits until they are stored.
+// A node that emits faster than the log stores waits (the log bounds
+// what waits for a commit).
 type streamWriter struct {
 	log     *EventLog
 	r       *graph.Runnable
@@ -42,14 +40,6 @@ type streamWriter struct {
 	source  string
 	attempt int32
 	logger  interface{ Warn(string, ...any) }
-	ctx     context.Context
-	mu      sync.Mutex
-	buf     [][]byte
-	size    int
-	closed  bool
-	kick    chan struct{} // a batch is waiting
-	room    chan struct{} // closed when the buffer was emptied
-	done    chan struct{} // the flusher has ended
 }
 
 // stream returns the writer of the events of the activity of ctx, or nil
@@ -63,13 +53,8 @@ func (g *Graphs) stream(ctx context.Context, r *graph.Runnable, thread string, s
 	if info.IsLocalActivity {
 		source = info.WorkflowExecution.RunID + "/local-" + info.ActivityID // numbered apart
 	}
-	w := &streamWriter{log: g.events, r: r, thread: thread, attempt: info.Attempt,
-		source: source, logger: activity.GetLogger(ctx),
-		// The events of a cancelled step are stored too, up to its end.
-		ctx:  context.WithoutCancel(ctx),
-		kick: make(chan struct{}, 1), room: make(chan struct{}), done: make(chan struct{})}
-	go w.flush()
-	return w
+	return &streamWriter{log: g.events, r: r, thread: thread, attempt: info.Attempt,
+		source: source, logger: activity.GetLogger(ctx)}
 }
 
 // options are the run options that send the step's events to w.
@@ -80,28 +65,15 @@ func (w *streamWriter) options(spec *graph.EventSpec) []graph.Option {
 	return []graph.Option{graph.WithEvents(*spec), graph.StreamTo(w.yield)}
 }
 
-// yield encodes ev and queues it; it waits while the buffer is full. The
-// run's own start, end and interrupt are the caller's to say (it knows
-// them from the workflow), not the step's.
+// yield encodes ev and queues it; it waits while the log holds too many
+// events waiting for a commit. The run's own start, end and interrupt
+// are the caller's to say (it knows them from the workflow), not the
+// step's.
 func (w *streamWriter) yield(ev graph.Event) bool {
 	if ev.Path == w.r.Name() && (ev.Kind == graph.EventRunStart || ev.Kind == graph.EventRunEnd || ev.Kind == graph.EventInterrupt) {
 		return true
 	}
-	data := w.encode(ev)
-	w.mu.Lock()
-	for w.size >= maxBuffered && !w.closed {
-		room := w.room
-		w.mu.Unlock()
-		<-room
-		w.mu.Lock()
-	}
-	w.buf = append(w.buf, data)
-	w.size += len(data)
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
+	w.warn(w.log.add(w.thread, w.encode(ev)))
 	return true
 }
 
@@ -146,57 +118,22 @@ func shorten(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// flush stores batches until close.
-func (w *streamWriter) flush() {
-	defer close(w.done)
-	for {
-		<-w.kick
-		w.mu.Lock()
-		batch, closed := w.buf, w.closed
-		w.buf, w.size = nil, 0
-		close(w.room)
-		w.room = make(chan struct{})
-		w.mu.Unlock()
-		if len(batch) > 0 {
-			w.store(batch)
-		}
-		if closed {
-			return
-		}
+// warn says what became of events the log did not store: the step goes
+// on either way, its events are not worth failing it.
+func (w *streamWriter) warn(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, eventlog.ErrDropped):
+		w.logger.Warn("temporalrun: events dropped over the event log's bounds", "thread", w.thread, "err", err)
+	default:
+		w.logger.Warn("temporalrun: events lost", "thread", w.thread, "err", err)
 	}
 }
 
-// store appends a batch, trying a failed append again a few times: the
-// step goes on either way, its events are not worth failing it.
-func (w *streamWriter) store(batch [][]byte) {
-	for try := 0; ; try++ {
-		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
-		dropped, err := w.log.append(ctx, w.thread, batch)
-		cancel()
-		switch {
-		case err == nil && dropped > 0:
-			w.logger.Warn("temporalrun: events dropped over the event log's bounds", "thread", w.thread, "dropped", dropped)
-			return
-		case err == nil:
-			return
-		case try == 2:
-			w.logger.Warn("temporalrun: events lost", "thread", w.thread, "events", len(batch), "err", err)
-			return
-		}
-	}
-}
-
-// close stores what is left and waits until it is stored.
+// close waits until the events queued are stored.
 func (w *streamWriter) close() {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-	<-w.done
+	w.warn(w.log.flush(w.thread))
 }

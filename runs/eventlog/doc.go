@@ -1,11 +1,29 @@
 // Package eventlog is the one event log of runs on PostgreSQL: the frames
 // (server-sent events, recorded events) of each stream — a run's, keyed
-// by the caller — numbered by their writer, stored in one table family
-// (event_streams, event_frames) and read from any id on by any process.
+// by the caller — stored in one table family (event_streams,
+// event_frames) and read from any id on by any process. The replicas'
+// run streams (server/replicas) and Temporal's (temporalrun, keyed
+// "temporal/" and the thread) are its streams.
+//
+// A stream is of one of two kinds, by how it is written:
+//
+//   - Owned: one writer at a time, fenced by a lease's token (Open,
+//     Append), which numbers the frames itself, from 1. The replicas'.
+//   - Shared: any number of writers in any processes (AppendShared); the
+//     log numbers the frames in the order they are committed, under the
+//     stream's row lock, so that a reader following the stream never
+//     skips a frame committed late. A shared stream holds at most
+//     Config.MaxHeld frames and MaxHeldBytes stored and not yet read:
+//     the frames of a commit beyond them (each stream's first frames of
+//     the commit are kept, up to the first that does not fit) are
+//     dropped and counted (Dropped; their writers get ErrDropped once).
+//     Its reader deletes what it read (Trim), Reset empties it for a new
+//     reader with its numbering going on, and Prune deletes the shared
+//     streams nothing was written to for an age. Temporal's.
 //
 // Writes are group commits: Append queues a frame and returns; one
 // goroutine per Log commits the frames of every stream appended since its
-// last commit in one statement, at most Config.MaxDelay after the first
+// last commit in one round trip, at most Config.MaxDelay after the first
 // of them, sooner when Config.MaxBatch frames or Config.MaxBatchBytes are
 // waiting or a writer calls Flush (at a checkpoint, at the end of a run).
 // The frames waiting are bounded (Config.MaxPendingBytes): Append blocks
@@ -17,6 +35,9 @@
 // token) and its appends are stored only while no writer opened it with a
 // larger one, so a replica that lost its lease cannot add to the stream
 // of the replica that took its run over (ErrFenced).
+//
+// A commit stores the frames of both kinds in one transaction and one
+// round trip (one statement when it has no shared stream).
 //
 // Each commit notifies Config.Channel with the key of each stream it
 // wrote, for readers that wait (pgdb.Listener).

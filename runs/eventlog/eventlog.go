@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,12 @@ type Config struct {
 	// MaxPendingBytes bounds the frames waiting for a commit (default
 	// 8 MiB): Append blocks beyond it until a commit makes room.
 	MaxPendingBytes int
+	// MaxHeld and MaxHeldBytes bound what a shared stream holds, stored
+	// and not trimmed (default 100,000 frames, 64 MiB): the frames this
+	// log commits beyond them are dropped and counted (Dropped). They are
+	// the writer's bounds: each Log applies its own to what it appends.
+	MaxHeld      int64
+	MaxHeldBytes int64
 }
 
 // Defaults of Config.
@@ -41,10 +48,13 @@ const (
 	DefaultMaxBatch        = 512
 	DefaultMaxBatchBytes   = 1 << 20
 	DefaultMaxPendingBytes = 8 << 20
+	DefaultMaxHeld         = 100_000
+	DefaultMaxHeldBytes    = 64 << 20
 )
 
-// Frame is one event of a stream: its id (numbered by the writer, from 1,
-// increasing), its name and its bytes.
+// Frame is one event of a stream: its id (increasing; numbered by the
+// writer of an owned stream, by the log in a shared one), its name and
+// its bytes.
 type Frame struct {
 	ID   int64
 	Name string
@@ -54,6 +64,11 @@ type Frame struct {
 // ErrFenced is the error of an append to a stream that another writer
 // opened with a larger token since: the writer lost its lease.
 var ErrFenced = errors.New("eventlog: the stream was opened by a writer with a newer token")
+
+// ErrDropped is the error of appends to a shared stream that were dropped
+// over its bounds (Config.MaxHeld, MaxHeldBytes): the other frames of
+// their commit were stored.
+var ErrDropped = errors.New("eventlog: frames dropped over the stream's bounds")
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("eventlog: closed")
@@ -79,6 +94,16 @@ var migrations = [][]string{{
 		frame  bytea NOT NULL,
 		PRIMARY KEY (stream, id)
 	)`,
+}, {
+	// Shared streams: numbered by the log, bounded in what they hold
+	// unread (held, held_bytes: stored and not trimmed), counting what
+	// was dropped over the bounds, pruned by age.
+	`ALTER TABLE {schema}.event_streams
+		ADD COLUMN shared     boolean NOT NULL DEFAULT false,
+		ADD COLUMN held       bigint NOT NULL DEFAULT 0,
+		ADD COLUMN held_bytes bigint NOT NULL DEFAULT 0,
+		ADD COLUMN dropped    bigint NOT NULL DEFAULT 0`,
+	`CREATE INDEX event_streams_shared_updated ON {schema}.event_streams (updated) WHERE shared`,
 }}
 
 // Log is the event log on a pool. Create it with New, Start it, Close it.
@@ -106,6 +131,7 @@ type Log struct {
 // pend is one appended frame.
 type pend struct {
 	stream string
+	shared bool // numbered by the log
 	fence  int64
 	frame  Frame
 	seq    uint64
@@ -125,6 +151,12 @@ func New(pool *pgxpool.Pool, cfg Config) *Log {
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = DefaultMaxPendingBytes
 	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
+	}
+	if cfg.MaxHeldBytes <= 0 {
+		cfg.MaxHeldBytes = DefaultMaxHeldBytes
+	}
 	l := &Log{pool: pool, cfg: cfg, errs: map[string]error{},
 		kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
 		share: pgdb.NewShare(pool, pgdb.Backend{Schema: cfg.Schema, Closed: ErrClosed, Migrations: pgdb.Migrations{
@@ -138,6 +170,8 @@ func New(pool *pgxpool.Pool, cfg Config) *Log {
 type queries struct {
 	streams, frames                                   string
 	channel, open, write, notify, read, last, deleted string
+	// shared streams
+	lockShared, writeShared, trim, reset, dropped, prune string
 }
 
 func newQueries(schema, channel string) *queries {
@@ -183,8 +217,57 @@ func newQueries(schema, channel string) *queries {
 			) p WHERE total <= $4 OR n = 1 ORDER BY id`),
 		last:    rep.Replace(`SELECT coalesce((SELECT last FROM {streams} WHERE stream = $1), 0)`),
 		deleted: rep.Replace(`WITH f AS (DELETE FROM {frames} WHERE stream = ANY($1::text[])) DELETE FROM {streams} WHERE stream = ANY($1::text[])`),
+
+		// A commit's shared streams are locked first (and made, numbered
+		// from the microseconds since the epoch: see Reset), in the order
+		// of their keys, so that logs committing at once wait for each
+		// other instead of deadlocking; then writeShared, in the same
+		// transaction, numbers each stream's frames after its last and
+		// keeps those that fit its bounds: each stream's first frames,
+		// up to the first that does not fit.
+		lockShared: rep.Replace(`INSERT INTO {streams} AS s (stream, shared, last)
+			SELECT k, true, ` + epochMicros + ` FROM unnest($1::text[]) k ORDER BY k
+			ON CONFLICT (stream) DO UPDATE SET updated = clock_timestamp()`),
+		writeShared: rep.Replace(`WITH b AS (
+				SELECT b.stream, b.name, b.frame, s.last, s.held, s.held_bytes,
+					row_number() OVER w AS n, sum(length(b.frame)) OVER w AS bytes
+				FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS b(stream, name, frame, o)
+				JOIN {streams} s USING (stream)
+				WINDOW w AS (PARTITION BY b.stream ORDER BY b.o)
+			), k AS (
+				SELECT * FROM b WHERE held + n <= $4 AND held_bytes + bytes <= $5
+			), ins AS (
+				INSERT INTO {frames} (stream, id, name, frame) SELECT stream, last + n, name, frame FROM k
+			), m AS (
+				SELECT b.stream, count(*) AS total, count(k.n) AS kept, coalesce(sum(length(k.frame)), 0) AS kept_bytes
+				FROM b LEFT JOIN k USING (stream, n) GROUP BY b.stream
+			), upd AS (
+				UPDATE {streams} s SET last = s.last + m.kept, held = s.held + m.kept, held_bytes = s.held_bytes + m.kept_bytes,
+					dropped = s.dropped + m.total - m.kept, updated = clock_timestamp()
+				FROM m WHERE s.stream = m.stream
+			)
+			SELECT stream, kept, total - kept FROM m`),
+		trim: rep.Replace(`WITH d AS (DELETE FROM {frames} WHERE stream = $1 AND id <= $2 RETURNING length(frame) AS n)
+			UPDATE {streams} SET held = held - (SELECT count(*) FROM d), held_bytes = held_bytes - (SELECT coalesce(sum(n), 0) FROM d)
+			WHERE stream = $1 AND shared`),
+		reset: rep.Replace(`WITH d AS (DELETE FROM {frames} WHERE stream = $1)
+			INSERT INTO {streams} AS s (stream, shared, last) VALUES ($1, true, ` + epochMicros + `)
+			ON CONFLICT (stream) DO UPDATE SET held = 0, held_bytes = 0, dropped = 0, updated = clock_timestamp()
+			RETURNING s.last`),
+		dropped: rep.Replace(`SELECT coalesce((SELECT dropped FROM {streams} WHERE stream = $1), 0)`),
+		prune: rep.Replace(`WITH old AS (
+				DELETE FROM {streams} WHERE stream IN (
+					SELECT stream FROM {streams} WHERE shared AND updated < clock_timestamp() - $1 * interval '1 microsecond'
+					LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING stream
+			), f AS (DELETE FROM {frames} f USING old WHERE f.stream = old.stream)
+			SELECT count(*) FROM old`),
 	}
 }
+
+// epochMicros is where a shared stream's numbering starts: the
+// microseconds since the epoch when its row is made.
+const epochMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
 
 // Start creates or upgrades the tables and starts committing, until
 // Close.
@@ -271,30 +354,52 @@ func (l *Log) Open(ctx context.Context, stream string, fence int64) (int64, erro
 // returns the error of an earlier commit of the stream, once (ErrFenced
 // for good): the frames of that commit were not stored.
 func (l *Log) Append(stream string, fence int64, f Frame) error {
+	return l.add(pend{stream: stream, fence: fence, frame: f})
+}
+
+// AppendShared queues a frame of the shared stream, named name, for the
+// next commit, which numbers it after every frame of the stream stored
+// before (by any log) and stores it if the stream holds less than the
+// bounds (Config.MaxHeld, MaxHeldBytes). It blocks while
+// Config.MaxPendingBytes are waiting. It returns the error of an earlier
+// commit of the stream, once: ErrDropped when frames were dropped over
+// the bounds, any other when the commit stored none. Unlike Append, it
+// queues the frame even then: a shared stream's writers go on.
+func (l *Log) AppendShared(stream, name string, data []byte) error {
+	return l.add(pend{stream: stream, shared: true, frame: Frame{Name: name, Data: data}})
+}
+
+// add queues p; a frame of an owned stream is not queued after an error.
+func (l *Log) add(p pend) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var prior error // of an earlier commit of a shared stream
 	for {
-		if err := l.takeErr(stream); err != nil {
-			return err
+		if err := l.takeErr(p.stream); err != nil {
+			if !p.shared {
+				return err
+			}
+			prior = cmp.Or(prior, err)
 		}
 		if l.closed || l.q == nil {
-			return ErrClosed
+			return cmp.Or(prior, ErrClosed)
 		}
-		if l.bytes == 0 || l.bytes+len(f.Data) <= l.cfg.MaxPendingBytes {
+		if l.bytes == 0 || l.bytes+len(p.frame.Data) <= l.cfg.MaxPendingBytes {
 			break
 		}
 		signal(l.urgent)
 		l.cond.Wait()
 	}
 	l.seq++
-	l.pending = append(l.pending, pend{stream: stream, fence: fence, frame: f, seq: l.seq})
-	l.bytes += len(f.Data)
+	p.seq = l.seq
+	l.pending = append(l.pending, p)
+	l.bytes += len(p.frame.Data)
 	if len(l.pending) >= l.cfg.MaxBatch || l.bytes >= l.cfg.MaxBatchBytes {
 		signal(l.urgent)
 	} else {
 		signal(l.kick)
 	}
-	return nil
+	return prior
 }
 
 // Flush waits until every frame appended before it is committed, and
@@ -383,13 +488,17 @@ func (l *Log) commitAll(ctx context.Context) {
 		if n == 0 {
 			return
 		}
-		stored, err := l.write(ctx, q, batch)
+		stored, dropped, err := l.write(ctx, q, batch)
 		l.mu.Lock()
 		for _, p := range batch {
 			switch {
+			case err != nil && p.shared:
+				l.errs[p.stream] = fmt.Errorf("eventlog: store the frames of shared stream %q: %w", p.stream, err)
 			case err != nil:
 				l.errs[p.stream] = fmt.Errorf("eventlog: store frame %d of stream %q: %w", p.frame.ID, p.stream, err)
-			case !stored[p.stream]:
+			case p.shared && dropped[p.stream] > 0 && l.errs[p.stream] == nil:
+				l.errs[p.stream] = fmt.Errorf("eventlog: %d frames of stream %q: %w", dropped[p.stream], p.stream, ErrDropped)
+			case !p.shared && !stored[p.stream]:
 				l.errs[p.stream] = fmt.Errorf("eventlog: store frame %d of stream %q: %w", p.frame.ID, p.stream, ErrFenced)
 			}
 		}
@@ -412,28 +521,76 @@ func (l *Log) commitAll(ctx context.Context) {
 	}
 }
 
-// write stores a batch in one statement and returns the streams stored.
-func (l *Log) write(ctx context.Context, q *queries, batch []pend) (map[string]bool, error) {
+// write stores a batch in one transaction and returns the streams
+// stored (an owned stream's frames all were, or none; a shared stream's
+// some) and how many frames of each shared stream were dropped. A batch
+// of owned streams alone is one statement.
+func (l *Log) write(ctx context.Context, q *queries, batch []pend) (map[string]bool, map[string]int64, error) {
+	var owned, shared []pend
+	for _, p := range batch {
+		if p.shared {
+			shared = append(shared, p)
+		} else {
+			owned = append(owned, p)
+		}
+	}
+	stored, dropped := map[string]bool{}, map[string]int64{}
+	readOwned := func(rows pgx.Rows) error {
+		var stream string
+		_, err := pgx.ForEachRow(rows, []any{&stream}, func() error {
+			stored[stream] = true
+			return nil
+		})
+		return err
+	}
+	if len(shared) == 0 {
+		rows, err := l.pool.Query(ctx, q.write, ownedArgs(owned)...)
+		if err == nil {
+			err = readOwned(rows)
+		}
+		return stored, dropped, err
+	}
+	b := &pgx.Batch{}
+	streams, names := make([]string, len(shared)), make([]string, len(shared))
+	frames := make([][]byte, len(shared))
+	for i, p := range shared {
+		streams[i], names[i], frames[i] = p.stream, p.frame.Name, p.frame.Data
+	}
+	keys := slices.Compact(slices.Sorted(slices.Values(streams)))
+	b.Queue(q.lockShared, keys)
+	b.Queue(q.writeShared, streams, names, frames, l.cfg.MaxHeld, l.cfg.MaxHeldBytes).Query(func(rows pgx.Rows) error {
+		var stream string
+		var kept, lost int64
+		_, err := pgx.ForEachRow(rows, []any{&stream, &kept, &lost}, func() error {
+			if kept > 0 {
+				stored[stream] = true
+			}
+			if lost > 0 {
+				dropped[stream] = lost
+			}
+			return nil
+		})
+		return err
+	})
+	if len(owned) > 0 {
+		b.Queue(q.write, ownedArgs(owned)...).Query(readOwned)
+	}
+	// The statements of a batch are one transaction.
+	if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, err
+	}
+	return stored, dropped, nil
+}
+
+// ownedArgs are the arguments of the write of owned frames.
+func ownedArgs(batch []pend) []any {
 	streams, names := make([]string, len(batch)), make([]string, len(batch))
 	fences, ids := make([]int64, len(batch)), make([]int64, len(batch))
 	frames := make([][]byte, len(batch))
 	for i, p := range batch {
 		streams[i], fences[i], ids[i], names[i], frames[i] = p.stream, p.fence, p.frame.ID, p.frame.Name, p.frame.Data
 	}
-	rows, err := l.pool.Query(ctx, q.write, streams, fences, ids, names, frames)
-	if err != nil {
-		return nil, err
-	}
-	stored := map[string]bool{}
-	var stream string
-	_, err = pgx.ForEachRow(rows, []any{&stream}, func() error {
-		stored[stream] = true
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return stored, nil
+	return []any{streams, fences, ids, names, frames}
 }
 
 // Read returns the frames of stream after id after, in order: at most
@@ -480,4 +637,86 @@ func (l *Log) Delete(ctx context.Context, streams ...string) error {
 		return fmt.Errorf("eventlog: delete %d streams: %w", len(streams), err)
 	}
 	return nil
+}
+
+// Channel is the channel each commit notifies, once per stream written,
+// with the stream's key; "" before Start.
+func (l *Log) Channel() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil {
+		return ""
+	}
+	return l.q.channel
+}
+
+// Trim deletes the frames of shared stream up to id upTo, which its
+// reader has read: they no longer count against its bounds.
+func (l *Log) Trim(ctx context.Context, stream string, upTo int64) error {
+	q, err := l.queries()
+	if err == nil {
+		_, err = l.pool.Exec(ctx, q.trim, stream, upTo)
+	}
+	if err != nil {
+		return fmt.Errorf("eventlog: trim stream %q: %w", stream, err)
+	}
+	return nil
+}
+
+// Reset empties shared stream for a new reader, making it if need be,
+// and returns the id of its last frame stored, after which its frames
+// are numbered: what earlier readers left is deleted, the count of
+// dropped frames starts again, the numbering goes on. A stream made anew
+// (first, or after Prune deleted it while its reader waited) numbers its
+// frames from the microseconds since the epoch, after what that reader
+// read (no stream stores a million frames a second).
+func (l *Log) Reset(ctx context.Context, stream string) (int64, error) {
+	q, err := l.queries()
+	var last int64
+	if err == nil {
+		err = l.pool.QueryRow(ctx, q.reset, stream).Scan(&last)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: reset stream %q: %w", stream, err)
+	}
+	return last, nil
+}
+
+// Dropped returns how many frames of shared stream were dropped over the
+// bounds since its last Reset.
+func (l *Log) Dropped(ctx context.Context, stream string) (int64, error) {
+	q, err := l.queries()
+	var n int64
+	if err == nil {
+		err = l.pool.QueryRow(ctx, q.dropped, stream).Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: stream %q: %w", stream, err)
+	}
+	return n, nil
+}
+
+// PruneBatch is how many streams one statement of Prune deletes.
+const PruneBatch = 100
+
+// Prune deletes the shared streams, with their frames, that nothing was
+// written to or Reset for age (their readers went away), PruneBatch at a
+// time, and returns how many. Owned streams are their owners' to delete
+// (Delete).
+func (l *Log) Prune(ctx context.Context, age time.Duration) (int, error) {
+	q, err := l.queries()
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: prune: %w", err)
+	}
+	total := 0
+	for {
+		var n int
+		if err := l.pool.QueryRow(ctx, q.prune, age.Microseconds(), PruneBatch).Scan(&n); err != nil {
+			return total, fmt.Errorf("eventlog: prune: %w", err)
+		}
+		total += n
+		if n < PruneBatch {
+			return total, nil
+		}
+	}
 }
