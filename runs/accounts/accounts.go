@@ -475,7 +475,7 @@ func (d *sqliteDialect) tx(ctx context.Context, fn func(q querier) error) (err e
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := beginImmediate(ctx, conn); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err = fn(sqliteQuerier{q: conn}); err == nil {
@@ -487,6 +487,39 @@ func (d *sqliteDialect) tx(ctx context.Context, fn func(q querier) error) (err e
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 	}
 	return err
+}
+
+// busyWait bounds how long a transaction waits for SQLite's write lock in
+// all: each BEGIN IMMEDIATE waits up to the handle's busy timeout, and is
+// tried again while the lock stays busy. SQLite's busy handler is not
+// fair: with many processes writing one file a writer can be passed over
+// for longer than one timeout while the others take turns, and a budget
+// reservation that failed then would fail the model call.
+const busyWait = 2 * time.Minute
+
+// beginImmediate starts a write transaction on conn, waiting for the
+// write lock up to busyWait (or ctx).
+func beginImmediate(ctx context.Context, conn *sql.Conn) error {
+	deadline := time.Now().Add(busyWait)
+	for {
+		_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil || !isBusy(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		if busyRetried != nil {
+			busyRetried()
+		}
+	}
+}
+
+// busyRetried, when set (by tests), is called before each retry.
+var busyRetried func()
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (of any extended
+// code): the lock another connection holds outlasted the busy timeout.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5 // SQLITE_BUSY
 }
 
 func (d *sqliteDialect) read(ctx context.Context, fn func(q querier) error) error {
