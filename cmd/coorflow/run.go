@@ -74,6 +74,9 @@ func (a *app) run(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("run: want one workflow (a file, a directory or a built-in name), got %d arguments", len(pos))
 	}
+	if err := f.timeouts.check("run"); err != nil {
+		return err
+	}
 	setInput := flagSet(fs, "input")
 	resuming := flagSet(fs, "resume") || len(f.answers) > 0
 	f.resuming = resuming

@@ -52,6 +52,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if ownerBudget.Tokens < 0 || ownerBudget.USD < 0 {
 		return usagef("serve: an owner budget cannot be negative")
 	}
+	if err := timeouts.check("serve"); err != nil {
+		return err
+	}
 	if err := checkReplicaFlags(fs, d.db, *leaseTTL); err != nil {
 		return err
 	}
