@@ -69,7 +69,9 @@ func TestStatelessRunsAreAnsweredThroughThreeReplicas(t *testing.T) {
 	var last map[string]any
 	require.NoError(t, json.Unmarshal([]byte(evs[len(evs)-1].Data), &last))
 	assert.Equal(t, "HI", last["text"], "the stream's last values")
-	var meta struct{ RunID string `json:"run_id"` }
+	var meta struct {
+		RunID string `json:"run_id"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(evs[0].Data), &meta))
 
 	// Started on one replica, joined on the others once its thread is
