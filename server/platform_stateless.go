@@ -171,8 +171,13 @@ func (s *Server) refuseOnStatelessLocked(ru *run) *apiError {
 
 // refuseOnSharedStateless is refuseOnStateless among replicas: it
 // refuses run ru when a stateless run (on_completion "delete") is queued
-// or running on its thread on any replica.
+// or running on its thread on any replica. It reads the thread's open
+// runs before the run is stored (Enqueue), not in the same step: a
+// stateless run's thread is new, and its id is known once it is stored.
 func (s *Server) refuseOnSharedStateless(ctx context.Context, ru *run) error {
+	if ru.platform != nil && ru.platform.ephemeral {
+		return nil // its thread is new
+	}
 	open, err := s.cfg.Replicas.Activity(ctx, ru.key)
 	if err != nil {
 		return err
