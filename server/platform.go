@@ -63,9 +63,9 @@ func (s *Server) platformRoutes() {
 	s.handle("GET /threads/{thread}/runs/{run}/join", a(s.lgJoinRun))
 	s.handle("GET /threads/{thread}/runs/{run}/stream", a(s.lgJoinStream))
 
-	s.handle("POST /runs", a(s.lgStatelessRun(modeBackground, "POST /runs")))
-	s.handle("POST /runs/stream", a(s.lgStatelessRun(modeStream, "POST /runs/stream")))
-	s.handle("POST /runs/wait", a(s.lgStatelessRun(modeWait, "POST /runs/wait")))
+	s.handle("POST /runs", a(s.lgStatelessRun(modeBackground)))
+	s.handle("POST /runs/stream", a(s.lgStatelessRun(modeStream)))
+	s.handle("POST /runs/wait", a(s.lgStatelessRun(modeWait)))
 
 	s.handle("POST /runs/crons", a(s.lgCreateCron))
 	s.handle("POST /threads/{thread}/runs/crons", a(s.lgCreateCron))

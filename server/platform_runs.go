@@ -237,7 +237,7 @@ func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode
 		ru.events.attach()
 		defer ru.events.detach()
 	}
-	p, err := s.start(r.Context(), ru, storedRequest{Platform: &ru.platform.req})
+	p, err := s.start(r.Context(), ru, storedRequest{Platform: &ru.platform.req, Ephemeral: ephemeral})
 	if err != nil {
 		if ephemeral {
 			// Refused: it never ran, and no run will delete its thread.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/coorflow/coorflow/graph"
@@ -16,18 +17,16 @@ import (
 // the run ends, or at once when the run is refused; "keep" leaves the
 // owner an ordinary thread. The thread's id is the run's thread_id, also
 // in the answer's Content-Location (/threads/{thread_id}/runs/{run_id}).
-// With Config.Replicas stateless runs are not served (501): a run another
-// replica executes could not answer its waiters once its thread is gone.
+// Among replicas (Config.Replicas) the run's shared request says it is
+// stateless: the replica that executes it deletes the thread when it
+// ends, and stores the values and interrupts the thread had then in the
+// shared run (SharedRun.Final), which the waiters on every replica are
+// answered with (sharedValues).
 
 // lgStatelessRun starts a stateless run the Platform's way, as
 // lgCreateRun does a thread's.
-func (s *Server) lgStatelessRun(mode runMode, route string) http.HandlerFunc {
+func (s *Server) lgStatelessRun(mode runMode) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Replicas != nil {
-			writeError(w, errorf(http.StatusNotImplemented, CodeNotServed,
-				"coorflow does not serve %s of the LangGraph Platform API with replicas: create a thread first (POST /threads)", route))
-			return
-		}
 		var req lgRunRequest
 		if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
 			writeError(w, e)
@@ -99,6 +98,45 @@ func (ru *run) ephemeralView() (Run, bool) {
 	return v, true
 }
 
+// finalValues is what a shared run's Final holds: the values and
+// interrupts of its thread when the run deleted it.
+type finalValues struct {
+	Values     json.RawMessage       `json:"values"`
+	Interrupts []graph.InterruptInfo `json:"interrupts,omitempty"`
+}
+
+// finalJSON is the ended ephemeral run ru's finalValues as JSON, for its
+// shared run; nil for any other run, or one that did not end done or
+// interrupted.
+func (ru *run) finalJSON() json.RawMessage {
+	v, ok := ru.ephemeralView()
+	if !ok || v.Values == nil {
+		return nil
+	}
+	b, err := json.Marshal(finalValues{Values: v.Values, Interrupts: v.Interrupts})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// sharedValues is the shared run sr of the thread key on wf as the API
+// shows it, with its values and interrupts when it ended done or
+// interrupted: those its replica kept (Final) when it deleted the
+// thread, or else those of its last checkpoint (withValues).
+func (s *Server) sharedValues(ctx context.Context, sr SharedRun, wf *graph.Runnable, key string) (Run, error) {
+	v := sr.view()
+	if len(sr.Final) == 0 || (v.Status != StatusDone && v.Status != StatusInterrupted) {
+		return s.withValues(ctx, v, wf, key)
+	}
+	var f finalValues
+	if err := json.Unmarshal(sr.Final, &f); err != nil {
+		return v, fmt.Errorf("server: the final values of run %q: %w", sr.ID, err)
+	}
+	v.Values, v.Interrupts = f.Values, f.Interrupts
+	return v, nil
+}
+
 // statelessLocked returns the stateless run (on_completion "delete") in
 // progress or queued on ts, whose thread is deleted when it ends; nil
 // when none (or ts is nil). No other run may start on such a thread: it
@@ -127,6 +165,30 @@ func (s *Server) refuseOnStateless(ru *run) *apiError {
 func (s *Server) refuseOnStatelessLocked(ru *run) *apiError {
 	if st := s.threads[ru.key].statelessLocked(); st != nil {
 		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)", ru.thread, st.id)
+	}
+	return nil
+}
+
+// refuseOnSharedStateless is refuseOnStateless among replicas: it
+// refuses run ru when a stateless run (on_completion "delete") is queued
+// or running on its thread on any replica. It reads the thread's open
+// runs before the run is stored (Enqueue), not in the same step: a
+// stateless run's thread is new, and its id is known once it is stored.
+func (s *Server) refuseOnSharedStateless(ctx context.Context, ru *run) error {
+	if ru.platform != nil && ru.platform.ephemeral {
+		return nil // its thread is new
+	}
+	open, err := s.cfg.Replicas.Activity(ctx, ru.key)
+	if err != nil {
+		return err
+	}
+	for _, sr := range open {
+		if ended(sr.Status) {
+			continue
+		}
+		if req, err := sr.request(); err == nil && req.Ephemeral {
+			return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)", ru.thread, sr.ID)
+		}
 	}
 	return nil
 }

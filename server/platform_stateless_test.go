@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,15 +104,16 @@ func TestStatelessRunErrorsSayWhatIsWrongAndLeaveNoThread(t *testing.T) {
 // each accepted one deletes its thread when it ends.
 func TestParallelStatelessRunsGetExactlyTheActiveRunQuota(t *testing.T) {
 	const n, quota = 120, 16
-	for _, b := range admissionBackends[:2] { // one server: replicas serve no stateless runs
+	for _, b := range admissionBackends {
 		t.Run(b.name, func(t *testing.T) {
 			h := newHoldFlow(t, n)
-			e := b.start(t, server.Config{Workflows: workflows(h.r), MaxActiveRuns: quota})[0]
+			es := b.start(t, server.Config{Workflows: workflows(h.r), MaxActiveRuns: quota})
+			e := es[0]
 			paths := make([]string, n)
 			for i := range paths {
 				paths[i] = "/runs"
 			}
-			answers := fire(t, []*env{e}, paths, func(int) any {
+			answers := fire(t, es, paths, func(int) any {
 				return map[string]any{"assistant_id": "hold", "input": map[string]any{"text": "x"}}
 			})
 			want := server.ErrorDetail{Code: "quota_exceeded", Quota: "active_runs", Limit: quota,
@@ -140,14 +140,16 @@ func TestParallelStatelessRunsGetExactlyTheActiveRunQuota(t *testing.T) {
 			assert.Equal(t, quota, e.threadCount(alice), "the threads of the runs in progress, none of the refused ones")
 
 			h.open()
-			for _, ru := range accepted {
+			for i, ru := range accepted {
 				var out map[string]any
-				e.call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, &out)
+				es[(i+1)%len(es)].call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, &out)
 				assert.Equal(t, "held", out["text"], "run %s", ru.RunID)
 			}
 			assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
-			assert.Equal(t, 0, e.threadCount(alice), "the threads of the ended runs")
-			assert.Empty(t, server.RunCounts(e.srv), "every run that ended was counted out")
+			for _, e := range es {
+				assert.Equal(t, 0, e.threadCount(alice), "the threads of the ended runs")
+				assert.Empty(t, server.RunCounts(e.srv), "every run that ended was counted out")
+			}
 		})
 	}
 }
@@ -181,18 +183,6 @@ func TestTheLangGraphSDKsRunStatelessRunsAndJoinAThreadsStream(t *testing.T) {
 			assert.Equal(t, 2, e.threadCount(alice), "the kept thread and the joined one; no other stateless run's")
 		})
 	}
-}
-
-func TestStatelessRunsAndThreadStreamsAre501WithReplicas(t *testing.T) {
-	e := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(echoGraph(t))}).envs[0]
-	for _, path := range []string{"/runs", "/runs/wait", "/runs/stream"} {
-		e.fails("POST", path, alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}}, http.StatusNotImplemented, server.ErrorDetail{Code: "not_served",
-			Message: "coorflow does not serve POST " + path + " of the LangGraph Platform API with replicas: create a thread first (POST /threads)"})
-	}
-	id := e.platformThread(alice, nil)
-	e.fails("GET", "/threads/"+id+"/stream", alice, nil, http.StatusNotImplemented, server.ErrorDetail{Code: "not_served",
-		Message: "coorflow does not serve GET /threads/{thread_id}/stream of the LangGraph Platform API with replicas: join a run's stream (GET /threads/{thread_id}/runs/{run_id}/stream)"})
-	assert.Equal(t, 1, e.threadCount(alice))
 }
 
 // A run asked for on the thread of a stateless run in progress (its id is

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,13 +18,10 @@ import (
 // none): LangGraph's stays open for the thread's later runs. stream_mode
 // is the thread's stream mode: run_modes (the default) is served,
 // lifecycle and state_update are not. Last-Event-ID resumes the run in
-// progress after that event. Not served with Config.Replicas.
+// progress after that event. Among replicas (Config.Replicas) the stream
+// follows the thread's runs through their shared rows, wherever each
+// runs, and streams each from the shared event log (threadStreamShared).
 func (s *Server) lgThreadStream(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Replicas != nil {
-		writeError(w, errorf(http.StatusNotImplemented, CodeNotServed,
-			"coorflow does not serve GET /threads/{thread_id}/stream of the LangGraph Platform API with replicas: join a run's stream (GET /threads/{thread_id}/runs/{run_id}/stream)"))
-		return
-	}
 	if raw := queryModes(r.URL.Query()["stream_mode"]); raw != nil {
 		var modes []string
 		_ = json.Unmarshal(raw, &modes)
@@ -46,6 +44,10 @@ func (s *Server) lgThreadStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := threadKey(ownerFrom(r.Context()), th.ID)
+	if s.cfg.Replicas != nil {
+		s.threadStreamShared(w, r, key, after)
+		return
+	}
 	rc := http.NewResponseController(w)
 	var out sseWriter
 	opened := false
@@ -116,4 +118,83 @@ func (s *Server) attachNext(key string, last *run) []*run {
 		ru.events.attach()
 	}
 	return next
+}
+
+// threadStreamShared is lgThreadStream among replicas: the runs of the
+// thread key in the order the replicas share them (nextShared), each
+// streamed from the shared event log in the modes it was started with.
+func (s *Server) threadStreamShared(w http.ResponseWriter, r *http.Request, key string, after int64) {
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	var out sseWriter
+	opened := false
+	last := ""
+	for {
+		sr, err := s.nextShared(ctx, key, last)
+		if err != nil {
+			if !opened {
+				writeError(w, s.internal(r, err))
+			} else {
+				s.log.ErrorContext(ctx, "server: the next run of a thread's stream", "request_id", requestID(ctx), "err", err)
+			}
+			return
+		}
+		if sr == nil {
+			break
+		}
+		last = sr.ID
+		modes, subgraphs := []string{"values"}, false
+		if req, err := sr.request(); err == nil && req.Platform != nil {
+			modes, _ = parseModes(req.Platform.StreamMode, "stream_mode")
+			subgraphs = req.Platform.StreamSubgraphs
+		}
+		wf := s.cfg.Workflows[sr.Workflow]
+		format := newPlatformFormat(wf, sr.ID, sr.Thread, modes, subgraphs)
+		ok := true
+		if !opened {
+			out, ok = s.openStream(w, r, rc, format)
+			opened = true
+		} else {
+			ok = out.write(format.head()) == nil
+		}
+		if !ok || !s.streamShared(r, out, sr.ID, wf, key, after, format) {
+			return
+		}
+		after = 0
+	}
+	if !opened {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// nextShared returns the run of the thread key a thread's stream among
+// replicas shows next, as attachNext does in one process: after the run
+// last, the one the replicas stored after it; with no last (or when last
+// is forgotten), the oldest run queued or running. Nil when none.
+func (s *Server) nextShared(ctx context.Context, key, last string) (*SharedRun, error) {
+	if last != "" {
+		runs, err := s.cfg.Replicas.Runs(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(runs, func(sr SharedRun) bool { return sr.ID == last }); i >= 0 {
+			if i+1 < len(runs) {
+				return &runs[i+1], nil
+			}
+			return nil, nil
+		}
+	}
+	open, err := s.cfg.Replicas.Activity(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	for i := range open {
+		if !ended(open[i].Status) && open[i].ID != last {
+			return &open[i], nil
+		}
+	}
+	return nil, nil
 }

@@ -120,6 +120,11 @@ type SharedRun struct {
 	// (nil for none), as its replica stored them when it ended (Finish).
 	Usage  llm.Spend
 	Budget *llm.Budget
+	// Final is, for a run whose thread was deleted when it ended (a
+	// stateless run, on_completion "delete"), the values and interrupts
+	// the thread had then, as JSON, stored by Finish: its waiters on any
+	// replica are answered with them. Nil for any other run.
+	Final json.RawMessage
 }
 
 // SharedEvent is one event of a shared run: its id, name and the

@@ -69,6 +69,9 @@ func (s *Server) start(ctx context.Context, ru *run, req storedRequest) (*placed
 	rollback := preempt && ru.platform.strategy == "rollback"
 	if s.cfg.Replicas != nil {
 		p.ru = nil
+		if err := s.refuseOnSharedStateless(ctx, ru); err != nil {
+			return nil, err
+		}
 		if preempt {
 			if err := s.preemptShared(ctx, ru.key, rollback); err != nil {
 				return nil, err
@@ -151,7 +154,7 @@ func (s *Server) view(ctx context.Context, p *placed, values bool) (Run, error) 
 	if !values {
 		return sr.view(), nil
 	}
-	return s.withValues(ctx, sr.view(), p.wf, p.key)
+	return s.sharedValues(ctx, sr, p.wf, p.key)
 }
 
 // awaitEnd waits until the run has ended, or until limit has passed when
@@ -181,7 +184,7 @@ func (s *Server) awaitEnd(ctx context.Context, p *placed, limit time.Duration) (
 		return Run{}, err
 	}
 	p.sr = sr
-	return s.withValues(ctx, sr.view(), p.wf, p.key)
+	return s.sharedValues(ctx, sr, p.wf, p.key)
 }
 
 // serve writes the run's events after id after as server-sent events in

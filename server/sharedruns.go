@@ -219,6 +219,10 @@ type storedRequest struct {
 	// Assistant is the Platform run's assistant as resolved when it was
 	// taken (the version its config is from).
 	Assistant *assistantPin `json:"assistant,omitempty"`
+	// Ephemeral: a stateless run (on_completion "delete"), whose replica
+	// deletes its thread when it ends, keeping its final values in the
+	// shared run (SharedRun.Final).
+	Ephemeral bool `json:"ephemeral,omitempty"`
 }
 
 // request decodes the run's request.
@@ -243,7 +247,11 @@ func (s *Server) setShared(ctx context.Context, ru *run, sr SharedRun) error {
 	if req.Platform != nil {
 		p := *req.Platform
 		p.pin = req.Assistant
-		return s.setPlatform(ctx, ru, p)
+		if err := s.setPlatform(ctx, ru, p); err != nil {
+			return err
+		}
+		ru.platform.ephemeral = req.Ephemeral
+		return nil
 	}
 	if e := ru.setRequest(req.RunRequest); e != nil {
 		return e
@@ -390,6 +398,7 @@ func (s *Server) finishShared(ru *run) {
 		sr := ru.claim.Run
 		sr.Status, sr.Checkpoint, sr.Error, sr.Events = v.Status, v.Checkpoint, v.Error, v.Events
 		sr.Usage, sr.Budget = v.Usage, v.Budget
+		sr.Final = ru.finalJSON()
 		sr.EndedAt = time.Now().UTC()
 		err = s.cfg.Replicas.Finish(ctx, ru.claim, sr)
 	}
@@ -462,10 +471,15 @@ func (s *Server) awaitShared(ctx context.Context, id string, limit time.Duration
 // runs it, until the run ends (then format's end) or the client leaves.
 // A run deleted meanwhile ends the stream too, with deletedRun.
 func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, wf *graph.Runnable, key string, after int64, format streamFormat) {
-	out, ok := s.openStream(w, r, http.NewResponseController(w), format)
-	if !ok {
-		return
+	if out, ok := s.openStream(w, r, http.NewResponseController(w), format); ok {
+		s.streamShared(r, out, id, wf, key, after, format)
 	}
+}
+
+// streamShared writes the shared run's events after id after on the
+// opened stream out, as serveShared does, and reports whether the run
+// ended (or was deleted) with the client still there.
+func (s *Server) streamShared(r *http.Request, out sseWriter, id string, wf *graph.Runnable, key string, after int64, format streamFormat) bool {
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	ctx := r.Context()
@@ -477,28 +491,28 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 		sr, err := s.cfg.Replicas.Run(ctx, id)
 		if errors.Is(err, graph.ErrNotFound) {
 			if b := format.end(deletedRun(last, r.PathValue("thread")), after); b == nil || out.write(b) == nil {
-				_ = out.flush()
+				return out.flush() == nil
 			}
-			return
+			return false
 		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "server: read a shared run", "request_id", requestID(ctx), "run", id, "err", err)
-			return
+			return false
 		}
 		last = sr
 		evs, err := s.cfg.Replicas.Events(ctx, id, after, replayPage)
 		if err != nil {
 			s.log.ErrorContext(ctx, "server: read a shared run's events", "request_id", requestID(ctx), "run", id, "err", err)
-			return
+			return false
 		}
 		for _, ev := range evs {
 			after = ev.ID
 			if b := format.event(frame{id: ev.ID, name: ev.Name, data: ev.Frame}); b != nil && out.write(b) != nil {
-				return
+				return false
 			}
 		}
 		if len(evs) > 0 && out.flush() != nil {
-			return
+			return false
 		}
 		// Events stored after the run was read notify changed, taken
 		// before it: once the stream is past the run's newest event
@@ -508,23 +522,23 @@ func (s *Server) serveShared(w http.ResponseWriter, r *http.Request, id string, 
 			continue
 		}
 		if ended(sr.Status) {
-			v, err := s.withValues(ctx, sr.view(), wf, key)
+			v, err := s.sharedValues(ctx, sr, wf, key)
 			if err != nil {
 				s.log.ErrorContext(ctx, "server: the end of a stream has no values", "request_id", requestID(ctx), "run", id, "err", err)
 			}
 			if b := format.end(v, after); b == nil || out.write(b) == nil {
-				_ = out.flush()
+				return out.flush() == nil
 			}
-			return
+			return false
 		}
 		select {
 		case <-changed:
 		case <-heartbeat.C:
 			if out.write([]byte(": ping\n\n")) != nil || out.flush() != nil {
-				return
+				return false
 			}
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }

@@ -25,6 +25,9 @@
 // lease that expired because its replica died. The replica that takes a
 // run over continues it from the thread's last checkpoint; the model and
 // tool calls the first replica journaled are replayed, not made again.
+// Finish also stores a run's final values (server.SharedRun.Final, column
+// final since migration 5), which a stateless run's replica keeps before
+// it deletes the run's thread.
 //
 // Enqueue is the replicas' ledger of runs (runs.Request.Decide is its
 // rule): it admits a run against its owner's quotas and its thread's open

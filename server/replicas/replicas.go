@@ -131,7 +131,7 @@ type queries struct {
 // runColumns are what scanRun reads, in order; a run's last event is its
 // stream's in the event log.
 const runColumns = `r.run_id, r.thread_id, r.thread_key, r.owner, r.workflow, r.request, r.status, r.started, r.base,
-	r.checkpoint, r.error, r.created, r.started_at, r.ended_at, r.holder, r.takeovers, r.usage, r.budget,
+	r.checkpoint, r.error, r.created, r.started_at, r.ended_at, r.holder, r.takeovers, r.usage, r.budget, r.final,
 	coalesce((SELECT s.last FROM {streams} s WHERE s.stream = r.run_id), 0)`
 
 // channelOf is the replicas' notification channel in schema (quoted).
@@ -184,7 +184,7 @@ func newQueries(schema, leases, streams, frames string) *queries {
 		// client told that the run ended finds its thread free.
 		finish: rep.Replace(`WITH up AS (
 				UPDATE {schema}.server_runs SET status = $3, checkpoint = $4, error = $5, ended_at = clock_timestamp(),
-					usage = $7, budget = $8
+					usage = $7, budget = $8, final = $9
 				WHERE run_id = $1 AND token = $2 RETURNING run_id, thread_key
 			), released AS (
 				UPDATE {leases} l SET expires = '-infinity' FROM up WHERE l.thread_id = up.thread_key AND l.token = $2
@@ -537,8 +537,12 @@ func (r *Replicas) Finish(ctx context.Context, c *server.Claim, run server.Share
 			return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
 		}
 	}
+	var final []byte // null
+	if len(run.Final) > 0 {
+		final = run.Final
+	}
 	var n int
-	if err := r.pool.QueryRow(ctx, q.finish, run.ID, c.Token, run.Status, run.Checkpoint, detail, q.channel, usage, budget).Scan(&n); err != nil {
+	if err := r.pool.QueryRow(ctx, q.finish, run.ID, c.Token, run.Status, run.Checkpoint, detail, q.channel, usage, budget, final).Scan(&n); err != nil {
 		return fmt.Errorf("replicas: finish run %q: %w", run.ID, err)
 	}
 	if n == 0 {
@@ -708,14 +712,17 @@ func (r *Replicas) Cancel(ctx context.Context, id string) (bool, error) {
 
 // scanRun reads the runColumns of row into sr, and then extra.
 func scanRun(row pgx.Row, sr *server.SharedRun, extra ...any) error {
-	var request, detail, usage, budget []byte
+	var request, detail, usage, budget, final []byte
 	var startedAt, endedAt *time.Time
 	dest := append([]any{&sr.ID, &sr.Thread, &sr.Key, &sr.Owner, &sr.Workflow, &request, &sr.Status, &sr.Started, &sr.Base,
-		&sr.Checkpoint, &detail, &sr.CreatedAt, &startedAt, &endedAt, &sr.Replica, &sr.Takeovers, &usage, &budget, &sr.Events}, extra...)
+		&sr.Checkpoint, &detail, &sr.CreatedAt, &startedAt, &endedAt, &sr.Replica, &sr.Takeovers, &usage, &budget, &final, &sr.Events}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
 	sr.Request = request
+	if len(final) > 0 {
+		sr.Final = final
+	}
 	sr.CreatedAt = sr.CreatedAt.UTC()
 	if startedAt != nil {
 		sr.StartedAt = startedAt.UTC()

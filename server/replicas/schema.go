@@ -72,6 +72,12 @@ var migrations = [][]string{
 		ON CONFLICT (stream) DO UPDATE SET last = greatest(s.last, excluded.last), fence = greatest(s.fence, excluded.fence)`,
 		`DROP TABLE {schema}.server_run_events`,
 	},
+	{
+		// What the thread of a run that deleted it at its end (a
+		// stateless run) held then: its waiters on any replica are
+		// answered with it.
+		`ALTER TABLE {schema}.server_runs ADD COLUMN final jsonb`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -119,7 +120,7 @@ func TestARunsEventsAreStoredBeforeItsCheckpoints(t *testing.T) {
 // TestTheEventsAnOlderVersionStoredMoveToTheEventLog: events a replica of
 // a version before the event log stored in server_run_events are read
 // from the log once a replica of this version starts, and that table is
-// gone (migration 4).
+// gone (migration 4); the runs gain their final values (migration 5).
 func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool, "coorflow_test_")
@@ -136,7 +137,8 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE TABLE ` + schema + `.server_run_events (run_id text COLLATE "C" NOT NULL REFERENCES ` + schema + `.server_runs ON DELETE CASCADE,
 			id bigint NOT NULL, name text NOT NULL, frame bytea NOT NULL, PRIMARY KEY (run_id, id))`,
-		`DELETE FROM ` + schema + `.server_runs_schema WHERE version = 4`,
+		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN final`, // migration 5's
+		`DELETE FROM ` + schema + `.server_runs_schema WHERE version >= 4`,
 		`INSERT INTO ` + schema + `.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`,
 	} {
 		_, err = pool.Exec(t.Context(), stmt)
@@ -153,7 +155,42 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	got, err := next.Run(t.Context(), "old-run")
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Events)
+	assert.Nil(t, got.Final, "a run of an older version has no final values")
 	var table *string
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regclass($1)::text`, schema+".server_run_events").Scan(&table))
 	assert.Nil(t, table, "the old events table is dropped")
+}
+
+// TestFinishStoresARunsFinalValues: the final values a run's replica
+// gives Finish (a stateless run's, kept before it deletes the thread)
+// are what every replica reads of the run; a run finished without them
+// has none.
+func TestFinishStoresARunsFinalValues(t *testing.T) {
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool, "coorflow_test_")
+	saver := postgres.New(pool, postgres.WithSchema(schema))
+	reps, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r0", Schema: schema})
+	require.NoError(t, err)
+	require.NoError(t, reps.Start(t.Context()))
+	defer reps.Close()
+	final := json.RawMessage(`{"values":{"text":"HI"}}`)
+	for i, want := range []json.RawMessage{final, nil} {
+		sr := server.SharedRun{ID: "run-" + strconv.Itoa(i), Thread: "t" + strconv.Itoa(i), Key: "alice/t" + strconv.Itoa(i), Owner: "alice", Workflow: "gate",
+			Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+		require.NoError(t, reps.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
+		claim, err := reps.Claim(t.Context(), sr.ID, []string{"gate"})
+		require.NoError(t, err)
+		require.NotNil(t, claim)
+		end := claim.Run
+		end.Status, end.Final = server.StatusDone, want
+		require.NoError(t, reps.Finish(t.Context(), claim, end))
+		got, err := reps.Run(t.Context(), sr.ID)
+		require.NoError(t, err)
+		assert.Equal(t, server.StatusDone, got.Status)
+		if want == nil {
+			assert.Nil(t, got.Final, "a run finished without final values has none")
+		} else {
+			assert.JSONEq(t, string(want), string(got.Final))
+		}
+	}
 }
