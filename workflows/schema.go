@@ -22,18 +22,30 @@ const SchemaURL = "https://coorflow.dev/schema/coorflow-v1.schema.json"
 var schemaFile []byte
 
 // schemaJSON is the file schema with the lists that registrations make
-// filled in from them: the model providers (llm.Providers).
+// filled in from them: the model providers (llm.Providers) and the
+// built-in tools (builtinTools).
 var schemaJSON = withRegistrations(schemaFile)
 
 // providerEnum is the list of a model's providers in the schema (the
 // first property of $defs.model).
 var providerEnum = regexp.MustCompile(`("required": \["provider", "model"\],\s*"properties": \{\s*"provider": \{"enum": )\[[^\]]*\]`)
 
-// withRegistrations returns the schema b with the providers llm knows.
+// toolProperties are the entries of the tools section's properties in
+// the schema ($defs.tools.properties), one per built-in tool.
+var toolProperties = regexp.MustCompile(`(?s)("tools": \{\n      "type": "object",\n      "description": "[^"]*",\n      "properties": \{\n).*?(\n      \},\n      "additionalProperties")`)
+
+// withRegistrations returns the schema b with the providers llm knows
+// and the built-in tools of builtinTools.
 func withRegistrations(b []byte) []byte {
 	names, _ := json.Marshal(llm.Providers())
 	list := strings.ReplaceAll(string(names), `","`, `", "`)
-	return providerEnum.ReplaceAll(b, []byte(`${1}`+list))
+	b = providerEnum.ReplaceAll(b, []byte(`${1}`+list))
+	entries := make([]string, len(builtinTools))
+	for i, t := range builtinTools {
+		entries[i] = fmt.Sprintf("        %q: %s", t.name, strings.ReplaceAll(t.schema, "\n", "\n        "))
+	}
+	props := strings.ReplaceAll(strings.Join(entries, ",\n"), "$", "$$")
+	return toolProperties.ReplaceAll(b, []byte("${1}"+props+"${2}"))
 }
 
 // Schema returns the JSON Schema of the workflow file format
@@ -41,7 +53,10 @@ func withRegistrations(b []byte) []byte {
 // editors can use to complete and check files.
 func Schema() []byte { return bytes.Clone(schemaJSON) }
 
-var fileSchema = sync.OnceValues(func() (*compiledSchema, error) {
+var fileSchema = sync.OnceValues(compileFileSchema)
+
+// compileFileSchema compiles schemaJSON.
+func compileFileSchema() (*compiledSchema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	if err := c.AddResource(SchemaURL, bytes.NewReader(schemaJSON)); err != nil {
@@ -56,7 +71,7 @@ var fileSchema = sync.OnceValues(func() (*compiledSchema, error) {
 		return nil, fmt.Errorf("workflows: the file schema is not JSON: %w", err)
 	}
 	return &compiledSchema{s: s, raw: raw}, nil
-})
+}
 
 type compiledSchema struct {
 	s   *jsonschema.Schema
