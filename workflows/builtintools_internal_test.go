@@ -23,7 +23,7 @@ import (
 
 // reloadSchema makes the file schema again from the registrations.
 func reloadSchema() {
-	schemaJSON = withRegistrations(schemaFile)
+	schemaJSON = sync.OnceValue(func() []byte { return withRegistrations(schemaFile) })
 	fileSchema = sync.OnceValues(compileFileSchema)
 }
 

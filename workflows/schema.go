@@ -23,8 +23,9 @@ var schemaFile []byte
 
 // schemaJSON is the file schema with the lists that registrations make
 // filled in from them: the model providers (llm.Providers) and the
-// built-in tools (builtinTools).
-var schemaJSON = withRegistrations(schemaFile)
+// built-in tools (builtinTools). It is made on first use, once the
+// tables are filled in.
+var schemaJSON = sync.OnceValue(func() []byte { return withRegistrations(schemaFile) })
 
 // providerEnum is the list of a model's providers in the schema (the
 // first property of $defs.model).
@@ -51,7 +52,7 @@ func withRegistrations(b []byte) []byte {
 // Schema returns the JSON Schema of the workflow file format
 // (workflows/schema/coorflow-v1.schema.json in the repository), which
 // editors can use to complete and check files.
-func Schema() []byte { return bytes.Clone(schemaJSON) }
+func Schema() []byte { return bytes.Clone(schemaJSON()) }
 
 var fileSchema = sync.OnceValues(compileFileSchema)
 
@@ -59,7 +60,7 @@ var fileSchema = sync.OnceValues(compileFileSchema)
 func compileFileSchema() (*compiledSchema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
-	if err := c.AddResource(SchemaURL, bytes.NewReader(schemaJSON)); err != nil {
+	if err := c.AddResource(SchemaURL, bytes.NewReader(schemaJSON())); err != nil {
 		return nil, fmt.Errorf("workflows: the file schema does not load: %w", err)
 	}
 	s, err := c.Compile(SchemaURL)
@@ -67,7 +68,7 @@ func compileFileSchema() (*compiledSchema, error) {
 		return nil, fmt.Errorf("workflows: the file schema does not compile: %w", err)
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(schemaJSON, &raw); err != nil {
+	if err := json.Unmarshal(schemaJSON(), &raw); err != nil {
 		return nil, fmt.Errorf("workflows: the file schema is not JSON: %w", err)
 	}
 	return &compiledSchema{s: s, raw: raw}, nil
