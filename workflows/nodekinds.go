@@ -25,11 +25,12 @@ type nodeKind struct {
 	// the node reads or writes. A file's graph has the channels of the
 	// types its nodes have, and the channels the file declares.
 	channels []graph.Channel
-	// fields names the schema's definition of the node's fields
-	// ($defs.<fields>), which the schema requires of a node of this
-	// type (withRegistrations writes the node's type enum and the
-	// if/then list from the table).
-	fields string
+	// fields names the schema of the node's fields ($defs.<fields> of
+	// the file schema), and fieldsSchema is that schema, as the schema
+	// file writes it; withRegistrations writes the node types' enum, the
+	// if/then list that requires a node of this type to match it, and
+	// the definition.
+	fields, fieldsSchema string
 	// check records the problems of a node of this type that the schema
 	// cannot see, and keeps what it compiles in n; nil: none.
 	check func(f *File, ps *problems, n *fileNode)
@@ -52,42 +53,42 @@ var nodeKinds map[string]nodeKind
 // initializer may not.
 func init() {
 	nodeKindList = []nodeKind{
-		{name: "llm", model: true, tier: "basic", fields: "llmNode",
+		{name: "llm", model: true, tier: "basic", fields: "llmNode", fieldsSchema: llmFields,
 			check: (*File).checkPromptNode, build: (*build).llmNode},
-		{name: "react", model: true, tier: "basic", fields: "reactNode",
+		{name: "react", model: true, tier: "basic", fields: "reactNode", fieldsSchema: reactFields,
 			check: (*File).checkPromptNode, build: (*build).reactNode},
-		{name: "coordinator", model: true, tier: "basic", fields: "coordinatorNode",
+		{name: "coordinator", model: true, tier: "basic", fields: "coordinatorNode", fieldsSchema: coordinatorFields,
 			channels: []graph.Channel{nodes.Input, nodes.Messages, nodes.Request, nodes.Locale, nodes.Answer, nodes.CurrentTurn, nodes.Turns},
 			check:    (*File).checkNext, build: (*build).coordinator, destinations: nextAndEnd},
-		{name: "planner", model: true, tier: "reasoning", fields: "plannerNode",
+		{name: "planner", model: true, tier: "reasoning", fields: "plannerNode", fieldsSchema: plannerFields,
 			channels: []graph.Channel{nodes.Request, nodes.Locale, nodes.Background, nodes.PlanKey, nodes.Iterations, nodes.Feedback, nodes.Findings, nodes.CurrentTurn, nodes.Turns},
 			check:    (*File).checkPlanner, build: (*build).planner, destinations: plannerNext},
-		{name: "human_review", fields: "reviewNode",
+		{name: "human_review", fields: "reviewNode", fieldsSchema: reviewFields,
 			channels: []graph.Channel{nodes.PlanKey, nodes.Feedback},
 			check:    (*File).checkReview, build: (*build).humanReview, destinations: reviewNext},
-		{name: "team", model: true, tier: "reasoning", fields: "teamNode",
+		{name: "team", model: true, tier: "reasoning", fields: "teamNode", fieldsSchema: teamFields,
 			channels: []graph.Channel{nodes.PlanKey, nodes.Findings, nodes.CurrentTurn},
 			check:    (*File).checkTeam, build: (*build).team},
-		{name: "reporter", model: true, tier: "basic", fields: "reporterNode",
+		{name: "reporter", model: true, tier: "basic", fields: "reporterNode", fieldsSchema: reporterFields,
 			channels: []graph.Channel{nodes.Request, nodes.Locale, nodes.PlanKey, nodes.Findings, nodes.Messages, nodes.Answer, nodes.CurrentTurn, nodes.Turns},
 			build:    (*build).reporter},
-		{name: "router", fields: "routerNode",
+		{name: "router", fields: "routerNode", fieldsSchema: routerFields,
 			check: (*File).checkRouter, build: (*build).router, destinations: routerNext},
-		{name: "tool", fields: "toolNode",
+		{name: "tool", fields: "toolNode", fieldsSchema: toolNodeFields,
 			check: (*File).checkToolNode, build: (*build).toolNode},
-		{name: "subgraph", fields: "subgraphNode",
+		{name: "subgraph", fields: "subgraphNode", fieldsSchema: subgraphFields,
 			check: (*File).checkSubgraph},
-		{name: "go", fields: "goNode",
+		{name: "go", fields: "goNode", fieldsSchema: goFields,
 			check: (*File).checkGoNode, build: (*build).goNode, destinations: goDestinations},
-		{name: "interrupt", fields: "interruptNode",
+		{name: "interrupt", fields: "interruptNode", fieldsSchema: interruptFields,
 			check: (*File).checkInterrupt, build: (*build).interrupt},
-		{name: "background_investigator", fields: "backgroundNode",
+		{name: "background_investigator", fields: "backgroundNode", fieldsSchema: backgroundFields,
 			channels: []graph.Channel{nodes.Request, nodes.Background},
 			check:    (*File).checkNext, build: (*build).backgroundInvestigator, destinations: nextOnly},
-		{name: "research_team", fields: "researchTeamNode",
+		{name: "research_team", fields: "researchTeamNode", fieldsSchema: researchTeamFields,
 			channels: []graph.Channel{nodes.PlanKey, nodes.CurrentStep},
 			check:    (*File).checkResearchTeam, build: (*build).researchTeam, destinations: researchTeamNext},
-		{name: "worker", model: true, fields: "workerNode",
+		{name: "worker", model: true, fields: "workerNode", fieldsSchema: workerFields,
 			channels: []graph.Channel{nodes.PlanKey, nodes.CurrentStep, nodes.Findings, nodes.CurrentTurn},
 			check:    (*File).checkWorker, build: (*build).worker},
 	}

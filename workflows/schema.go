@@ -35,8 +35,16 @@ var providerEnum = regexp.MustCompile(`("required": \["provider", "model"\],\s*"
 // the schema ($defs.tools.properties), one per built-in tool.
 var toolProperties = regexp.MustCompile(`(?s)("tools": \{\n      "type": "object",\n      "description": "[^"]*",\n      "properties": \{\n).*?(\n      \},\n      "additionalProperties")`)
 
-// withRegistrations returns the schema b with the providers llm knows
-// and the built-in tools of builtinTools.
+// nodeTypes are the node types' enum and the if/then list that requires
+// each type's fields ($defs.node).
+var nodeTypes = regexp.MustCompile(`(?s)("node": \{\n      "type": "object",\n      "required": \["type"\],\n      "properties": \{\n        "type": \{"enum": )\[[^\]]*\](\}\n      \},\n      "allOf": \[\n).*?(\n      \]\n    \})`)
+
+// nodeFields are the schemas of the node types' fields: the $defs after
+// $defs.node, to the end.
+var nodeFields = regexp.MustCompile(`(?s)(\n    "node": \{\n.*?\n    \},\n).*(\n  \}\n\}\n?)$`)
+
+// withRegistrations returns the schema b with the providers llm knows,
+// the built-in tools of builtinTools and the node types of nodeKindList.
 func withRegistrations(b []byte) []byte {
 	names, _ := json.Marshal(llm.Providers())
 	list := strings.ReplaceAll(string(names), `","`, `", "`)
@@ -46,7 +54,17 @@ func withRegistrations(b []byte) []byte {
 		entries[i] = fmt.Sprintf("        %q: %s", t.name, strings.ReplaceAll(t.schema, "\n", "\n        "))
 	}
 	props := strings.ReplaceAll(strings.Join(entries, ",\n"), "$", "$$")
-	return toolProperties.ReplaceAll(b, []byte("${1}"+props+"${2}"))
+	b = toolProperties.ReplaceAll(b, []byte("${1}"+props+"${2}"))
+	var kinds, ifs, defs []string
+	for _, k := range nodeKindList {
+		kinds = append(kinds, fmt.Sprintf("%q", k.name))
+		if k.fields != "" {
+			ifs = append(ifs, fmt.Sprintf(`        {"if": {"required": ["type"], "properties": {"type": {"const": %q}}}, "then": {"$$ref": "#/$$defs/%s"}}`, k.name, k.fields))
+			defs = append(defs, fmt.Sprintf("    %q: %s", k.fields, strings.ReplaceAll(strings.ReplaceAll(k.fieldsSchema, "$", "$$"), "\n", "\n    ")))
+		}
+	}
+	b = nodeTypes.ReplaceAll(b, []byte("${1}["+strings.Join(kinds, ", ")+"]${2}"+strings.Join(ifs, ",\n")+"${3}"))
+	return nodeFields.ReplaceAll(b, []byte("${1}"+strings.Join(defs, ",\n")+"${2}"))
 }
 
 // Schema returns the JSON Schema of the workflow file format
