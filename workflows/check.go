@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/coorflow/coorflow/factory"
-	"github.com/coorflow/coorflow/store/memories"
 )
 
 // The reserved names that edges use for the entry and the exit.
@@ -16,15 +15,6 @@ const (
 	startName = "start"
 	endName   = "end"
 )
-
-// builtinTools are the tools a file can declare without Go code.
-var builtinTools = []string{"python", "http_fetch", "web_search", "ask_human", memories.RememberTool, memories.RecallTool, mcpKey, a2aKey}
-
-// BuiltinTools returns the names of the tools a file can declare without
-// Go code (MCP servers aside, whose tools their servers name).
-func BuiltinTools() []string {
-	return slices.DeleteFunc(slices.Clone(builtinTools), func(s string) bool { return s == mcpKey || s == a2aKey })
-}
 
 var nodeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
@@ -135,8 +125,9 @@ func (f *File) checkTools(ps *problems) {
 	for _, t := range f.spec.tools {
 		f.tools[t.Name] = t
 		l := f.doc.loc(t.Ptr)
+		builtin, isBuiltin := lookupBuiltinTool(t.Name)
 		switch {
-		case slices.Contains(builtinTools, t.Name):
+		case isBuiltin:
 		case f.opts.tools != nil && hasTool(f.opts.tools.Names(), t.Name):
 		case f.opts.unregistered:
 		default:
@@ -147,20 +138,8 @@ func (f *File) checkTools(ps *problems) {
 			ps.at(l.key, l.path, "unknown tool %q%s; tools written in Go must be registered by the program that runs the file", t.Name, suggest(t.Name, known, "the tools available are"))
 			continue
 		}
-		if t.Name == mcpKey {
-			f.checkMCP(ps)
-		}
-		if t.Name == a2aKey {
-			f.checkA2A(ps)
-		}
-		if t.Name != "web_search" {
-			continue
-		}
-		switch {
-		case t.Spec.Provider == "tavily" && t.Spec.APIKey == "":
-			ps.at(l.key, l.path, "provider tavily needs api_key (for example ${TAVILY_API_KEY})")
-		case t.Spec.Provider == "searxng" && t.Spec.BaseURL == "":
-			ps.at(l.key, l.path, "provider searxng needs base_url (for example ${SEARXNG_URL})")
+		if isBuiltin && builtin.check != nil {
+			builtin.check(f, ps, t)
 		}
 	}
 }

@@ -51,87 +51,112 @@ func (f *File) nodeRef(ps *problems, ptr, name string, allowEnd bool) {
 	ps.at(l.val, l.path, "unknown node %q%s", name, suggest(name, names, "the nodes are"))
 }
 
+// checkNode runs the check of n's node type (nodeKinds).
 func (f *File) checkNode(ps *problems, n *fileNode) {
+	if k, ok := nodeKinds[n.Spec.Type]; ok && k.check != nil {
+		k.check(f, ps, n)
+	}
+}
+
+// checkPromptNode checks an llm or react node: its templates, its
+// output, its tools and its skills.
+func (f *File) checkPromptNode(ps *problems, n *fileNode) {
 	s, p := n.Spec, n.Ptr
-	switch s.Type {
-	case "llm", "react":
-		n.system = f.template(ps, p+"/system", s.System)
-		n.prompt = f.template(ps, p+"/prompt", s.Prompt)
+	n.system = f.template(ps, p+"/system", s.System)
+	n.prompt = f.template(ps, p+"/prompt", s.Prompt)
+	n.output = f.channelRef(ps, p+"/output", s.Output)
+	f.toolRefs(ps, n.named)
+	f.skillRefs(ps, p, s.Skills)
+}
+
+// checkNext checks the next node of a coordinator or a background
+// investigator.
+func (f *File) checkNext(ps *problems, n *fileNode) {
+	f.nodeRef(ps, n.Ptr+"/next", n.Spec.Next, false)
+}
+
+func (f *File) checkPlanner(ps *problems, n *fileNode) {
+	f.nodeRef(ps, n.Ptr+"/review", n.Spec.Review, false)
+	f.nodeRef(ps, n.Ptr+"/reporter", n.Spec.Reporter, false)
+}
+
+func (f *File) checkReview(ps *problems, n *fileNode) {
+	s, p := n.Spec, n.Ptr
+	f.nodeRef(ps, p+"/next", s.Next, false)
+	f.nodeRef(ps, p+"/replan", s.Replan, false)
+	if r, ok := f.byNode[s.Replan]; ok && r.Spec.Type != "planner" {
+		l := f.doc.loc(p + "/replan")
+		ps.at(l.val, l.path, "replan must name a planner node; %q is a %s node", s.Replan, r.Spec.Type)
+	}
+}
+
+func (f *File) checkResearchTeam(ps *problems, n *fileNode) {
+	s, p := n.Spec, n.Ptr
+	for i, w := range s.Workers {
+		ptr := fmt.Sprintf("%s/workers/%d", p, i)
+		f.nodeRef(ps, ptr, w, false)
+		if wn, ok := f.byNode[w]; ok && wn.Spec.Type != "worker" {
+			l := f.doc.loc(ptr)
+			ps.at(l.val, l.path, "workers must name worker nodes; %q is a %s node", w, wn.Spec.Type)
+		}
+	}
+	f.nodeRef(ps, p+"/planner", s.Planner, false)
+}
+
+func (f *File) checkWorker(ps *problems, n *fileNode) {
+	s, p := n.Spec, n.Ptr
+	if _, ok := defaultAgent(s.Agent); !ok && s.System == "" {
+		l := f.doc.loc(p + "/agent")
+		ps.at(l.val, l.path, "agent %q is not built in (researcher, coder): give its system prompt in system", s.Agent)
+	}
+	f.toolRefs(ps, n.named)
+	f.skillRefs(ps, p, s.Skills)
+}
+
+func (f *File) checkRouter(ps *problems, n *fileNode) {
+	n.routes = f.routes(ps, n.Ptr+"/routes", n.Spec.Routes)
+}
+
+func (f *File) checkToolNode(ps *problems, n *fileNode) {
+	s, p := n.Spec, n.Ptr
+	if msg := f.ambiguousMCP(s.Tool); msg != "" {
+		l := f.doc.loc(p + "/tool")
+		ps.at(l.val, l.path, "%s", msg)
+	} else if server, whole, _ := f.mcpRef(s.Tool); whole {
+		l := f.doc.loc(p + "/tool")
+		ps.at(l.val, l.path, "a tool node calls one tool: name one of MCP server %s's tools as %s_<tool> (coorflow tools list shows them)", server, server)
+	} else if !f.knowsTool(s.Tool) {
+		l := f.doc.loc(p + "/tool")
+		ps.at(l.val, l.path, "unknown tool %q%s", s.Tool, suggest(s.Tool, f.toolChoices(), "declare it under tools; the file declares"))
+	}
+	for _, name := range sortedKeys(s.Args) {
+		ptr := p + "/args/" + escapePointer(name)
+		prog, err := f.scope.compile(f.doc, s.Args[name], f.doc.node(ptr), false)
+		if err != nil {
+			ps.at(err.pos, f.doc.loc(ptr).path, "bad expression: %s", err.msg)
+			continue
+		}
+		n.args = append(n.args, arg{name: name, prog: prog})
+	}
+	if s.Output != "" {
 		n.output = f.channelRef(ps, p+"/output", s.Output)
-		f.toolRefs(ps, n.named)
-		f.skillRefs(ps, p, s.Skills)
-	case "coordinator":
-		f.nodeRef(ps, p+"/next", s.Next, false)
-	case "planner":
-		f.nodeRef(ps, p+"/review", s.Review, false)
-		f.nodeRef(ps, p+"/reporter", s.Reporter, false)
-	case "human_review":
-		f.nodeRef(ps, p+"/next", s.Next, false)
-		f.nodeRef(ps, p+"/replan", s.Replan, false)
-		if r, ok := f.byNode[s.Replan]; ok && r.Spec.Type != "planner" {
-			l := f.doc.loc(p + "/replan")
-			ps.at(l.val, l.path, "replan must name a planner node; %q is a %s node", s.Replan, r.Spec.Type)
+	}
+}
+
+func (f *File) checkSubgraph(ps *problems, n *fileNode) {
+	n.sub = f.loadSub(ps, n.named)
+}
+
+func (f *File) checkGoNode(ps *problems, n *fileNode) {
+	s, p := n.Spec, n.Ptr
+	if f.opts.funcs != nil {
+		if _, ok := f.opts.funcs[s.Func]; !ok {
+			l := f.doc.loc(p + "/func")
+			ps.at(l.val, l.path, "go function %q is not registered%s", s.Func, suggest(s.Func, sortedKeys(f.opts.funcs), "the program registers"))
 		}
-	case "background_investigator":
-		f.nodeRef(ps, p+"/next", s.Next, false)
-	case "research_team":
-		for i, w := range s.Workers {
-			ptr := fmt.Sprintf("%s/workers/%d", p, i)
-			f.nodeRef(ps, ptr, w, false)
-			if wn, ok := f.byNode[w]; ok && wn.Spec.Type != "worker" {
-				l := f.doc.loc(ptr)
-				ps.at(l.val, l.path, "workers must name worker nodes; %q is a %s node", w, wn.Spec.Type)
-			}
-		}
-		f.nodeRef(ps, p+"/planner", s.Planner, false)
-	case "worker":
-		if _, ok := defaultAgent(s.Agent); !ok && s.System == "" {
-			l := f.doc.loc(p + "/agent")
-			ps.at(l.val, l.path, "agent %q is not built in (researcher, coder): give its system prompt in system", s.Agent)
-		}
-		f.toolRefs(ps, n.named)
-		f.skillRefs(ps, p, s.Skills)
-	case "router":
-		n.routes = f.routes(ps, p+"/routes", s.Routes)
-	case "interrupt":
-		f.checkInterrupt(ps, n)
-	case "tool":
-		if msg := f.ambiguousMCP(s.Tool); msg != "" {
-			l := f.doc.loc(p + "/tool")
-			ps.at(l.val, l.path, "%s", msg)
-		} else if server, whole, _ := f.mcpRef(s.Tool); whole {
-			l := f.doc.loc(p + "/tool")
-			ps.at(l.val, l.path, "a tool node calls one tool: name one of MCP server %s's tools as %s_<tool> (coorflow tools list shows them)", server, server)
-		} else if !f.knowsTool(s.Tool) {
-			l := f.doc.loc(p + "/tool")
-			ps.at(l.val, l.path, "unknown tool %q%s", s.Tool, suggest(s.Tool, f.toolChoices(), "declare it under tools; the file declares"))
-		}
-		for _, name := range sortedKeys(s.Args) {
-			ptr := p + "/args/" + escapePointer(name)
-			prog, err := f.scope.compile(f.doc, s.Args[name], f.doc.node(ptr), false)
-			if err != nil {
-				ps.at(err.pos, f.doc.loc(ptr).path, "bad expression: %s", err.msg)
-				continue
-			}
-			n.args = append(n.args, arg{name: name, prog: prog})
-		}
-		if s.Output != "" {
-			n.output = f.channelRef(ps, p+"/output", s.Output)
-		}
-	case "team":
-		f.checkTeam(ps, n)
-	case "subgraph":
-		n.sub = f.loadSub(ps, n.named)
-	case "go":
-		if f.opts.funcs != nil {
-			if _, ok := f.opts.funcs[s.Func]; !ok {
-				l := f.doc.loc(p + "/func")
-				ps.at(l.val, l.path, "go function %q is not registered%s", s.Func, suggest(s.Func, sortedKeys(f.opts.funcs), "the program registers"))
-			}
-		}
-		for i, d := range s.Destinations {
-			f.nodeRef(ps, fmt.Sprintf("%s/destinations/%d", p, i), d, true)
-		}
+	}
+	for i, d := range s.Destinations {
+		f.nodeRef(ps, fmt.Sprintf("%s/destinations/%d", p, i), d, true)
 	}
 }
 
@@ -292,34 +317,32 @@ func (f *File) successors(name string) []string {
 	return out
 }
 
-// destinations are the nodes a node routes to by itself (graph.Goto).
+// destinations are the nodes a node routes to by itself (graph.Goto),
+// as its node type (nodeKinds) says.
 func (n *fileNode) destinations() []string {
-	s := n.Spec
-	switch s.Type {
-	case "coordinator":
-		return []string{s.Next, endName}
-	case "planner":
-		return []string{s.Review, s.Reporter}
-	case "human_review":
-		return []string{s.Next, s.Replan}
-	case "background_investigator":
-		return []string{s.Next}
-	case "research_team":
-		return append(slices.Clone(s.Workers), s.Planner)
-	case "router":
-		out := make([]string, len(n.routes))
-		for i, r := range n.routes {
-			out[i] = r.to
-		}
-		return out
-	case "go":
-		return s.Destinations
+	if k, ok := nodeKinds[n.Spec.Type]; ok && k.destinations != nil {
+		return k.destinations(n)
 	}
 	return nil
 }
 
-// checkShape reports a graph without an entry, nodes with no way out,
-// nodes never reached and nodes that cannot reach end.
+func nextAndEnd(n *fileNode) []string     { return []string{n.Spec.Next, endName} }
+func plannerNext(n *fileNode) []string    { return []string{n.Spec.Review, n.Spec.Reporter} }
+func reviewNext(n *fileNode) []string     { return []string{n.Spec.Next, n.Spec.Replan} }
+func nextOnly(n *fileNode) []string       { return []string{n.Spec.Next} }
+func goDestinations(n *fileNode) []string { return n.Spec.Destinations }
+func researchTeamNext(n *fileNode) []string {
+	return append(slices.Clone(n.Spec.Workers), n.Spec.Planner)
+}
+
+func routerNext(n *fileNode) []string {
+	out := make([]string, len(n.routes))
+	for i, r := range n.routes {
+		out[i] = r.to
+	}
+	return out
+}
+
 func (f *File) checkShape(ps *problems) {
 	if len(f.successors(startName)) == 0 {
 		l := f.doc.loc("/edges")

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,35 +95,9 @@ func (f *File) effects(out *[]Effect, seen map[string]bool) {
 		}
 	}
 	for _, t := range f.spec.tools {
-		switch t.Name {
-		case "python":
-			what := "python: code the model writes, run by " + cmp.Or(t.Spec.Interpreter, "python3") +
-				" when the program allows code execution (coorflow --allow-code-exec)"
-			add(EffectCode, what, t.Ptr)
-		case "http_fetch":
-			what := "any URL the model asks http_fetch for"
-			if len(t.Spec.AllowHosts) > 0 {
-				what = "URLs the model asks http_fetch for, on " + strings.Join(t.Spec.AllowHosts, ", ")
-			}
-			add(EffectURL, what, t.Ptr)
-		case "web_search":
-			if t.Spec.BaseURL != "" {
-				add(EffectURL, t.Spec.BaseURL, t.Ptr+"/base_url")
-			} else if t.Spec.Provider == "tavily" {
-				add(EffectURL, "https://api.tavily.com (web_search)", t.Ptr)
-			}
+		if b, ok := lookupBuiltinTool(t.Name); ok && b.effects != nil {
+			b.effects(f, t, add)
 		}
-	}
-	for _, s := range f.mcpServers() {
-		if s.Spec.Command != "" {
-			add(EffectCommand, shellLine(append([]string{s.Spec.Command}, s.Spec.Args...)), s.Ptr+"/command")
-		}
-		if s.Spec.URL != "" {
-			add(EffectURL, s.Spec.URL, s.Ptr+"/url")
-		}
-	}
-	for _, a := range f.a2aAgents() {
-		add(EffectURL, a.Spec.URL+" (A2A agent "+a.Name+")", a.Ptr+"/url")
 	}
 	for _, n := range f.nodes {
 		if n.sub != nil {

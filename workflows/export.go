@@ -163,13 +163,6 @@ func (f *File) copySection(root *yaml.Node, key string, keep []string) {
 	}
 }
 
-// toolDefaults declare the built-in tools an agent uses and f does not
-// declare.
-var toolDefaults = map[string]string{
-	"python": "{}", "http_fetch": "{}", "ask_human": "{}",
-	"web_search": `{provider: tavily, api_key: "${TAVILY_API_KEY}", optional: true}`,
-}
-
 // exportTools declares the tools the agents use: as f declares them, or
 // with the defaults of built-in tools. A tool written in Go that f does
 // not declare is left out; loading the result names it.
@@ -185,11 +178,12 @@ func (f *File) exportTools(root *yaml.Node, used []string) {
 		}
 	}
 	for _, name := range used {
-		if _, declared := f.tools[name]; declared || toolDefaults[name] == "" {
+		b, builtin := lookupBuiltinTool(name)
+		if _, declared := f.tools[name]; declared || !builtin || b.exportAs == "" {
 			continue
 		}
 		var doc yaml.Node
-		if yaml.Unmarshal([]byte(toolDefaults[name]), &doc) != nil {
+		if yaml.Unmarshal([]byte(b.exportAs), &doc) != nil {
 			continue
 		}
 		if tools == nil {

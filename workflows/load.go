@@ -299,7 +299,7 @@ func (f *File) NodeType(name string) string {
 func (f *File) Unregistered() []string {
 	var out []string
 	for _, t := range f.spec.tools {
-		if !slices.Contains(builtinTools, t.Name) && (f.opts.tools == nil || !hasTool(f.opts.tools.Names(), t.Name)) {
+		if !isBuiltinTool(t.Name) && (f.opts.tools == nil || !hasTool(f.opts.tools.Names(), t.Name)) {
 			out = append(out, "tool "+t.Name)
 		}
 	}

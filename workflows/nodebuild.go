@@ -60,90 +60,102 @@ func (b *build) subgraph(ctx context.Context, f *File) (*graph.Runnable, error) 
 	return r, nil
 }
 
+// nodeFunc builds n as its node type (nodeKinds) says.
 func (b *build) nodeFunc(n *fileNode) (graph.NodeFunc, error) {
-	s, set := n.Spec, b.f.spec.Settings
-	switch s.Type {
-	case "coordinator":
-		m, info, err := b.model(n)
-		if err != nil {
-			return nil, err
-		}
-		return nodes.Coordinator(nodes.CoordinatorConfig{Model: m, Info: info, Next: s.Next})
-	case "planner":
-		m, info, err := b.model(n)
-		if err != nil {
-			return nil, err
-		}
-		return nodes.Planner(nodes.PlannerConfig{
-			Model: m, Info: info, Agents: b.agents(s.NewAgents), AllowNewAgents: s.NewAgents,
-			MaxSteps: set.MaxSteps, MaxIterations: set.MaxIterations, Review: s.Review, Reporter: s.Reporter,
-			Recall: b.recall(),
-		})
-	case "human_review":
-		auto := set.AutoAccept
-		if s.AutoAccept != nil {
-			auto = *s.AutoAccept
-		}
-		auto = auto || b.env.AutoAccept
-		dynamic := b.f.byNode[s.Replan].Spec.NewAgents
-		return nodes.HumanReview(nodes.ReviewConfig{
-			AutoAccept: auto, Next: s.Next, Replan: s.Replan,
-			Agents: b.agents(dynamic), AllowNewAgents: dynamic, MaxSteps: set.MaxSteps,
-		})
-	case "reporter":
-		m, info, err := b.model(n)
-		if err != nil {
-			return nil, err
-		}
-		return nodes.Reporter(nodes.ReporterConfig{Model: m, Info: info, Read: factory.OutputReader(b.env.Store, b.env.Owner)})
-	case "team":
-		return b.team(n)
-	case "background_investigator":
-		var search tools.Tool
-		if t, err := b.tools.Get("web_search"); err == nil {
-			search = t
-		}
-		return nodes.BackgroundInvestigator(nodes.BackgroundConfig{Search: search, Next: s.Next})
-	case "research_team":
-		workers := map[string]string{}
-		for _, w := range s.Workers {
-			workers[b.f.byNode[w].Spec.Agent] = w
-		}
-		return nodes.ResearchTeam(workers, s.Planner), nil
-	case "worker":
-		return b.worker(n)
-	case "llm":
-		return b.llmNode(n)
-	case "react":
-		return b.reactNode(n)
-	case "router":
-		routes, sc := n.routes, b.f.scope
-		return func(ctx context.Context, st graph.State) (graph.Command, error) {
-			r, err := pick(ctx, sc, routes, st)
-			if err != nil {
-				return graph.Command{}, err
-			}
-			cmd := graph.Goto(graphName(r.to))
-			if cmd.Update, err = b.setWrites(ctx, n.Name, r.set, st); err != nil {
-				return graph.Command{}, err
-			}
-			return cmd, nil
-		}, nil
-	case "tool":
-		return b.toolNode(n)
-	case "interrupt":
-		return b.interruptNode(n), nil
-	case "go":
-		fn, ok := b.f.opts.funcs[s.Func]
-		if !ok && b.env.Offline {
-			return standIn("go function " + s.Func), nil
-		}
-		if !ok {
-			return nil, fmt.Errorf("go function %q is not registered: a file with go nodes runs in a Go program that registers its functions (workflows.WithFuncs)", s.Func)
-		}
-		return fn, nil
+	k, ok := nodeKinds[n.Spec.Type]
+	if !ok || k.build == nil {
+		return nil, fmt.Errorf("unknown node type %q", n.Spec.Type)
 	}
-	return nil, fmt.Errorf("unknown node type %q", s.Type)
+	return k.build(b, n)
+}
+
+func (b *build) coordinator(n *fileNode) (graph.NodeFunc, error) {
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Coordinator(nodes.CoordinatorConfig{Model: m, Info: info, Next: n.Spec.Next})
+}
+
+func (b *build) planner(n *fileNode) (graph.NodeFunc, error) {
+	s, set := n.Spec, b.f.spec.Settings
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Planner(nodes.PlannerConfig{
+		Model: m, Info: info, Agents: b.agents(s.NewAgents), AllowNewAgents: s.NewAgents,
+		MaxSteps: set.MaxSteps, MaxIterations: set.MaxIterations, Review: s.Review, Reporter: s.Reporter,
+		Recall: b.recall(),
+	})
+}
+
+func (b *build) humanReview(n *fileNode) (graph.NodeFunc, error) {
+	s, set := n.Spec, b.f.spec.Settings
+	auto := set.AutoAccept
+	if s.AutoAccept != nil {
+		auto = *s.AutoAccept
+	}
+	auto = auto || b.env.AutoAccept
+	dynamic := b.f.byNode[s.Replan].Spec.NewAgents
+	return nodes.HumanReview(nodes.ReviewConfig{
+		AutoAccept: auto, Next: s.Next, Replan: s.Replan,
+		Agents: b.agents(dynamic), AllowNewAgents: dynamic, MaxSteps: set.MaxSteps,
+	})
+}
+
+func (b *build) reporter(n *fileNode) (graph.NodeFunc, error) {
+	m, info, err := b.model(n)
+	if err != nil {
+		return nil, err
+	}
+	return nodes.Reporter(nodes.ReporterConfig{Model: m, Info: info, Read: factory.OutputReader(b.env.Store, b.env.Owner)})
+}
+
+func (b *build) backgroundInvestigator(n *fileNode) (graph.NodeFunc, error) {
+	var search tools.Tool
+	if t, err := b.tools.Get("web_search"); err == nil {
+		search = t
+	}
+	return nodes.BackgroundInvestigator(nodes.BackgroundConfig{Search: search, Next: n.Spec.Next})
+}
+
+func (b *build) researchTeam(n *fileNode) (graph.NodeFunc, error) {
+	workers := map[string]string{}
+	for _, w := range n.Spec.Workers {
+		workers[b.f.byNode[w].Spec.Agent] = w
+	}
+	return nodes.ResearchTeam(workers, n.Spec.Planner), nil
+}
+
+func (b *build) router(n *fileNode) (graph.NodeFunc, error) {
+	routes, sc := n.routes, b.f.scope
+	return func(ctx context.Context, st graph.State) (graph.Command, error) {
+		r, err := pick(ctx, sc, routes, st)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		cmd := graph.Goto(graphName(r.to))
+		if cmd.Update, err = b.setWrites(ctx, n.Name, r.set, st); err != nil {
+			return graph.Command{}, err
+		}
+		return cmd, nil
+	}, nil
+}
+
+func (b *build) interrupt(n *fileNode) (graph.NodeFunc, error) {
+	return b.interruptNode(n), nil
+}
+
+func (b *build) goNode(n *fileNode) (graph.NodeFunc, error) {
+	fn, ok := b.f.opts.funcs[n.Spec.Func]
+	if !ok && b.env.Offline {
+		return standIn("go function " + n.Spec.Func), nil
+	}
+	if !ok {
+		return nil, fmt.Errorf("go function %q is not registered: a file with go nodes runs in a Go program that registers its functions (workflows.WithFuncs)", n.Spec.Func)
+	}
+	return fn, nil
 }
 
 // agents is the directory plans name agents from: the registry when new

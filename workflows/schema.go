@@ -22,29 +22,63 @@ const SchemaURL = "https://coorflow.dev/schema/coorflow-v1.schema.json"
 var schemaFile []byte
 
 // schemaJSON is the file schema with the lists that registrations make
-// filled in from them: the model providers (llm.Providers).
-var schemaJSON = withRegistrations(schemaFile)
+// filled in from them: the model providers (llm.Providers) and the
+// built-in tools (builtinTools). It is made on first use, once the
+// tables are filled in.
+var schemaJSON = sync.OnceValue(func() []byte { return withRegistrations(schemaFile) })
 
 // providerEnum is the list of a model's providers in the schema (the
 // first property of $defs.model).
 var providerEnum = regexp.MustCompile(`("required": \["provider", "model"\],\s*"properties": \{\s*"provider": \{"enum": )\[[^\]]*\]`)
 
-// withRegistrations returns the schema b with the providers llm knows.
+// toolProperties are the entries of the tools section's properties in
+// the schema ($defs.tools.properties), one per built-in tool.
+var toolProperties = regexp.MustCompile(`(?s)("tools": \{\n      "type": "object",\n      "description": "[^"]*",\n      "properties": \{\n).*?(\n      \},\n      "additionalProperties")`)
+
+// nodeTypes are the node types' enum and the if/then list that requires
+// each type's fields ($defs.node).
+var nodeTypes = regexp.MustCompile(`(?s)("node": \{\n      "type": "object",\n      "required": \["type"\],\n      "properties": \{\n        "type": \{"enum": )\[[^\]]*\](\}\n      \},\n      "allOf": \[\n).*?(\n      \]\n    \})`)
+
+// nodeFields are the schemas of the node types' fields: the $defs after
+// $defs.node, to the end.
+var nodeFields = regexp.MustCompile(`(?s)(\n    "node": \{\n.*?\n    \},\n).*(\n  \}\n\}\n?)$`)
+
+// withRegistrations returns the schema b with the providers llm knows,
+// the built-in tools of builtinTools and the node types of nodeKindList.
 func withRegistrations(b []byte) []byte {
 	names, _ := json.Marshal(llm.Providers())
 	list := strings.ReplaceAll(string(names), `","`, `", "`)
-	return providerEnum.ReplaceAll(b, []byte(`${1}`+list))
+	b = providerEnum.ReplaceAll(b, []byte(`${1}`+list))
+	entries := make([]string, len(builtinTools))
+	for i, t := range builtinTools {
+		entries[i] = fmt.Sprintf("        %q: %s", t.name, strings.ReplaceAll(t.schema, "\n", "\n        "))
+	}
+	props := strings.ReplaceAll(strings.Join(entries, ",\n"), "$", "$$")
+	b = toolProperties.ReplaceAll(b, []byte("${1}"+props+"${2}"))
+	var kinds, ifs, defs []string
+	for _, k := range nodeKindList {
+		kinds = append(kinds, fmt.Sprintf("%q", k.name))
+		if k.fields != "" {
+			ifs = append(ifs, fmt.Sprintf(`        {"if": {"required": ["type"], "properties": {"type": {"const": %q}}}, "then": {"$$ref": "#/$$defs/%s"}}`, k.name, k.fields))
+			defs = append(defs, fmt.Sprintf("    %q: %s", k.fields, strings.ReplaceAll(strings.ReplaceAll(k.fieldsSchema, "$", "$$"), "\n", "\n    ")))
+		}
+	}
+	b = nodeTypes.ReplaceAll(b, []byte("${1}["+strings.Join(kinds, ", ")+"]${2}"+strings.Join(ifs, ",\n")+"${3}"))
+	return nodeFields.ReplaceAll(b, []byte("${1}"+strings.Join(defs, ",\n")+"${2}"))
 }
 
 // Schema returns the JSON Schema of the workflow file format
 // (workflows/schema/coorflow-v1.schema.json in the repository), which
 // editors can use to complete and check files.
-func Schema() []byte { return bytes.Clone(schemaJSON) }
+func Schema() []byte { return bytes.Clone(schemaJSON()) }
 
-var fileSchema = sync.OnceValues(func() (*compiledSchema, error) {
+var fileSchema = sync.OnceValues(compileFileSchema)
+
+// compileFileSchema compiles schemaJSON.
+func compileFileSchema() (*compiledSchema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
-	if err := c.AddResource(SchemaURL, bytes.NewReader(schemaJSON)); err != nil {
+	if err := c.AddResource(SchemaURL, bytes.NewReader(schemaJSON())); err != nil {
 		return nil, fmt.Errorf("workflows: the file schema does not load: %w", err)
 	}
 	s, err := c.Compile(SchemaURL)
@@ -52,11 +86,11 @@ var fileSchema = sync.OnceValues(func() (*compiledSchema, error) {
 		return nil, fmt.Errorf("workflows: the file schema does not compile: %w", err)
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(schemaJSON, &raw); err != nil {
+	if err := json.Unmarshal(schemaJSON(), &raw); err != nil {
 		return nil, fmt.Errorf("workflows: the file schema is not JSON: %w", err)
 	}
 	return &compiledSchema{s: s, raw: raw}, nil
-})
+}
 
 type compiledSchema struct {
 	s   *jsonschema.Schema
