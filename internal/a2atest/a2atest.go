@@ -12,13 +12,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/coorflow/coorflow/internal/npmtest"
 )
 
 // NodeModulesEnv names a node_modules directory to use instead of
@@ -27,15 +28,6 @@ const NodeModulesEnv = "COORFLOW_A2A_NODE_MODULES"
 
 // SDKPackage is the npm package of the SDK.
 const SDKPackage = "@a2a-js/sdk"
-
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("a2atest: %s (CI=true: the SDK must be installed; see .ci/run)", msg)
-	}
-	t.Skipf("a2atest: %s", msg)
-}
 
 // Dir returns the directory of this package (its scripts).
 func Dir() string {
@@ -47,18 +39,11 @@ func Dir() string {
 // or skips t.
 func NodeModules(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		unavailable(t, "node is not installed: %v", err)
-	}
-	nm := os.Getenv(NodeModulesEnv)
-	if nm == "" {
-		nm = filepath.Join(Dir(), "npm", "node_modules")
-	}
-	if _, err := os.Stat(filepath.Join(nm, SDKPackage, "package.json")); err != nil {
-		unavailable(t, "%s is not installed in %s: run `npm ci` in %s", SDKPackage, nm, filepath.Join(Dir(), "npm"))
-	}
-	return nm
+	return pinned.NodeModules(t)
 }
+
+// pinned are the package's pinned npm packages.
+var pinned = npmtest.Pinned{Name: "a2atest", Env: NodeModulesEnv, Dir: Dir(), Package: SDKPackage}
 
 // ClientEnv is what client.mjs is given.
 type ClientEnv struct {

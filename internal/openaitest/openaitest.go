@@ -13,12 +13,13 @@ package openaitest
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/coorflow/coorflow/internal/npmtest"
 )
 
 // NodeModulesEnv names a node_modules directory to use instead of
@@ -27,16 +28,6 @@ const NodeModulesEnv = "COORFLOW_OPENAI_NODE_MODULES"
 
 // ClientPackage is the npm package of the client.
 const ClientPackage = "openai"
-
-// unavailable skips t, or fails it when CI=true.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("openaitest: %s (CI=true: the client must be installed; see .ci/run)", msg)
-	}
-	t.Skipf("openaitest: %s", msg)
-}
 
 // Dir returns the directory of this package (the scenario).
 func Dir() string {
@@ -48,18 +39,11 @@ func Dir() string {
 // client, or skips t.
 func NodeModules(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		unavailable(t, "node is not installed: %v", err)
-	}
-	nm := os.Getenv(NodeModulesEnv)
-	if nm == "" {
-		nm = filepath.Join(Dir(), "npm", "node_modules")
-	}
-	if _, err := os.Stat(filepath.Join(nm, ClientPackage, "package.json")); err != nil {
-		unavailable(t, "%s is not installed in %s: run `npm ci` in %s", ClientPackage, nm, filepath.Join(Dir(), "npm"))
-	}
-	return nm
+	return pinned.NodeModules(t)
 }
+
+// pinned are the package's pinned npm packages.
+var pinned = npmtest.Pinned{Name: "openaitest", Env: NodeModulesEnv, Dir: Dir(), Package: ClientPackage}
 
 // Env is what the scenario is given: the endpoint's base URL (ending in
 // /openai/v1), a token, the model (a workflow), a question it asks twice
