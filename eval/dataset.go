@@ -436,35 +436,4 @@ func jsonable(v any) any {
 }
 
 // suggest returns ` (did you mean "x"?)` for a close name.
-func suggest(got string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := distance(got, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func suggest(got string, names []string) string { return workflows.DidYouMean(got, names) }

@@ -51,3 +51,19 @@ func distance(a, b string) int {
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
+
+// DidYouMean returns ` (did you mean "x"?)` when an option is within two
+// edits of got (the nearest, the first of equals), else "": the
+// suggestion the CLI and dataset files give for a misspelt name.
+func DidYouMean(got string, options []string) string {
+	best, bestD := "", 3
+	for _, o := range options {
+		if d := distance(got, o); d < bestD {
+			best, bestD = o, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return ` (did you mean "` + best + `"?)`
+}

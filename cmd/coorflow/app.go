@@ -155,38 +155,8 @@ func (a *app) notice(format string, args ...any) {
 	fmt.Fprintf(a.stderr, "coorflow: "+format+"\n", args...)
 }
 
-func didYouMean(got string, options []string) string {
-	best, bestD := "", 3
-	for _, o := range options {
-		if d := levenshtein(got, o); d < bestD {
-			best, bestD = o, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+// didYouMean suggests the option closest to got (workflows.DidYouMean).
+func didYouMean(got string, options []string) string { return workflows.DidYouMean(got, options) }
 
 const usage = `coorflow checks, draws, runs and serves coorflow workflows.
 
