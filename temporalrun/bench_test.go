@@ -4,15 +4,21 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/temporalrun"
 )
 
-// BenchmarkChain100 runs a 100-node chain (one node a step) in process and
-// on Temporal, both against the PostgreSQL saver: ns/step is the cost of a
-// step, events/step the history a step adds on Temporal.
+// BenchmarkChain100 runs a 100-node chain (one node a step) in process,
+// step by step in process (what a step activity does), and on Temporal
+// with steps as activities and as local activities, all against the
+// PostgreSQL saver: ns/step is the cost of a step, events/step the
+// history a step adds on Temporal, and the ms-…/step metrics where a
+// Temporal step's time goes (reportBreakdown).
 func BenchmarkChain100(b *testing.B) {
 	const n = 100
 	e := newBenchEnv(b)
@@ -25,19 +31,78 @@ func BenchmarkChain100(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
 	})
-	b.Run("temporal", func(b *testing.B) {
+	// graph.Runnable.Step in a loop, in process: what a step activity
+	// does (load the thread from the saver, run the step, store it),
+	// without Temporal.
+	b.Run("step-loop", func(b *testing.B) {
 		b.ReportAllocs()
-		run := e.runner(r)
-		var thread string
 		for i := 0; b.Loop(); i++ {
-			thread = fmt.Sprintf("temporal-%s-%d", randomHex(), i)
-			_, err := run.Invoke(b.Context(), graph.Input(), graph.Thread(thread))
-			require.NoError(b, err)
+			opts := []graph.Option{graph.WithSaver(e.saver), graph.Thread(fmt.Sprintf("steps-%s-%d", randomHex(), i))}
+			input := graph.Input()
+			for {
+				res, err := r.Step(b.Context(), input, opts...)
+				require.NoError(b, err)
+				input = nil
+				if !res.More {
+					break
+				}
+			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
-		events := history(b, e.client, thread)
-		b.ReportMetric(float64(len(events))/n, "events/step")
 	})
+	// Steps as activities (the default), then as local activities
+	// (Config.LocalSteps), side by side on one server and saver.
+	for _, mode := range []struct {
+		name  string
+		local bool
+	}{{"temporal", false}, {"temporal-local", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.ReportAllocs()
+			run := e.runner(r, func(c *temporalrun.Config) { c.LocalSteps = mode.local })
+			var thread string
+			for i := 0; b.Loop(); i++ {
+				thread = fmt.Sprintf("temporal-%s-%d", randomHex(), i)
+				_, err := run.Invoke(b.Context(), graph.Input(), graph.Thread(thread))
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+			events := history(b, e.client, thread)
+			b.ReportMetric(float64(len(events))/n, "events/step")
+			reportBreakdown(b, e, thread, n)
+		})
+	}
+}
+
+// reportBreakdown reports where a run's time went, per step, by the
+// times the server recorded in its history: dispatch (scheduled to
+// started, of activities and workflow tasks), the step activities' run
+// (started to completed: the saver's load and save, the node), and the
+// workflow tasks' run (started to completed: the worker's workflow code
+// and the round trip that reports it).
+func reportBreakdown(b *testing.B, e *env, thread string, steps int) {
+	it := e.client.GetWorkflowHistory(b.Context(), thread, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	times := map[int64]time.Time{}
+	var dispatch, activities, tasks time.Duration
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(b, err)
+		at := ev.GetEventTime().AsTime()
+		times[ev.GetEventId()] = at
+		switch {
+		case ev.GetActivityTaskStartedEventAttributes() != nil:
+			dispatch += at.Sub(times[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()])
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			activities += at.Sub(times[ev.GetActivityTaskCompletedEventAttributes().GetStartedEventId()])
+		case ev.GetWorkflowTaskStartedEventAttributes() != nil:
+			dispatch += at.Sub(times[ev.GetWorkflowTaskStartedEventAttributes().GetScheduledEventId()])
+		case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+			tasks += at.Sub(times[ev.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()])
+		}
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(steps) / 1e6 }
+	b.ReportMetric(per(dispatch), "ms-dispatch/step")
+	b.ReportMetric(per(activities), "ms-activity/step")
+	b.ReportMetric(per(tasks), "ms-wftask/step")
 }
 
 // BenchmarkRuns measures runs per second of a 3-node chain, 16 runs at a

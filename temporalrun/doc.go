@@ -59,6 +59,57 @@
 //     at most the call in flight at the crash repeats; and a retry that
 //     finds the step's checkpoint already stored reports it instead of
 //     running the next step.
+//   - Recovery. A step beats every third of Config.HeartbeatTimeout
+//     (default DefaultHeartbeatTimeout, 5 s; NewWorker caps the SDK's
+//     heartbeat throttle at one second so that the beats are not held
+//     back to 80% of the timeout): a worker killed mid-step is noticed
+//     within the timeout, and the step's next attempt starts on another
+//     worker 100 ms later. When the dead worker also ran the run's
+//     workflow code, the run's next workflow task waits for it on its
+//     sticky queue for WorkerConfig.Options.StickyScheduleToStartTimeout
+//     (default DefaultStickyTimeout, 2 s) before any worker takes it: at
+//     most about 7 s in all with the defaults (the step's own work
+//     aside), against 30 to 40 s with the SDK's. Config.ScheduleToStartTimeout
+//     (default none) fails a run whose step no worker takes in time:
+//     the sign of a queue nobody polls (Temporal does not retry it).
+//     coorflow run and serve take --heartbeat-timeout and
+//     --schedule-to-start-timeout, coorflow worker --sticky-timeout.
+//   - Starts. Starting a run's workflow is retried, as updates are,
+//     while the server is unavailable or too slow to answer (for at most
+//     Config.StartTimeout), and never starts the run twice: the workflow
+//     id is the thread, a second workflow of a thread in flight is
+//     refused (conflict policy FAIL), and each start carries an id in the
+//     workflow's memo; before starting again, a retry reads the thread's
+//     newest workflow, and one with this start's id — running, or ended
+//     already — is this run, started by an attempt whose answer was lost
+//     (the reuse policy allows a new run of an ended thread, so this
+//     check is what keeps a short run from running twice). A retry comes
+//     after the failed attempt's deadline, past which the server does
+//     not start it.
+//   - Local steps. With Config.LocalSteps (--local-steps), a step of one
+//     task that continues a run on TaskQueue runs as a local activity:
+//     on the worker of the run's workflow code, inside its workflow task,
+//     with no trip through the server; the history gets one marker per
+//     step, and the workflow task reports to the server every 80% of its
+//     timeout (set to HeartbeatTimeout for these runs) — which is also
+//     how soon a dead worker's run is taken over by another, which
+//     replays the history and runs the thread's next step from the saver
+//     (a step the dead worker stored is not run again; the run's step
+//     count misses it). Steps with input or answers, steps of several
+//     tasks and steps of nodes on other queues stay activities. On a
+//     2-core machine under a load of 22 (BenchmarkChain100, all modes in
+//     one run, twice), a step cost 22–34 ms as an activity and 11–12.5 ms
+//     as a local step, against 7.7–7.9 ms in process: Temporal's share
+//     fell from 15–26 ms to 3.5–4.6 ms, and the history from 6.1 events
+//     per step to 1.2. Of an activity step, 14–16 ms were the activity
+//     (graph.Runnable.Step, which reloads the thread from the saver: 7–11
+//     ms in a loop in process, and the report of its end), 2.8 ms
+//     dispatch and 6–7 ms the workflow task; of a local step, what is
+//     left is mostly that reload, which an in-process run does not do.
+//     The price:
+//     these steps are not spread over workers, have no heartbeat of
+//     their own, and a step recovered after a crash may stream its
+//     events again. Off by default.
 //   - Interrupts. A paused run's workflow waits. graph.Resume (ResumeEach,
 //     ResumeAt) reaches it as the update "resume", whose validator matches
 //     the answers to the pending questions with the engine's own rules: a
@@ -72,7 +123,8 @@
 //     code), so each kind scales on its own; other steps go to TaskQueue.
 //   - History. A step of one task adds six events (activity scheduled,
 //     started, completed, and a workflow task scheduled, started,
-//     completed); a step of n parallel tasks about 6n+3 (three for each
+//     completed), a local step one (a marker) and the workflow task's
+//     three every 80% of its timeout; a step of n parallel tasks about 6n+3 (three for each
 //     task activity and for the step activity, and a workflow task for
 //     each batch of completions: 27 measured for n = 4); the
 //     workflow continues as new at a superstep boundary after

@@ -21,7 +21,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/coorflow/coorflow/checkpoint/postgres"
 	"github.com/coorflow/coorflow/graph"
@@ -39,6 +42,8 @@ const (
 	envSchema  = "COORFLOW_TEMPORAL_HELPER_SCHEMA"
 	envCounter = "COORFLOW_TEMPORAL_HELPER_COUNTER"
 	envSteps   = "COORFLOW_TEMPORAL_HELPER_STEPS"
+	// envDefaults makes the worker run with NewWorker's default options.
+	envDefaults = "COORFLOW_TEMPORAL_HELPER_DEFAULTS"
 )
 
 func TestMain(m *testing.M) {
@@ -126,7 +131,11 @@ func helperWorker(id string) int {
 	}
 	defer events.Close()
 	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id)).StreamTo(events)
-	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: os.Getenv(envQueue), Graphs: graphs, Options: workerOptions()})
+	opts := workerOptions()
+	if os.Getenv(envDefaults) != "" {
+		opts = worker.Options{}
+	}
+	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: os.Getenv(envQueue), Graphs: graphs, Options: opts})
 	if err == nil {
 		err = w.Start()
 	}
@@ -411,4 +420,125 @@ func TestServerRestartMidRun(t *testing.T) {
 	for range runs {
 		require.NoError(t, <-results)
 	}
+}
+
+// TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout: with the
+// runner's and the workers' defaults, a worker process killed with SIGKILL
+// while its step's call is in flight is noticed by the missing heartbeat
+// (not the 10-minute step timeout), and the step's second attempt runs on
+// the other worker process: the history says so (the attempt, its worker,
+// the heartbeat timeout of 5 seconds that failed the first).
+func TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
+	const steps = 3
+	e := newEnv(t)
+	cnt := newCounter()
+	hits := httptest.NewServer(cnt)
+	defer hits.Close()
+	defer close(cnt.release)
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps), envDefaults + "=1"}
+	a := startHelper(t, "a", env)
+	cnt.mu.Lock()
+	cnt.notify = func(c *counter) {
+		if c.byWorker["a"] >= 1 && c.hold == "" {
+			c.hold = "a" // a's second call: held, in flight at the kill
+		}
+	}
+	cnt.mu.Unlock()
+	// The runner's defaults: no HeartbeatTimeout given.
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = 0 })
+	thread := "recover-" + randomHex()
+	done := make(chan error, 1)
+	var res graph.Result
+	go func() {
+		var err error
+		res, err = r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+		done <- err
+	}()
+	<-cnt.heldCh
+	b := startHelper(t, "b", env)
+	require.NoError(t, a.Process.Kill()) // SIGKILL
+	killed := time.Now()
+	_, _ = a.Process.Wait()
+	require.NoError(t, <-done)
+	ended := time.Now()
+	assert.Equal(t, []string{"n00@a", "n01@b", "n02@b"}, callLog.Get(res.State))
+
+	h := fullHistory(t, e.client, thread)
+	scheduled := map[int64]*historypb.HistoryEvent{}
+	var retried []*historypb.HistoryEvent
+	for _, ev := range h.Events {
+		if ev.GetActivityTaskScheduledEventAttributes() != nil {
+			scheduled[ev.GetEventId()] = ev
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+			retried = append(retried, ev)
+		}
+	}
+	require.Len(t, retried, 1, "one step was retried")
+	started := retried[0].GetActivityTaskStartedEventAttributes()
+	sched := scheduled[started.GetScheduledEventId()].GetActivityTaskScheduledEventAttributes()
+	assert.Equal(t, temporalrun.StepActivityName, sched.GetActivityType().GetName())
+	assert.Equal(t, temporalrun.DefaultHeartbeatTimeout, sched.GetHeartbeatTimeout().AsDuration(), "the runner's default heartbeat timeout")
+	assert.EqualValues(t, 2, started.GetAttempt(), "the second attempt completed the step")
+	assert.True(t, strings.HasPrefix(started.GetIdentity(), fmt.Sprintf("%d@", b.Process.Pid)),
+		"the second attempt ran on worker b (pid %d), not %q", b.Process.Pid, started.GetIdentity())
+	timeout := started.GetLastFailure().GetTimeoutFailureInfo()
+	require.NotNil(t, timeout, "the first attempt timed out: %v", started.GetLastFailure())
+	assert.Equal(t, enumspb.TIMEOUT_TYPE_HEARTBEAT, timeout.GetTimeoutType(), "noticed by its heartbeat, not the step timeout")
+	// Figures for the record, not asserted: the server's clock and ours.
+	t.Logf("kill -9 to the retry's start: %s; to the run's end: %s", retried[0].GetEventTime().AsTime().Sub(killed).Round(time.Millisecond),
+		ended.Sub(killed).Round(time.Millisecond))
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	assert.Equal(t, 2, cnt.byKey[thread+"/n01"], "the call in flight at the kill, made again")
+	assert.Equal(t, 1, cnt.byKey[thread+"/n00"])
+	assert.Equal(t, 1, cnt.byKey[thread+"/n02"])
+}
+
+// TestLocalStepsSurviveAWorkerKill: with Config.LocalSteps, the worker
+// that runs a run's workflow code and its local steps is killed with
+// SIGKILL while a step's call is in flight, after it ran another local
+// step in the same workflow task (so the history may not hold that one
+// yet). The other worker takes the run over: the step already stored is
+// not run again, only the call in flight repeats.
+func TestLocalStepsSurviveAWorkerKill(t *testing.T) {
+	const steps = 3
+	e := newEnv(t)
+	cnt := newCounter()
+	hits := httptest.NewServer(cnt)
+	defer hits.Close()
+	defer close(cnt.release)
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps)}
+	a := startHelper(t, "a", env)
+	cnt.mu.Lock()
+	cnt.notify = func(c *counter) {
+		if c.byWorker["a"] >= 2 && c.hold == "" {
+			c.hold = "a" // a's third call (n02, a local step): held, in flight at the kill
+		}
+	}
+	cnt.mu.Unlock()
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.LocalSteps = true })
+	thread := "local-kill-" + randomHex()
+	done := make(chan error, 1)
+	var res graph.Result
+	go func() {
+		var err error
+		res, err = r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+		done <- err
+	}()
+	<-cnt.heldCh
+	startHelper(t, "b", env)
+	require.NoError(t, a.Process.Kill()) // SIGKILL
+	_, _ = a.Process.Wait()
+	require.NoError(t, <-done)
+	assert.Equal(t, []string{"n00@a", "n01@a", "n02@b"}, callLog.Get(res.State))
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	assert.Equal(t, 1, cnt.byKey[thread+"/n00"])
+	assert.Equal(t, 1, cnt.byKey[thread+"/n01"], "the local step stored before the kill did not run again")
+	assert.Equal(t, 2, cnt.byKey[thread+"/n02"], "the call in flight at the kill, made again")
+	events := history(t, e.client, thread)
+	assert.Positive(t, count(events, enumspb.EVENT_TYPE_MARKER_RECORDED), "local steps: markers in the history")
 }

@@ -11,10 +11,20 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/coorflow/coorflow/graph"
 )
+
+// DefaultHeartbeatTimeout is how soon, by default, a dead worker is
+// noticed and its step retried on another: a step whose worker was killed
+// runs again elsewhere within about this time (plus the worker's sticky
+// schedule-to-start timeout when the run's workflow code was on it too,
+// DefaultStickyTimeout).
+const DefaultHeartbeatTimeout = 5 * time.Second
 
 // Config configures a Runner.
 type Config struct {
@@ -34,12 +44,34 @@ type Config struct {
 	NodeQueues map[string]string
 	// StepTimeout bounds one step (default 10 minutes); HeartbeatTimeout
 	// is how soon a dead worker is noticed and its step retried elsewhere
-	// (default 30 seconds); MaxAttempts caps the attempts of a step whose
-	// worker or saver failed (default 5; a node's own failure is not
-	// retried by Temporal: the node's RetryPolicy already ran).
+	// (default DefaultHeartbeatTimeout, 5 seconds: a step beats every third
+	// of it); MaxAttempts caps the attempts of a step whose worker or saver
+	// failed (default 5; a node's own failure is not retried by Temporal:
+	// the node's RetryPolicy already ran).
 	StepTimeout      time.Duration
 	HeartbeatTimeout time.Duration
 	MaxAttempts      int
+	// ScheduleToStartTimeout bounds how long a step waits on its task
+	// queue for a worker to take it; past it the run fails saying so
+	// (Temporal does not retry this timeout: no worker polls the queue).
+	// 0, the default, waits as long as it takes.
+	ScheduleToStartTimeout time.Duration
+	// LocalSteps runs each step of one task that continues a run on
+	// TaskQueue as a local activity: on the worker that runs the run's
+	// workflow code, inside its workflow task, with no trip through the
+	// server per step (a marker in the history instead of six events).
+	// It cuts Temporal's cost per step several times over (doc.go,
+	// BenchmarkChain100), at a price: such a step is not spread over the
+	// workers; it has no heartbeat, so a dead worker is noticed by the
+	// workflow task's timeout (set to HeartbeatTimeout for these runs);
+	// and a step recovered after a crash may stream its events again.
+	// Steps with input or answers, steps of several tasks and steps of
+	// nodes on other queues (NodeQueues) stay activities.
+	LocalSteps bool
+	// StartTimeout bounds the start of a run's workflow, retried while the
+	// server is unavailable or slow (default 2 minutes); a retried start
+	// never starts the run twice.
+	StartTimeout time.Duration
 	// StepsPerRun makes a workflow execution continue as new after that
 	// many steps (0: when the server suggests it).
 	StepsPerRun int
@@ -83,7 +115,13 @@ func New(cfg Config) (*Runner, error) {
 		cfg.StepTimeout = 10 * time.Minute
 	}
 	if cfg.HeartbeatTimeout <= 0 {
-		cfg.HeartbeatTimeout = 30 * time.Second
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.ScheduleToStartTimeout < 0 {
+		cfg.ScheduleToStartTimeout = 0
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 2 * time.Minute
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 5
@@ -179,7 +217,8 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter,
 		Queues:      Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues},
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
-		MaxAttempts: r.cfg.MaxAttempts, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
+		LocalSteps:  r.cfg.LocalSteps,
+		MaxAttempts: r.cfg.MaxAttempts, ScheduleToStartTimeout: r.cfg.ScheduleToStartTimeout, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
 	budget, err := budgetOf(ctx, spec.Thread)
 	if err != nil {
 		return Output{}, err
@@ -206,14 +245,7 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		}
 		in.Answers = answers
 	}
-	_, err = r.cfg.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       spec.Thread,
-		TaskQueue:                r.cfg.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// A run in flight is an answer, not something to join silently.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, WorkflowName, in)
+	err = r.execute(ctx, spec.Thread, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &started) && input == nil && !resume:
@@ -228,6 +260,100 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		return Output{}, fmt.Errorf("temporalrun: start the run of thread %q: %w", spec.Thread, err)
 	}
 	return r.update(ctx, spec.Thread, UpdateWait)
+}
+
+// startMemo is the memo field that carries the id of the start request
+// that started a run's workflow: a start retried after a transient error
+// recognises the workflow its earlier attempt started.
+const startMemo = "coorflow_start"
+
+// execute starts the run's workflow, retrying while the server is
+// unavailable or slow (the error of a start under load), as update does,
+// for at most Config.StartTimeout. It never starts the run twice: each
+// workflow carries the id of its start in its memo, and before starting
+// again a retry looks at the thread's newest workflow: one that carries
+// this start's id (running, or already ended) is this run, started by an
+// earlier attempt whose answer was lost. A workflow that is not this
+// run's keeps the conflict policy's answer (AlreadyStarted).
+func (r *Runner) execute(ctx context.Context, thread string, in RunInput) error {
+	id := newID()
+	opts := client.StartWorkflowOptions{
+		ID:                       thread,
+		TaskQueue:                r.cfg.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// A run in flight is an answer, not something to join silently.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		Memo:                                     map[string]any{startMemo: id},
+		// A worker of the queue in this process (on the same client) gets
+		// the run's first workflow task in the start's answer.
+		EnableEagerStart: true,
+	}
+	if in.LocalSteps {
+		// The steps run inside workflow tasks: a dead worker's is noticed
+		// as soon as a step activity's would be.
+		opts.WorkflowTaskTimeout = r.cfg.HeartbeatTimeout
+	}
+	sctx, stop := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	defer stop()
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			ours, err := r.startedBy(sctx, thread, id)
+			switch {
+			case ours:
+				return nil
+			case err != nil && transient(err) && sctx.Err() == nil:
+				if werr := wait(sctx, backoff); werr != nil {
+					return err
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			case err != nil:
+				return err
+			}
+		}
+		_, err := r.cfg.Client.ExecuteWorkflow(sctx, opts, WorkflowName, in)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &started) && attempt > 1:
+			// The earlier attempt may have started it after all.
+			if ours, _ := r.startedBy(sctx, thread, id); ours {
+				return nil
+			}
+			return err
+		case (transient(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && sctx.Err() == nil:
+			if werr := wait(sctx, backoff); werr != nil {
+				return err
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		return err
+	}
+}
+
+// startedBy reports whether the thread's newest workflow was started by
+// the start request id.
+func (r *Runner) startedBy(ctx context.Context, thread, id string) (bool, error) {
+	desc, err := r.cfg.Client.DescribeWorkflow(ctx, thread, "")
+	if notRunning(err) {
+		return false, nil // no workflow of the thread at all
+	}
+	if err != nil {
+		return false, err
+	}
+	p := desc.RawResponse.GetWorkflowExecutionInfo().GetMemo().GetFields()[startMemo]
+	if p == nil {
+		return false, nil
+	}
+	var got string
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &got); err != nil {
+		return false, nil // not a memo this package wrote
+	}
+	return got == id, nil
 }
 
 // update sends an update to the thread's workflow and returns where the
@@ -284,7 +410,15 @@ func transient(err error) bool {
 	var unavailable *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
 	var canceled *serviceerror.Canceled
-	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled)
+	if errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled) {
+		return true
+	}
+	// As gRPC says it, before the SDK turns it into a service error.
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 func wait(ctx context.Context, d time.Duration) error {

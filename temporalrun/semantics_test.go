@@ -5,6 +5,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
+	"github.com/coorflow/coorflow/temporalrun"
 )
 
 // TestSemantics runs the engine's semantics suite on Temporal: the same
@@ -27,5 +28,25 @@ func TestSemanticsByStream(t *testing.T) {
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  e.saver,
 		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return runnertest.ByStream(e.runner(r)) },
+	})
+}
+
+// TestSemanticsWithLocalSteps runs the suite, and the stream suite, with
+// one-task steps as local activities (Config.LocalSteps).
+func TestSemanticsWithLocalSteps(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	local := func(c *temporalrun.Config) { c.LocalSteps = true }
+	t.Run("invoke", func(t *testing.T) {
+		runnertest.Run(t, runnertest.Harness{
+			Saver:  e.saver,
+			Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r, local) },
+		})
+	})
+	t.Run("stream", func(t *testing.T) {
+		runnertest.RunStreams(t, runnertest.StreamHarness{
+			Saver:  e.saver,
+			Runner: func(t *testing.T, r *graph.Runnable) runnertest.Streamer { return e.runner(r, local) },
+		})
 	})
 }

@@ -59,8 +59,12 @@ func (g *Graphs) stream(ctx context.Context, r *graph.Runnable, thread string, s
 		return nil
 	}
 	info := activity.GetInfo(ctx)
+	source := info.WorkflowExecution.RunID + "/" + info.ActivityID
+	if info.IsLocalActivity {
+		source = info.WorkflowExecution.RunID + "/local-" + info.ActivityID // numbered apart
+	}
 	w := &streamWriter{log: g.events, r: r, thread: thread, attempt: info.Attempt,
-		source: info.WorkflowExecution.RunID + "/" + info.ActivityID, logger: activity.GetLogger(ctx),
+		source: source, logger: activity.GetLogger(ctx),
 		// The events of a cancelled step are stored too, up to its end.
 		ctx:  context.WithoutCancel(ctx),
 		kick: make(chan struct{}, 1), room: make(chan struct{}), done: make(chan struct{})}

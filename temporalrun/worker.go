@@ -2,6 +2,7 @@ package temporalrun
 
 import (
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -19,8 +20,20 @@ type WorkerConfig struct {
 	// node (model, tool, code): it runs no workflow code.
 	StepsOnly bool
 	// Options are the SDK's worker options (concurrency, sticky cache).
+	// Two have other defaults here than the SDK's, for a fast recovery
+	// from a dead worker: StickyScheduleToStartTimeout (DefaultStickyTimeout
+	// instead of 5 seconds: how long the next workflow task of a run whose
+	// workflow code ran on a dead worker waits for it before any worker
+	// takes it) and MaxHeartbeatThrottleInterval (one second instead of
+	// 60: a step's heartbeats reach the server every third of its
+	// heartbeat timeout, not at 80% of it, so a busy machine does not
+	// make a live step look dead).
 	Options worker.Options
 }
+
+// DefaultStickyTimeout is the default sticky schedule-to-start timeout of
+// a worker (WorkerConfig.Options).
+const DefaultStickyTimeout = 2 * time.Second
 
 // NewWorker returns a worker (not started) that runs the run workflow and
 // the step activities of cfg.Graphs on cfg.TaskQueue. Start it with Run or
@@ -36,6 +49,12 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 	}
 	opts := cfg.Options
 	opts.DisableWorkflowWorker = opts.DisableWorkflowWorker || cfg.StepsOnly
+	if opts.StickyScheduleToStartTimeout <= 0 {
+		opts.StickyScheduleToStartTimeout = DefaultStickyTimeout
+	}
+	if opts.MaxHeartbeatThrottleInterval <= 0 {
+		opts.MaxHeartbeatThrottleInterval = time.Second
+	}
 	w := worker.New(c, cfg.TaskQueue, opts)
 	g := cfg.Graphs
 	if !opts.DisableWorkflowWorker {

@@ -47,6 +47,11 @@ type RunInput struct {
 	StepTimeout      time.Duration `json:"step_timeout"`
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 	MaxAttempts      int           `json:"max_attempts"`
+	// LocalSteps runs the one-task steps that continue the run on the
+	// default queue as local activities (Config.LocalSteps).
+	LocalSteps bool `json:"local_steps,omitempty"`
+	// ScheduleToStartTimeout bounds a step's wait for a worker (0: none).
+	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
 	// StepsPerRun caps the steps one workflow execution takes before it
 	// continues as new at a superstep boundary (0: only when the server
 	// suggests it).
@@ -319,7 +324,18 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 			queue = in.Queues.Default
 		}
 		var out StepOutput
-		if err := workflow.ExecuteActivity(w.activityContext(ctx, queue), StepActivityName, step).Get(ctx, &out); err != nil {
+		var fut workflow.Future
+		if w.local(step, queue) {
+			// A worker that ran local steps past the history's end and
+			// died left the thread ahead of what the history says: a step
+			// runs the thread's next step, wherever it is, so the run
+			// goes on from there (its step count misses the steps the
+			// history never saw).
+			fut = workflow.ExecuteLocalActivity(w.localContext(ctx), StepActivityName, step)
+		} else {
+			fut = workflow.ExecuteActivity(w.activityContext(ctx, queue), StepActivityName, step)
+		}
+		if err := fut.Get(ctx, &out); err != nil {
 			return Output{}, err
 		}
 		step.Input, step.Answers = nil, nil
@@ -367,6 +383,29 @@ func (w *runState) head(ctx workflow.Context) (HeadOutput, error) {
 	})
 	err := workflow.ExecuteLocalActivity(lctx, HeadActivityName, in.Graph, in.Thread).Get(ctx, &head)
 	return head, err
+}
+
+// local reports whether the step runs as a local activity
+// (RunInput.LocalSteps): a step of one task that continues the run on the
+// default queue.
+func (w *runState) local(step StepInput, queue string) bool {
+	return w.in.LocalSteps && len(w.tasks) <= 1 && step.Input == nil && step.Answers == nil &&
+		queue == w.in.Queues.Default
+}
+
+// localContext is activityContext for a local step: the step's timeout
+// and attempts; no heartbeat (the workflow task's timeout stands for it).
+func (w *runState) localContext(ctx workflow.Context) workflow.Context {
+	in := w.in
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: in.StepTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    100 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+			MaximumAttempts:    int32(in.MaxAttempts),
+		},
+	})
 }
 
 // spread reports whether the next step's tasks run as activities of their
@@ -419,10 +458,11 @@ func (w *runState) continued(after string, steps int) RunInput {
 func (w *runState) activityContext(ctx workflow.Context, queue string) workflow.Context {
 	in := w.in
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           queue,
-		StartToCloseTimeout: in.StepTimeout,
-		HeartbeatTimeout:    in.HeartbeatTimeout,
-		WaitForCancellation: true,
+		TaskQueue:              queue,
+		StartToCloseTimeout:    in.StepTimeout,
+		ScheduleToStartTimeout: in.ScheduleToStartTimeout,
+		HeartbeatTimeout:       in.HeartbeatTimeout,
+		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    100 * time.Millisecond,
 			BackoffCoefficient: 2,

@@ -209,6 +209,9 @@ Usage:
       --temporal HOST:PORT [--queue Q] run on Temporal's workers (coorflow worker) instead of in this
                                        process, shown and recorded as here when --db is postgres:// (its
                                        events come through it); on SQLite only the outcome is shown
+      --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps
+                                       with --temporal: how soon a dead worker's step runs elsewhere; how long
+                                       a step may wait for a worker (0: no limit); one-node steps as local activities
   coorflow validate FILE|DIR|NAME... [--json]
   coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
   coorflow threads list [--db] [--json] [--limit N]   each thread's workflow, status and last run
@@ -239,13 +242,16 @@ Usage:
       --webhook-allow PREFIX           a URL prefix the webhooks of LangGraph Platform runs may call (repeatable)
       --temporal HOST:PORT [--queue Q] submit the runs to Temporal's workers (coorflow worker, same
                                        --db postgres://…) instead of running them here
+      --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps   as for run --temporal
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)
-  coorflow worker [FILE|DIR|NAME...] (a build with -tags temporal) [--temporal HOST:PORT] [--namespace NS] [--queue Q] [--steps-only] [--db] [--model] [--demo]
+  coorflow worker [FILE|DIR|NAME...] (a build with -tags temporal) [--temporal HOST:PORT] [--namespace NS] [--queue Q] [--steps-only] [--sticky-timeout 2s] [--db] [--model] [--demo]
                                        run the workflows' runs on Temporal: poll the task queue for their
                                        workflow code and steps (--steps-only: steps alone, for a queue of
-                                       one kind of node); threads live in --db (postgres:// across machines)
+                                       one kind of node); threads live in --db (postgres:// across machines);
+                                       --sticky-timeout: how long a run whose workflow code ran on a dead
+                                       worker waits for it before another worker takes it
   coorflow tools list FILE|DIR|NAME [--json] [--mcp SERVER]
                                        the file's tools, with their schemas; an MCP server's tools only
                                        when --mcp names it (it is a command or URL the file chose)

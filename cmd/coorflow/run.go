@@ -35,8 +35,10 @@ type runFlags struct {
 	demo, stream, json bool
 	showModels         bool
 	verbose            bool
-	// temporal and queue submit the run to Temporal's workers.
+	// temporal and queue submit the run to Temporal's workers, with
+	// timeouts.
 	temporal, queue string
+	timeouts        *temporalTimeouts
 	// resuming: --resume or --answer was given.
 	resuming bool
 	// budgetTokens and budgetUSD replace the file's run budget when
@@ -63,6 +65,7 @@ func (a *app) run(ctx context.Context, args []string) error {
 	fs.Float64Var(&f.budgetUSD, "budget-usd", 0, "the most US dollars the run may spend on model calls, in place of the file's settings.budget.usd (0: no limit)")
 	fs.StringVar(&f.temporal, "temporal", "", "HOST:PORT: run on Temporal's workers (coorflow worker) instead of in this process")
 	fs.StringVar(&f.queue, "queue", "coorflow", "with --temporal, the workers' task queue")
+	f.timeouts = addTemporalTimeouts(fs)
 	pos, err := a.parse(fs, args)
 	if err != nil {
 		return err
@@ -216,7 +219,7 @@ func (r *runner) start(ctx context.Context, overrides map[llm.Tier]string, setIn
 		return err
 	}
 	if f.temporal != "" {
-		closeTemporal, err := r.submitTo(ctx, f.temporal, f.queue)
+		closeTemporal, err := r.submitTo(ctx, f.temporal, f.queue, f.timeouts)
 		if err != nil {
 			return err
 		}

@@ -40,6 +40,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	leaseTTL := fs.Duration("lease-ttl", server.DefaultLeaseTTL, "with --db postgres://…: how long a replica's hold on a run lasts unless renewed; another replica takes the run over after it")
 	temporalAddr := fs.String("temporal", "", "HOST:PORT: submit the runs to Temporal's workers (coorflow worker, same --db postgres://…) instead of running them here")
 	queue := fs.String("queue", "coorflow", "with --temporal, the workers' task queue")
+	timeouts := addTemporalTimeouts(fs)
 	var ownerBudget llm.Budget
 	fs.IntVar(&ownerBudget.Tokens, "owner-budget-tokens", 0, "the most tokens each owner's runs may spend together, counted over its recorded runs (0: no limit)")
 	fs.Float64Var(&ownerBudget.USD, "owner-budget-usd", 0, "the most US dollars each owner's runs may spend together, counted over its recorded runs (0: no limit)")
@@ -107,7 +108,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Envs: envs,
 	}
 	if *temporalAddr != "" {
-		executors, closeTemporal, err := a.temporalExecutors(ctx, *temporalAddr, *queue, served, base)
+		executors, closeTemporal, err := a.temporalExecutors(ctx, *temporalAddr, *queue, timeouts, served, base)
 		if err != nil {
 			return err
 		}

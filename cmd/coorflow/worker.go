@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/runs"
@@ -38,6 +39,7 @@ func (a *app) worker(ctx context.Context, args []string) error {
 	namespace := fs.String("namespace", "default", "the Temporal namespace")
 	queue := fs.String("queue", "coorflow", "the task queue to poll")
 	stepsOnly := fs.Bool("steps-only", false, "run steps only, no workflow code: a worker for a queue of one kind of node (model, tool, code)")
+	sticky := fs.Duration("sticky-timeout", temporalrun.DefaultStickyTimeout, "how long the next workflow task of a run whose workflow code ran on a worker that died waits for it before another worker takes it")
 	sf := addServedFlags(fs)
 	pos, err := a.parse(fs, args)
 	if err != nil {
@@ -81,7 +83,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 		graphs.StreamTo(events)
 		go pruneEvents(ctx, events, a.stderr)
 	}
-	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: *queue, Graphs: graphs, StepsOnly: *stepsOnly})
+	if *sticky <= 0 {
+		return usagef("worker: --sticky-timeout must be positive, got %s", *sticky)
+	}
+	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: *queue, Graphs: graphs, StepsOnly: *stepsOnly,
+		Options: worker.Options{StickyScheduleToStartTimeout: *sticky}})
 	if err != nil {
 		return err
 	}
@@ -142,13 +148,16 @@ func pruneEvents(ctx context.Context, events *temporalrun.EventLog, stderr io.Wr
 // returned func closes the connection. With threads on PostgreSQL the
 // run's events reach this process through the event log, and it is shown
 // as a local run is.
-func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), error) {
+func (r *runner) submitTo(ctx context.Context, addr, queue string, timeouts *temporalTimeouts) (func(), error) {
+	if err := timeouts.check("run"); err != nil {
+		return nil, err
+	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(r.app.stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
 	}
 	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload,
-		RuntimeKeys: runtimeKeys}
+		RuntimeKeys: runtimeKeys, HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps}
 	closeAll := c.Close
 	if r.db.pool != nil {
 		events, err := startEventLog(ctx, r.db.pool)
@@ -177,9 +186,12 @@ func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), erro
 // at addr on queue; their events reach the server through the event log,
 // which needs the threads on PostgreSQL. The returned func closes the
 // connection and the log.
-func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
+func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeouts *temporalTimeouts, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
 	if base.pool == nil {
 		return nil, nil, usagef("serve --temporal: threads are in %s: the runs' events reach the server from the workers through PostgreSQL; use --db postgres://… (the workers' database)", base.where)
+	}
+	if err := timeouts.check("serve"); err != nil {
+		return nil, nil, err
 	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(a.stderr)})
 	if err != nil {
@@ -197,7 +209,8 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served 
 	executors := make(map[string]server.Executor, len(served))
 	for name, r := range served {
 		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
-			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys})
+			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys,
+			HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps})
 		if err != nil {
 			closeAll()
 			return nil, nil, err

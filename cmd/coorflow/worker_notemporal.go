@@ -19,11 +19,11 @@ func (a *app) worker(ctx context.Context, args []string) error {
 }
 
 // submitTo would send the run to Temporal's workers.
-func (r *runner) submitTo(ctx context.Context, addr, queue string) (func(), error) {
+func (r *runner) submitTo(ctx context.Context, addr, queue string, timeouts *temporalTimeouts) (func(), error) {
 	return nil, usagef("run --temporal: %s", withoutTemporal)
 }
 
 // temporalExecutors would submit the served runs to Temporal's workers.
-func (a *app) temporalExecutors(ctx context.Context, addr, queue string, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
+func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeouts *temporalTimeouts, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
 	return nil, nil, usagef("serve --temporal: %s", withoutTemporal)
 }

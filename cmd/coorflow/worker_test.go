@@ -11,9 +11,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
@@ -277,4 +279,57 @@ func TestWorkerPrunesTheEventLogWhenItStarts(t *testing.T) {
 	assert.Equal(t, "coorflow: worker: temporalrun: prune the event log: temporalrun: the event log is not started (EventLog.Start)\n", line)
 	cancel()
 	<-done
+}
+
+// TestWorkerTimeoutFlagsReachTheSteps: run --temporal's
+// --heartbeat-timeout and --schedule-to-start-timeout are the timeouts of
+// the run's steps on the workers (in the workflow's history), and
+// --local-steps runs steps as local activities; nonsense is refused
+// before anything starts.
+func TestWorkerTimeoutFlagsReachTheSteps(t *testing.T) {
+	srv := temporaltest.Start(t, temporaltest.Options{})
+	c := newCLI(t)
+	startWorker(t, c, "--temporal", srv.HostPort, "--queue", "timeouts", "--sticky-timeout", "1s", "--demo", "../../examples/coor")
+	cr := &cli{t: t, db: c.db, env: map[string]string{}}
+	code, _, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "timeouts", "--demo",
+		"--heartbeat-timeout", "3s", "--schedule-to-start-timeout", "1m", "--thread", "timeouts-1", "--input", "Compare SQLite and PostgreSQL")
+	require.Equal(t, exitOK, code, stderr)
+	it := srv.Client(t).GetWorkflowHistory(t.Context(), "timeouts-1", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	steps := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			steps++
+			assert.Equal(t, 3*time.Second, a.GetHeartbeatTimeout().AsDuration())
+			assert.Equal(t, time.Minute, a.GetScheduleToStartTimeout().AsDuration())
+		}
+	}
+	assert.Positive(t, steps)
+
+	// --local-steps: the steps after the first are markers of local
+	// activities in the history, and the run ends as before.
+	code, stdout, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "timeouts", "--demo",
+		"--local-steps", "--thread", "timeouts-2", "--input", "Compare SQLite and PostgreSQL")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
+	markers := 0
+	it = srv.Client(t).GetWorkflowHistory(t.Context(), "timeouts-2", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if ev.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+			markers++
+		}
+	}
+	assert.Positive(t, markers)
+
+	for _, bad := range [][]string{{"--heartbeat-timeout", "0s"}, {"--schedule-to-start-timeout", "-1s"}} {
+		code, _, stderr = cr.run(append([]string{"run", "../../examples/coor", "--temporal", srv.HostPort, "--demo", "--input", "x"}, bad...)...)
+		assert.Equal(t, exitUsage, code, stderr)
+		assert.Contains(t, stderr, bad[0]+" must be")
+	}
+	code, _, stderr = cr.run("worker", "--temporal", srv.HostPort, "--sticky-timeout", "0s", "--demo", "../../examples/coor")
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "--sticky-timeout must be positive")
 }
