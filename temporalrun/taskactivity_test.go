@@ -1,7 +1,21 @@
 package temporalrun_test
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
@@ -18,4 +32,347 @@ func TestSemanticsWithTaskActivities(t *testing.T) {
 		Saver:  e.saver,
 		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r, tasks) },
 	})
+}
+
+// The environment of a worker process of the team tests: how many
+// activities it runs at once.
+const envSlots = "COORFLOW_TEMPORAL_HELPER_SLOTS"
+
+// teamSize is the number of agents of callTeam.
+const teamSize = 6
+
+// callTeam is a graph of one team node: it starts n agents as tasks, all
+// at once, and a "report" task after them; each makes one journaled call
+// to the counter at url (a model call), saying which worker made it.
+func callTeam(name string, n int, url, worker string) *graph.Runnable {
+	g := graph.New(name, callLog)
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		thread := ""
+		if task, ok := graph.TaskOf(ctx); ok {
+			thread = task.Thread
+		}
+		agent := func(key string, deps ...string) graph.Task[string] {
+			return graph.Task[string]{Key: key, Deps: deps, Run: func(ctx context.Context) (string, error) {
+				return graph.Do(ctx, "model", func(ctx context.Context) (string, error) {
+					v, err := call(ctx, url, thread+"/"+key, worker)
+					return key + "@" + v, err
+				})
+			}}
+		}
+		var tasks []graph.Task[string]
+		var keys []string
+		for i := range n {
+			keys = append(keys, fmt.Sprintf("step:agent-%d", i))
+			tasks = append(tasks, agent(keys[i]))
+		}
+		tasks = append(tasks, agent("step:report", keys...))
+		res, err := graph.Schedule(ctx, graph.TaskOptions{}, tasks)
+		if err != nil {
+			return graph.Command{}, err
+		}
+		var out []string
+		for _, r := range res {
+			if r.Status != graph.TaskDone {
+				return graph.Command{}, fmt.Errorf("task %s: %s: %w", r.Key, r.Status, r.Err)
+			}
+			out = append(out, r.Value)
+		}
+		return graph.Update(graph.AppendTo(callLog, out...)), nil
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// taskActivity is one attempt of a task activity, read from a history.
+type taskActivity struct {
+	id, queue string
+	heartbeat time.Duration
+	timeout   time.Duration
+	attempt   int32
+	identity  string
+	failure   string // the last failure of an earlier attempt
+}
+
+// taskActivities returns the started attempts of the task activities in
+// the thread's history.
+func taskActivities(h *historypb.History) []taskActivity {
+	scheduled := map[int64]*historypb.ActivityTaskScheduledEventAttributes{}
+	var out []taskActivity
+	for _, ev := range h.Events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			s := scheduled[a.GetScheduledEventId()]
+			if s.GetActivityType().GetName() != temporalrun.ScheduledTaskActivityName {
+				continue
+			}
+			ta := taskActivity{id: s.GetActivityId(), queue: s.GetTaskQueue().GetName(), heartbeat: s.GetHeartbeatTimeout().AsDuration(),
+				timeout: s.GetStartToCloseTimeout().AsDuration(), attempt: a.GetAttempt(), identity: a.GetIdentity()}
+			if to := a.GetLastFailure().GetTimeoutFailureInfo(); to != nil {
+				ta.failure = to.GetTimeoutType().String()
+			}
+			out = append(out, ta)
+		}
+	}
+	return out
+}
+
+// TestTasksRunAsActivitiesOnTheirQueues: a team node's tasks run as
+// activities of their own, each on the queue its key's prefix names
+// (TaskQueues), else on its node's queue, with the runner's heartbeat
+// timeout and the task timeout; the node's activity waits for them.
+func TestTasksRunAsActivitiesOnTheirQueues(t *testing.T) {
+	e := newEnv(t)
+	agents := e.queue + "-agents"
+	e.startWorker(e.queue, false)
+	e.startWorker(agents, true)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Query().Get("key")]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	r := e.runner(callTeam("team-"+randomHex(), 3, srv.URL, "test"), func(c *temporalrun.Config) {
+		c.TaskActivities, c.TaskTimeout = true, 30*time.Second
+		c.TaskQueues = map[string]string{"step:agent": agents}
+	})
+	thread := "placed-" + randomHex()
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step:agent-0@test", "step:agent-1@test", "step:agent-2@test", "step:report@test"}, callLog.Get(res.State))
+
+	acts := taskActivities(fullHistory(t, e.client, thread))
+	require.Len(t, acts, 4, "one activity per task: %+v", acts)
+	byQueue := map[string]int{}
+	for _, a := range acts {
+		byQueue[a.queue]++
+		assert.Equal(t, 2*time.Second, a.heartbeat, "the runner's heartbeat timeout: %+v", a)
+		assert.Equal(t, 30*time.Second, a.timeout, "the task timeout: %+v", a)
+		assert.EqualValues(t, 1, a.attempt)
+	}
+	assert.Equal(t, map[string]int{agents: 3, e.queue: 1}, byQueue, "the agents on their queue, the report on its node's")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range []string{"step:agent-0", "step:agent-1", "step:agent-2", "step:report"} {
+		assert.Equal(t, 1, calls[thread+"/"+k], k)
+	}
+}
+
+// teamCalls is the model of the team tests: it counts the calls per key
+// and per worker, and holds every call until both workers have one in
+// flight, so that one team's agents are seen running on both; with
+// holdA, the calls of worker a stay held after that (in flight when a is
+// killed), and allCalled closes once every agent has been called.
+type teamCalls struct {
+	holdA     bool
+	want      int
+	mu        sync.Mutex
+	byKey     map[string]int
+	byWorker  map[string]int
+	first     map[string]string
+	inFlight  map[string]int
+	held      map[string]bool
+	both      chan struct{} // closed when both workers had a call in flight at once
+	allCalled chan struct{}
+}
+
+func newTeamCalls(holdA bool, want int) *teamCalls {
+	return &teamCalls{holdA: holdA, want: want, byKey: map[string]int{}, byWorker: map[string]int{}, first: map[string]string{},
+		inFlight: map[string]int{}, held: map[string]bool{}, both: make(chan struct{}), allCalled: make(chan struct{})}
+}
+
+func (c *teamCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key, worker := r.URL.Query().Get("key"), r.URL.Query().Get("worker")
+	c.mu.Lock()
+	c.byKey[key]++
+	c.byWorker[worker]++
+	if _, ok := c.first[key]; !ok {
+		c.first[key] = worker
+	}
+	c.inFlight[worker]++
+	select {
+	case <-c.both:
+	default:
+		if c.inFlight["a"] > 0 && c.inFlight["b"] > 0 {
+			close(c.both)
+		}
+	}
+	hold := c.holdA && worker == "a"
+	if hold {
+		c.held[key] = true
+	}
+	if len(c.byKey) == c.want {
+		select {
+		case <-c.allCalled:
+		default:
+			close(c.allCalled)
+		}
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inFlight[worker]--
+		c.mu.Unlock()
+	}()
+	select {
+	case <-c.both:
+	case <-r.Context().Done():
+		return
+	}
+	if hold {
+		<-r.Context().Done() // until a dies
+		http.Error(w, "worker gone", http.StatusServiceUnavailable)
+	}
+}
+
+// startTeamWorkers starts worker processes a and b, each running at most
+// three activities at once: the team's six agents, started together,
+// cannot all run on one of them.
+func startTeamWorkers(t *testing.T, e *env, url string) (a, b *exec.Cmd) {
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + url, envSteps + "=1", envSlots + "=3"}
+	return startHelper(t, "a", env), startHelper(t, "b", env)
+}
+
+// TestOneTeamsAgentsRunOnTwoWorkerProcesses: the agents of one team node
+// run as task activities on both worker processes of the queue, at once,
+// and each makes its call once.
+func TestOneTeamsAgentsRunOnTwoWorkerProcesses(t *testing.T) {
+	e := newEnv(t)
+	calls := newTeamCalls(false, teamSize)
+	srv := httptest.NewServer(calls)
+	defer srv.Close()
+	a, b := startTeamWorkers(t, e, srv.URL)
+	r := e.runner(callTeam("team", teamSize, srv.URL, "test"), func(c *temporalrun.Config) { c.TaskActivities = true })
+	thread := "spread-" + randomHex()
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	log := callLog.Get(res.State)
+	require.Len(t, log, teamSize+1)
+	workers := map[string]int{}
+	for i, entry := range log[:teamSize] {
+		key, worker, _ := strings.Cut(entry, "@")
+		assert.Equal(t, fmt.Sprintf("step:agent-%d", i), key)
+		workers[worker]++
+	}
+	assert.Positive(t, workers["a"], "agents ran on worker a: %v", log)
+	assert.Positive(t, workers["b"], "agents ran on worker b: %v", log)
+
+	pids := map[string]int{}
+	for _, act := range taskActivities(fullHistory(t, e.client, thread)) {
+		pid, _, _ := strings.Cut(act.identity, "@")
+		pids[pid]++
+	}
+	assert.Len(t, pids, 2, "the history says the task activities ran on two workers: %v", pids)
+	assert.Contains(t, pids, fmt.Sprint(a.Process.Pid))
+	assert.Contains(t, pids, fmt.Sprint(b.Process.Pid))
+	calls.mu.Lock()
+	defer calls.mu.Unlock()
+	for key, n := range calls.byKey {
+		assert.Equal(t, 1, n, "call %s made once", key)
+	}
+	assert.Len(t, calls.byKey, teamSize+1)
+}
+
+// TestAKilledWorkerRepeatsOnlyTheTasksInFlight: one team's agents run on
+// two worker processes; a is killed with SIGKILL while its agents' model
+// calls are in flight and b's are done. The run ends as it would have:
+// a's agents run again on b (their activities' heartbeats stopped), and
+// only the calls in flight at the kill are made again; the agents done on
+// b, journaled, are not, whichever worker ran the team node's activity.
+func TestAKilledWorkerRepeatsOnlyTheTasksInFlight(t *testing.T) {
+	e := newEnv(t)
+	calls := newTeamCalls(true, teamSize)
+	srv := httptest.NewServer(calls)
+	defer srv.Close()
+	a, b := startTeamWorkers(t, e, srv.URL)
+	r := e.runner(callTeam("team", teamSize, srv.URL, "test"), func(c *temporalrun.Config) {
+		c.TaskActivities, c.HeartbeatTimeout = true, time.Second
+	})
+	thread := "team-kill-" + randomHex()
+	done := make(chan error, 1)
+	var res graph.Result
+	go func() {
+		var err error
+		res, err = r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+		done <- err
+	}()
+	select {
+	case <-calls.allCalled:
+	case err := <-done:
+		t.Fatalf("the run ended before every agent was called: %v", err)
+	}
+	// Every agent has called: a's calls are held, in flight; b's are
+	// answered (and journaled, or about to be).
+	require.NoError(t, a.Process.Kill()) // SIGKILL
+	_, _ = a.Process.Wait()
+	require.NoError(t, <-done)
+
+	log := callLog.Get(res.State)
+	require.Len(t, log, teamSize+1)
+	for i, entry := range log[:teamSize] {
+		assert.Equal(t, fmt.Sprintf("step:agent-%d@b", i), entry, "each agent's value is its call's, made (at last) on b")
+	}
+	assert.Equal(t, "step:report@b", log[teamSize])
+
+	calls.mu.Lock()
+	var repeated []string
+	for key, n := range calls.byKey {
+		switch {
+		case n == 1:
+			assert.Equal(t, "b", calls.first[key], "%s: a call made once was made on b", key)
+		case n == 2 && calls.held[key]:
+			repeated = append(repeated, key)
+		default:
+			t.Errorf("call %s was made %d times, first by %s (held at the kill: %v)", key, n, calls.first[key], calls.held[key])
+		}
+	}
+	held := len(calls.held)
+	calls.mu.Unlock()
+	slices.Sort(repeated)
+	assert.Positive(t, held, "a had calls in flight at the kill")
+	assert.Len(t, repeated, held, "exactly the calls in flight at the kill were made again: %v", repeated)
+
+	h := fullHistory(t, e.client, thread)
+	var retried []taskActivity
+	for _, act := range taskActivities(h) {
+		if act.attempt > 1 {
+			retried = append(retried, act)
+			assert.True(t, strings.HasPrefix(act.identity, fmt.Sprintf("%d@", b.Process.Pid)), "retried on b: %+v", act)
+			assert.Equal(t, enumspb.TIMEOUT_TYPE_HEARTBEAT.String(), act.failure, "a's attempt was noticed by its own heartbeat: %+v", act)
+		}
+	}
+	assert.Len(t, retried, held, "one task activity retried per task in flight on a: %+v", retried)
+	t.Logf("held on a and made again on b: %v; the team node's activity: %s", repeated, nodeAttempts(h, a, b))
+}
+
+// nodeAttempts says where the attempts of the step activities of a
+// history ran.
+func nodeAttempts(h *historypb.History, a, b *exec.Cmd) string {
+	scheduled := map[int64]string{}
+	var out []string
+	for _, ev := range h.Events {
+		if s := ev.GetActivityTaskScheduledEventAttributes(); s != nil {
+			scheduled[ev.GetEventId()] = s.GetActivityType().GetName()
+		}
+		if st := ev.GetActivityTaskStartedEventAttributes(); st != nil && scheduled[st.GetScheduledEventId()] == temporalrun.StepActivityName {
+			where := st.GetIdentity()
+			switch pid, _, _ := strings.Cut(where, "@"); pid {
+			case fmt.Sprint(a.Process.Pid):
+				where = "a"
+			case fmt.Sprint(b.Process.Pid):
+				where = "b"
+			}
+			out = append(out, fmt.Sprintf("attempt %d on %s", st.GetAttempt(), where))
+		}
+	}
+	return strings.Join(out, ", ")
 }
