@@ -154,10 +154,17 @@ func (q Queues) forTask(c graph.TaskCall) string {
 	return q.forStep([]string{c.Node})
 }
 
+// maxTaskUpdates is how many task updates a workflow execution takes
+// before it continues as new, at the next superstep boundary: the server
+// refuses an execution's updates past 2000 by default (dynamic config
+// history.maxTotalUpdates).
+const maxTaskUpdates = 1000
+
 // taskRuns is what the workflow keeps of the task updates in flight: how
 // to withdraw each (SignalCancelTask), and the ids withdrawn before their
 // update came.
 type taskRuns struct {
+	count     int // task updates this execution took
 	root      workflow.Context
 	listening bool
 	cancels   map[string]workflow.CancelFunc
@@ -179,6 +186,7 @@ func (w *runState) registerTasks(ctx workflow.Context) error {
 // activity.
 func (w *runState) runTask(ctx workflow.Context, req taskRequest) (taskOutput, error) {
 	tr := w.taskRuns
+	tr.count++
 	if !tr.listening {
 		tr.listening = true
 		workflow.Go(tr.root, tr.listen)

@@ -14,11 +14,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
+	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/llm/openaitest"
 	"github.com/coorflow/coorflow/temporalrun"
 )
 
@@ -375,4 +379,104 @@ func nodeAttempts(h *historypb.History, a, b *exec.Cmd) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestMoreTasksAtOnceThanAWorkflowTakesUpdates: a team of 24 agents
+// started together asks for more task updates at once than the server
+// keeps in flight for one workflow (history.maxInFlightUpdates, 10 by
+// default): those it refuses are asked again (by the SDK's retries of a
+// resource exhausted, then by the dispatcher) as others end, and every
+// agent runs once, as an activity of its own.
+func TestMoreTasksAtOnceThanAWorkflowTakesUpdates(t *testing.T) {
+	const n = 24
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Query().Get("key")]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	r := e.runner(callTeam("team-"+randomHex(), n, srv.URL, "test"), func(c *temporalrun.Config) { c.TaskActivities = true })
+	thread := "wide-" + randomHex()
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	require.Len(t, callLog.Get(res.State), n+1)
+	assert.Len(t, taskActivities(fullHistory(t, e.client, thread)), n+1, "one activity per task")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, calls, n+1)
+	for k, c := range calls {
+		assert.Equal(t, 1, c, k)
+	}
+}
+
+// TestTaskEventsStreamFromTheirActivities: two agents of a team node call
+// a model that streams (OpenAI's wire protocol) from their task
+// activities; the caller's Stream gets each agent's tokens under the
+// agent's path, and each model call was made once.
+func TestTaskEventsStreamFromTheirActivities(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := openaitest.NewFunc(func(req openaitest.ChatRequest) openaitest.Response {
+		who := strings.TrimPrefix(req.Messages[len(req.Messages)-1].Text(), "hi from ")
+		mu.Lock()
+		asked[who]++
+		mu.Unlock()
+		return openaitest.Response{Text: who + " says hello", Chunks: []string{who, " says", " hello"}}
+	})
+	defer srv.Close()
+	base, err := openai.New(openai.WithBaseURL(srv.BaseURL()), openai.WithToken("test"), openai.WithModel("gpt-4o"))
+	require.NoError(t, err)
+	model := llm.Observe(base, llm.ModelInfo{Tier: "basic", Model: "gpt-4o"})
+	g := graph.New("team-tokens-"+randomHex(), callLog)
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		agent := func(key string) graph.Task[string] {
+			return graph.Task[string]{Key: key, Run: func(ctx context.Context) (string, error) {
+				resp, err := model.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi from "+key)})
+				if err != nil {
+					return "", err
+				}
+				return resp.Choices[0].Content, nil
+			}}
+		}
+		res, err := graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[string]{agent("ada"), agent("bob")})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(callLog, res[0].Value, res[1].Value)), nil
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	run := e.runner(r, func(c *temporalrun.Config) { c.TaskActivities = true })
+	thread := "team-tokens-" + randomHex()
+	tokens := map[string][]string{}
+	calls := 0
+	for ev, err := range run.Stream(t.Context(), graph.Input(), graph.Thread(thread)) {
+		require.NoError(t, err)
+		switch d := ev.Data.(type) {
+		case llm.Token:
+			tokens[ev.Path] = append(tokens[ev.Path], string(d))
+		case llm.ModelCall:
+			calls++
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		r.Name() + "/team/ada": {"ada", " says", " hello"},
+		r.Name() + "/team/bob": {"bob", " says", " hello"},
+	}, tokens, "each agent's tokens, under its path")
+	assert.Equal(t, 2, calls, "a model_call event per agent")
+	mu.Lock()
+	assert.Equal(t, map[string]int{"ada": 1, "bob": 1}, asked, "each model call made once")
+	mu.Unlock()
+	assert.Len(t, taskActivities(fullHistory(t, e.client, thread)), 2, "the agents ran as task activities")
+	res, err := run.Invoke(t.Context(), nil, graph.Thread(thread))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ada says hello", "bob says hello"}, callLog.Get(res.State))
 }

@@ -464,6 +464,9 @@ func (w *runState) continueAsNew(ctx workflow.Context, taken int) bool {
 	if w.in.StepsPerRun > 0 && taken >= w.in.StepsPerRun {
 		return true
 	}
+	if w.taskRuns.count >= maxTaskUpdates {
+		return true // the server takes 2000 updates per execution
+	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }
 
