@@ -18,6 +18,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
@@ -153,7 +154,9 @@ func TestTasksRunAsActivitiesOnTheirQueues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"step:agent-0@test", "step:agent-1@test", "step:agent-2@test", "step:report@test"}, callLog.Get(res.State))
 
-	acts := taskActivities(fullHistory(t, e.client, thread))
+	h := fullHistory(t, e.client, thread)
+	requireReplays(t, h)
+	acts := taskActivities(h)
 	require.Len(t, acts, 4, "one activity per task: %+v", acts)
 	byQueue := map[string]int{}
 	for _, a := range acts {
@@ -271,7 +274,9 @@ func TestOneTeamsAgentsRunOnTwoWorkerProcesses(t *testing.T) {
 	assert.Positive(t, workers["b"], "agents ran on worker b: %v", log)
 
 	pids := map[string]int{}
-	for _, act := range taskActivities(fullHistory(t, e.client, thread)) {
+	h := fullHistory(t, e.client, thread)
+	requireReplays(t, h)
+	for _, act := range taskActivities(h) {
 		pid, _, _ := strings.Cut(act.identity, "@")
 		pids[pid]++
 	}
@@ -346,6 +351,7 @@ func TestAKilledWorkerRepeatsOnlyTheTasksInFlight(t *testing.T) {
 	assert.Len(t, repeated, held, "exactly the calls in flight at the kill were made again: %v", repeated)
 
 	h := fullHistory(t, e.client, thread)
+	requireReplays(t, h)
 	var retried []taskActivity
 	for _, act := range taskActivities(h) {
 		if act.attempt > 1 {
@@ -355,6 +361,13 @@ func TestAKilledWorkerRepeatsOnlyTheTasksInFlight(t *testing.T) {
 		}
 	}
 	assert.Len(t, retried, held, "one task activity retried per task in flight on a: %+v", retried)
+	updates := 0
+	for _, ev := range h.Events {
+		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == temporalrun.UpdateTask {
+			updates++
+		}
+	}
+	assert.Equal(t, teamSize+1, updates, "one task update per task: a node activity retried asks for its tasks in flight by the same ids")
 	t.Logf("held on a and made again on b: %v; the team node's activity: %s", repeated, nodeAttempts(h, a, b))
 }
 
@@ -479,4 +492,13 @@ func TestTaskEventsStreamFromTheirActivities(t *testing.T) {
 	res, err := run.Invoke(t.Context(), nil, graph.Thread(thread))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ada says hello", "bob says hello"}, callLog.Get(res.State))
+}
+
+// requireReplays replays h on this build's workflow code: the task
+// updates and their activities are deterministic.
+func requireReplays(t *testing.T, h *historypb.History) {
+	t.Helper()
+	replayer := worker.NewWorkflowReplayer()
+	temporalrun.RegisterReplay(replayer, temporalrun.NewGraphs(nil))
+	require.NoError(t, replayer.ReplayWorkflowHistory(nil, h), "the history replays")
 }
