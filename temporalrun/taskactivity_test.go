@@ -2,9 +2,11 @@ package temporalrun_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -46,9 +48,11 @@ const envSlots = "COORFLOW_TEMPORAL_HELPER_SLOTS"
 // teamSize is the number of agents of callTeam.
 const teamSize = 6
 
-// callTeam is a graph of one team node: it starts n agents as tasks, all
-// at once, and a "report" task after them; each makes one journaled call
-// to the counter at url (a model call), saying which worker made it.
+// callTeam is a graph of a "brief" node that does nothing (the step with
+// the run's input, which goes to the default queue) and a team node: it
+// starts n agents as tasks, all at once, and a "report" task after them;
+// each makes one journaled call to the counter at url (a model call),
+// saying which worker made it.
 func callTeam(name string, n int, url, worker string) *graph.Runnable {
 	g := graph.New(name, callLog)
 	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
@@ -84,7 +88,9 @@ func callTeam(name string, n int, url, worker string) *graph.Runnable {
 		}
 		return graph.Update(graph.AppendTo(callLog, out...)), nil
 	})
-	g.AddEdge(graph.Start, "team")
+	g.AddNode("brief", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+	g.AddEdge(graph.Start, "brief")
+	g.AddEdge("brief", "team")
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
 	if err != nil {
@@ -296,15 +302,31 @@ func TestOneTeamsAgentsRunOnTwoWorkerProcesses(t *testing.T) {
 // calls are in flight and b's are done. The run ends as it would have:
 // a's agents run again on b (their activities' heartbeats stopped), and
 // only the calls in flight at the kill are made again; the agents done on
-// b, journaled, are not, whichever worker ran the team node's activity.
+// b, journaled, are not. With the team node's activity on the workers'
+// queue, the server placed it on a in every run seen (a polls first), so
+// it died too and was retried on b; apart, on a queue of its own served
+// by this process, it only waited.
 func TestAKilledWorkerRepeatsOnlyTheTasksInFlight(t *testing.T) {
+	t.Run("node with the tasks", func(t *testing.T) { killMidTeam(t, false) })
+	t.Run("node apart", func(t *testing.T) { killMidTeam(t, true) })
+}
+
+func killMidTeam(t *testing.T, nodeApart bool) {
 	e := newEnv(t)
 	calls := newTeamCalls(true, teamSize)
 	srv := httptest.NewServer(calls)
 	defer srv.Close()
 	a, b := startTeamWorkers(t, e, srv.URL)
+	nodes := e.queue + "-nodes"
+	if nodeApart {
+		e.startWorker(nodes, true)
+	}
 	r := e.runner(callTeam("team", teamSize, srv.URL, "test"), func(c *temporalrun.Config) {
 		c.TaskActivities, c.HeartbeatTimeout = true, time.Second
+		if nodeApart {
+			c.NodeQueues = map[string]string{"team": nodes}
+			c.TaskQueues = map[string]string{"step:": e.queue}
+		}
 	})
 	thread := "team-kill-" + randomHex()
 	done := make(chan error, 1)
@@ -368,30 +390,47 @@ func TestAKilledWorkerRepeatsOnlyTheTasksInFlight(t *testing.T) {
 		}
 	}
 	assert.Equal(t, teamSize+1, updates, "one task update per task: a node activity retried asks for its tasks in flight by the same ids")
-	t.Logf("held on a and made again on b: %v; the team node's activity: %s", repeated, nodeAttempts(h, a, b))
+	attempts := nodeAttempts(h, a, b)
+	if nodeApart {
+		assert.Contains(t, attempts, "team: attempt 1 on this process", "the node's activity was not on a killed worker")
+	}
+	t.Logf("held on a and made again on b: %v; the steps: %s", repeated, attempts)
 }
 
-// nodeAttempts says where the attempts of the step activities of a
-// history ran.
+// nodeAttempts says where the last attempt of each step activity of a
+// history ran ("team: attempt 2 on b"), by the nodes it ran.
 func nodeAttempts(h *historypb.History, a, b *exec.Cmd) string {
 	scheduled := map[int64]string{}
+	started := map[int64]*historypb.ActivityTaskStartedEventAttributes{}
 	var out []string
 	for _, ev := range h.Events {
 		if s := ev.GetActivityTaskScheduledEventAttributes(); s != nil {
 			scheduled[ev.GetEventId()] = s.GetActivityType().GetName()
 		}
-		if st := ev.GetActivityTaskStartedEventAttributes(); st != nil && scheduled[st.GetScheduledEventId()] == temporalrun.StepActivityName {
-			where := st.GetIdentity()
-			switch pid, _, _ := strings.Cut(where, "@"); pid {
-			case fmt.Sprint(a.Process.Pid):
-				where = "a"
-			case fmt.Sprint(b.Process.Pid):
-				where = "b"
-			}
-			out = append(out, fmt.Sprintf("attempt %d on %s", st.GetAttempt(), where))
+		if st := ev.GetActivityTaskStartedEventAttributes(); st != nil {
+			started[st.GetScheduledEventId()] = st
 		}
+		c := ev.GetActivityTaskCompletedEventAttributes()
+		if c == nil || scheduled[c.GetScheduledEventId()] != temporalrun.StepActivityName {
+			continue
+		}
+		var step temporalrun.StepOutput
+		if p := c.GetResult().GetPayloads(); len(p) > 0 {
+			_ = json.Unmarshal(p[0].GetData(), &step)
+		}
+		st := started[c.GetScheduledEventId()]
+		where := st.GetIdentity()
+		switch pid, _, _ := strings.Cut(where, "@"); pid {
+		case fmt.Sprint(a.Process.Pid):
+			where = "a"
+		case fmt.Sprint(b.Process.Pid):
+			where = "b"
+		case fmt.Sprint(os.Getpid()):
+			where = "this process"
+		}
+		out = append(out, fmt.Sprintf("%s: attempt %d on %s", strings.Join(step.Ran, ","), st.GetAttempt(), where))
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, "; ")
 }
 
 // TestMoreTasksAtOnceThanAWorkflowTakesUpdates: a team of 24 agents
