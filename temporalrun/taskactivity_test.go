@@ -541,3 +541,25 @@ func requireReplays(t *testing.T, h *historypb.History) {
 	temporalrun.RegisterReplay(replayer, temporalrun.NewGraphs(nil))
 	require.NoError(t, replayer.ReplayWorkflowHistory(nil, h), "the history replays")
 }
+
+// TestCoorsTeamRunsAsTaskActivities runs the coor workflow end to end
+// with Config.TaskActivities: the team's plan step runs as an activity of
+// its own, on the queue TaskQueues names for "step:", and every model
+// call is made once (runCoor's assertions).
+func TestCoorsTeamRunsAsTaskActivities(t *testing.T) {
+	var agents string
+	e, thread := runCoor(t, func(e *env) func(*temporalrun.Config) {
+		agents = e.queue + "-agents"
+		e.startWorker(agents, true)
+		return func(c *temporalrun.Config) {
+			c.TaskActivities, c.TaskQueues = true, map[string]string{"step:": agents}
+		}
+	})
+	var onAgents int
+	for _, act := range taskActivities(fullHistory(t, e.client, thread)) {
+		if act.queue == agents {
+			onAgents++
+		}
+	}
+	assert.Equal(t, 1, onAgents, "the plan's one step ran as a task activity on the agents' queue")
+}
