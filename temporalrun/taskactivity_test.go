@@ -563,3 +563,30 @@ func TestCoorsTeamRunsAsTaskActivities(t *testing.T) {
 	}
 	assert.Equal(t, 1, onAgents, "the plan's one step ran as a task activity on the agents' queue")
 }
+
+// BenchmarkTeam8 runs a team node of 8 agents and a report after them
+// (callTeam; each makes one call to a local HTTP server) on Temporal,
+// with the tasks inside the node's activity and as task activities
+// (Config.TaskActivities), side by side on one server and saver: ms/run
+// is a run's time (three steps: the input, "brief", the team).
+func BenchmarkTeam8(b *testing.B) {
+	const n = 8
+	e := newBenchEnv(b)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	r := callTeam("bench-team-"+randomHex(), n, srv.URL, "bench")
+	for _, mode := range []struct {
+		name  string
+		tasks bool
+	}{{"in-node", false}, {"task-activities", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.ReportAllocs()
+			run := e.runner(r, func(c *temporalrun.Config) { c.TaskActivities = mode.tasks })
+			for i := 0; b.Loop(); i++ {
+				_, err := run.Invoke(b.Context(), graph.Input(), graph.Thread(fmt.Sprintf("team-%s-%s-%d", mode.name, randomHex(), i)))
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/run")
+		})
+	}
+}
