@@ -590,3 +590,47 @@ func BenchmarkTeam8(b *testing.B) {
 		})
 	}
 }
+
+// TestAStoppedNodeWithdrawsItsTasksInFlight: a team node whose Schedule
+// stops at a failure (FailFast) no longer waits for its other task in
+// flight: it withdraws it (SignalCancelTask), and the task's activity,
+// on its worker, sees its context cancelled; the run fails with the
+// node's error and its workflow ends.
+func TestAStoppedNodeWithdrawsItsTasksInFlight(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	started := make(chan struct{})
+	cancelled := make(chan error, 1)
+	g := graph.New("withdraw-"+randomHex(), callLog)
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		_, err := graph.Schedule(ctx, graph.TaskOptions{FailFast: true}, []graph.Task[string]{
+			{Key: "slow", Run: func(ctx context.Context) (string, error) {
+				close(started)
+				<-ctx.Done()
+				cancelled <- ctx.Err()
+				return "", ctx.Err()
+			}},
+			{Key: "broken", Run: func(ctx context.Context) (string, error) {
+				select {
+				case <-started:
+				case <-ctx.Done():
+				}
+				return "", graph.Permanent(fmt.Errorf("broken on purpose"))
+			}},
+		})
+		return graph.Command{}, err
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	run := e.runner(r, func(c *temporalrun.Config) { c.TaskActivities = true })
+	thread := "withdraw-" + randomHex()
+	_, err = run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "broken on purpose")
+	require.ErrorIs(t, <-cancelled, context.Canceled, "the slow task's activity was cancelled")
+	events := history(t, e.client, thread)
+	assert.Equal(t, 1, count(events, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED), "the withdrawn task's activity")
+	assert.Equal(t, 1, count(events, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED), "one withdrawal")
+}
