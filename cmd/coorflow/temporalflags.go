@@ -36,5 +36,6 @@ func (t *temporalTimeouts) check(cmd string) error {
 	case t.scheduleToStart < 0:
 		return usagef("%s: --schedule-to-start-timeout must be 0 or positive, got %s", cmd, t.scheduleToStart)
 	}
-	return nil
+	_, err := t.tasks.queueMap(cmd)
+	return err
 }
