@@ -134,8 +134,10 @@
 //     answers the rest), runs the task, and journals its value in the
 //     saver before it reports it. The node's Schedule keeps its own
 //     order, limit, dependencies, retries (TaskOptions.Retry: an attempt
-//     is an update) and pauses: a task's failure or question is its
-//     activity's result, not a failure Temporal retries. So the node's
+//     is an update) and pauses: a task's failure or question (any error
+//     RunScheduled returns, a saver's included) is its activity's result,
+//     which TaskOptions.Retry judges; Temporal retries a task activity
+//     only when its worker dies or it times out. So the node's
 //     activity only waits, beating, and each task has its own queue
 //     (Config.TaskQueues: by the longest prefix of its key, "build:" or
 //     "step:" in a factory team, else its node's queue), its own
