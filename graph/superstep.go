@@ -529,6 +529,14 @@ func (ru *run) handle(t *task, s State, nerr error) (cmd Command, err error) {
 // Permanent marks err as not worth retrying under the default RetryOn.
 func Permanent(err error) error { return &permanentError{err} }
 
+// IsPermanent reports whether err, or an error it wraps, was marked with
+// Permanent: what a runner that carries a task's error to another process
+// keeps, so the task is not retried there either.
+func IsPermanent(err error) bool {
+	var perm *permanentError
+	return errors.As(err, &perm)
+}
+
 type permanentError struct{ err error }
 
 func (e *permanentError) Error() string { return e.err.Error() }

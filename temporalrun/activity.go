@@ -140,6 +140,7 @@ func (g *Graphs) task(ctx context.Context, in TaskInput) ([]graph.TaskOutcome, e
 	sw := g.stream(ctx, r, in.Thread, in.Events)
 	defer sw.close()
 	opts := append([]graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}, sw.options(in.Events)...)
+	opts = append(opts, taskExecutor(ctx, in.TaskActivities)...)
 	out, err := r.RunTasks(ctx, in.After, in.Labels, opts...)
 	if err != nil {
 		return nil, encodeError(err)
@@ -191,6 +192,7 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 	if len(answers) > 0 {
 		opts = append(opts, graph.ResumeWith(graph.Answers{Each: answers}))
 	}
+	opts = append(opts, taskExecutor(ctx, in.TaskActivities)...)
 	sw := g.stream(ctx, r, in.Thread, in.Events)
 	res, err := r.Step(ctx, input, append(opts, sw.options(in.Events)...)...)
 	sw.close() // the events are stored before the step reports its end

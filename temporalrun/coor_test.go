@@ -14,6 +14,7 @@ import (
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	spostgres "github.com/coorflow/coorflow/store/postgres"
+	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/workflows"
 )
 
@@ -30,6 +31,13 @@ func mustJSON(t *testing.T, v any) string {
 // run (a Temporal update answers it), the team's researcher answers and
 // the reporter writes the report. Every model call is made once.
 func TestCoorRunsOnTemporalEndToEnd(t *testing.T) {
+	runCoor(t, nil)
+}
+
+// runCoor runs the coor workflow as TestCoorRunsOnTemporalEndToEnd says,
+// on a runner configured by what setup returns (setup may start workers
+// of other queues), and returns the env and the thread.
+func runCoor(t *testing.T, setup func(e *env) func(*temporalrun.Config)) (*env, string) {
 	e := newEnv(t)
 	pl := map[string]any{
 		"title": "Engines", "thought": "one angle", "locale": "en-US", "has_enough_context": false, "new_agents_needed": []any{},
@@ -57,7 +65,11 @@ func TestCoorRunsOnTemporalEndToEnd(t *testing.T) {
 	r, err := f.Compile(t.Context(), workflows.Env{Models: ms.Models, Store: st, Getenv: getenv})
 	require.NoError(t, err)
 	e.startWorker(e.queue, false)
-	run := e.runner(r)
+	var mod []func(*temporalrun.Config)
+	if setup != nil {
+		mod = append(mod, setup(e))
+	}
+	run := e.runner(r, mod...)
 	thread := "coor-" + randomHex()
 
 	res, err := run.Invoke(t.Context(), graph.Input(nodes.Input.Set("Compare two engines")), graph.Thread(thread))
@@ -76,4 +88,5 @@ func TestCoorRunsOnTemporalEndToEnd(t *testing.T) {
 	assert.Equal(t, plan.StepDone, p.Steps[0].Result.Status)
 	assert.Len(t, srv.Requests(), 4, "each model call was made once")
 	assert.Zero(t, srv.Remaining())
+	return e, thread
 }

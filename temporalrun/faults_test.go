@@ -130,11 +130,13 @@ func helperWorker(id string) int {
 		return 1
 	}
 	defer events.Close()
-	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id)).StreamTo(events)
+	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id),
+		callTeam("team", teamSize, os.Getenv(envCounter), id)).StreamTo(events)
 	opts := workerOptions()
 	if os.Getenv(envDefaults) != "" {
 		opts = worker.Options{}
 	}
+	fmt.Sscan(os.Getenv(envSlots), &opts.MaxConcurrentActivityExecutionSize)
 	w, err := temporalrun.NewWorker(c, temporalrun.WorkerConfig{TaskQueue: os.Getenv(envQueue), Graphs: graphs, Options: opts})
 	if err == nil {
 		err = w.Start()

@@ -63,6 +63,7 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 	w.RegisterActivityWithOptions(g.step, activity.RegisterOptions{Name: StepActivityName})
 	w.RegisterActivityWithOptions(g.head, activity.RegisterOptions{Name: HeadActivityName})
 	w.RegisterActivityWithOptions(g.task, activity.RegisterOptions{Name: TaskActivityName})
+	w.RegisterActivityWithOptions(g.scheduledTask, activity.RegisterOptions{Name: ScheduledTaskActivityName})
 	return w, nil
 }
 

@@ -66,6 +66,12 @@ type RunInput struct {
 	// for no budget.
 	Budget *Budget `json:"budget,omitempty"`
 
+	// TaskActivities runs each task a node starts (graph.Schedule) as an
+	// activity of its own (Config.TaskActivities); TaskTimeout bounds
+	// one (0: StepTimeout).
+	TaskActivities bool          `json:"task_activities,omitempty"`
+	TaskTimeout    time.Duration `json:"task_timeout,omitempty"`
+
 	// Carried over by continue-as-new.
 	Cont *continuation `json:"cont,omitempty"`
 }
@@ -86,6 +92,10 @@ type continuation struct {
 type Queues struct {
 	Default string            `json:"default"`
 	Nodes   map[string]string `json:"nodes,omitempty"`
+	// Tasks sends the activity of a task a node starts to the queue of
+	// the longest prefix of its key here, else to its node's queue
+	// (Config.TaskQueues).
+	Tasks map[string]string `json:"tasks,omitempty"`
 }
 
 func (q Queues) forStep(nodes []string) string {
@@ -136,6 +146,9 @@ type StepInput struct {
 	// Runtime holds the runtime values of the run's nodes.
 	Runtime map[string]string `json:"runtime,omitempty"`
 	Budget  *Budget           `json:"budget,omitempty"`
+	// TaskActivities: the tasks the step's nodes start run as
+	// activities of their own (RunInput.TaskActivities).
+	TaskActivities bool `json:"task_activities,omitempty"`
 }
 
 // StepOutput is the result of the step activity.
@@ -170,6 +183,8 @@ type TaskInput struct {
 	// Runtime holds the runtime values of the run's nodes.
 	Runtime map[string]string `json:"runtime,omitempty"`
 	Budget  *Budget           `json:"budget,omitempty"`
+	// TaskActivities: as StepInput's.
+	TaskActivities bool `json:"task_activities,omitempty"`
 }
 
 // Caller is the argument of the "caller" update: what the caller that
@@ -194,6 +209,7 @@ type runState struct {
 	next     []string
 	tasks    []string // labels of the next step's tasks
 	last     []string
+	taskRuns *taskRuns // the task activities in flight (taskactivity.go)
 }
 
 // workflowFn runs one run of a thread: steps as activities until the run
@@ -250,6 +266,9 @@ func (w *runState) register(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := w.registerTasks(ctx); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateResume, w.resume, workflow.UpdateHandlerOptions{Validator: w.validate})
 }
 
@@ -301,7 +320,7 @@ func (w *runState) loop(ctx workflow.Context) (Output, error) {
 		after, w.next, w.tasks = head.Checkpoint, head.Next, head.NextTasks
 	}
 	step := StepInput{Graph: in.Graph, Thread: in.Thread, Input: in.Input, Answers: in.Answers,
-		InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter}
+		InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter, TaskActivities: in.TaskActivities}
 	taken := 0
 	for {
 		if steps >= in.StepLimit && len(w.next) > 0 && step.Input == nil && step.Answers == nil {
@@ -425,7 +444,7 @@ func (w *runState) runTasks(ctx workflow.Context, after string) error {
 		queue := w.in.Queues.forStep(nodesOf([]string{label}))
 		futures[i] = workflow.ExecuteActivity(w.activityContext(ctx, queue), TaskActivityName,
 			TaskInput{Graph: w.in.Graph, Thread: w.in.Thread, After: after, Labels: []string{label}, Events: w.in.Events, Runtime: w.in.Runtime,
-				Budget: w.in.Budget})
+				Budget: w.in.Budget, TaskActivities: w.in.TaskActivities})
 	}
 	var first error
 	for _, f := range futures {
@@ -444,6 +463,9 @@ func (w *runState) continueAsNew(ctx workflow.Context, taken int) bool {
 	}
 	if w.in.StepsPerRun > 0 && taken >= w.in.StepsPerRun {
 		return true
+	}
+	if w.taskRuns.count >= maxTaskUpdates {
+		return true // the server takes 2000 updates per execution
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 }

@@ -11,6 +11,7 @@ import (
 type temporalTimeouts struct {
 	heartbeat, scheduleToStart time.Duration
 	localSteps                 bool
+	tasks                      temporalTasks // temporaltaskflags.go
 }
 
 // addTemporalTimeouts registers the timeout flags of a command that
@@ -23,6 +24,7 @@ func addTemporalTimeouts(fs *flag.FlagSet) *temporalTimeouts {
 		"with --temporal, how long a step may wait for a worker on its queue before the run fails saying so (0: as long as it takes)")
 	fs.BoolVar(&t.localSteps, "local-steps", false,
 		"with --temporal, run each step of one node as a local activity, inside the run's workflow task: a fraction of Temporal's cost per step, but such steps stay on the worker of the run's workflow code")
+	addTemporalTasks(fs, &t.tasks)
 	return t
 }
 
@@ -34,5 +36,6 @@ func (t *temporalTimeouts) check(cmd string) error {
 	case t.scheduleToStart < 0:
 		return usagef("%s: --schedule-to-start-timeout must be 0 or positive, got %s", cmd, t.scheduleToStart)
 	}
-	return nil
+	_, err := t.tasks.queueMap(cmd)
+	return err
 }

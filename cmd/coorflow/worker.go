@@ -154,12 +154,17 @@ func (r *runner) submitTo(ctx context.Context, addr, queue string, timeouts *tem
 	if err := timeouts.check("run"); err != nil {
 		return nil, err
 	}
+	taskQueues, err := timeouts.tasks.queueMap("run")
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(r.app.stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
 	}
 	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload,
-		RuntimeKeys: runtimeKeys, HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps}
+		RuntimeKeys: runtimeKeys, HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps,
+		TaskActivities: timeouts.tasks.activities, TaskQueues: taskQueues}
 	closeAll := c.Close
 	if r.db.pool != nil {
 		events, err := startEventLog(ctx, r.db.pool)
@@ -195,6 +200,10 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeout
 	if err := timeouts.check("serve"); err != nil {
 		return nil, nil, err
 	}
+	taskQueues, err := timeouts.tasks.queueMap("serve")
+	if err != nil {
+		return nil, nil, err
+	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: temporalrun.Logger(a.stderr)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: connect to Temporal at %s: %w", addr, err)
@@ -212,7 +221,8 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeout
 	for name, r := range served {
 		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
 			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys,
-			HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps})
+			HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps,
+			TaskActivities: timeouts.tasks.activities, TaskQueues: taskQueues})
 		if err != nil {
 			closeAll()
 			return nil, nil, err

@@ -20,10 +20,16 @@ func (a *app) worker(ctx context.Context, args []string) error {
 
 // submitTo would send the run to Temporal's workers.
 func (r *runner) submitTo(ctx context.Context, addr, queue string, timeouts *temporalTimeouts) (func(), error) {
+	if err := timeouts.check("run"); err != nil {
+		return nil, err
+	}
 	return nil, usagef("run --temporal: %s", withoutTemporal)
 }
 
 // temporalExecutors would submit the served runs to Temporal's workers.
 func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeouts *temporalTimeouts, served map[string]*graph.Runnable, base *db) (map[string]server.Executor, func(), error) {
+	if err := timeouts.check("serve"); err != nil {
+		return nil, nil, err
+	}
 	return nil, nil, usagef("serve --temporal: %s", withoutTemporal)
 }
