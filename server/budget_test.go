@@ -21,16 +21,7 @@ import (
 // of gpt-4o-mini over the OpenAI wire protocol to srv.
 func costlyGraph(t *testing.T, srv *openaitest.Server) *graph.Runnable {
 	t.Helper()
-	cfg, err := llm.LoadConfig(strings.NewReader("models:\n  basic:\n    provider: openai\n    model: gpt-4o-mini\n    base_url: " +
-		srv.BaseURL() + "\n    max_retries: -1\n"))
-	require.NoError(t, err)
-	cfg.Getenv = func(k string) string { return map[string]string{"OPENAI_API_KEY": "sk-test"}[k] }
-	models, err := llm.New(t.Context(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, models.Close()) })
-	m, err := models.Model(llm.TierBasic)
-	require.NoError(t, err)
-	m = llm.Observe(m, models.Profile(llm.TierBasic).Info(llm.TierBasic))
+	m := observedModel(t, srv)
 	g := graph.New("costly", textKey, logKey)
 	for _, name := range []string{"draft", "review"} {
 		g.AddNode(name, func(ctx context.Context, s graph.State) (graph.Command, error) {
@@ -47,6 +38,22 @@ func costlyGraph(t *testing.T, srv *openaitest.Server) *graph.Runnable {
 	r, err := g.Compile()
 	require.NoError(t, err)
 	return r
+}
+
+// observedModel is gpt-4o-mini over the OpenAI wire protocol to srv, its
+// calls observed (usage, budgets) as a workflow's are.
+func observedModel(t *testing.T, srv *openaitest.Server) llms.Model {
+	t.Helper()
+	cfg, err := llm.LoadConfig(strings.NewReader("models:\n  basic:\n    provider: openai\n    model: gpt-4o-mini\n    base_url: " +
+		srv.BaseURL() + "\n    max_retries: -1\n"))
+	require.NoError(t, err)
+	cfg.Getenv = func(k string) string { return map[string]string{"OPENAI_API_KEY": "sk-test"}[k] }
+	models, err := llm.New(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, models.Close()) })
+	m, err := models.Model(llm.TierBasic)
+	require.NoError(t, err)
+	return llm.Observe(m, models.Profile(llm.TierBasic).Info(llm.TierBasic))
 }
 
 func usage(prompt, cached, completion int) *openaitest.Usage {

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,16 +19,7 @@ import (
 // each one call of gpt-4o-mini over the OpenAI wire protocol to srv.
 func fanoutGraph(t *testing.T, srv *openaitest.Server) *graph.Runnable {
 	t.Helper()
-	cfg, err := llm.LoadConfig(strings.NewReader("models:\n  basic:\n    provider: openai\n    model: gpt-4o-mini\n    base_url: " +
-		srv.BaseURL() + "\n    max_retries: -1\n"))
-	require.NoError(t, err)
-	cfg.Getenv = func(k string) string { return map[string]string{"OPENAI_API_KEY": "sk-test"}[k] }
-	models, err := llm.New(t.Context(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, models.Close()) })
-	m, err := models.Model(llm.TierBasic)
-	require.NoError(t, err)
-	m = llm.Observe(m, models.Profile(llm.TierBasic).Info(llm.TierBasic))
+	m := observedModel(t, srv)
 	g := graph.New("fanout", textKey, logKey)
 	for _, name := range []string{"draft", "left", "right"} {
 		g.AddNode(name, func(ctx context.Context, s graph.State) (graph.Command, error) {
