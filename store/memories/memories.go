@@ -142,11 +142,26 @@ func (m *Memories) Remember(ctx context.Context, owner, text, source string) (Me
 	if len(text) > m.cfg.MaxText {
 		text = cut(text, m.cfg.MaxText)
 	}
+	mem, added, err := m.add(ctx, owner, text, source)
+	if err != nil || !added {
+		return mem, err
+	}
+	// Outside the lock: eviction reads every memory of the owner.
+	if err := m.evict(ctx, owner); err != nil {
+		return Memory{}, err
+	}
+	return mem, nil
+}
+
+// add stores text unless the owner already has the lesson (then it
+// returns that memory and added false), the look and the store under
+// the owner's lock.
+func (m *Memories) add(ctx context.Context, owner, text, source string) (mem Memory, added bool, err error) {
 	mu := &rememberLocks[maphash.String(rememberSeed, owner)%uint64(len(rememberLocks))]
 	mu.Lock()
 	defer mu.Unlock()
 	if same, ok, err := m.relearned(ctx, owner, text); err != nil || ok {
-		return same, err
+		return same, false, err
 	}
 	info, _ := graph.TaskOf(ctx)
 	now := time.Now().UTC()
@@ -161,23 +176,20 @@ func (m *Memories) Remember(ctx context.Context, owner, text, source string) (Me
 	if m.cfg.Embedder != nil {
 		vecs, err := m.cfg.Embedder.EmbedDocuments(ctx, []string{text})
 		if err != nil {
-			return Memory{}, fmt.Errorf("memories: embed: %w", err)
+			return Memory{}, false, fmt.Errorf("memories: embed: %w", err)
 		}
 		if len(vecs) != 1 {
-			return Memory{}, fmt.Errorf("memories: embed: %d vectors for one text", len(vecs))
+			return Memory{}, false, fmt.Errorf("memories: embed: %d vectors for one text", len(vecs))
 		}
 		if _, err := m.cfg.Store.Add(ctx, owner, vectorPrefix+id, encodeVector(vecs[0]), store.Attrs{}); err != nil {
-			return Memory{}, fmt.Errorf("memories: remember: %w", err)
+			return Memory{}, false, fmt.Errorf("memories: remember: %w", err)
 		}
 	}
 	meta, err := m.cfg.Store.Add(ctx, owner, Prefix+id, text, store.Attrs{Labels: labels})
 	if err != nil {
-		return Memory{}, fmt.Errorf("memories: remember: %w", err)
+		return Memory{}, false, fmt.Errorf("memories: remember: %w", err)
 	}
-	if err := m.evict(ctx, owner); err != nil {
-		return Memory{}, err
-	}
-	return Memory{ID: id, Text: text, Thread: labels[LabelThread], Source: labels[LabelSource], Created: meta.Created}, nil
+	return Memory{ID: id, Text: text, Thread: labels[LabelThread], Source: labels[LabelSource], Created: meta.Created}, true, nil
 }
 
 // newID sorts by time: the oldest memory has the smallest id.
