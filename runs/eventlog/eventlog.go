@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	// the writer's bounds: each Log applies its own to what it appends.
 	MaxHeld      int64
 	MaxHeldBytes int64
+	// Quiet: commits notify no one (a log whose streams nobody follows as
+	// they are written: recordings).
+	Quiet bool
 }
 
 // Defaults of Config.
@@ -55,10 +59,21 @@ const (
 // Frame is one event of a stream: its id (increasing; numbered by the
 // writer of an owned stream, by the log in a shared one), its name and
 // its bytes.
+//
+// A frame of an owned stream may be described: Meta (a JSON object) is
+// what its writer knows of it, Path where in its run it comes from (a
+// recorded event's node path), Body a large part of it. Described frames
+// are found by name and path (Select), through an index that the other
+// frames do not enter, and their bodies are read only when asked: Read
+// returns no Path, Meta or Body, Select a Body when asked. Recordings'
+// frames are described (trace/postgres); the streams' are not.
 type Frame struct {
 	ID   int64
 	Name string
 	Data []byte
+	Path string
+	Meta []byte
+	Body []byte
 }
 
 // ErrFenced is the error of an append to a stream that another writer
@@ -104,6 +119,15 @@ var migrations = [][]string{{
 		ADD COLUMN held_bytes bigint NOT NULL DEFAULT 0,
 		ADD COLUMN dropped    bigint NOT NULL DEFAULT 0`,
 	`CREATE INDEX event_streams_shared_updated ON {schema}.event_streams (updated) WHERE shared`,
+}, {
+	// Described frames (recordings' events): where in the run they come
+	// from, what their writer knows of them, their large part apart from
+	// what a page reads; found by name through an index of their own.
+	`ALTER TABLE {schema}.event_frames
+		ADD COLUMN path text COLLATE "C",
+		ADD COLUMN meta jsonb,
+		ADD COLUMN body bytea`,
+	`CREATE INDEX event_frames_described ON {schema}.event_frames (stream, name, id) WHERE meta IS NOT NULL`,
 }}
 
 // Log is the event log on a pool. Create it with New, Start it, Close it.
@@ -135,6 +159,7 @@ type pend struct {
 	fence  int64
 	frame  Frame
 	seq    uint64
+	group  uint64 // the seq of the first frame of its AppendAll; 0: none
 }
 
 // New returns the log on pool, which the caller owns. It does no I/O.
@@ -189,16 +214,20 @@ func newQueries(schema, channel string) *queries {
 			RETURNING s.last`),
 		// One statement per commit, whatever the streams: each stream's
 		// frames go in when its writer's token is still the newest.
+		// A frame whose id its stream stored already is left as it is: an
+		// append written again (a writer that retries) is stored once.
 		write: rep.Replace(`WITH b AS (
-				SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bytea[]) AS b(stream, fence, id, name, frame)
+				SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bytea[], $6::text[], $7::jsonb[], $8::bytea[])
+					AS b(stream, fence, id, name, frame, path, meta, body)
 			), ok AS (
 				UPDATE {streams} s SET last = greatest(s.last, m.last), updated = clock_timestamp()
 				FROM (SELECT stream, max(fence) AS fence, max(id) AS last FROM b GROUP BY stream) m
 				WHERE s.stream = m.stream AND s.fence <= m.fence
 				RETURNING s.stream
 			), ins AS (
-				INSERT INTO {frames} (stream, id, name, frame)
-				SELECT b.stream, b.id, b.name, b.frame FROM b JOIN ok USING (stream)
+				INSERT INTO {frames} (stream, id, name, frame, path, meta, body)
+				SELECT b.stream, b.id, b.name, b.frame, b.path, b.meta, b.body FROM b JOIN ok USING (stream)
+				ON CONFLICT (stream, id) DO NOTHING
 			)
 			SELECT stream FROM ok`),
 		// The readers are told in a transaction of its own, after the
@@ -369,6 +398,53 @@ func (l *Log) AppendShared(stream, name string, data []byte) error {
 	return l.add(pend{stream: stream, shared: true, frame: Frame{Name: name, Data: data}})
 }
 
+// Entry is a frame of an owned stream for AppendAll.
+type Entry struct {
+	Stream string
+	Fence  int64
+	Frame  Frame
+}
+
+// AppendAll queues frames of owned streams (see Append) to be committed
+// together: all are stored or none is, but those of a stream fenced (or
+// deleted) since, which are not. It blocks while Config.MaxPendingBytes
+// are waiting (unless nothing is). It returns the error of an earlier
+// commit of one of the streams, once, and then queues nothing.
+func (l *Log) AppendAll(entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	size := 0
+	for i := range entries {
+		size += len(entries[i].Frame.Data) + len(entries[i].Frame.Meta) + len(entries[i].Frame.Body)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		for _, e := range entries {
+			if err := l.takeErr(e.Stream); err != nil {
+				return err
+			}
+		}
+		if l.closed || l.q == nil {
+			return ErrClosed
+		}
+		if l.bytes == 0 || l.bytes+size <= l.cfg.MaxPendingBytes {
+			break
+		}
+		signal(l.urgent)
+		l.cond.Wait()
+	}
+	group := l.seq + 1
+	for _, e := range entries {
+		l.seq++
+		l.pending = append(l.pending, pend{stream: e.Stream, fence: e.Fence, frame: e.Frame, seq: l.seq, group: group})
+	}
+	l.bytes += size
+	l.wake()
+	return nil
+}
+
 // add queues p; a frame of an owned stream is not queued after an error.
 func (l *Log) add(p pend) error {
 	l.mu.Lock()
@@ -384,7 +460,7 @@ func (l *Log) add(p pend) error {
 		if l.closed || l.q == nil {
 			return cmp.Or(prior, ErrClosed)
 		}
-		if l.bytes == 0 || l.bytes+len(p.frame.Data) <= l.cfg.MaxPendingBytes {
+		if l.bytes == 0 || l.bytes+p.size() <= l.cfg.MaxPendingBytes {
 			break
 		}
 		signal(l.urgent)
@@ -393,13 +469,23 @@ func (l *Log) add(p pend) error {
 	l.seq++
 	p.seq = l.seq
 	l.pending = append(l.pending, p)
-	l.bytes += len(p.frame.Data)
+	l.bytes += p.size()
+	l.wake()
+	return prior
+}
+
+// size is what p counts against the bounds of pending frames and of a
+// commit.
+func (p *pend) size() int { return len(p.frame.Data) + len(p.frame.Meta) + len(p.frame.Body) }
+
+// wake tells the commit loop of frames appended: now when a batch is
+// full. l.mu is held.
+func (l *Log) wake() {
 	if len(l.pending) >= l.cfg.MaxBatch || l.bytes >= l.cfg.MaxBatchBytes {
 		signal(l.urgent)
 	} else {
 		signal(l.kick)
 	}
-	return prior
 }
 
 // Flush waits until every frame appended before it is committed, and
@@ -478,8 +564,13 @@ func (l *Log) commitAll(ctx context.Context) {
 	for {
 		l.mu.Lock()
 		n, size := 0, 0
-		for n < len(l.pending) && n < l.cfg.MaxBatch && (n == 0 || size+len(l.pending[n].frame.Data) <= l.cfg.MaxBatchBytes) {
-			size += len(l.pending[n].frame.Data)
+		for n < len(l.pending) && n < l.cfg.MaxBatch && (n == 0 || size+l.pending[n].size() <= l.cfg.MaxBatchBytes) {
+			size += l.pending[n].size()
+			n++
+		}
+		// The frames of one AppendAll commit together.
+		for n > 0 && n < len(l.pending) && l.pending[n].group != 0 && l.pending[n].group == l.pending[n-1].group {
+			size += l.pending[n].size()
 			n++
 		}
 		batch := l.pending[:n:n]
@@ -515,7 +606,7 @@ func (l *Log) commitAll(ctx context.Context) {
 		// after the commit (and after the flushes waiting for it); a
 		// notification that fails is not a frame lost: the stream's next
 		// commit, or its run's end, tells them.
-		if len(stored) > 0 {
+		if len(stored) > 0 && !l.cfg.Quiet {
 			_, _ = l.pool.Exec(ctx, q.notify, q.channel, slices.Collect(maps.Keys(stored)))
 		}
 	}
@@ -582,15 +673,29 @@ func (l *Log) write(ctx context.Context, q *queries, batch []pend) (map[string]b
 	return stored, dropped, nil
 }
 
-// ownedArgs are the arguments of the write of owned frames.
+// ownedArgs are the arguments of the write of owned frames. A frame
+// without Meta has no path, meta or body (NULL).
 func ownedArgs(batch []pend) []any {
 	streams, names := make([]string, len(batch)), make([]string, len(batch))
 	fences, ids := make([]int64, len(batch)), make([]int64, len(batch))
-	frames := make([][]byte, len(batch))
+	frames, metas, bodies := make([][]byte, len(batch)), make([][]byte, len(batch)), make([][]byte, len(batch))
+	paths := make([]*string, len(batch))
 	for i, p := range batch {
-		streams[i], fences[i], ids[i], names[i], frames[i] = p.stream, p.fence, p.frame.ID, p.frame.Name, p.frame.Data
+		f := &batch[i].frame
+		streams[i], fences[i], ids[i], names[i], frames[i] = p.stream, p.fence, f.ID, f.Name, notNil(f.Data)
+		if f.Meta != nil {
+			paths[i], metas[i], bodies[i] = &f.Path, f.Meta, f.Body
+		}
 	}
-	return []any{streams, fences, ids, names, frames}
+	return []any{streams, fences, ids, names, frames, paths, metas, bodies}
+}
+
+// notNil is b, or no bytes rather than NULL.
+func notNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
 
 // Read returns the frames of stream after id after, in order: at most
@@ -612,6 +717,73 @@ func (l *Log) Read(ctx context.Context, stream string, after int64, limit, maxBy
 		}
 	}
 	return nil, fmt.Errorf("eventlog: read stream %q: %w", stream, err)
+}
+
+// Query selects described frames of a stream (see Frame); zero fields
+// select them all.
+type Query struct {
+	// After and Until bound the ids: After < ID <= Until (Until 0: no
+	// bound).
+	After, Until int64
+	// Names keeps the frames of these names only.
+	Names []string
+	// Path keeps the frames whose path is Path or lies below it ("a/b/c"
+	// lies below "a/b", "a/bc" does not).
+	Path string
+	// Limit caps the frames returned (0: no cap).
+	Limit int
+	// Bodies reads their bodies too.
+	Bodies bool
+}
+
+// Select returns the described frames of stream that q selects, in
+// order, with their Path and Meta, and their Body when q asks: the
+// frames it does not select, and the bodies it does not ask for, are
+// not read from the database.
+func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, error) {
+	qs, err := l.queries()
+	if err != nil {
+		return nil, err
+	}
+	args := []any{stream, q.After}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	body := `NULL::bytea`
+	if q.Bodies {
+		body = `body`
+	}
+	// "meta IS NOT NULL" lets the planner use the index of described
+	// frames; the statement is built for the filters q sets, so that
+	// each has its plan.
+	query := `SELECT id, name, frame, path, meta, ` + body + ` FROM ` + qs.frames +
+		` WHERE stream = $1 AND meta IS NOT NULL AND id > $2`
+	if q.Until > 0 {
+		query += ` AND id <= ` + arg(q.Until)
+	}
+	if len(q.Names) > 0 {
+		query += ` AND name = ANY(` + arg(q.Names) + `)`
+	}
+	if q.Path != "" {
+		query += ` AND (path = ` + arg(q.Path) + ` OR starts_with(path, ` + arg(q.Path+"/") + `))`
+	}
+	query += ` ORDER BY id`
+	if q.Limit > 0 {
+		query += ` LIMIT ` + arg(q.Limit)
+	}
+	rows, err := l.pool.Query(ctx, query, args...)
+	if err == nil {
+		var out []Frame
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Frame, error) {
+			var f Frame
+			return f, row.Scan(&f.ID, &f.Name, &f.Data, &f.Path, &f.Meta, &f.Body)
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("eventlog: select frames of stream %q: %w", stream, err)
 }
 
 // Last returns the id of the last frame of stream stored (0: none).

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coorflow/coorflow/internal/pgdb"
+	"github.com/coorflow/coorflow/runs/eventlog"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -22,7 +24,8 @@ import (
 type Store struct {
 	share  *pgdb.Share
 	pool   *pgxpool.Pool
-	schema string // as WithSchema named it; "": the current one
+	schema string        // as WithSchema named it; "": the current one
+	log    *eventlog.Log // the runs' events, in the same schema
 }
 
 var _ trace.Store = (*Store)(nil)
@@ -54,7 +57,7 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Store, error
 	s := New(pool, opts...)
 	s.share.Own()
 	if err := s.Migrate(ctx); err != nil {
-		pool.Close()
+		_ = s.Close() // and the pool
 		return nil, err
 	}
 	return s, nil
@@ -68,17 +71,21 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{pool: pool, schema: o.schema, share: pgdb.NewShare(pool, pgdb.Backend{
-		Schema:     o.schema,
-		Migrations: schemaMigrations,
-		Closed:     errClosed,
-	})}
+	return &Store{pool: pool, schema: o.schema,
+		// Nobody follows a recording as it is written: its commits
+		// notify no one.
+		log: eventlog.New(pool, eventlog.Config{Schema: o.schema, Quiet: true}),
+		share: pgdb.NewShare(pool, pgdb.Backend{
+			Schema:     o.schema,
+			Migrations: schemaMigrations,
+			Closed:     errClosed,
+		})}
 }
 
 // Migrate creates or upgrades the tables now rather than on first use. It
 // is what Open does before it returns.
 func (s *Store) Migrate(ctx context.Context) error {
-	_, err := s.share.Init(ctx)
+	_, err := s.init(ctx)
 	return err
 }
 
@@ -87,17 +94,30 @@ func (s *Store) Migrate(ctx context.Context) error {
 // their tables beside its (runs/accounts.Of).
 func (s *Store) PostgresDatabase() (*pgxpool.Pool, string) { return s.pool, s.schema }
 
-// Close closes the pool when the Store was returned by Open. Methods
-// called after Close return an error wrapping trace.ErrClosed.
+// Close stores the events appended, and closes the pool when the Store
+// was returned by Open. Methods called after Close return an error
+// wrapping trace.ErrClosed.
 func (s *Store) Close() error {
+	err := s.log.Close()
 	s.share.Close()
-	return nil
+	return err
 }
 
 // init sets the Store up on first use and returns the quoted schema name.
+// The event log's tables are made first: migration 2 moves the events
+// into them.
 func (s *Store) init(ctx context.Context) (string, error) {
+	if err := s.log.Start(ctx); err != nil {
+		if errors.Is(err, eventlog.ErrClosed) {
+			return "", errClosed
+		}
+		return "", fmt.Errorf("postgres: %w", err)
+	}
 	return s.share.Init(ctx)
 }
+
+// tables returns the qualified names of the event log's tables.
+func (s *Store) tables() (streams, frames string) { return s.log.Tables() }
 
 // CreateRun adds run to the index.
 func (s *Store) CreateRun(ctx context.Context, run trace.RunInfo) error {
@@ -109,23 +129,33 @@ func (s *Store) CreateRun(ctx context.Context, run trace.RunInfo) error {
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO `+sc+`.trace_runs
+	// The run's stream is made with it: its events are stored only while
+	// it is there (DeleteRun deletes both).
+	streams, _ := s.tables()
+	var created int
+	err = s.pool.QueryRow(ctx, `WITH r AS (INSERT INTO `+sc+`.trace_runs
 		(run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
 		 started, ended, final_state, error, events)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (run_id) DO NOTHING`,
+		ON CONFLICT (run_id) DO NOTHING RETURNING run_id),
+		st AS (INSERT INTO `+streams+` (stream) SELECT $16 FROM r ON CONFLICT (stream) DO NOTHING)
+		SELECT count(*) FROM r`,
 		run.ID, run.Thread, run.GraphThread, run.Workflow, run.Graph, run.Owner, run.Status, run.Start,
-		bytesOrNil(run.Input), runtimeJSON, run.StartedAt, run.EndedAt, bytesOrNil(run.FinalState), run.Error, run.Events)
+		bytesOrNil(run.Input), runtimeJSON, run.StartedAt, run.EndedAt, bytesOrNil(run.FinalState), run.Error, run.Events,
+		streamOf(run.ID)).Scan(&created)
 	if err != nil {
 		return fmt.Errorf("postgres: create run %q: %w", run.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if created == 0 {
 		return fmt.Errorf("postgres: create run %q: %w", run.ID, trace.ErrRunExists)
 	}
 	return nil
 }
 
-// AppendEvents stores events in one transaction.
+// AppendEvents stores events as frames of their runs' streams in the
+// event log, in one of its group commits (with the events other
+// recorders append meanwhile), and returns once they are committed. An
+// event already stored (its run and Seq) is left as it is.
 func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -134,21 +164,21 @@ func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("postgres: append events: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
 	var ids []string
 	seen := map[string]bool{}
-	for _, e := range events {
+	entries := make([]eventlog.Entry, len(events))
+	for i, e := range events {
 		if !seen[e.RunID] {
 			seen[e.RunID] = true
 			ids = append(ids, e.RunID)
 		}
+		f, err := toFrame(e)
+		if err != nil {
+			return err
+		}
+		entries[i] = eventlog.Entry{Stream: streamOf(e.RunID), Frame: f}
 	}
-	// FOR KEY SHARE: a run cannot be deleted under the batch.
-	rows, err := tx.Query(ctx, `SELECT run_id FROM `+sc+`.trace_runs WHERE run_id = ANY($1) FOR KEY SHARE`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM `+sc+`.trace_runs WHERE run_id = ANY($1)`, ids)
 	if err != nil {
 		return fmt.Errorf("postgres: append events: %w", err)
 	}
@@ -156,27 +186,30 @@ func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
 	if err != nil {
 		return fmt.Errorf("postgres: append events: %w", err)
 	}
-	if len(found) < len(ids) {
-		for _, id := range ids {
-			if !slices.Contains(found, id) {
-				return fmt.Errorf("postgres: append events of run %q: %w", id, trace.ErrNotFound)
-			}
+	for _, id := range ids {
+		if !slices.Contains(found, id) {
+			return fmt.Errorf("postgres: append events of run %q: %w", id, trace.ErrNotFound)
 		}
 	}
-	b := &pgx.Batch{}
-	insert := `INSERT INTO ` + sc + `.trace_events
-		(run_id, seq, kind, path, node, step, attempt, at, duration_ns, agent, payload, error, hash, request, response)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (run_id, seq) DO NOTHING`
-	for _, e := range events {
-		b.Queue(insert, e.RunID, e.Seq, e.Kind, e.Path, e.Node, e.Step, e.Attempt, e.Time, int64(e.Duration), e.Agent,
-			bytesOrNil(e.Payload), e.Error, e.Hash, bytesOrNil(e.Request), bytesOrNil(e.Response))
+	// A run deleted from here on has no stream: its frames are not
+	// stored (the log says its stream is fenced).
+	err = s.log.AppendAll(entries)
+	for _, id := range ids {
+		if err != nil {
+			break
+		}
+		err = s.log.Flush(streamOf(id))
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	switch {
+	case errors.Is(err, eventlog.ErrFenced):
+		for _, id := range ids {
+			s.log.Forget(streamOf(id))
+		}
+		return fmt.Errorf("postgres: append events: a run was deleted: %w", trace.ErrNotFound)
+	case errors.Is(err, eventlog.ErrClosed):
+		return errClosed
+	case err != nil:
 		return fmt.Errorf("postgres: append events: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: append events: commit: %w", err)
 	}
 	return nil
 }
@@ -204,21 +237,47 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM `+sc+`.trace_runs WHERE run_id = $1`, id)
+	n, err := s.deleteRuns(ctx, sc, []string{id})
 	if err != nil {
 		return fmt.Errorf("postgres: delete run %q: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("postgres: delete run %q: %w", id, trace.ErrNotFound)
 	}
 	return nil
 }
 
+// deleteRuns deletes runs of the index with their streams, in one
+// transaction, and returns how many runs it deleted. The streams' rows go
+// before their frames, in a statement of their own: deleting a row waits
+// for the commits writing to it, and the frames' statement, which starts
+// after, sees what they stored; a commit after finds no row and stores
+// nothing.
+func (s *Store) deleteRuns(ctx context.Context, sc string, ids []string) (int64, error) {
+	streams, frames := s.tables()
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = streamOf(id)
+	}
+	b := &pgx.Batch{}
+	var n int64
+	b.Queue(`DELETE FROM `+sc+`.trace_runs WHERE run_id = ANY($1)`, ids).Exec(func(tag pgconn.CommandTag) error {
+		n = tag.RowsAffected()
+		return nil
+	})
+	b.Queue(`DELETE FROM `+streams+` WHERE stream = ANY($1)`, keys)
+	b.Queue(`DELETE FROM `+frames+` WHERE stream = ANY($1)`, keys)
+	// The statements of a batch are one transaction.
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // pruneBatch is how many runs one statement of Prune removes.
 const pruneBatch = 500
 
-// Prune removes the runs p does not keep; their events go with them (ON
-// DELETE CASCADE).
+// Prune removes the runs p does not keep, with their streams.
 func (s *Store) Prune(ctx context.Context, p trace.RetentionPolicy) (trace.PruneReport, error) {
 	sc, err := s.init(ctx)
 	if err != nil {
@@ -241,7 +300,7 @@ func (s *Store) Prune(ctx context.Context, p trace.RetentionPolicy) (trace.Prune
 		return rep, nil
 	}
 	for ids := range slices.Chunk(rep.PrunedIDs(), pruneBatch) {
-		if _, err := s.pool.Exec(ctx, `DELETE FROM `+sc+`.trace_runs WHERE run_id = ANY($1)`, ids); err != nil {
+		if _, err := s.deleteRuns(ctx, sc, ids); err != nil {
 			return rep, fmt.Errorf("postgres: prune: %w", err)
 		}
 	}
@@ -327,51 +386,16 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 	}
-	args := []any{id, q.After}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	bodies := `NULL::bytea, NULL::bytea`
-	if q.Bodies {
-		bodies = `request, response`
-	}
-	query := `SELECT seq, kind, path, node, step, attempt, at, duration_ns, agent, payload, error, hash, ` + bodies +
-		` FROM ` + sc + `.trace_events WHERE run_id = $1 AND seq > $2`
-	if q.Until > 0 {
-		query += ` AND seq <= ` + arg(q.Until)
-	}
-	if len(q.Kinds) > 0 {
-		query += ` AND kind = ANY(` + arg(q.Kinds) + `)`
-	}
-	if q.Path != "" {
-		query += ` AND (path = ` + arg(q.Path) + ` OR starts_with(path, ` + arg(q.Path+"/") + `))`
-	}
-	query += ` ORDER BY seq`
-	if q.Limit > 0 {
-		query += ` LIMIT ` + arg(q.Limit)
-	}
-	rows, err := s.pool.Query(ctx, query, args...)
+	frames, err := s.log.Select(ctx, streamOf(id), eventlog.Query{After: q.After, Until: q.Until, Names: q.Kinds,
+		Path: q.Path, Limit: q.Limit, Bodies: q.Bodies})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 	}
-	defer rows.Close()
-	var out []trace.Event
-	for rows.Next() {
-		e := trace.Event{RunID: id}
-		var durNS, step, attempt int64
-		var payload, request, response []byte
-		if err := rows.Scan(&e.Seq, &e.Kind, &e.Path, &e.Node, &step, &attempt, &e.Time, &durNS, &e.Agent,
-			&payload, &e.Error, &e.Hash, &request, &response); err != nil {
-			return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
+	out := make([]trace.Event, len(frames))
+	for i, f := range frames {
+		if out[i], err = fromFrame(id, f); err != nil {
+			return nil, err
 		}
-		e.Step, e.Attempt = int(step), int(attempt)
-		e.Time, e.Duration = e.Time.UTC(), time.Duration(durNS)
-		e.Payload, e.Request, e.Response = raw(payload), raw(request), raw(response)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 	}
 	return out, nil
 }
@@ -433,16 +457,19 @@ func (s *Store) OwnerBytes(ctx context.Context, owner string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	_, frames := s.tables()
 	var n int64
 	err = s.pool.QueryRow(ctx, `SELECT
 	(SELECT coalesce(sum(octet_length(run_id) + octet_length(thread_id) + octet_length(graph_thread) + octet_length(workflow)
 		+ octet_length(graph) + octet_length(owner) + octet_length(status) + octet_length(start_kind)
 		+ coalesce(octet_length(input), 0) + coalesce(octet_length(runtime), 0) + coalesce(octet_length(final_state), 0)
 		+ octet_length(error) + 32), 0) FROM `+sc+`.trace_runs WHERE owner = $1)
-	+ (SELECT coalesce(sum(octet_length(e.run_id) + octet_length(e.kind) + octet_length(e.path) + octet_length(e.node)
-		+ octet_length(e.agent) + coalesce(octet_length(e.payload), 0) + octet_length(e.error) + octet_length(e.hash)
-		+ coalesce(octet_length(e.request), 0) + coalesce(octet_length(e.response), 0) + 40), 0)
-		FROM `+sc+`.trace_events e JOIN `+sc+`.trace_runs r ON r.run_id = e.run_id WHERE r.owner = $1)`, owner).Scan(&n)
+	+ (SELECT coalesce(sum(octet_length(r.run_id) + octet_length(f.name) + octet_length(f.path)
+		+ coalesce(octet_length(f.meta->>'node'), 0) + coalesce(octet_length(f.meta->>'agent'), 0) + octet_length(f.frame)
+		+ coalesce(octet_length(f.meta->>'error'), 0) + coalesce(octet_length(f.meta->>'hash'), 0)
+		+ coalesce(octet_length(f.body) - 4, 0) + 40), 0)
+		FROM `+sc+`.trace_runs r JOIN `+frames+` f ON f.stream = '`+streamPrefix+`' || r.run_id
+		WHERE r.owner = $1 AND f.meta IS NOT NULL)`, owner).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: bytes of owner %q: %w", owner, err)
 	}
