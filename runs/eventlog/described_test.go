@@ -1,0 +1,98 @@
+package eventlog
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func described(id int64, name, path string) Frame {
+	return Frame{ID: id, Name: name, Path: path, Data: fmt.Appendf(nil, "data %d", id),
+		Meta: fmt.Appendf(nil, `{"n": %d}`, id), Body: fmt.Appendf(nil, "body %d", id)}
+}
+
+func TestAFrameAppendedAgainIsStoredOnceAndTheOthersOfItsCommitToo(t *testing.T) {
+	l := newLog(t, Config{})
+	for _, s := range []string{"a", "b"} {
+		_, err := l.Open(t.Context(), s, 1)
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Append("a", 1, frame(1)))
+	require.NoError(t, l.Flush("a"))
+	again := frame(1)
+	again.Data = []byte("again")
+	require.NoError(t, l.AppendAll([]Entry{{Stream: "a", Fence: 1, Frame: again}, {Stream: "a", Fence: 1, Frame: frame(2)},
+		{Stream: "a", Fence: 1, Frame: frame(2)}, {Stream: "b", Fence: 1, Frame: frame(1)}}))
+	require.NoError(t, l.Flush("a"))
+	require.NoError(t, l.Flush("b"))
+	got, err := l.Read(t.Context(), "a", 0, 10, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, []Frame{frame(1), frame(2)}, got, "the first write of an id stays")
+	got, err = l.Read(t.Context(), "b", 0, 10, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, []Frame{frame(1)}, got)
+}
+
+func TestTheFramesOfAnAppendAllCommitInOneTransaction(t *testing.T) {
+	l := newLog(t, Config{MaxBatch: 2})
+	var entries []Entry
+	for _, s := range []string{"a", "b"} {
+		_, err := l.Open(t.Context(), s, 1)
+		require.NoError(t, err)
+		for id := int64(1); id <= 5; id++ {
+			entries = append(entries, Entry{Stream: s, Fence: 1, Frame: frame(id)})
+		}
+	}
+	require.NoError(t, l.Append("a", 1, frame(100))) // a commit of its own: the batch holds 2
+	require.NoError(t, l.AppendAll(entries))
+	require.NoError(t, l.Flush("a"))
+	var txs int
+	require.NoError(t, l.pool.QueryRow(t.Context(), `SELECT count(DISTINCT xmin::text) FROM `+l.q.frames+` WHERE id <= 5`).Scan(&txs))
+	assert.Equal(t, 1, txs, "10 frames, batches of 2, one transaction")
+}
+
+func TestSelectReadsDescribedFramesByNameAndPathAndBodiesOnlyWhenAsked(t *testing.T) {
+	l := newLog(t, Config{})
+	_, err := l.Open(t.Context(), "run", 0)
+	require.NoError(t, err)
+	paths := []string{"wf", "wf/a_b", "wf/a_b/x", "wf/aXb", "wf/a_bc", "wf/a%b/c"}
+	var entries []Entry
+	for i, p := range paths {
+		name := []string{"call", "end"}[i%2]
+		entries = append(entries, Entry{Stream: "run", Frame: described(int64(i+1), name, p)})
+	}
+	entries = append(entries, Entry{Stream: "run", Frame: Frame{ID: 7, Name: "call", Data: []byte("not described")}})
+	require.NoError(t, l.AppendAll(entries))
+	require.NoError(t, l.Flush("run"))
+
+	ids := func(q Query) []int64 {
+		t.Helper()
+		got, err := l.Select(t.Context(), "run", q)
+		require.NoError(t, err)
+		out := []int64{}
+		for _, f := range got {
+			out = append(out, f.ID)
+			assert.Equal(t, q.Bodies, f.Body != nil, "frame %d: a body only when asked", f.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6}, ids(Query{}), "described frames only")
+	assert.Equal(t, []int64{1, 3, 5}, ids(Query{Names: []string{"call"}}))
+	assert.Equal(t, []int64{2, 3}, ids(Query{Path: "wf/a_b", Bodies: true}), "a path and what lies below, no pattern")
+	assert.Equal(t, []int64{3}, ids(Query{Path: "wf/a_b", Names: []string{"call"}}))
+	assert.Equal(t, []int64{3, 4}, ids(Query{After: 2, Until: 4}))
+	assert.Equal(t, []int64{1, 2}, ids(Query{Limit: 2}))
+
+	got, err := l.Select(t.Context(), "run", Query{Until: 1, Bodies: true})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	want := described(1, "call", "wf")
+	assert.Equal(t, want.Data, got[0].Data)
+	assert.Equal(t, want.Body, got[0].Body)
+	assert.JSONEq(t, string(want.Meta), string(got[0].Meta))
+	page, err := l.Read(t.Context(), "run", 0, 1, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, []Frame{{ID: 1, Name: "call", Data: want.Data}}, page, "a page reads no path, meta or body")
+}
