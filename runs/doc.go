@@ -29,8 +29,10 @@
 //     a run alike;
 //   - the event log (package runs/eventlog, on PostgreSQL, a package of
 //     its own so that temporalrun and server/replicas, below runs, use
-//     it): one table family for the replicas' streams and Temporal's
-//     (recordings are still trace's own tables).
+//     it): one table family for the replicas' streams, Temporal's and
+//     the events of recordings on PostgreSQL (trace/postgres; its index
+//     of runs, trace_runs, stays its own, and SQLite recordings keep
+//     their file's tables: the event log is PostgreSQL's).
 //
 // Transports translate their wire formats to and from this package; they
 // do not re-implement its rules. In the server, every transport starts,

@@ -122,6 +122,7 @@ func TestOwnerBudgetHoldsAcrossThreeReplicas(t *testing.T) {
 	cfg := server.Config{Workflows: workflows(fanGraph(t, 4, 10)), OwnerBudgets: map[string]llm.Budget{"alice": {Tokens: 3000}}}
 	for range 3 {
 		store := tracepg.New(rs.pool, tracepg.WithSchema(rs.schema))
+		t.Cleanup(func() { require.NoError(t, store.Close()) }) // after the recorder's
 		rec := trace.NewRecorder(store, trace.RecorderConfig{})
 		t.Cleanup(func() { require.NoError(t, rec.Close(context.Background())) })
 		cfg.Recorder = rec

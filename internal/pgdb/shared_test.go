@@ -36,6 +36,7 @@ func TestTheThreeBackendsShareOnePool(t *testing.T) {
 	saver := cpostgres.New(pool, cpostgres.WithSchema(schema))
 	st := spostgres.New(pool, spostgres.WithSchema(schema))
 	traces := tpostgres.New(pool, tpostgres.WithSchema(schema))
+	t.Cleanup(func() { assert.NoError(t, traces.Close()) }) // before the pool's
 	for _, b := range []interface{ Migrate(context.Context) error }{saver, st, traces} {
 		require.NoError(t, b.Migrate(ctx))
 	}

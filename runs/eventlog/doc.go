@@ -2,8 +2,9 @@
 // (server-sent events, recorded events) of each stream — a run's, keyed
 // by the caller — stored in one table family (event_streams,
 // event_frames) and read from any id on by any process. The replicas'
-// run streams (server/replicas) and Temporal's (temporalrun, keyed
-// "temporal/" and the thread) are its streams.
+// run streams (server/replicas), Temporal's (temporalrun, keyed
+// "temporal/" and the thread) and recordings' events (trace/postgres,
+// keyed "trace/" and the run) are its streams.
 //
 // A stream is of one of two kinds, by how it is written:
 //
@@ -37,7 +38,19 @@
 // of the replica that took its run over (ErrFenced).
 //
 // A commit stores the frames of both kinds in one transaction and one
-// round trip (one statement when it has no shared stream).
+// round trip (one statement when it has no shared stream). A frame of an
+// owned stream whose id is stored already is left as it is: a writer
+// that retries stores its frames once. AppendAll queues frames that are
+// committed together, all or none.
+//
+// The frames of an owned stream may be described (Frame.Meta, Path,
+// Body: a recorded event's fields, node path and model call bodies).
+// Select finds them by name and path, through an index of described
+// frames alone, and reads their bodies only when asked; Read, the page
+// of a stream's reader, reads no bodies. A stream's owner deletes it
+// with what it belongs to (a run; Tables), the stream's row before its
+// frames, so that a commit under way is waited for and a later one
+// stores nothing.
 //
 // Each commit notifies Config.Channel with the key of each stream it
 // wrote, for readers that wait (pgdb.Listener).

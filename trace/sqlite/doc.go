@@ -2,7 +2,8 @@
 // file, through the pure-Go driver modernc.org/sqlite (no cgo): the
 // embedded default, one file per machine. The file may be the one
 // checkpoint/sqlite uses; the tables (trace_runs, trace_events,
-// trace_schema) are its own.
+// trace_schema) are its own (on PostgreSQL, recordings' events are
+// streams of the runs' event log, runs/eventlog, which is PostgreSQL's).
 //
 // Open opens or creates the file (mode 0600) with write-ahead logging, a
 // busy timeout and synchronous=NORMAL (see internal/sqlitedb); New wraps a
