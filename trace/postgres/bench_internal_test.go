@@ -80,6 +80,7 @@ func benchAppends(b *testing.B, index interface {
 	var worker atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(max(1, writers/2)) // 2 cores: GOMAXPROCS × this goroutines
+	b.ResetTimer()                      // not the tables made, nor the runs
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		run := runs[int(worker.Add(1)-1)%writers]

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/trace"
 	"github.com/coorflow/coorflow/trace/postgres"
@@ -218,4 +219,40 @@ func TestAViewReadsNoBodiesNorEventsItDoesNotNeed(t *testing.T) {
 	require.Len(t, calls, 4)
 	assert.Greater(t, read.Load(), int64(bodies), "the bodies asked for are read (the count sees them)")
 	assert.Less(t, read.Load(), int64(bodies+64<<10), "and the values not asked for are not")
+}
+
+// What a Recorder's Finish waited for is committed: another store on
+// another pool (another replica) reads every event of 128 runs recorded
+// at once, and their ends, as soon as Finish returns.
+func TestARecordersFinishedRunsAreStoredWhenFinishReturns(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s, schema := newStore(t, pool)
+	rec := trace.NewRecorder(s, trace.RecorderConfig{Batch: 16})
+	t.Cleanup(func() { assert.NoError(t, rec.Close(context.Background())) })
+	other := postgres.New(pgtest.Pool(t), postgres.WithSchema(schema))
+	t.Cleanup(func() { assert.NoError(t, other.Close()) })
+	const runs, each = 128, 40
+	var wg sync.WaitGroup
+	for r := range runs {
+		wg.Go(func() {
+			id := fmt.Sprintf("run-%03d", r)
+			rr, err := rec.Begin(context.Background(), trace.RunInfo{ID: id, Graph: "wf"})
+			if !assert.NoError(t, err) {
+				return
+			}
+			for i := range each {
+				rr.Observe(graph.Event{Kind: graph.EventCustom, Path: "wf", Data: i, Time: t0})
+			}
+			if !assert.NoError(t, rr.Finish(context.Background(), nil)) {
+				return
+			}
+			got, err := other.Events(context.Background(), id, trace.EventQuery{})
+			assert.NoError(t, err)
+			assert.Len(t, got, each, id)
+			run, err := other.Run(context.Background(), id)
+			assert.NoError(t, err)
+			assert.Equal(t, trace.StatusDone, run.Status, id)
+		})
+	}
+	wg.Wait()
 }

@@ -193,12 +193,14 @@ func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
 	}
 	// A run deleted from here on has no stream: its frames are not
 	// stored (the log says its stream is fenced).
+	// Each stream's error is taken, so that none is left for a later call.
 	err = s.log.AppendAll(entries)
-	for _, id := range ids {
-		if err != nil {
-			break
+	if err == nil {
+		errs := make([]error, len(ids))
+		for i, id := range ids {
+			errs[i] = s.log.Flush(streamOf(id))
 		}
-		err = s.log.Flush(streamOf(id))
+		err = errors.Join(errs...)
 	}
 	switch {
 	case errors.Is(err, eventlog.ErrFenced):
