@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -95,4 +96,30 @@ func TestSelectReadsDescribedFramesByNameAndPathAndBodiesOnlyWhenAsked(t *testin
 	page, err := l.Read(t.Context(), "run", 0, 1, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, []Frame{{ID: 1, Name: "call", Data: want.Data}}, page, "a page reads no path, meta or body")
+}
+
+func TestFlushContextStopsWaitingWhenItsContextEnds(t *testing.T) {
+	l := newLog(t, Config{})
+	_, err := l.Open(t.Context(), "run", 0)
+	require.NoError(t, err)
+	// Another transaction holds the stream's row: the commit waits.
+	tx, err := l.pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = tx.Exec(t.Context(), `SELECT 1 FROM `+l.q.streams+` WHERE stream = 'run' FOR UPDATE`)
+	require.NoError(t, err)
+
+	require.NoError(t, l.Append("run", 0, frame(1)))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- l.FlushContext(ctx, "run") }()
+	cancel()
+	err = <-done
+	require.ErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, `eventlog: flush stream "run"`)
+
+	require.NoError(t, tx.Rollback(t.Context()))
+	require.NoError(t, l.Flush("run"), "the frame is committed once the row is free")
+	got, err := l.Read(t.Context(), "run", 0, 10, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, []Frame{frame(1)}, got)
 }

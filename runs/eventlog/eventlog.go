@@ -491,10 +491,26 @@ func (l *Log) wake() {
 // Flush waits until every frame appended before it is committed, and
 // returns the error of a commit of the stream's frames (see Append).
 func (l *Log) Flush(stream string) error {
+	return l.FlushContext(context.Background(), stream)
+}
+
+// FlushContext is Flush, waiting no longer than ctx: when ctx ends
+// first, it returns ctx's error, and the frames are committed later or
+// not (a writer that appends them again stores them once).
+func (l *Log) FlushContext(ctx context.Context, stream string) error {
+	stop := context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	})
+	defer stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	target := l.seq
 	for l.settled < target && !l.stopped {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("eventlog: flush stream %q: %w", stream, err)
+		}
 		signal(l.urgent)
 		l.cond.Wait()
 	}

@@ -198,7 +198,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []trace.Event) error {
 	if err == nil {
 		errs := make([]error, len(ids))
 		for i, id := range ids {
-			errs[i] = s.log.Flush(streamOf(id))
+			errs[i] = s.log.FlushContext(ctx, streamOf(id))
 		}
 		err = errors.Join(errs...)
 	}
