@@ -240,3 +240,25 @@ func TestA2AParallelSendsGetExactlyTheActiveRunQuotaAcrossThreeReplicas(t *testi
 	}
 	assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
 }
+
+// TestA2APushNotificationsAmongReplicas: the replica that took a message
+// follows its task's run through the shared runs and posts the task to
+// its push notification URL when it ends.
+func TestA2APushNotificationsAmongReplicas(t *testing.T) {
+	got := make(chan a2a.StreamResponse, 1)
+	hook := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var ev a2a.StreamResponse
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		got <- ev
+	})
+	es := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, WebhookAllow: []string{hook + "/hooks"}}).envs
+	var sent a2a.SendMessageResponse
+	require.Nil(t, es[1].a2aCall("/a2a/echo", "SendMessage", a2a.SendMessageRequest{Message: a2a.UserText("hi"),
+		Configuration: &a2a.SendMessageConfiguration{ReturnImmediately: true, TaskPushNotificationConfig: &a2a.TaskPushNotificationConfig{URL: hook + "/hooks/a2a"}}}, &sent))
+	ev := <-got
+	require.NotNil(t, ev.Task)
+	assert.Equal(t, sent.Task.ID, ev.Task.ID)
+	assert.Equal(t, a2a.StateCompleted, ev.Task.Status.State)
+	require.Len(t, ev.Task.Artifacts, 1)
+	assert.Equal(t, "HI", *ev.Task.Artifacts[0].Parts[0].Text)
+}
