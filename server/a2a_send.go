@@ -72,7 +72,8 @@ func (c *a2aCall) send(stream bool) (any, error) {
 	pl, err := c.s.start(ctx, ru, storedRequest{RunRequest: req})
 	if err == nil {
 		err = c.s.awaitStart(ctx, pl, false)
-		if ctx.Err() != nil {
+		var early *apiError
+		if err != nil && ctx.Err() != nil && !errors.As(err, &early) {
 			err = nil // the client left: the run goes on, and its task is kept
 		}
 	}
