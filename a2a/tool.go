@@ -65,7 +65,9 @@ const DefaultToolTimeout = 10 * time.Minute
 // recorded task (SubscribeToTask, GetTask) instead of sending the message
 // again; were the process to die between the send and its record, the
 // message is sent again with the same message id, for the agent to see
-// it is the same. Updates of the task are emitted as Update events.
+// it is the same. Updates of the task are emitted as Update events. A
+// task that asks for input interrupts the run (Question); the answer
+// given on resume continues the same task.
 type Tool struct {
 	name, desc string
 	client     *Client
@@ -135,8 +137,51 @@ type sent struct {
 	Reply     string    `json:"reply,omitempty"`
 }
 
-// Call sends the message and follows the task until it ends or waits for
-// input; it returns the task's answer.
+// KindQuestion is the Kind of a Question.
+const KindQuestion = "a2a_input_required"
+
+// Question is the payload of the interrupt (graph.Interrupt) a call
+// raises when the remote agent's task is input-required: the run pauses,
+// and the answer given on resume is sent to the agent as the next message
+// of the same task — a string as a text part, any other JSON value as a
+// data part — whose task the call then follows on. An agent that asks
+// again interrupts the run again.
+type Question struct {
+	Kind      string `json:"kind"`  // KindQuestion
+	Agent     string `json:"agent"` // the tool's name
+	TaskID    string `json:"task_id"`
+	ContextID string `json:"context_id,omitempty"`
+	// Question is the text of the task's status message.
+	Question string `json:"question"`
+	// Data are the status message's data parts (a coorflow agent's are
+	// {"interrupts": [{"id", "payload"}]}).
+	Data []json.RawMessage `json:"data,omitempty"`
+}
+
+// question is the Question of the input-required task.
+func (t *Tool) question(task Task) Question {
+	q := Question{Kind: KindQuestion, Agent: t.name, TaskID: task.ID, ContextID: task.ContextID, Question: task.Status.Message.Text()}
+	if m := task.Status.Message; m != nil {
+		for _, p := range m.Parts {
+			if len(p.Data) > 0 {
+				q.Data = append(q.Data, p.Data)
+			}
+		}
+	}
+	return q
+}
+
+// answerPart is an answer given on resume as a message part.
+func answerPart(answer any) Part {
+	if text, ok := answer.(string); ok {
+		return TextPart(text)
+	}
+	return DataPart(answer)
+}
+
+// Call sends the message and follows the task until it ends; a task that
+// asks for input interrupts the run (Question), and the answer continues
+// the same task. It returns the task's answer.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var in struct {
 		Message   string `json:"message"`
@@ -150,6 +195,37 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 		return "", err
 	}
 	m := &Message{MessageID: msgID, ContextID: in.ContextID, Role: RoleUser, Parts: []Part{TextPart(in.Message)}}
+	s, task, err := t.exchange(ctx, "a2a_send:"+t.name, m)
+	if err != nil || s.TaskID == "" {
+		return s.Reply, err
+	}
+	// Each question and its answer are journaled in turn: a node that
+	// runs again replays the answers given, and asks the next question.
+	for task.Status.State == StateInputRequired {
+		answer, err := graph.Interrupt(ctx, t.question(task))
+		var ie *graph.InterruptError
+		if errors.As(err, &ie) {
+			return "", err // the run pauses until the question is answered
+		}
+		if err != nil {
+			break // no run to pause (a call outside a graph): the model reads the question
+		}
+		id, err := graph.Do(ctx, "a2a_answer_id:"+t.name, func(context.Context) (string, error) { return NewID(), nil })
+		if err != nil {
+			return "", err
+		}
+		reply := &Message{MessageID: id, TaskID: task.ID, ContextID: task.ContextID, Role: RoleUser, Parts: []Part{answerPart(answer)}}
+		if _, task, err = t.exchange(ctx, "a2a_answer:"+t.name, reply); err != nil {
+			return "", err
+		}
+	}
+	return answerText(t.name, task), nil
+}
+
+// exchange sends m, journaled as name, and follows the task the agent
+// made of it (or that it continues) until it ends or waits for input. A
+// direct answer, without a task, is the sent's Reply.
+func (t *Tool) exchange(ctx context.Context, name string, m *Message) (sent, Task, error) {
 	// A streaming agent is sent the message on a stream: its first event
 	// (the task) is journaled, and the rest of the stream followed after.
 	// A node that runs again finds the task in the journal and follows it
@@ -158,7 +234,7 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	stopStream := func() {}
 	defer func() { stopStream() }()
 	streaming := t.client.card.Capabilities.Streaming != nil && *t.client.card.Capabilities.Streaming
-	s, err := graph.Do(ctx, "a2a_send:"+t.name, func(ctx context.Context) (sent, error) {
+	s, err := graph.Do(ctx, name, func(ctx context.Context) (sent, error) {
 		if !streaming {
 			return t.send(ctx, m)
 		}
@@ -179,11 +255,8 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 		}
 		return sent{}, errors.New("a2a: the agent's stream did not start with a task")
 	})
-	if err != nil {
-		return "", err
-	}
-	if s.TaskID == "" {
-		return s.Reply, nil
+	if err != nil || s.TaskID == "" {
+		return s, Task{}, err
 	}
 	graph.Emit(ctx, Update{Agent: t.name, TaskID: s.TaskID, ContextID: s.ContextID, State: s.State})
 	var events iter.Seq2[StreamResponse, error]
@@ -202,10 +275,7 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 		events = t.client.SubscribeToTask(ctx, s.TaskID)
 	}
 	task, err := t.follow(ctx, s, events)
-	if err != nil {
-		return "", err
-	}
-	return answerText(t.name, task), nil
+	return s, task, err
 }
 
 // send sends m to an agent that does not stream, for it to answer at

@@ -188,3 +188,89 @@ func TestToolCallsAnotherCoorflow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, n.Tasks, 1)
 }
+
+// TestARemoteQuestionInterruptsTheCallingRun: a coorflow agent whose run
+// asks two questions in turn, called as a tool. Each question is an
+// interrupt of the calling run (a Question), the human's answer given on
+// resume goes to the same remote task as its next message, and the call's
+// result is the task's answer once it completes. No message is sent twice
+// although the calling node runs again at each resume.
+func TestARemoteQuestionInterruptsTheCallingRun(t *testing.T) {
+	log := graph.NewKey("log", graph.Append[string]())
+	g := graph.New("ask", log)
+	g.AddNode("form", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		name, err := graph.InterruptAs[string](ctx, map[string]string{"question": "name?"})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		city, err := graph.InterruptAs[map[string]string](ctx, map[string]string{"question": "city?"})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(log, name+" from "+city["city"])), nil
+	})
+	g.AddEdge(graph.Start, "form")
+	g.AddEdge("form", graph.End)
+	ask, err := g.Compile()
+	require.NoError(t, err)
+	srv, err := server.New(server.Config{Workflows: map[string]*graph.Runnable{"ask": ask}, Saver: memory.New(),
+		Tokens: map[string]string{"tok": "alice"}, Logger: slog.New(slog.DiscardHandler),
+		MCPTools: map[string]server.MCPTool{"ask": {Description: "Asks for a name and a city.", Input: "log", Output: "log"}}})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		require.NoError(t, srv.Shutdown(context.Background()))
+	})
+	tool, err := a2a.NewTool(t.Context(), a2a.ToolConfig{URL: hs.URL + "/a2a/ask/", Bearer: "tok"})
+	require.NoError(t, err)
+
+	saver := memory.New()
+	r := callGraph(t, tool, `["start"]`, false)
+	resume := func(answer any) graph.Result {
+		t.Helper()
+		opts := []graph.Option{graph.WithSaver(saver), graph.Thread("t")}
+		in := graph.Input()
+		if answer != nil {
+			in = nil
+			opts = append(opts, graph.Resume(answer))
+		}
+		res, err := r.Invoke(t.Context(), in, opts...)
+		require.NoError(t, err)
+		return res
+	}
+	question := func(res graph.Result) a2a.Question {
+		t.Helper()
+		require.Equal(t, graph.StatusInterrupted, res.Status)
+		require.Len(t, res.Interrupts, 1)
+		q, err := graph.InterruptPayload[a2a.Question](res.Interrupts[0])
+		require.NoError(t, err)
+		return q
+	}
+
+	first := question(resume(nil))
+	assert.Equal(t, a2a.KindQuestion, first.Kind)
+	assert.Equal(t, "ask", first.Agent)
+	assert.Contains(t, first.Question, "name?")
+	require.Len(t, first.Data, 1, "the remote interrupts, as data")
+	assert.Contains(t, string(first.Data[0]), "interrupts")
+
+	second := question(resume("Ada"))
+	assert.Equal(t, first.TaskID, second.TaskID, "the same remote task asks again")
+	assert.Contains(t, second.Question, "city?")
+
+	res := resume(map[string]string{"city": "London"})
+	require.Equal(t, graph.StatusDone, res.Status)
+	got, _ := res.State.Value("answer")
+	assert.Contains(t, got, "Ada from London", "the remote task's answer, after both answers")
+
+	c, err := a2a.Dial(t.Context(), hs.URL+"/a2a/ask/", a2a.WithBearer("tok"))
+	require.NoError(t, err)
+	list, err := c.ListTasks(t.Context(), a2a.ListTasksRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.Tasks, 1, "one remote task")
+	task, err := c.GetTask(t.Context(), first.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, a2a.StateCompleted, task.Status.State)
+	assert.Len(t, task.History, 3, "the message and two answers, each sent once")
+}

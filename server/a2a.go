@@ -24,6 +24,7 @@ const (
 // how to authenticate); the JSON-RPC endpoints need a token, and an
 // owner's tasks are invisible to every other owner.
 func (s *Server) a2aRoutes() {
+	s.a2aTasks.init()
 	s.handle("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.agentCard(r, ""))
 	})
@@ -141,8 +142,7 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 }
 
 // a2aRefusal refuses a request of another protocol version than 1.0 (one
-// without A2A-Version asks for 0.3), and every request when the server
-// shares runs among replicas, which A2A does not support yet.
+// without A2A-Version asks for 0.3).
 func (s *Server) a2aRefusal(r *http.Request) *a2a.Error {
 	version := r.Header.Get(a2a.VersionHeader)
 	if version == "" {
@@ -150,9 +150,6 @@ func (s *Server) a2aRefusal(r *http.Request) *a2a.Error {
 	}
 	if version != a2a.ProtocolVersion {
 		return a2a.Errorf(a2a.CodeVersionNotSupported, "A2A version %q is not supported: send the header %s: %s", version, a2a.VersionHeader, a2a.ProtocolVersion)
-	}
-	if s.cfg.Replicas != nil {
-		return a2a.Errorf(a2a.CodeUnsupportedOperation, "A2A is not served by replicas sharing runs (Config.Replicas) yet")
 	}
 	return nil
 }
@@ -269,12 +266,19 @@ func (c *a2aCall) cancelTask() (any, error) {
 	if v.Status.State.Terminal() {
 		return nil, a2a.Errorf(a2a.CodeTaskNotCancelable, "task %q has ended (%s)", t.ID, v.Status.State)
 	}
-	if n := len(t.Runs); n > 0 {
-		if ru := c.s.localRun(t.Runs[n-1], threadKey(c.owner, t.Context)); ru != nil && c.s.cancelRun(ru) {
-			select {
-			case <-ru.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+	pl, err := c.s.taskRun(ctx, c.owner, t)
+	if err != nil {
+		return nil, err
+	}
+	if pl != nil {
+		// Wherever it runs; the task is canceled once its run has ended.
+		live, err := c.s.cancel(ctx, pl)
+		if err != nil {
+			return nil, err
+		}
+		if live {
+			if _, err := c.s.awaitEnd(ctx, pl, 0); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,14 +28,34 @@ var a2aTools = map[string]server.MCPTool{
 // runs; and what another owner gets for all of them.
 func TestA2AOfficialClientSendsStreamsGetsCancelsAndAnswers(t *testing.T) {
 	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingREST} {
-		t.Run(binding, func(t *testing.T) { officialClientScenario(t, binding) })
+		t.Run(binding, func(t *testing.T) { officialClientScenario(t, binding, 0) })
 	}
 }
 
-func officialClientScenario(t *testing.T, binding string) {
+// TestA2AOfficialClientThroughThreeReplicas plays the same scenario with
+// the official client against three replicas sharing runs on one
+// PostgreSQL, behind a round-robin proxy: each request of the client
+// reaches the next replica, so a task is sent, got, streamed, answered
+// and cancelled through different replicas.
+func TestA2AOfficialClientThroughThreeReplicas(t *testing.T) {
+	for _, binding := range []string{a2a.BindingJSONRPC, a2a.BindingREST} {
+		t.Run(binding, func(t *testing.T) { officialClientScenario(t, binding, 3) })
+	}
+}
+
+// officialClientScenario runs client.mjs against one server, or against
+// replicas behind a round-robin proxy when replicas is not zero.
+func officialClientScenario(t *testing.T, binding string, replicas int) {
+	a2atest.NodeModules(t) // before the replicas need PostgreSQL
 	b := newBlocker(t)
-	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t), askGraph(t, false), b.r), MCPTools: a2aTools})
-	rep := a2atest.RunClient(t, a2atest.ClientEnv{URL: e.hs.URL, Key: alice, OtherKey: bob, Echo: "echo", Ask: "ask", Block: "block", Binding: binding})
+	cfg := server.Config{Workflows: workflows(echoGraph(t), askGraph(t, false), b.r), MCPTools: a2aTools}
+	var url string
+	if replicas == 0 {
+		url = newEnv(t, cfg).hs.URL
+	} else {
+		url = roundRobin(t, newReplicaSet(t, replicas, time.Minute, cfg).envs)
+	}
+	rep := a2atest.RunClient(t, a2atest.ClientEnv{URL: url, Key: alice, OtherKey: bob, Echo: "echo", Ask: "ask", Block: "block", Binding: binding})
 	assert.Equal(t, binding, rep.Binding, "the SDK spoke the binding asked for")
 
 	assert.Equal(t, []string{"ask", "block", "echo"}, rep.CardSkills, "the server's card: every workflow a skill")

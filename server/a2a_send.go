@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coorflow/coorflow/a2a"
@@ -17,8 +18,10 @@ import (
 // task starts one — a run of the workflow on the thread of the message's
 // context (created when new) — and a message on a task that is
 // input-required answers its questions with a new run on that thread.
-// Runs start as every transport's do (newRun, submit): the owner's
-// quotas, budgets and the thread's multitask policy apply.
+// Runs start, are followed and are streamed through the server's one
+// entry for runs (start, awaitStart, awaitEnd, serve: runentry.go), in
+// this process or on any replica: the owner's quotas, budgets and the
+// thread's multitask policy apply.
 func (c *a2aCall) send(stream bool) (any, error) {
 	var p a2a.SendMessageRequest
 	if err := c.params(&p); err != nil {
@@ -49,13 +52,14 @@ func (c *a2aCall) send(stream bool) (any, error) {
 	var (
 		t   a2aTask
 		ru  *run
+		req RunRequest
 		err error
 	)
 	create := m.TaskID == ""
 	if !create {
-		t, ru, err = c.answer(m)
+		t, ru, req, err = c.answer(m)
 	} else {
-		t, ru, err = c.start(m, p.Metadata)
+		t, ru, req, err = c.start(m, p.Metadata)
 	}
 	if err != nil {
 		return nil, err
@@ -65,15 +69,24 @@ func (c *a2aCall) send(stream bool) (any, error) {
 		ru.events.attach() // before it starts: the stream sees every event
 		defer ru.events.detach()
 	}
-	if _, e := c.s.submit(ru); e != nil {
+	pl, err := c.s.start(ctx, ru, storedRequest{RunRequest: req})
+	if err == nil {
+		err = c.s.awaitStart(ctx, pl, false)
+		var early *apiError
+		if err != nil && ctx.Err() != nil && !errors.As(err, &early) {
+			err = nil // the client left: the run goes on, and its task is kept
+		}
+	}
+	if err != nil {
 		if c.newThread != "" {
-			// Refused: the context made for it goes too.
+			// Refused, or failed before it started: the context made
+			// for it goes too.
 			c.s.dropEphemeral(context.WithoutCancel(ctx), c.owner, c.newThread)
 		}
-		return nil, e
+		return nil, err
 	}
-	t, err = c.s.saveTask(ctx, c.owner, t, create, func(cur *a2aTask) error {
-		cur.Runs = append(cur.Runs, ru.id)
+	t, err = c.s.saveTask(context.WithoutCancel(ctx), c.owner, t, create, func(cur *a2aTask) error {
+		cur.Runs = append(cur.Runs, pl.id)
 		cur.End, cur.Canceled = nil, false
 		cur.History = append(cur.History, *m)
 		if push != nil {
@@ -86,26 +99,32 @@ func (c *a2aCall) send(stream bool) (any, error) {
 		return nil
 	})
 	if err != nil {
-		c.s.cancelRun(ru)
+		if _, cerr := c.s.cancel(context.WithoutCancel(ctx), pl); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return nil, err
 	}
-	go c.s.watchTask(c.owner, t.ID, ru)
+	c.s.watchTask(c.owner, t.ID, pl)
 	if stream {
-		c.streamTask(t, ru)
+		c.s.serve(c.w, c.r, pl, 0, c.taskFormat(t, pl.id))
 		return nil, nil
-	}
-	if p.Configuration == nil || !p.Configuration.ReturnImmediately {
-		select {
-		case <-ru.done:
-		case <-ctx.Done():
-			return nil, ctx.Err() // the client left; the task goes on
-		}
 	}
 	var hl *int
 	if p.Configuration != nil {
 		hl = p.Configuration.HistoryLength
 	}
-	v, err := c.s.taskView(ctx, c.owner, t, hl)
+	if p.Configuration != nil && p.Configuration.ReturnImmediately {
+		v, err := c.s.taskView(ctx, c.owner, t, hl)
+		if err != nil {
+			return nil, err
+		}
+		return a2a.SendMessageResponse{Task: &v}, nil
+	}
+	last, err := c.s.awaitEnd(ctx, pl, 0)
+	if err != nil {
+		return nil, err // the client left (the task goes on), or the run is gone
+	}
+	v, err := c.s.taskAs(ctx, c.owner, t, runEnd(last), hl)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +133,7 @@ func (c *a2aCall) send(stream bool) (any, error) {
 
 // start makes the run of a new task: the workflow of the route, or the
 // one the metadata's "skill" names (the only one when the server has one).
-func (c *a2aCall) start(m *a2a.Message, meta map[string]any) (a2aTask, *run, error) {
+func (c *a2aCall) start(m *a2a.Message, meta map[string]any) (a2aTask, *run, RunRequest, error) {
 	ctx := c.r.Context()
 	name := c.workflow
 	if name == "" {
@@ -130,26 +149,27 @@ func (c *a2aCall) start(m *a2a.Message, meta map[string]any) (a2aTask, *run, err
 	}
 	wf := c.s.cfg.Workflows[name]
 	if wf == nil {
-		return a2aTask{}, nil, a2a.Errorf(a2a.CodeInvalidParams, "name the workflow to run with the message's metadata \"skill\" (one of the agent card's skills), or send to /a2a/{workflow}; %q is none", name)
+		return a2aTask{}, nil, RunRequest{}, a2a.Errorf(a2a.CodeInvalidParams, "name the workflow to run with the message's metadata \"skill\" (one of the agent card's skills), or send to /a2a/{workflow}; %q is none", name)
 	}
 	d := c.s.mcpTool(name)
 	input, e := messageInput(wf, d.Input, m)
 	if e != nil {
-		return a2aTask{}, nil, e
+		return a2aTask{}, nil, RunRequest{}, e
 	}
 	th, err := c.context(ctx, m.ContextID, name)
 	if err != nil {
-		return a2aTask{}, nil, err
+		return a2aTask{}, nil, RunRequest{}, err
 	}
 	now := time.Now().UTC()
 	t := a2aTask{ID: th.ID + taskSep + newID()[:16], Context: th.ID, Workflow: name, Created: now}
 	m.ContextID, m.TaskID = t.Context, t.ID
+	req := RunRequest{Input: input}
 	ru := c.s.newRun(c.r, th, wf)
-	if e := ru.setRequest(RunRequest{Input: input}); e != nil {
+	if e := ru.setRequest(req); e != nil {
 		ru.cancel(nil)
-		return a2aTask{}, nil, e
+		return a2aTask{}, nil, req, e
 	}
-	return t, ru, nil
+	return t, ru, req, nil
 }
 
 // messageInput is the run's input: the message's one data part, or its
@@ -214,37 +234,37 @@ func (c *a2aCall) context(ctx context.Context, id, name string) (Thread, error) 
 // task: one question takes the message (its one data part, or its text,
 // read as JSON when it is JSON); several take a data part
 // {"<interrupt id>": answer, ...}.
-func (c *a2aCall) answer(m *a2a.Message) (a2aTask, *run, error) {
+func (c *a2aCall) answer(m *a2a.Message) (a2aTask, *run, RunRequest, error) {
 	ctx := c.r.Context()
 	t, _, err := c.s.loadTask(ctx, c.owner, m.TaskID)
 	if err != nil {
-		return t, nil, err
+		return t, nil, RunRequest{}, err
 	}
 	if m.ContextID != "" && m.ContextID != t.Context {
-		return t, nil, a2a.Errorf(a2a.CodeInvalidParams, "task %q is of context %q, not %q", t.ID, t.Context, m.ContextID)
+		return t, nil, RunRequest{}, a2a.Errorf(a2a.CodeInvalidParams, "task %q is of context %q, not %q", t.ID, t.Context, m.ContextID)
 	}
 	v, err := c.s.taskView(ctx, c.owner, t, nil)
 	if err != nil {
-		return t, nil, err
+		return t, nil, RunRequest{}, err
 	}
 	if v.Status.State != a2a.StateInputRequired {
-		return t, nil, a2a.Errorf(a2a.CodeUnsupportedOperation, "task %q is %s, not input-required: only its questions can be answered", t.ID, v.Status.State)
+		return t, nil, RunRequest{}, a2a.Errorf(a2a.CodeUnsupportedOperation, "task %q is %s, not input-required: only its questions can be answered", t.ID, v.Status.State)
 	}
 	wf := c.s.cfg.Workflows[t.Workflow]
 	th, _, err := c.s.threadRecord(ctx, c.owner, t.Context)
 	if err != nil || wf == nil {
-		return t, nil, errors.Join(err, fmt.Errorf("server: a2a: task %q: workflow %q is not served", t.ID, t.Workflow))
+		return t, nil, RunRequest{}, errors.Join(err, fmt.Errorf("server: a2a: task %q: workflow %q is not served", t.ID, t.Workflow))
 	}
 	snap, err := wf.State(ctx, threadKey(c.owner, t.Context), graph.WithSaver(c.s.saver))
 	if err != nil {
-		return t, nil, err
+		return t, nil, RunRequest{}, err
 	}
 	req := RunRequest{}
 	answer := messageAnswer(m)
 	if len(snap.Interrupts) > 1 {
 		var each map[string]json.RawMessage
 		if json.Unmarshal(answer, &each) != nil || len(each) == 0 {
-			return t, nil, a2a.Errorf(a2a.CodeInvalidParams, "task %q asks %d questions: answer with a data part {\"<interrupt id>\": answer, ...}", t.ID, len(snap.Interrupts))
+			return t, nil, RunRequest{}, a2a.Errorf(a2a.CodeInvalidParams, "task %q asks %d questions: answer with a data part {\"<interrupt id>\": answer, ...}", t.ID, len(snap.Interrupts))
 		}
 		req.ResumeEach = each
 	} else {
@@ -254,9 +274,9 @@ func (c *a2aCall) answer(m *a2a.Message) (a2aTask, *run, error) {
 	ru := c.s.newRun(c.r, th, wf)
 	if e := ru.setRequest(req); e != nil {
 		ru.cancel(nil)
-		return t, nil, e
+		return t, nil, req, e
 	}
-	return t, ru, nil
+	return t, ru, req, nil
 }
 
 // messageAnswer is the JSON of an answer message.
@@ -271,19 +291,55 @@ func messageAnswer(m *a2a.Message) json.RawMessage {
 	return mustJSON(text)
 }
 
-// watchTask records how the task's run ru ended, and posts the task to
-// its push notification URLs. It returns when the run has ended (a
-// server's Shutdown ends its runs).
-func (s *Server) watchTask(owner, id string, ru *run) {
-	<-ru.done
-	ctx := context.WithoutCancel(ru.ctx)
-	v := ru.view()
-	end := &taskEnd{Run: ru.id, State: a2aState(v.Status), Checkpoint: v.Checkpoint}
-	if v.Error != nil {
-		end.Error = v.Error.Message
+// a2aTaskState follows the runs of A2A tasks to record how they end.
+type a2aTaskState struct {
+	// ctx ends the watchers of runs among replicas; Shutdown cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// stopped: Shutdown stopped the watchers; guarded by Server.mu.
+	stopped bool
+	wg      sync.WaitGroup // the watchers (watchTask)
+}
+
+func (a *a2aTaskState) init() {
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+}
+
+// watchTask records how the task's run p ends, and posts the task to its
+// push notification URLs, wherever the run executes. A run in this
+// process is followed until it ends (a server's Shutdown ends its runs);
+// a run among replicas until it ends or Shutdown: a task whose end was
+// not recorded shows what its run's shared record says (taskView).
+func (s *Server) watchTask(owner, id string, p *placed) {
+	s.mu.Lock()
+	if s.a2aTasks.stopped {
+		s.mu.Unlock()
+		return
 	}
-	t, err := s.saveTask(ctx, owner, a2aTask{ID: id, Context: ru.thread}, false, func(cur *a2aTask) error {
-		if n := len(cur.Runs); n > 0 && cur.Runs[n-1] == ru.id {
+	s.a2aTasks.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.a2aTasks.wg.Done()
+		s.followTask(owner, id, p)
+	}()
+}
+
+func (s *Server) followTask(owner, id string, p *placed) {
+	ctx := s.a2aTasks.ctx
+	if p.ru != nil {
+		ctx = context.WithoutCancel(p.ru.ctx)
+	}
+	v, err := s.awaitEnd(ctx, p, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "server: a2a: follow a task's run", "task", id, "run", p.id, "err", err)
+		}
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	end := runEnd(v)
+	t, err := s.saveTask(ctx, owner, a2aTask{ID: id, Context: p.thread}, false, func(cur *a2aTask) error {
+		if n := len(cur.Runs); n > 0 && cur.Runs[n-1] == p.id {
 			cur.End = end
 		}
 		return nil
@@ -294,6 +350,26 @@ func (s *Server) watchTask(owner, id string, ru *run) {
 	}
 	if len(t.Push) > 0 {
 		s.pushTask(ctx, owner, t)
+	}
+}
+
+// stopTaskWatchers ends the watchers of runs among replicas and waits,
+// until ctx is done, for every watcher to return.
+func (s *Server) stopTaskWatchers(ctx context.Context) error {
+	s.mu.Lock()
+	s.a2aTasks.stopped = true
+	s.mu.Unlock()
+	s.a2aTasks.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.a2aTasks.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server: shutdown: a2a tasks still being recorded: %w", ctx.Err())
 	}
 }
 

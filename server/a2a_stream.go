@@ -31,20 +31,18 @@ func (c *a2aCall) subscribe() error {
 	if v.Status.State.Terminal() {
 		return a2a.Errorf(a2a.CodeUnsupportedOperation, "task %q has ended (%s): there is nothing to subscribe to", t.ID, v.Status.State)
 	}
-	var ru *run
-	if n := len(t.Runs); n > 0 {
-		ru = c.s.localRun(t.Runs[n-1], threadKey(c.owner, t.Context))
+	pl, err := c.s.taskRun(ctx, c.owner, t)
+	if err != nil {
+		return err
 	}
-	if ru == nil || v.Status.State.Interrupted() {
+	if pl == nil || v.Status.State.Interrupted() {
 		out, ok := c.openA2AStream()
 		if ok {
 			_ = out.event(c.req.ID, a2a.StreamResponse{Task: &v})
 		}
 		return nil
 	}
-	ru.events.attach()
-	defer ru.events.detach()
-	c.streamTask(t, ru)
+	c.s.serve(c.w, c.r, pl, 0, c.taskFormat(t, pl.id))
 	return nil
 }
 
@@ -67,71 +65,76 @@ func (c *a2aCall) openA2AStream() (a2aStream, bool) {
 }
 
 func (out a2aStream) event(id json.RawMessage, ev a2a.StreamResponse) error {
-	var v any = a2a.Result(id, ev)
-	if out.rest {
-		v = ev
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if err := out.write([]byte("data: " + string(data) + "\n\n")); err != nil {
+	if err := out.write(a2aEvent(id, out.rest, ev)); err != nil {
 		return err
 	}
 	return out.flush()
 }
 
-// streamTask streams the task of the run ru, which the caller attached
-// to: the task first, a working status as each of the workflow's nodes
-// ends, then the answer as an artifact and the final status; the stream
-// closes when the run ends (completed, failed, canceled) or waits for
-// input. A client that leaves does not stop the run.
-func (c *a2aCall) streamTask(t a2aTask, ru *run) {
-	ctx := c.r.Context()
-	out, ok := c.openA2AStream()
-	if !ok {
-		return
+// a2aEvent is the server-sent event of one update of a stream: a
+// JSON-RPC response of the request id, or (rest) the update itself.
+func a2aEvent(id json.RawMessage, rest bool, ev a2a.StreamResponse) []byte {
+	var v any = a2a.Result(id, ev)
+	if rest {
+		v = ev
 	}
-	id := c.req.ID
+	data, _ := json.Marshal(v) // of the a2a package's types
+	return []byte("data: " + string(data) + "\n\n")
+}
+
+// taskFormat streams the task t of its run id (a streamFormat, served by
+// the run entry wherever the run executes): the task first, a working
+// status as each of the workflow's nodes ends, then the answer as an
+// artifact and the final status; the stream closes when the run ends
+// (completed, failed, canceled) or waits for input. A client that
+// leaves does not stop the run.
+func (c *a2aCall) taskFormat(t a2aTask, run string) *a2aFormat {
+	return &a2aFormat{c: c, t: t, run: run}
+}
+
+type a2aFormat struct {
+	c   *a2aCall
+	t   a2aTask
+	run string
+}
+
+func (f *a2aFormat) filter() kindFilter {
+	return kindFilter{graph.EventRunStart.String(): true, graph.EventNodeEnd.String(): true}
+}
+
+func (f *a2aFormat) send(ev a2a.StreamResponse) []byte { return a2aEvent(f.c.req.ID, f.c.rest, ev) }
+
+func (f *a2aFormat) head() []byte {
+	t := f.t
 	first := a2a.Task{ID: t.ID, ContextID: t.Context, History: t.History, Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: now()},
-		Metadata: map[string]any{"workflow": t.Workflow, "thread_id": t.Context, "run_id": ru.id}}
-	if out.event(id, a2a.StreamResponse{Task: &first}) != nil {
-		return
+		Metadata: map[string]any{"workflow": t.Workflow, "thread_id": t.Context, "run_id": f.run}}
+	return f.send(a2a.StreamResponse{Task: &first})
+}
+
+func (f *a2aFormat) event(fr frame) []byte {
+	if up, ok := frameUpdate(f.t, fr); ok {
+		return f.send(up)
 	}
-	var after int64
-	var buf []frame
-	for {
-		frames, _, closed, wake := ru.events.since(after, buf[:0])
-		buf = frames
-		for _, f := range frames {
-			after = f.id
-			if up, ok := frameUpdate(t, f); ok && out.event(id, up) != nil {
-				return
-			}
-		}
-		if closed && len(frames) == 0 {
-			break
-		}
-		if len(frames) > 0 {
-			continue
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return
-		}
-	}
-	<-ru.done
-	v, err := c.s.taskView(context.WithoutCancel(ctx), c.owner, t, nil)
+	return nil
+}
+
+// truncated sends nothing: the updates lost are statuses of nodes, and
+// the end says how the task ended.
+func (f *a2aFormat) truncated(int64, int64) []byte { return nil }
+
+func (f *a2aFormat) end(v Run, _ int64) []byte {
+	t := f.t
+	ctx := context.WithoutCancel(f.c.r.Context())
+	tv, err := f.c.s.taskAs(ctx, f.c.owner, t, runEnd(v), nil)
 	if err != nil {
-		v.Status = a2a.TaskStatus{State: a2a.StateFailed, Message: agentText(t, c.rpcError(err).Message), Timestamp: now()}
+		tv.Status = a2a.TaskStatus{State: a2a.StateFailed, Message: agentText(t, f.c.rpcError(err).Message)}
 	}
-	for _, art := range v.Artifacts {
-		if out.event(id, a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: t.ID, ContextID: t.Context, Artifact: &art, LastChunk: true}}) != nil {
-			return
-		}
+	tv.Status.Timestamp = now()
+	var out []byte
+	for _, art := range tv.Artifacts {
+		out = append(out, f.send(a2a.StreamResponse{ArtifactUpdate: &a2a.TaskArtifactUpdateEvent{TaskID: t.ID, ContextID: t.Context, Artifact: &art, LastChunk: true}})...)
 	}
-	_ = out.event(id, a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.Context, Status: v.Status}})
+	return append(out, f.send(a2a.StreamResponse{StatusUpdate: &a2a.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.Context, Status: tv.Status}})...)
 }
 
 // frameUpdate is the status update of a run's event the stream shows: the

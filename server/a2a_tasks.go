@@ -170,21 +170,56 @@ func a2aState(status string) a2a.TaskState {
 	}
 }
 
-// localRun is the run id of the owner's thread key this server holds, or
-// nil.
-func (s *Server) localRun(id, key string) *run {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ru := s.runs[id]; ru != nil && ru.key == key {
-		return ru
+// taskRun finds the task's newest run, in this process or among the
+// replicas (runAt); nil when it has none, or its run is no longer known.
+func (s *Server) taskRun(ctx context.Context, owner string, t a2aTask) (*placed, error) {
+	n := len(t.Runs)
+	if n == 0 {
+		return nil, nil
 	}
-	return nil
+	p, err := s.runAt(ctx, owner, t.Context, t.Runs[n-1])
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Code == CodeUnknownRun {
+		return nil, nil
+	}
+	return p, err
+}
+
+// runEnd is how the task's run v stands: its end once it has ended.
+func runEnd(v Run) *taskEnd {
+	end := &taskEnd{Run: v.ID, State: a2aState(v.Status), Checkpoint: v.Checkpoint}
+	if v.Error != nil {
+		end.Error = v.Error.Message
+	}
+	return end
 }
 
 // taskView is the task as A2A shows it: its state from its newest run
-// (in progress on this server, or as the server saw it end), with the
-// run's answer as an artifact or its questions as the status's message.
+// (as the server saw it end, or as the run is now, on whichever replica
+// it runs), with the run's answer as an artifact or its questions as the
+// status's message.
 func (s *Server) taskView(ctx context.Context, owner string, t a2aTask, historyLength *int) (a2a.Task, error) {
+	end := t.End
+	if n := len(t.Runs); !t.Canceled && n > 0 && (end == nil || end.Run != t.Runs[n-1]) {
+		end = nil
+		p, err := s.taskRun(ctx, owner, t)
+		if err != nil {
+			return a2a.Task{}, err
+		}
+		if p != nil {
+			v, err := s.view(ctx, p, false)
+			if err != nil {
+				return a2a.Task{}, err
+			}
+			end = runEnd(v)
+		}
+	}
+	return s.taskAs(ctx, owner, t, end, historyLength)
+}
+
+// taskAs is the task t as A2A shows it when its newest run stands at end
+// (nil: a run no server knows).
+func (s *Server) taskAs(ctx context.Context, owner string, t a2aTask, end *taskEnd, historyLength *int) (a2a.Task, error) {
 	out := a2a.Task{ID: t.ID, ContextID: t.Context, History: t.History,
 		Metadata: map[string]any{"workflow": t.Workflow, "thread_id": t.Context}}
 	if n := len(t.Runs); n > 0 {
@@ -196,23 +231,12 @@ func (s *Server) taskView(ctx context.Context, owner string, t a2aTask, historyL
 			out.History = out.History[len(out.History)-n:]
 		}
 	}
-	end := t.End
-	if n := len(t.Runs); n > 0 && (end == nil || end.Run != t.Runs[n-1]) {
-		end = nil
-		if ru := s.localRun(t.Runs[n-1], threadKey(owner, t.Context)); ru != nil {
-			v := ru.view()
-			end = &taskEnd{Run: v.ID, State: a2aState(v.Status), Checkpoint: v.Checkpoint}
-			if v.Error != nil {
-				end.Error = v.Error.Message
-			}
-		}
-	}
 	switch {
 	case t.Canceled:
 		out.Status = a2a.TaskStatus{State: a2a.StateCanceled}
 	case end == nil:
-		// A run this server does not hold, which it did not see end: it
-		// went with a server that stopped.
+		// A run no server holds, which none saw end: it went with a
+		// server that stopped.
 		out.Status = a2a.TaskStatus{State: a2a.StateFailed, Message: agentText(t, "the task's run was lost: the server that ran it stopped")}
 	default:
 		out.Status = a2a.TaskStatus{State: end.State}

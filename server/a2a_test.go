@@ -357,3 +357,23 @@ func FuzzA2ARequests(f *testing.F) {
 		}
 	})
 }
+
+// TestA2AARunThatFailsBeforeItStartsIsTheSendsError: a new task on a
+// context whose run waits for an answer fails before it starts; that
+// failure is the answer to the send, as on every transport, and leaves no
+// task.
+func TestA2AARunThatFailsBeforeItStartsIsTheSendsError(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(askGraph(t, false)), MCPTools: a2aTools})
+	asked := e.a2aSend(alice, "ask", "draft")
+	require.Equal(t, a2a.StateInputRequired, asked.Status.State)
+	m := a2a.UserText("another")
+	m.ContextID = asked.ContextID
+	err := e.a2aCall("/a2a/ask", "SendMessage", a2a.SendMessageRequest{Message: m}, nil)
+	require.NotNil(t, err)
+	assert.Equal(t, a2a.CodeUnsupportedOperation, err.Code)
+	assert.Contains(t, err.Message, fmt.Sprintf("thread %q is interrupted, waiting on", asked.ContextID))
+	var list a2a.ListTasksResponse
+	require.Nil(t, e.a2aCall("/a2a", "ListTasks", a2a.ListTasksRequest{ContextID: asked.ContextID}, &list))
+	require.Len(t, list.Tasks, 1, "no task of the refused message")
+	assert.Equal(t, a2a.StateInputRequired, list.Tasks[0].Status.State, "the waiting task is unchanged")
+}

@@ -219,7 +219,9 @@
 // the multitask strategies act on the thread's runs on every replica. So
 // are the runs of the MCP endpoint's tool calls, followed by the call
 // through the shared events; an MCP session lives in the memory of the
-// replica that opened it.
+// replica that opened it. So are the runs of A2A tasks: a task's record
+// is kept on its context's thread, in the shared saver, and every A2A
+// method finds, follows, streams, cancels or answers it on any replica.
 //
 // # Crons
 //

@@ -261,6 +261,7 @@ type Server struct {
 	drained    chan struct{}          // closed when closing and no run is left
 	mcp        mcpState               // /mcp (mcp.go)
 	openai     openaiState            // /openai/v1 (openai.go)
+	a2aTasks   a2aTaskState           // the runs of A2A tasks followed (a2a_send.go)
 	crons      cronState              // Platform crons (platform_crons.go)
 	assistants assistantState         // created assistants (platform_assistants.go)
 	webhooks   webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
@@ -539,7 +540,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-drained:
-		return nil
+		return s.stopTaskWatchers(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("server: shutdown: runs still ending: %w", ctx.Err())
 	}

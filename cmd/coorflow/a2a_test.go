@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/a2a"
 	"github.com/coorflow/coorflow/internal/a2atest"
 )
 
@@ -169,4 +170,34 @@ func TestTheA2ASDKDrivesServeAndAnotherCoorflowCallsIt(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "FROM AFAR")
+
+	// The served ask workflow asks a question: it interrupts the calling
+	// run, and --resume answers it on the same remote task.
+	remote, err := a2a.Dial(t.Context(), url+"/a2a/ask/", a2a.WithBearer("alice-secret"))
+	require.NoError(t, err)
+	before, err := remote.ListTasks(t.Context(), a2a.ListTasksRequest{})
+	require.NoError(t, err)
+	asks := filepath.Join(dir, "asks.yaml")
+	body = strings.Replace(fmt.Sprintf(a2aAskerWorkflow, url+"/a2a/ask/"), "timeout: 5m}", "timeout: 5m, bearer_env: ECHO_TOKEN}", 1)
+	require.NoError(t, os.WriteFile(asks, []byte(body), 0o600))
+	runAsks := func(args ...string) (string, int) {
+		cmd := exec.CommandContext(t.Context(), bin, append([]string{"run", asks, "--allow-env", "ECHO_TOKEN", "--thread", "q1", "--db", filepath.Join(dir, "asks.db")}, args...)...)
+		cmd.Env = append(os.Environ(), "ECHO_TOKEN=alice-secret", "COORFLOW_ALLOW_ENDPOINTS="+url)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil {
+			require.ErrorAs(t, err, &exit, "%s", out)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out2, code := runAsks("--input", "the plan")
+	require.Equal(t, exitInterrupted, code, out2)
+	assert.Contains(t, out2, "approve the plan?", "the remote question, asked of the caller's human")
+	out2, code = runAsks("--resume", "approved by Ada")
+	require.Equal(t, exitOK, code, out2)
+	assert.Contains(t, out2, "approved by Ada", "the remote task's answer")
+	after, err := remote.ListTasks(t.Context(), a2a.ListTasksRequest{})
+	require.NoError(t, err)
+	require.Len(t, after.Tasks, len(before.Tasks)+1, "one remote task, continued by the answer")
+	assert.Equal(t, a2a.StateCompleted, after.Tasks[0].Status.State)
 }
