@@ -1,0 +1,198 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coorflow/coorflow/server"
+)
+
+// The tests below speak protocol 2026-07-28 to /mcp over HTTP: no
+// session, each POST a whole request whose _meta carries the protocol.
+
+const sessionlessVersion = "2026-07-28"
+
+// sessionlessCall is a tools/call of protocol 2026-07-28 with id.
+func sessionlessCall(id int, tool string, args map[string]any) string {
+	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{
+		"name": tool, "arguments": args,
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    sessionlessVersion,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		},
+	}}
+	raw, _ := json.Marshal(msg)
+	return string(raw)
+}
+
+// sessionlessCancel is the notifications/cancelled of call id.
+func sessionlessCancel(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"user"}}`, id)
+}
+
+// postSessionless POSTs msg to /mcp with token on protocol 2026-07-28,
+// with the headers that mirror it, until ctx ends, and returns the whole
+// response body (what was read of it when ctx ended).
+func (e *env) postSessionless(ctx context.Context, token, msg string) (int, string, error) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		return 0, "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", e.hs.URL+"/mcp", strings.NewReader(msg))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Protocol-Version", sessionlessVersion)
+	req.Header.Set("Mcp-Method", m.Method)
+	if m.Params.Name != "" {
+		req.Header.Set("Mcp-Name", m.Params.Name)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+type posted struct {
+	status int
+	body   string
+	err    error
+}
+
+// startSessionlessCall POSTs a call of the blocker's workflow on thread
+// and returns what the POST got, once it ends; it waits until the run's
+// slow node runs.
+func (e *env) startSessionlessCall(ctx context.Context, b *blocker, token string, id int, thread string) <-chan posted {
+	e.t.Helper()
+	out := make(chan posted, 1)
+	go func() {
+		status, body, err := e.postSessionless(ctx, token, sessionlessCall(id, "block", map[string]any{"log": []string{"go"}, "thread_id": thread}))
+		out <- posted{status, body, err}
+	}()
+	select {
+	case <-b.entered:
+	case p := <-out:
+		e.t.Fatalf("the call ended before its run started: %d %s %v", p.status, p.body, p.err)
+	}
+	return out
+}
+
+// runStatus is the status of the one run of the owner's thread once it
+// ended.
+func (e *env) endedRun(token, thread string) server.Run {
+	e.t.Helper()
+	var runs server.RunList
+	e.call("GET", "/v1/threads/"+thread+"/runs", token, nil, http.StatusOK, &runs)
+	require.Len(e.t, runs.Runs, 1)
+	end := e.stream("GET", "/v1/threads/"+thread+"/runs/"+runs.Runs[0].ID+"/stream", token, nil)
+	return end[len(end)-1].run(e.t)
+}
+
+func blockTools() map[string]server.MCPTool {
+	return map[string]server.MCPTool{"block": {Input: "log", Output: "log"}}
+}
+
+func TestMCPSessionlessClientNegotiates20260728OverHTTP(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools})
+	cs := e.mcpClient(alice, sessionlessVersion, nil)
+	assert.Equal(t, sessionlessVersion, cs.InitializeResult().ProtocolVersion, "served over HTTP, not downgraded")
+	assert.Empty(t, cs.ID(), "no session")
+	old := e.mcpClient(alice, "2025-11-25", nil)
+	assert.Equal(t, "2025-11-25", old.InitializeResult().ProtocolVersion)
+	assert.NotEmpty(t, old.ID(), "older protocols keep their sessions on the same endpoint")
+	for _, c := range []*mcp.ClientSession{cs, old} {
+		res, err := c.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		require.NoError(t, err)
+		assert.Equal(t, "HI", callText(t, res))
+	}
+}
+
+func TestMCPSessionlessCancelledCallGetsNoResponse(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: blockTools()})
+	call := e.startSessionlessCall(t.Context(), b, alice, 7, "c-1")
+
+	status, _, err := e.postSessionless(t.Context(), alice, sessionlessCancel(7))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status)
+	got := <-call // the call's stream ends once it is cancelled
+	require.NoError(t, got.err)
+	assert.NotContains(t, got.body, `"id":7`, "no response to the cancelled call")
+	assert.Equal(t, server.StatusCancelled, e.endedRun(alice, "c-1").Status, "the tool's context was cancelled, and the run with it")
+	assert.Zero(t, b.counts()["c"], "the run stopped at the slow node")
+}
+
+func TestMCPSessionlessCallEndsWhenItsStreamIsClosed(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: blockTools()})
+	ctx, closeStream := context.WithCancel(t.Context())
+	call := e.startSessionlessCall(ctx, b, alice, 1, "c-2")
+	closeStream() // the 2026-07-28 transport's cancellation: no notification
+	require.ErrorIs(t, (<-call).err, context.Canceled)
+	assert.Equal(t, server.StatusCancelled, e.endedRun(alice, "c-2").Status)
+	assert.Zero(t, b.counts()["c"])
+}
+
+func TestMCPSessionlessCancelOfAnotherOwnersCallIsIgnored(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: blockTools()})
+	call := e.startSessionlessCall(t.Context(), b, alice, 7, "c-3")
+
+	// Bob names Alice's call: his notification is accepted and does nothing
+	// (it is handled before its POST is answered).
+	status, _, err := e.postSessionless(t.Context(), bob, sessionlessCancel(7))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status)
+	var runs server.RunList
+	e.call("GET", "/v1/threads/c-3/runs", alice, nil, http.StatusOK, &runs)
+	require.Len(t, runs.Runs, 1)
+	assert.Equal(t, server.StatusRunning, runs.Runs[0].Status)
+
+	b.open()
+	got := <-call
+	require.NoError(t, got.err)
+	assert.Contains(t, got.body, `"id":7`, "Alice's call is answered")
+	assert.Contains(t, got.body, `"status":"done"`)
+	assert.Equal(t, server.StatusDone, e.endedRun(alice, "c-3").Status)
+}
+
+func TestMCPSessionlessCancelNamingTwoCallsCancelsNeither(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: blockTools()})
+	// Two clients of Alice's, each with its call 1: a cancel of 1 could
+	// mean either.
+	first := e.startSessionlessCall(t.Context(), b, alice, 1, "c-4")
+	second := e.startSessionlessCall(t.Context(), b, alice, 1, "c-5")
+	status, _, err := e.postSessionless(t.Context(), alice, sessionlessCancel(1))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, status)
+	b.open()
+	for _, call := range []<-chan posted{first, second} {
+		got := <-call
+		require.NoError(t, got.err)
+		assert.Contains(t, got.body, `"id":1`)
+	}
+	assert.Equal(t, server.StatusDone, e.endedRun(alice, "c-4").Status)
+	assert.Equal(t, server.StatusDone, e.endedRun(alice, "c-5").Status)
+}
