@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/internal/mcptest"
 	"github.com/coorflow/coorflow/server"
+	mcptools "github.com/coorflow/coorflow/tools/mcp"
 )
 
 // The tests below speak protocol 2026-07-28 to /mcp over HTTP: no
@@ -195,4 +198,72 @@ func TestMCPSessionlessCancelNamingTwoCallsCancelsNeither(t *testing.T) {
 	}
 	assert.Equal(t, server.StatusDone, e.endedRun(alice, "c-4").Status)
 	assert.Equal(t, server.StatusDone, e.endedRun(alice, "c-5").Status)
+}
+
+// loginGraph is a workflow whose node asks what a nested MCP server asked
+// it: to sign in on a page (a URL-mode elicitation). The answer's action
+// is logged.
+func loginGraph(t *testing.T) *graph.Runnable {
+	t.Helper()
+	g := graph.New("login", logKey)
+	g.AddNode("login", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		a, err := graph.InterruptAs[map[string]any](ctx, mcptools.Elicitation{Kind: mcptools.KindElicitation,
+			Server: "docs", Tool: "login", Message: "Sign in to the docs", Mode: "url", URL: "https://docs.example/login"})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		return graph.Update(graph.AppendTo(logKey, fmt.Sprintf("login: %v", a["action"]))), nil
+	})
+	g.AddEdge(graph.Start, "login")
+	g.AddEdge("login", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	return r
+}
+
+func TestMCPNestedURLQuestionIsAURLElicitation(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} { // returned with the result; asked during the call
+		t.Run(version, func(t *testing.T) {
+			e := newEnv(t, server.Config{Workflows: workflows(loginGraph(t)), MCPTools: map[string]server.MCPTool{"login": {Input: "log", Output: "log"}}})
+			asked := make(chan *mcp.ElicitParams, 1)
+			cs := e.mcpClient(alice, version, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked <- r.Params
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}})
+			require.Equal(t, version, cs.InitializeResult().ProtocolVersion)
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "login", Arguments: map[string]any{"log": []string{}}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, callText(t, res))
+			q := <-asked
+			assert.Equal(t, "url", q.Mode)
+			assert.Equal(t, "https://docs.example/login", q.URL)
+			assert.Equal(t, "Sign in to the docs (asked by MCP server docs)", q.Message)
+			assert.Equal(t, "done", structured(t, res)["status"])
+			assert.Contains(t, callText(t, res), "login: accept")
+		})
+	}
+}
+
+// TestMCPTypeScriptClientKeepsItsSessionBesideSessionlessClients: the
+// TypeScript SDK (1.32.2, whose newest protocol is 2025-11-25) opens a
+// session on /mcp while a Go SDK client speaks 2026-07-28 there.
+func TestMCPTypeScriptClientKeepsItsSessionBesideSessionlessClients(t *testing.T) {
+	mcptest.NodeModules(t)
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools})
+	cs := e.mcpClient(alice, sessionlessVersion, nil)
+	require.Equal(t, sessionlessVersion, cs.InitializeResult().ProtocolVersion)
+
+	rep := mcptest.RunClient(t, mcptest.ClientPlan{URL: e.hs.URL + "/mcp", Token: alice, Calls: []mcptest.Call{
+		{Name: "echo", Arguments: map[string]any{"text": "ts"}},
+	}})
+	require.Empty(t, rep.Error)
+	assert.Equal(t, "2025-11-25", rep.ProtocolVersion)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, "TS", rep.Results[0].Content[0].Text)
+
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "go"}})
+	require.NoError(t, err)
+	assert.Equal(t, "GO", callText(t, res))
 }
