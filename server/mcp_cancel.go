@@ -49,21 +49,28 @@ type mcpInFlight struct {
 }
 
 // mcpCalls are the calls in flight over /mcp, counted by owner. It holds
-// only calls whose request is being served, at most maxMCPCalls an owner.
+// only calls whose request is being served, at most maxMCPCalls an owner,
+// and, by scope without sessions, the ids of the last maxMCPDropped calls
+// whose client closed their stream (dropped).
 type mcpCalls struct {
-	mu     sync.Mutex
-	m      map[mcpCallKey][]*mcpInFlight
-	owners map[string]int
+	mu      sync.Mutex
+	m       map[mcpCallKey][]*mcpInFlight
+	owners  map[string]int
+	dropped map[string][]string
 }
 
+// maxMCPDropped bounds the ids of dropped calls kept for each owner.
+const maxMCPDropped = 32
+
 // begin records the calls ids of owner, in scope, whose POST end ends;
-// the func forgets them. It refuses them when the owner would have more
-// than max in flight.
-func (c *mcpCalls) begin(owner, scope string, ids []string, end context.CancelFunc, max int) (map[string]*mcpInFlight, func(), *apiError) {
+// the func forgets them, saying whether their client dropped them (closed
+// the stream). It refuses them when the owner would have more than max in
+// flight.
+func (c *mcpCalls) begin(owner, scope string, ids []string, end context.CancelFunc, max int) (map[string]*mcpInFlight, func(dropped bool), *apiError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m, c.owners = make(map[mcpCallKey][]*mcpInFlight), make(map[string]int)
+		c.m, c.owners, c.dropped = make(map[mcpCallKey][]*mcpInFlight), make(map[string]int), make(map[string][]string)
 	}
 	if c.owners[owner]+len(ids) > max {
 		return nil, nil, quotaError(QuotaMCPRequests, int64(max),
@@ -77,7 +84,7 @@ func (c *mcpCalls) begin(owner, scope string, ids []string, end context.CancelFu
 		calls[id] = f
 	}
 	c.owners[owner] += len(ids)
-	return calls, func() {
+	return calls, func(dropped bool) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for id, f := range calls {
@@ -85,6 +92,12 @@ func (c *mcpCalls) begin(owner, scope string, ids []string, end context.CancelFu
 			c.m[k] = slices.DeleteFunc(c.m[k], func(g *mcpInFlight) bool { return g == f })
 			if len(c.m[k]) == 0 {
 				delete(c.m, k)
+			}
+			if dropped && end != nil && !f.cancelled.Load() {
+				c.dropped[scope] = append(c.dropped[scope], id)
+				if n := len(c.dropped[scope]); n > maxMCPDropped {
+					c.dropped[scope] = slices.Delete(c.dropped[scope], 0, n-maxMCPDropped)
+				}
 			}
 		}
 		if c.owners[owner] -= len(calls); c.owners[owner] <= 0 {
@@ -94,12 +107,20 @@ func (c *mcpCalls) begin(owner, scope string, ids []string, end context.CancelFu
 }
 
 // cancel marks the call k cancelled, and ends its POST, if it is in
-// flight and the only one of its scope with its id: without sessions two
-// clients of one owner may use the same id, and a cancel that could name
-// either cancels neither.
+// flight and the only one of its scope with its id. Without sessions two
+// clients of one owner may use the same id, so a cancel that could name
+// either cancels neither; and a client that closes a call's stream may
+// send its cancel afterwards (the Go SDK does): a cancel naming a call
+// dropped so is taken to be about it, and cancels nothing.
 func (c *mcpCalls) cancel(k mcpCallKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if i := slices.Index(c.dropped[k.scope], k.id); i >= 0 {
+		if c.dropped[k.scope] = slices.Delete(c.dropped[k.scope], i, i+1); len(c.dropped[k.scope]) == 0 {
+			delete(c.dropped, k.scope)
+		}
+		return
+	}
 	if len(c.m[k]) != 1 {
 		return
 	}
@@ -189,8 +210,8 @@ func (m *mcpState) mcpQuiet(w http.ResponseWriter, r *http.Request, owner string
 		writeError(w, e)
 		return
 	}
-	defer forget()
 	h.ServeHTTP(&quietWriter{ResponseWriter: w, calls: calls}, r.WithContext(ctx))
+	forget(r.Context().Err() != nil) // the client closed the stream (or the server stops)
 }
 
 // quietWriter drops the server-sent event that answers a cancelled call

@@ -65,7 +65,7 @@ func TestQuietConnWithholdsTheResponseToACancelledCall(t *testing.T) {
 func TestMCPCallsInFlightAreBoundedByOwner(t *testing.T) {
 	const max, tries = 64, 200
 	var c mcpCalls
-	start, results := make(chan struct{}), make(chan func(), tries)
+	start, results := make(chan struct{}), make(chan func(bool), tries)
 	var wg sync.WaitGroup
 	for i := range tries {
 		wg.Add(1)
@@ -83,7 +83,7 @@ func TestMCPCallsInFlightAreBoundedByOwner(t *testing.T) {
 	close(start)
 	wg.Wait()
 	close(results)
-	var held []func()
+	var held []func(bool)
 	for forget := range results {
 		if forget != nil {
 			held = append(held, forget)
@@ -98,10 +98,10 @@ func TestMCPCallsInFlightAreBoundedByOwner(t *testing.T) {
 	assert.Equal(t, `owner "alice" has 64 MCP requests in flight, the most allowed: wait for one to end, then try again`, err.Message)
 	_, forgetBob, err := c.begin("bob", ownerScope("bob"), []string{"1"}, nil, max)
 	require.Nil(t, err, "another owner's calls are counted apart")
-	forgetBob()
+	forgetBob(false)
 
 	for _, forget := range held {
-		forget()
+		forget(false)
 	}
 	assert.Empty(t, c.m, "ended calls are forgotten")
 	assert.Empty(t, c.owners)
@@ -113,15 +113,15 @@ func TestMCPCancelEndsOnlyTheOneCallItNames(t *testing.T) {
 	end := func(name string) func() { return func() { ended[name]++ } }
 	mine, forget, err := c.begin("alice", ownerScope("alice"), []string{"7"}, end("alice 7"), 8)
 	require.Nil(t, err)
-	defer forget()
+	defer forget(false)
 	_, forget2, err := c.begin("bob", ownerScope("bob"), []string{"7"}, end("bob 7"), 8)
 	require.Nil(t, err)
-	defer forget2()
+	defer forget2(false)
 	twice := []*mcpInFlight{}
 	for range 2 {
 		calls, forget, err := c.begin("alice", ownerScope("alice"), []string{"1"}, end("alice 1"), 8)
 		require.Nil(t, err)
-		defer forget()
+		defer forget(false)
 		twice = append(twice, calls["1"])
 	}
 
@@ -132,4 +132,30 @@ func TestMCPCancelEndsOnlyTheOneCallItNames(t *testing.T) {
 	assert.True(t, mine["7"].cancelled.Load())
 	assert.False(t, twice[0].cancelled.Load())
 	assert.False(t, twice[1].cancelled.Load())
+}
+
+func TestMCPCancelAfterItsCallWasDroppedCancelsNoOther(t *testing.T) {
+	var c mcpCalls
+	ended := 0
+	scope := ownerScope("alice")
+	// A client closes the stream of its call 3, then sends its cancel; by
+	// then another client of Alice's makes its own call 3.
+	_, dropA, err := c.begin("alice", scope, []string{"3"}, func() {}, 8)
+	require.Nil(t, err)
+	dropA(true)
+	b, forgetB, err := c.begin("alice", scope, []string{"3"}, func() { ended++ }, 8)
+	require.Nil(t, err)
+	defer forgetB(false)
+	c.cancel(mcpCallKey{scope, "3"})
+	assert.Zero(t, ended, "the cancel is the dropped call's")
+	assert.False(t, b["3"].cancelled.Load())
+	c.cancel(mcpCallKey{scope, "3"})
+	assert.Equal(t, 1, ended, "a second cancel names the call in flight")
+
+	for i := range 2 * maxMCPDropped {
+		_, drop, err := c.begin("alice", scope, []string{fmt.Sprint("d", i)}, func() {}, 8)
+		require.Nil(t, err)
+		drop(true)
+	}
+	assert.Len(t, c.dropped[scope], maxMCPDropped, "the dropped ids kept are bounded")
 }

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +20,7 @@ import (
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/mcptest"
 	"github.com/coorflow/coorflow/server"
+	"github.com/coorflow/coorflow/tools"
 	mcptools "github.com/coorflow/coorflow/tools/mcp"
 )
 
@@ -266,4 +271,112 @@ func TestMCPTypeScriptClientKeepsItsSessionBesideSessionlessClients(t *testing.T
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "go"}})
 	require.NoError(t, err)
 	assert.Equal(t, "GO", callText(t, res))
+}
+
+// versionRecorder is a proxy to /mcp that records the protocol versions
+// of the requests it passes on, and tells cancels when /mcp answered them.
+type versionRecorder struct {
+	mu        sync.Mutex
+	versions  map[string]int
+	proxy     *httputil.ReverseProxy
+	cancelled chan struct{}
+}
+
+func newVersionRecorder(t *testing.T, e *env) (*versionRecorder, string) {
+	t.Helper()
+	target, err := url.Parse(e.hs.URL)
+	require.NoError(t, err)
+	rec := &versionRecorder{versions: map[string]int{}, proxy: httputil.NewSingleHostReverseProxy(target), cancelled: make(chan struct{}, 16)}
+	rec.proxy.FlushInterval = -1
+	hs := httptest.NewServer(rec)
+	t.Cleanup(hs.Close)
+	return rec, hs.URL
+}
+
+func (v *versionRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	v.versions[r.Header.Get("Mcp-Protocol-Version")]++
+	v.mu.Unlock()
+	v.proxy.ServeHTTP(w, r)
+	if r.Header.Get("Mcp-Method") == "notifications/cancelled" {
+		v.cancelled <- struct{}{}
+	}
+}
+
+// TestMCPGoClientsCancelLeavesAnotherClientsCallWithItsID: the Go SDK
+// client closes the stream of the call it cancels and then sends a
+// notifications/cancelled for its id, which another client of the same
+// owner may be using: that client's call goes on.
+func TestMCPGoClientsCancelLeavesAnotherClientsCallWithItsID(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: blockTools()})
+	rec, proxied := newVersionRecorder(t, e)
+	connect := func() *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v1"}, nil)
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: proxied + "/mcp",
+			HTTPClient: &http.Client{Transport: bearer{alice, http.DefaultTransport}}, MaxRetries: -1}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	call := func(ctx context.Context, cs *mcp.ClientSession, thread string) <-chan error {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"log": []string{"go"}, "thread_id": thread}})
+			errc <- err
+		}()
+		select {
+		case <-b.entered:
+		case err := <-errc:
+			t.Fatalf("the call ended before its run started: %v", err)
+		}
+		return errc
+	}
+	// The same steps on two clients: their calls have the same id.
+	ctx, cancel := context.WithCancel(t.Context())
+	first := call(ctx, connect(), "g-1")
+	second := call(t.Context(), connect(), "g-2")
+	cancel()
+	require.ErrorIs(t, <-first, context.Canceled)
+	<-rec.cancelled // the first client's cancel was answered
+	assert.Equal(t, server.StatusCancelled, e.endedRun(alice, "g-1").Status)
+
+	b.open()
+	require.NoError(t, <-second, "the second client's call went on")
+	assert.Equal(t, server.StatusDone, e.endedRun(alice, "g-2").Status)
+}
+
+// TestCoorflowsOwnClientSpeaks20260728ToMCPAndCancels has coorflow's MCP
+// client (tools/mcp) call a workflow of /mcp and cancel the call: it
+// speaks 2026-07-28 there, and the remote run is cancelled.
+func TestCoorflowsOwnClientSpeaks20260728ToMCPAndCancels(t *testing.T) {
+	b := newBlocker(t)
+	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: blockTools()})
+	rec, proxied := newVersionRecorder(t, e)
+	ts, err := mcptools.NewToolset(mcptools.Config{Servers: []mcptools.Server{{Name: "remote", URL: proxied + "/mcp", Bearer: alice}}})
+	require.NoError(t, err)
+	defer ts.Close()
+	reg := &tools.Registry{}
+	require.NoError(t, ts.Register(t.Context(), reg))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan tools.Result, 1)
+	go func() {
+		done <- reg.Run(ctx, "remote_block", json.RawMessage(`{"log":["go"],"thread_id":"x-1"}`), tools.RunOptions{})
+	}()
+	select {
+	case <-b.entered:
+	case res := <-done:
+		t.Fatalf("the call ended before its run started: %s", res.Text())
+	}
+	cancel()
+	res := <-done
+	require.ErrorIs(t, res.Err, context.Canceled)
+	assert.Equal(t, server.StatusCancelled, e.endedRun(alice, "x-1").Status, "the remote run was cancelled")
+	assert.Zero(t, b.counts()["c"])
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Positive(t, rec.versions[sessionlessVersion], "requests on 2026-07-28: %v", rec.versions)
+	assert.Len(t, rec.versions, 1, "and none on another protocol: %v", rec.versions)
 }
