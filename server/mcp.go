@@ -364,7 +364,7 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 			}
 			return withState(toolError(msg), v, nil), nil
 		}
-		mode := c.elicitation()
+		mode := c.elicitation(v.Interrupts)
 		if mode == "" || round >= maxMCPRounds {
 			return c.pausedResult(v), nil
 		}
@@ -656,13 +656,20 @@ func frameEvent(f frame) (Event, bool) {
 	return ev, true
 }
 
-// elicitation says how the client can be asked questions: "mrtr" (the
-// result carries them, protocol 2026-07-28 on), "direct" (the server asks
-// during the call), or "" (it cannot answer them).
-func (c *mcpCall) elicitation() string {
+// elicitation says how the client can be asked the questions ins: "mrtr"
+// (the result carries them, protocol 2026-07-28 on), "direct" (the server
+// asks during the call), or "" (it cannot answer them: it declared no
+// elicitation, or a question is a page to open, URL mode, and it declared
+// only forms).
+func (c *mcpCall) elicitation(ins []graph.InterruptInfo) string {
 	caps := c.req.ClientCapabilities()
 	if caps == nil || caps.Elicitation == nil {
 		return ""
+	}
+	for _, in := range ins {
+		if p, _ := elicitParams(in); p.Mode == "url" && caps.Elicitation.URL == nil {
+			return ""
+		}
 	}
 	if v, _ := c.req.Params.GetMeta()[mcp.MetaKeyProtocolVersion].(string); v >= newProtocol {
 		return "mrtr"

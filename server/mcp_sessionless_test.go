@@ -299,7 +299,10 @@ func (v *versionRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v.mu.Unlock()
 	v.proxy.ServeHTTP(w, r)
 	if r.Header.Get("Mcp-Method") == "notifications/cancelled" {
-		v.cancelled <- struct{}{}
+		select {
+		case v.cancelled <- struct{}{}:
+		default: // nobody waits for more
+		}
 	}
 }
 
@@ -379,4 +382,24 @@ func TestCoorflowsOwnClientSpeaks20260728ToMCPAndCancels(t *testing.T) {
 	defer rec.mu.Unlock()
 	assert.Positive(t, rec.versions[sessionlessVersion], "requests on 2026-07-28: %v", rec.versions)
 	assert.Len(t, rec.versions, 1, "and none on another protocol: %v", rec.versions)
+}
+
+func TestMCPURLQuestionIsNotAskedOfAFormOnlyClient(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			e := newEnv(t, server.Config{Workflows: workflows(loginGraph(t)), MCPTools: map[string]server.MCPTool{"login": {Input: "log", Output: "log"}}})
+			asked := 0
+			cs := e.mcpClient(alice, version, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}})
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "login", Arguments: map[string]any{"log": []string{}, "thread_id": "u-1"}})
+			require.NoError(t, err)
+			assert.Zero(t, asked, "URL mode was not declared")
+			assert.Equal(t, "interrupted", structured(t, res)["status"])
+			assert.Contains(t, callText(t, res), `To answer, call login again with {"thread_id": "u-1", "resume": <your answer>}`)
+		})
+	}
 }
