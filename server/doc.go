@@ -111,7 +111,8 @@
 // Config.MaxQueuedRuns queued (default 64), and Config.MaxStoredBytes
 // stored (default 1 GiB: its threads' checkpoints, its recorded runs and
 // its Platform store items; see Config.MaxStoredBytes), and
-// Config.MaxMCPSessions sessions open on /mcp (default 16). A request
+// Config.MaxMCPSessions sessions open on /mcp (default 16), and 256
+// requests in flight on /mcp of a replica (quota mcp_requests). A request
 // beyond one is refused with 429 quota_exceeded, naming the quota and its
 // limit, with a Retry-After when waiting for a run to end helps. Crons'
 // runs are admitted as requests are. Deleting a thread deletes its

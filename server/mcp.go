@@ -59,24 +59,40 @@ const (
 const newProtocol = "2026-07-28"
 
 // mcpRoutes serves /mcp: the workflows as MCP tools over streamable HTTP,
-// for the owner of the request's bearer token. A session belongs to the
-// owner that opened it.
+// for the owner of the request's bearer token. A request on protocol
+// 2026-07-28 or later (its MCP-Protocol-Version header) is served without
+// a session, as that protocol has none; older ones in sessions, each
+// belonging to the owner that opened it.
 func (s *Server) mcpRoutes() {
 	srv := s.newMCPServer("")
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      mcpSessionTimeout,
-		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
-		Logger:              s.log,
-	})
+	getServer := func(*http.Request) *mcp.Server { return srv }
 	// The owner becomes the session's user: the SDK refuses a session to
 	// any other owner's token.
 	owned := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: ownerFrom(r.Context())}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	sessions := owned(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      mcpSessionTimeout,
+		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
+		Logger:              s.log,
+	}))
+	// Without sessions, a call lives as long as its POST: a client that
+	// closes the response stream cancels it (the 2026-07-28 transport's
+	// cancellation), as does a notifications/cancelled (mcpQuiet).
+	sessionless := owned(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+		MaxRequestBodyBytes:          s.cfg.MaxBodyBytes,
+		Logger:                       s.log,
+	}))
 	s.handle("/mcp", mcpSameOrigin(s.auth(func(w http.ResponseWriter, r *http.Request) {
-		// A POST without a session id may open a session: the owner's
-		// quota is checked first, and the session counted once opened.
-		if owner := ownerFrom(r.Context()); r.Method == http.MethodPost && r.Header.Get(mcpSessionHeader) == "" {
+		owner := ownerFrom(r.Context())
+		h := sessions
+		if mcpSessionless(r) {
+			h = sessionless
+		} else if r.Method == http.MethodPost && r.Header.Get(mcpSessionHeader) == "" {
+			// A POST without a session id may open a session: the owner's
+			// quota is checked first, and the session counted once opened.
 			if err := s.mcp.opening(owner, srv, s.cfg.MaxMCPSessions); err != nil {
 				writeError(w, err)
 				return
@@ -87,8 +103,15 @@ func (s *Server) mcpRoutes() {
 		defer cancel()
 		stop := context.AfterFunc(s.mcpStopping(), cancel) // Shutdown ends open streams
 		defer stop()
-		s.mcp.mcpQuiet(w, r.WithContext(ctx), s.cfg.MaxBodyBytes, owned)
+		s.mcp.mcpQuiet(w, r.WithContext(ctx), owner, s.cfg.MaxBodyBytes, h)
 	})))
+}
+
+// mcpSessionless says whether a request to /mcp is on a protocol without
+// sessions (2026-07-28 on), by its MCP-Protocol-Version header, which the
+// transport requires on every request of those protocols.
+func mcpSessionless(r *http.Request) bool {
+	return r.Header.Get(mcpProtocolHeader) >= newProtocol
 }
 
 // mcpSameOrigin refuses, with 403, a request to /mcp whose Origin header
@@ -113,8 +136,12 @@ func mcpSameOrigin(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// mcpSessionHeader carries the id of an MCP session over streamable HTTP.
-const mcpSessionHeader = "Mcp-Session-Id"
+// mcpSessionHeader carries the id of an MCP session over streamable HTTP,
+// and mcpProtocolHeader the protocol version of a request.
+const (
+	mcpSessionHeader  = "Mcp-Session-Id"
+	mcpProtocolHeader = "Mcp-Protocol-Version"
+)
 
 // mcpState is what the server keeps for /mcp: a context that Shutdown
 // cancels, to end the open MCP streams, and the owners of the sessions
@@ -337,7 +364,7 @@ func (c *mcpCall) serve(ctx context.Context) (*mcp.CallToolResult, error) {
 			}
 			return withState(toolError(msg), v, nil), nil
 		}
-		mode := c.elicitation()
+		mode := c.elicitation(v.Interrupts)
 		if mode == "" || round >= maxMCPRounds {
 			return c.pausedResult(v), nil
 		}
@@ -629,13 +656,20 @@ func frameEvent(f frame) (Event, bool) {
 	return ev, true
 }
 
-// elicitation says how the client can be asked questions: "mrtr" (the
-// result carries them, protocol 2026-07-28 on), "direct" (the server asks
-// during the call), or "" (it cannot answer them).
-func (c *mcpCall) elicitation() string {
+// elicitation says how the client can be asked the questions ins: "mrtr"
+// (the result carries them, protocol 2026-07-28 on), "direct" (the server
+// asks during the call), or "" (it cannot answer them: it declared no
+// elicitation, or a question is a page to open, URL mode, and it declared
+// only forms).
+func (c *mcpCall) elicitation(ins []graph.InterruptInfo) string {
 	caps := c.req.ClientCapabilities()
 	if caps == nil || caps.Elicitation == nil {
 		return ""
+	}
+	for _, in := range ins {
+		if p, _ := elicitParams(in); p.Mode == "url" && caps.Elicitation.URL == nil {
+			return ""
+		}
 	}
 	if v, _ := c.req.Params.GetMeta()[mcp.MetaKeyProtocolVersion].(string); v >= newProtocol {
 		return "mrtr"

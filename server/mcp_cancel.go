@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -16,44 +17,117 @@ import (
 // The MCP spec says a request the client cancelled (notifications/cancelled)
 // gets no response; the go-sdk's JSON-RPC layer answers every call, a
 // cancelled one with {"code":0,"message":"context canceled"}. coorflow keeps
-// that answer from the client: over HTTP by the calls in flight of each
-// session (mcpCalls, mcpQuiet), over stdio by the connection (quietTransport).
+// that answer from the client: over HTTP by the calls in flight (mcpCalls,
+// mcpQuiet), over stdio by the connection (quietTransport).
+//
+// Over HTTP without sessions (protocol 2026-07-28 on) a call lives as long
+// as its POST: a client cancels it by closing the response stream, which
+// the SDK turns into the tool's context ending. A notifications/cancelled
+// there reaches a new, empty server session, so mcpQuiet itself ends the
+// POST of the call it names: the caller's own, by its owner and id.
 
-// mcpCallKey names a call in flight: its session and its JSON-RPC id.
-type mcpCallKey struct{ session, id string }
+// maxMCPCalls bounds the calls (requests with an id) one owner has in
+// flight over /mcp at once on a replica; one more is refused with 429
+// quota_exceeded (quota mcp_requests).
+const maxMCPCalls = 256
 
-// mcpCalls are the calls in flight over /mcp, each with whether the
-// client cancelled it. It holds only calls whose request is being served,
-// so it is bounded by them.
-type mcpCalls struct {
-	mu sync.Mutex
-	m  map[mcpCallKey]*atomic.Bool
+// mcpCallKey names a call in flight: the scope of its JSON-RPC id (a
+// session, or, without sessions, the owner) and the id.
+type mcpCallKey struct{ scope, id string }
+
+// sessionScope and ownerScope are the scopes of the ids of a session's
+// calls and of an owner's calls without a session.
+func sessionScope(id string) string  { return "session " + id }
+func ownerScope(owner string) string { return "owner " + owner }
+
+// mcpInFlight is one call in flight: whether the client cancelled it, and
+// how to end the POST that carries it (nil in a session, where the SDK
+// cancels the call itself).
+type mcpInFlight struct {
+	cancelled atomic.Bool
+	end       context.CancelFunc
 }
 
-// begin records a call in flight; the func forgets it.
-func (c *mcpCalls) begin(k mcpCallKey) (*atomic.Bool, func()) {
+// mcpCalls are the calls in flight over /mcp, counted by owner. It holds
+// only calls whose request is being served, at most maxMCPCalls an owner,
+// and, by scope without sessions, the ids of the last maxMCPDropped calls
+// whose client closed their stream (dropped).
+type mcpCalls struct {
+	mu      sync.Mutex
+	m       map[mcpCallKey][]*mcpInFlight
+	owners  map[string]int
+	dropped map[string][]string
+}
+
+// maxMCPDropped bounds the ids of dropped calls kept for each owner.
+const maxMCPDropped = 32
+
+// begin records the calls ids of owner, in scope, whose POST end ends;
+// the func forgets them, saying whether their client dropped them (closed
+// the stream). It refuses them when the owner would have more than max in
+// flight.
+func (c *mcpCalls) begin(owner, scope string, ids []string, end context.CancelFunc, max int) (map[string]*mcpInFlight, func(dropped bool), *apiError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[mcpCallKey]*atomic.Bool)
+		c.m, c.owners, c.dropped = make(map[mcpCallKey][]*mcpInFlight), make(map[string]int), make(map[string][]string)
 	}
-	b := new(atomic.Bool)
-	c.m[k] = b
-	return b, func() {
+	if c.owners[owner]+len(ids) > max {
+		return nil, nil, quotaError(QuotaMCPRequests, int64(max),
+			"owner %q has %d MCP requests in flight, the most allowed: wait for one to end, then try again", owner, c.owners[owner])
+	}
+	calls := make(map[string]*mcpInFlight, len(ids))
+	for _, id := range ids {
+		f := &mcpInFlight{end: end}
+		k := mcpCallKey{scope, id}
+		c.m[k] = append(c.m[k], f)
+		calls[id] = f
+	}
+	c.owners[owner] += len(ids)
+	return calls, func(dropped bool) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.m[k] == b {
-			delete(c.m, k)
+		for id, f := range calls {
+			k := mcpCallKey{scope, id}
+			c.m[k] = slices.DeleteFunc(c.m[k], func(g *mcpInFlight) bool { return g == f })
+			if len(c.m[k]) == 0 {
+				delete(c.m, k)
+			}
+			if dropped && end != nil && !f.cancelled.Load() {
+				c.dropped[scope] = append(c.dropped[scope], id)
+				if n := len(c.dropped[scope]); n > maxMCPDropped {
+					c.dropped[scope] = slices.Delete(c.dropped[scope], 0, n-maxMCPDropped)
+				}
+			}
 		}
-	}
+		if c.owners[owner] -= len(calls); c.owners[owner] <= 0 {
+			delete(c.owners, owner)
+		}
+	}, nil
 }
 
-// cancel marks the call k cancelled, if it is in flight.
+// cancel marks the call k cancelled, and ends its POST, if it is in
+// flight and the only one of its scope with its id. Without sessions two
+// clients of one owner may use the same id, so a cancel that could name
+// either cancels neither; and a client that closes a call's stream may
+// send its cancel afterwards (the Go SDK does): a cancel naming a call
+// dropped so is taken to be about it, and cancels nothing.
 func (c *mcpCalls) cancel(k mcpCallKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b := c.m[k]; b != nil {
-		b.Store(true)
+	if i := slices.Index(c.dropped[k.scope], k.id); i >= 0 {
+		if c.dropped[k.scope] = slices.Delete(c.dropped[k.scope], i, i+1); len(c.dropped[k.scope]) == 0 {
+			delete(c.dropped, k.scope)
+		}
+		return
+	}
+	if len(c.m[k]) != 1 {
+		return
+	}
+	f := c.m[k][0]
+	f.cancelled.Store(true)
+	if f.end != nil {
+		f.end()
 	}
 }
 
@@ -90,14 +164,16 @@ func rpcID(raw json.RawMessage) string {
 	return b.String()
 }
 
-// mcpQuiet serves a request to /mcp with h so that the response to a
-// call the client cancels while it runs is not sent: it marks the calls a
-// POST cancels before h reads them, and drops, from the stream of the POST
-// that made a call, the response to it once it is cancelled. It reads at
-// most limit bytes of the body itself; h sees the whole body.
-func (m *mcpState) mcpQuiet(w http.ResponseWriter, r *http.Request, limit int64, h http.Handler) {
+// mcpQuiet serves a request of owner to /mcp with h so that the response
+// to a call the client cancels while it runs is not sent: it marks the
+// calls a POST cancels before h reads them (and, without sessions, ends
+// their POSTs), and drops, from the stream of the POST that made a call,
+// the response to it once it is cancelled. It reads at most limit bytes of
+// the body itself; h sees the whole body.
+func (m *mcpState) mcpQuiet(w http.ResponseWriter, r *http.Request, owner string, limit int64, h http.Handler) {
 	session := r.Header.Get(mcpSessionHeader)
-	if r.Method != http.MethodPost || session == "" {
+	sessionless := mcpSessionless(r)
+	if r.Method != http.MethodPost || session == "" && !sessionless {
 		h.ServeHTTP(w, r)
 		return
 	}
@@ -110,35 +186,44 @@ func (m *mcpState) mcpQuiet(w http.ResponseWriter, r *http.Request, limit int64,
 		h.ServeHTTP(w, r) // the handler refuses it
 		return
 	}
-	calls := map[string]*atomic.Bool{}
+	scope, ctx, end := sessionScope(session), r.Context(), context.CancelFunc(nil)
+	if sessionless {
+		scope = ownerScope(owner)
+		ctx, end = context.WithCancel(ctx)
+		defer end()
+	}
+	var ids []string
 	for _, msg := range rpcMessages(head) {
 		switch {
 		case msg.Method == "notifications/cancelled" && len(msg.Params.RequestID) > 0:
-			m.calls.cancel(mcpCallKey{session, rpcID(msg.Params.RequestID)})
+			m.calls.cancel(mcpCallKey{scope, rpcID(msg.Params.RequestID)})
 		case msg.Method != "" && len(msg.ID) > 0:
-			id := rpcID(msg.ID)
-			b, end := m.calls.begin(mcpCallKey{session, id})
-			defer end()
-			calls[id] = b
+			ids = append(ids, rpcID(msg.ID))
 		}
 	}
-	if len(calls) == 0 {
+	if len(ids) == 0 {
 		h.ServeHTTP(w, r)
 		return
 	}
-	h.ServeHTTP(&quietWriter{ResponseWriter: w, calls: calls}, r)
+	calls, forget, e := m.calls.begin(owner, scope, ids, end, maxMCPCalls)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	h.ServeHTTP(&quietWriter{ResponseWriter: w, calls: calls}, r.WithContext(ctx))
+	forget(r.Context().Err() != nil) // the client closed the stream (or the server stops)
 }
 
 // quietWriter drops the server-sent event that answers a cancelled call
 // (the go-sdk writes each event with one Write).
 type quietWriter struct {
 	http.ResponseWriter
-	calls map[string]*atomic.Bool
+	calls map[string]*mcpInFlight
 }
 
 func (q *quietWriter) Write(p []byte) (int, error) {
 	if id, ok := eventResponseID(p); ok {
-		if b := q.calls[id]; b != nil && b.Load() {
+		if f := q.calls[id]; f != nil && f.cancelled.Load() {
 			return len(p), nil
 		}
 	}

@@ -31,6 +31,23 @@ func TestMCPRefusesARequestFromAnotherOrigin(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "the stream of server messages too")
 
+	// Protocol 2026-07-28 (no session) is checked the same way.
+	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"page","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	headers2026 := append([]string{"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "server/discover"}, headers...)
+	resp = e.request("POST", "/mcp", alice, discover, append([]string{"Origin", "http://evil.example"}, headers2026...)...)
+	var got server.ErrorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Equal(t, server.CodeForeignOrigin, got.Error.Code)
+	resp = e.request("POST", "/mcp", alice, discover, append([]string{"Origin", e.hs.URL}, headers2026...)...)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a page of the server's own origin: %s", body)
+	assert.Contains(t, string(body), `"supportedVersions":["2026-07-28"`, "discovered without a session")
+	assert.Empty(t, resp.Header.Get("Mcp-Session-Id"))
+
 	resp = e.request("POST", "/mcp", alice, init, append([]string{"Origin", e.hs.URL}, headers...)...)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a page of the server's own origin")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -68,4 +69,21 @@ func TestAnOwnerOpensAtMostMaxMCPSessions(t *testing.T) {
 	status, _, id = e.openMCPSession(alice)
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotEmpty(t, id)
+}
+
+func TestSessionlessMCPClientsOpenNoSession(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, MaxMCPSessions: 1})
+	e.mcpClient(alice, "2025-11-25", nil)
+	status, detail, _ := e.openMCPSession(alice)
+	require.Equal(t, http.StatusTooManyRequests, status, "alice is at her quota of sessions")
+	assert.Equal(t, "mcp_sessions", detail.Quota)
+
+	// Clients on 2026-07-28 open none: they are not counted, nor refused.
+	for range 3 {
+		cs := e.mcpClient(alice, "2026-07-28", nil)
+		require.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion)
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		require.NoError(t, err)
+		assert.Equal(t, "HI", callText(t, res))
+	}
 }

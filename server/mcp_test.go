@@ -91,24 +91,29 @@ func TestMCPOffersEachWorkflowAsATool(t *testing.T) {
 	assert.Contains(t, props, "thread_id")
 	assert.Contains(t, props, "resume")
 
-	progress := make(chan string, 16)
-	cs2 := e.mcpClient(alice, "", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		progress <- r.Params.Message
-	}})
-	p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello", "thread_id": "mcp-1"}}
-	p.SetProgressToken("tok")
-	res, err := cs2.CallTool(t.Context(), p)
-	require.NoError(t, err)
-	require.False(t, res.IsError, callText(t, res))
-	assert.Equal(t, "HELLO", callText(t, res))
-	st := structured(t, res)
-	assert.Equal(t, "mcp-1", st["thread_id"])
-	assert.Equal(t, "done", st["status"])
-	assert.Equal(t, "HELLO", st["output"])
-	// The SDK hands notifications to the handler on a goroutine of its
-	// own: they may come after the result.
-	assert.Equal(t, "echo: node upper finished", <-progress)
-	assert.Equal(t, "echo: node tally finished", <-progress)
+	// Over HTTP, 2026-07-28 without a session and 2025-11-25 in one.
+	for i, version := range []string{"2026-07-28", "2025-11-25"} {
+		progress := make(chan string, 16)
+		cs2 := e.mcpClient(alice, version, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress <- r.Params.Message
+		}})
+		require.Equal(t, version, cs2.InitializeResult().ProtocolVersion)
+		thread := fmt.Sprintf("mcp-%d", i+1)
+		p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello", "thread_id": thread}}
+		p.SetProgressToken("tok")
+		res, err := cs2.CallTool(t.Context(), p)
+		require.NoError(t, err)
+		require.False(t, res.IsError, callText(t, res))
+		assert.Equal(t, "HELLO", callText(t, res))
+		st := structured(t, res)
+		assert.Equal(t, thread, st["thread_id"])
+		assert.Equal(t, "done", st["status"])
+		assert.Equal(t, "HELLO", st["output"])
+		// The SDK hands notifications to the handler on a goroutine of its
+		// own: they may come after the result.
+		assert.Equal(t, "echo: node upper finished", <-progress, version)
+		assert.Equal(t, "echo: node tally finished", <-progress, version)
+	}
 
 	// The run is the owner's, like those of the HTTP API.
 	var th server.Thread
@@ -150,18 +155,15 @@ func TestMCPRunThatAsksAClientThatCannotAnswer(t *testing.T) {
 }
 
 func TestMCPRunThatAsksIsAnsweredByElicitation(t *testing.T) {
-	for _, version := range []string{"2025-11-25", ""} { // asked during the call; returned with the result (multi round-trip)
-		name := version
-		if name == "" {
-			name = "newest"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} { // asked during the call; returned with the result (multi round-trip)
+		t.Run(version, func(t *testing.T) {
 			e := newEnv(t, server.Config{Workflows: workflows(askGraph(t, false)), MCPTools: mcpTools})
 			var asked []*mcp.ElicitParams
 			cs := e.mcpClient(alice, version, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				asked = append(asked, r.Params)
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": `{"ok": true}`}}, nil
 			}})
+			require.Equal(t, version, cs.InitializeResult().ProtocolVersion, "over HTTP")
 			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"text": "x"}})
 			require.NoError(t, err)
 			require.False(t, res.IsError, callText(t, res))
@@ -213,31 +215,45 @@ func TestMCPBadArguments(t *testing.T) {
 }
 
 func TestMCPCancelledCallCancelsItsRun(t *testing.T) {
-	b := newBlocker(t)
-	e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: map[string]server.MCPTool{"block": {Input: "log", Output: "log"}}})
-	cs := e.mcpClient(alice, "", nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	go func() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"log": []string{"go"}, "thread_id": "c-1"}})
-		if err == nil {
-			err = fmt.Errorf("the call returned: %v", res.Content[0].(*mcp.TextContent).Text)
-		}
-		errc <- err
-	}()
-	select {
-	case <-b.entered:
-	case err := <-errc:
-		t.Fatal(err)
+	// 2026-07-28: the client closes the call's stream (and sends a cancel
+	// that reaches no session); 2025-11-25: it sends notifications/cancelled
+	// in its session.
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			b := newBlocker(t)
+			e := newEnv(t, server.Config{Workflows: workflows(b.r), MCPTools: map[string]server.MCPTool{"block": {Input: "log", Output: "log"}}})
+			cs := e.mcpClient(alice, version, nil)
+			require.Equal(t, version, cs.InitializeResult().ProtocolVersion)
+			ctx, cancel := context.WithCancel(t.Context())
+			errc := make(chan error, 1)
+			go func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"log": []string{"go"}, "thread_id": "c-1"}})
+				if err == nil {
+					err = fmt.Errorf("the call returned: %v", res.Content[0].(*mcp.TextContent).Text)
+				}
+				errc <- err
+			}()
+			select {
+			case <-b.entered:
+			case err := <-errc:
+				t.Fatal(err)
+			}
+			cancel()
+			require.ErrorIs(t, <-errc, context.Canceled)
+			var runs server.RunList
+			e.call("GET", "/v1/threads/c-1/runs", alice, nil, http.StatusOK, &runs)
+			require.Len(t, runs.Runs, 1)
+			end := e.stream("GET", "/v1/threads/c-1/runs/"+runs.Runs[0].ID+"/stream", alice, nil)
+			assert.Equal(t, server.StatusCancelled, end[len(end)-1].run(t).Status, "the tool's context was cancelled, and its run")
+			assert.Zero(t, b.counts()["c"], "the run stopped at the slow node")
+
+			// The client goes on with its next call.
+			b.open()
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"log": []string{"again"}, "thread_id": "c-2"}})
+			require.NoError(t, err)
+			assert.Equal(t, "done", structured(t, res)["status"])
+		})
 	}
-	cancel()
-	require.ErrorIs(t, <-errc, context.Canceled)
-	var runs server.RunList
-	e.call("GET", "/v1/threads/c-1/runs", alice, nil, http.StatusOK, &runs)
-	require.Len(t, runs.Runs, 1)
-	end := e.stream("GET", "/v1/threads/c-1/runs/"+runs.Runs[0].ID+"/stream", alice, nil)
-	assert.Equal(t, server.StatusCancelled, end[len(end)-1].run(t).Status)
-	assert.Zero(t, b.counts()["c"], "the run stopped at the slow node")
 }
 
 func TestServeMCPOverAnyTransport(t *testing.T) {

@@ -10,12 +10,14 @@ import (
 )
 
 // The quotas of an owner (Config.MaxActiveRuns, MaxQueuedRuns,
-// MaxStoredBytes, MaxMCPSessions), as 429 answers name them.
+// MaxStoredBytes, MaxMCPSessions, and the calls in flight on /mcp), as 429
+// answers name them.
 const (
 	QuotaActiveRuns  = runs.QuotaActiveRuns
 	QuotaQueuedRuns  = runs.QuotaQueuedRuns
 	QuotaStoredBytes = "stored_bytes"
 	QuotaMCPSessions = "mcp_sessions"
+	QuotaMCPRequests = "mcp_requests"
 )
 
 // quotaRetryAfter is the Retry-After, in seconds, of a refusal that ends

@@ -51,6 +51,8 @@ type ClientReport struct {
 	} `json:"results"`
 	Progress     [][]map[string]any `json:"progress"`
 	Elicitations []map[string]any   `json:"elicitations"`
+	// ProtocolVersion is the protocol version negotiated over HTTP.
+	ProtocolVersion string `json:"protocolVersion"`
 	// Error is what the client threw, if anything; Stderr what a stdio
 	// server wrote to its stderr.
 	Error  string `json:"error"`

@@ -39,6 +39,7 @@ if (plan.stdio) {
 
 try {
   await client.connect(transport);
+  report.protocolVersion = transport.protocolVersion ?? ""; // negotiated (HTTP)
   report.tools = (await client.listTools()).tools;
   for (const call of plan.calls ?? []) {
     const progress = [];
