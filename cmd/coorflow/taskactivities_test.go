@@ -16,10 +16,11 @@ import (
 )
 
 // TestTaskActivitiesFlagsRunATeamsStepsAsActivities: run --temporal
-// --task-activities --task-queue step:=agents runs the coor team's plan
-// steps as task activities on the agents' queue, and its other tasks
+// --task-queue step:=agents runs the coor team's plan steps as task
+// activities (the default) on the agents' queue, and its other tasks
 // (agent builds) on the team node's (in the workflow's history); the run
-// ends as before; nonsense is refused before anything starts.
+// ends as before; --task-activities, the former opt-in, is still
+// accepted; nonsense is refused before anything starts.
 func TestTaskActivitiesFlagsRunATeamsStepsAsActivities(t *testing.T) {
 	srv := temporaltest.Start(t, temporaltest.Options{})
 	c := newCLI(t)
@@ -56,7 +57,7 @@ func TestTaskActivitiesFlagsRunATeamsStepsAsActivities(t *testing.T) {
 	assert.Positive(t, steps, "the team's steps ran as task activities: %v", queues)
 	t.Logf("task activities: %v", queues)
 
-	for _, bad := range [][]string{{"--task-queue", "step:=x"}, {"--task-activities", "--task-queue", "step:"}} {
+	for _, bad := range [][]string{{"--tasks-in-node", "--task-queue", "step:=x"}, {"--task-queue", "step:"}, {"--task-queue", "=x"}} {
 		code, _, stderr = cr.run(append([]string{"run", "../../examples/coor", "--temporal", srv.HostPort, "--demo", "--input", "x"}, bad...)...)
 		assert.Equal(t, exitUsage, code, stderr)
 		assert.Contains(t, stderr, "--task-queue")
