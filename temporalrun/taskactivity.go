@@ -20,8 +20,9 @@ import (
 )
 
 // This file runs the tasks a node starts at run time (graph.Schedule) as
-// activities of their own (Config.TaskActivities): the node's activity
-// asks its run's workflow, by the update "task", to run each task; the
+// activities of their own (the default; Config.TasksInNode keeps them in
+// the node's activity): the node's activity asks its run's workflow, by
+// the update "task", to run each task; the
 // update's handler (workflow code) schedules the task's activity, on the
 // task's queue, with its own heartbeat and timeout, and answers with how
 // the task ended once the activity has. The task's activity runs it with
