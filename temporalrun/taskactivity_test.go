@@ -20,6 +20,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/coorflow/coorflow/factory"
@@ -855,4 +856,70 @@ func TestTasksOfSeveralNodesOnSeveralWorkersWaitForTheUpdateLimit(t *testing.T) 
 	h := fullHistory(t, e.client, thread)
 	requireReplays(t, h)
 	assert.Len(t, taskActivities(h), 2*n, "one activity per task")
+}
+
+// TestANodeActivityThatTimesOutRejoinsItsTasksOnItsRetry: a team node's
+// activity times out (its StepTimeout) while its two agents' calls are
+// held, on a worker that stays alive; its retry runs the node again and
+// asks for the tasks by the same update ids: it joins the tasks in
+// flight (the first attempt did not withdraw them), each call is made
+// once, and the run ends as it would have.
+func TestANodeActivityThatTimesOutRejoinsItsTasksOnItsRetry(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	retried := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Query().Get("key")]++
+		mu.Unlock()
+		select {
+		case <-retried:
+		case <-r.Context().Done():
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	g := graph.New("rejoin-"+randomHex(), callLog)
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if info := activity.GetInfo(ctx); info.ActivityType.Name == temporalrun.StepActivityName && info.Attempt > 1 {
+			once.Do(func() { close(retried) })
+		}
+		task, _ := graph.TaskOf(ctx)
+		agent := func(key string) graph.Task[string] {
+			return graph.Task[string]{Key: key, Run: func(ctx context.Context) (string, error) {
+				return graph.Do(ctx, "model", func(ctx context.Context) (string, error) {
+					return call(ctx, srv.URL, task.Thread+"/"+key, "test")
+				})
+			}}
+		}
+		res, err := graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[string]{agent("step:a"), agent("step:b")})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		for _, r := range res {
+			if r.Status != graph.TaskDone {
+				return graph.Command{}, fmt.Errorf("task %s: %s: %w", r.Key, r.Status, r.Err)
+			}
+		}
+		return graph.Update(graph.AppendTo(callLog, res[0].Key+"@"+res[0].Value, res[1].Key+"@"+res[1].Value)), nil
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	run := e.runner(r, func(c *temporalrun.Config) { c.StepTimeout, c.TaskTimeout = 3*time.Second, time.Minute })
+	thread := "rejoin-" + randomHex()
+	res, err := run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step:a@test", "step:b@test"}, callLog.Get(res.State))
+	mu.Lock()
+	assert.Equal(t, map[string]int{thread + "/step:a": 1, thread + "/step:b": 1}, calls, "each call made once")
+	mu.Unlock()
+	h := fullHistory(t, e.client, thread)
+	acts := taskActivities(h)
+	assert.Len(t, acts, 2, "one task activity per task, not cancelled and started again: %+v", acts)
+	assert.Zero(t, count(history(t, e.client, thread), enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED), "nothing withdrawn")
 }
