@@ -161,12 +161,17 @@
 //     which cancels their activities; a node activity that ends by itself
 //     (timed out, cancelled) withdraws nothing, so that its next attempt
 //     joins the tasks in flight. The coor example on three coorflow
-//     worker processes, one killed (SIGKILL) while the model held one of
-//     its agents' calls (TestACoorRunOnThreeWorkerProcessesSurvivesKill9,
-//     COORFLOW_COOR_KILL_TRIALS=6, the default 5 s heartbeat timeout, a
-//     2-core machine under a load of 15–25): every run ended with the
-//     report of the run in process, the call held was made again on
-//     another worker 5.6–6.3 s after the kill, and no other call was.
+//     worker processes, one killed (SIGKILL) mid-team
+//     (TestACoorRunOnThreeWorkerProcessesSurvivesKill9,
+//     COORFLOW_COOR_KILL_TRIALS=6, run three times; the default 5 s
+//     heartbeat timeout; a 2-core machine under a load of 15–25): every
+//     run ended with the report of the run in process. Killing the
+//     worker of an agent's call in flight (the model holding it): that
+//     call, and no other, was made again on another worker 4.9–5.6 s
+//     after the kill. Killing the worker of the run's steps (the team
+//     node's activity, while an agent's call ran elsewhere): no call was
+//     made again, the node's activity was retried elsewhere and started
+//     the plan's next step 5.5–5.6 s after the kill.
 //     Limits: a task's value goes through the history (at most 2 MB; a
 //     larger one fails the task, saying so); a workflow has at most 10
 //     updates in flight by default (history.maxInFlightUpdates: the

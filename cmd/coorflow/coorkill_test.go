@@ -26,19 +26,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"gopkg.in/yaml.v3"
 
 	"github.com/coorflow/coorflow/internal/temporaltest"
 	"github.com/coorflow/coorflow/llm/openaitest"
+	"github.com/coorflow/coorflow/temporalrun"
 )
 
 // TestACoorRunOnThreeWorkerProcessesSurvivesKill9 runs the coor example
 // on Temporal with three coorflow worker processes and kills one of them
-// (SIGKILL) while it makes a model call of a team agent: the model server
-// holds that call, and every later call of that worker, until the worker
-// dies. The run ends with the report a run in process gives (same
-// workflow, same model), and the only model calls made twice are those
-// held at the kill: every other call was journaled before it and is read
+// (SIGKILL) once a team agent's model call is in flight: in even trials
+// the worker making that call, in odd ones the worker that made the
+// planner's call (the one that runs the run's steps, and so the team
+// node's, in every run seen), whatever agent's call is in flight then.
+// The model server holds the first agent call until the kill, and every
+// call of the worker to kill from then on, until it dies. The run ends
+// with the report a run in process gives (same workflow, same model),
+// and the only model calls made twice are those held on the killed
+// worker: every other call was journaled before the kill and is read
 // back, not made again.
 //
 // The model speaks OpenAI's wire protocol and answers each role of the
@@ -50,7 +57,10 @@ import (
 // COORFLOW_COOR_KILL_TRIALS (default 1) repeats the kill on a fresh
 // database and queue; each trial logs the time from the kill to the
 // first call made again (on another worker), the calls made again and
-// whether the report is the local run's.
+// whether the report is the local run's, the time from the kill to the
+// first held call made again and to the call of the plan's third step
+// (the team going on past what was in flight), and the step activities
+// retried (the team node's, when it was on the killed worker).
 func TestACoorRunOnThreeWorkerProcessesSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds coorflow and starts three workers per trial")
@@ -77,8 +87,8 @@ func TestACoorRunOnThreeWorkerProcessesSurvivesKill9(t *testing.T) {
 	var lines []string
 	for trial := range trials {
 		r := coorKillTrial(t, bin, srv.HostPort, model, trial, want)
-		lines = append(lines, fmt.Sprintf("trial %d: model calls by worker %v; killed %s with %d in flight; kill→first call made again %v; made again: %v; report identical: %t",
-			trial, r.byWorker, r.victim, len(r.held), r.recovery.Round(time.Millisecond), r.repeated, r.identical))
+		lines = append(lines, fmt.Sprintf("trial %d: model calls by worker %v; killed %s (%s) with %d calls in flight; kill→call made again %v, →s3's call %v; made again: %v; step activities retried: %v; report identical: %t",
+			trial, r.byWorker, r.victim, r.why, len(r.held), r.repeat.Round(time.Millisecond), r.progress.Round(time.Millisecond), r.repeated, r.retried, r.identical))
 	}
 	t.Logf("coor on three worker processes, %d kill -9 trials:\n%s", trials, strings.Join(lines, "\n"))
 }
@@ -86,10 +96,13 @@ func TestACoorRunOnThreeWorkerProcessesSurvivesKill9(t *testing.T) {
 // killResult is what one trial saw.
 type killResult struct {
 	victim    string
+	why       string
 	byWorker  map[string]int
 	held      []string
 	repeated  []string
-	recovery  time.Duration
+	retried   []string
+	repeat    time.Duration
+	progress  time.Duration
 	identical bool
 }
 
@@ -97,13 +110,14 @@ func coorKillTrial(t *testing.T, bin, hostPort string, model *coorModel, trial i
 	t.Helper()
 	db := freshDatabase(t)
 	queue := fmt.Sprintf("coor-kill-%d", trial)
-	arm := model.arm()
+	arm := model.arm(trial%2 == 1)
 	workers := map[string]*exec.Cmd{}
 	for _, id := range []string{"w1", "w2", "w3"} {
 		workers[id] = startWorkerProcess(t, bin, model.env(id), "--temporal", hostPort, "--queue", queue, "--db", db, "--sticky-timeout", "1s", "../../examples/coor")
 	}
 	c := newCLI(t)
 	c.env = model.env("caller")
+	thread := fmt.Sprintf("kill-%d", trial)
 	type result struct {
 		code           int
 		stdout, stderr string
@@ -111,7 +125,7 @@ func coorKillTrial(t *testing.T, bin, hostPort string, model *coorModel, trial i
 	done := make(chan result, 1)
 	go func() {
 		code, stdout, stderr := c.run("run", "../../examples/coor", "--temporal", hostPort, "--queue", queue, "--db", db,
-			"--input", coorInput, "--thread", fmt.Sprintf("kill-%d", trial))
+			"--input", coorInput, "--thread", thread)
 		done <- result{code, stdout, stderr}
 	}()
 	var victim string
@@ -129,7 +143,10 @@ func coorKillTrial(t *testing.T, bin, hostPort string, model *coorModel, trial i
 	got := reportIn(t, r.stdout)
 	assert.Equal(t, want, got, "trial %d: the report is the local run's", trial)
 
-	res := killResult{victim: victim, identical: got == want}
+	res := killResult{victim: victim, why: "the agent's worker", identical: got == want, retried: retriedSteps(t, hostPort, thread)}
+	if arm.planner {
+		res.why = "the planner's worker"
+	}
 	arm.mu.Lock()
 	defer arm.mu.Unlock()
 	res.held = slices.Sorted(maps.Keys(arm.held))
@@ -142,13 +159,47 @@ func coorKillTrial(t *testing.T, bin, hostPort string, model *coorModel, trial i
 		}
 	}
 	slices.Sort(res.repeated)
-	assert.NotEmpty(t, res.held, "trial %d: the killed worker had a call in flight", trial)
-	assert.Equal(t, res.held, res.repeated, "trial %d: exactly the calls in flight at the kill were made again", trial)
+	if !arm.planner {
+		assert.NotEmpty(t, res.held, "trial %d: the killed worker had a call in flight", trial)
+	}
+	assert.Equal(t, res.held, res.repeated, "trial %d: exactly the calls in flight on the killed worker were made again", trial)
 	assert.Empty(t, model.unknownRoles(), "trial %d: every call is one the model knows", trial)
-	if !arm.recovered.IsZero() {
-		res.recovery = arm.recovered.Sub(arm.killedAt)
+	if !arm.repeatedAt.IsZero() {
+		res.repeat = arm.repeatedAt.Sub(arm.killedAt)
+	}
+	if !arm.progressAt.IsZero() {
+		res.progress = arm.progressAt.Sub(arm.killedAt)
 	}
 	return res
+}
+
+// retriedSteps returns the step activities of thread's workflow that ran
+// more than once, by the nodes they ran.
+func retriedSteps(t *testing.T, hostPort, thread string) []string {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: hostPort, Logger: temporalrun.Logger(io.Discard)})
+	require.NoError(t, err)
+	defer c.Close()
+	it := c.GetWorkflowHistory(t.Context(), thread, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]bool{}
+	retried := map[int64]bool{}
+	var out []string
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == temporalrun.StepActivityName {
+			scheduled[ev.GetEventId()] = true
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
+			retried[a.GetScheduledEventId()] = true
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && retried[a.GetScheduledEventId()] {
+			var step temporalrun.StepOutput
+			require.NoError(t, json.Unmarshal(a.GetResult().GetPayloads()[0].GetData(), &step))
+			out = append(out, strings.Join(step.Ran, ","))
+		}
+	}
+	return out
 }
 
 // startWorkerProcess starts bin worker with args and env, waits until it
@@ -202,23 +253,32 @@ type coorModel struct {
 
 // killArm is one trial's record: every call of the workers by key (role
 // and turn), the worker that made the first call of a team agent (the
-// victim), whose calls are held from then on, and when a held call was
+// victim, or with planner the worker of the planner's call), whose calls
+// are held from then on, and when surviving workers made calls after the
+// kill.
 // first made again.
 type killArm struct {
 	mu        sync.Mutex
 	calls     map[string]int
 	byWorker  map[string]int
 	held      map[string]bool
+	planner   bool
+	plannerID string
 	victimID  string
 	victim    chan string
+	release   chan struct{} // closed at the kill: a held call of a survivor goes on
 	killedAt  time.Time
-	recovered time.Time
+	// repeatedAt: a held call made again; progressAt: the call of the
+	// step after the analysts' (s3, the researcher's), which the team
+	// node starts once they are done.
+	repeatedAt, progressAt time.Time
 }
 
 func (a *killArm) killed(at time.Time) {
 	a.mu.Lock()
 	a.killedAt = at
 	a.mu.Unlock()
+	close(a.release)
 }
 
 func newCoorModel(t *testing.T) *coorModel {
@@ -271,8 +331,9 @@ func (m *coorModel) env(who string) map[string]string {
 }
 
 // arm starts a trial's record.
-func (m *coorModel) arm() *killArm {
-	a := &killArm{calls: map[string]int{}, byWorker: map[string]int{}, held: map[string]bool{}, victim: make(chan string, 1)}
+func (m *coorModel) arm(planner bool) *killArm {
+	a := &killArm{planner: planner, calls: map[string]int{}, byWorker: map[string]int{}, held: map[string]bool{},
+		victim: make(chan string, 1), release: make(chan struct{})}
 	m.mu.Lock()
 	m.cur = a
 	m.mu.Unlock()
@@ -285,10 +346,11 @@ func (m *coorModel) unknownRoles() []string {
 	return slices.Clone(m.unknown)
 }
 
-// hold counts a worker's call and says whether to hold it: the first call
-// of a team agent makes its worker the victim, and the victim's calls are
-// held from then on. A held call made again (by another worker) marks the
-// recovery.
+// hold counts a worker's call and says whether to hold it until the
+// worker dies. The first call of a team agent picks the victim: its
+// worker, or with planner the worker of the planner's call; the victim's
+// calls are held from then on; the first agent call, when it is not the
+// victim's, is held until the kill and then goes on.
 func (m *coorModel) hold(who, key string) bool {
 	m.mu.Lock()
 	a := m.cur
@@ -297,21 +359,37 @@ func (m *coorModel) hold(who, key string) bool {
 		return false // the local run, or the caller
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.calls[key]++
 	a.byWorker[who]++
-	if a.held[key] && who != a.victimID && a.recovered.IsZero() {
-		a.recovered = time.Now()
+	if !a.killedAt.IsZero() && who != a.victimID {
+		switch {
+		case a.held[key] && a.repeatedAt.IsZero():
+			a.repeatedAt = time.Now()
+		case strings.HasPrefix(key, "agent:researcher") && a.progressAt.IsZero():
+			a.progressAt = time.Now()
+		}
 	}
+	if strings.HasPrefix(key, "planner") && a.plannerID == "" {
+		a.plannerID = who
+	}
+	wait := false
 	if a.victimID == "" && strings.HasPrefix(key, "agent:") {
 		a.victimID = who
-		a.victim <- who
+		if a.planner {
+			a.victimID = a.plannerID
+		}
+		a.victim <- a.victimID
+		wait = who != a.victimID
 	}
-	if who == a.victimID {
+	held := who == a.victimID
+	if held {
 		a.held[key] = true
-		return true
 	}
-	return false
+	a.mu.Unlock()
+	if wait {
+		<-a.release
+	}
+	return held
 }
 
 // readBody reads r's body and leaves it to be read again.
