@@ -194,9 +194,11 @@
 //     Cost: a team of 8 agents and a report after them (BenchmarkTeam8,
 //     a 2-core machine under a load of 10) took 148–194 ms a run with
 //     its tasks inside the node's activity and 351–420 ms as task
-//     activities: about 100 ms per wave of tasks that run together, the
-//     update's and the activity's trips through the server and
-//     RunScheduled's reload of the step; small against agents whose model
+//     activities (176–198 ms against 530–710 ms under a load of 14–17,
+//     with the tasks as activities by default): 100–250 ms per wave of
+//     tasks that run together, the update's and the activity's trips
+//     through the server and RunScheduled's reload of the step, growing
+//     with the machine's load; small against agents whose model
 //     calls take seconds, which is why it is the default. Microsecond
 //     tasks are better off with TasksInNode.
 //   - History. A step of one task adds six events (activity scheduled,

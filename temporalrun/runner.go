@@ -74,9 +74,9 @@ type Config struct {
 	// activity of its own, on any worker of its queue, with its own
 	// heartbeat (HeartbeatTimeout) and start-to-close timeout
 	// (TaskTimeout, default StepTimeout), and the node's activity waits
-	// for them (its StepTimeout bounds the whole node): about 100 ms more
-	// per group of tasks that run together (BenchmarkTeam8), small beside
-	// an agent's model calls. TaskQueues places the task activities: a
+	// for them (its StepTimeout bounds the whole node): 100–250 ms more
+	// per group of tasks that run together (BenchmarkTeam8, a loaded
+	// 2-core machine), small beside an agent's model calls. TaskQueues places the task activities: a
 	// task goes to the queue of the first selector that matches it — a
 	// placement label it carries, "NAME:VALUE" (graph.Task.Labels:
 	// "tier:reasoning" for a factory team's agent of that tier), else the
