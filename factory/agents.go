@@ -34,8 +34,9 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 	tasks := make([]graph.Task[Built], len(todo))
 	for i, sp := range todo {
 		tasks[i] = graph.Task[Built]{Key: "build:" + sp.Name,
-			Run:  func(ctx context.Context) (Built, error) { return t.build(ctx, sp) },
-			Done: func(b Built) { t.built(ctx, b) }}
+			Run:    func(ctx context.Context) (Built, error) { return t.build(ctx, sp) },
+			Done:   func(b Built) { t.built(ctx, b) },
+			Labels: tierLabel(t.cfg.Builder.Info.Tier)}
 	}
 	res, err := graph.Schedule(ctx, graph.TaskOptions{Limit: t.cfg.BuildConcurrency, Classify: failBuild}, tasks)
 	if err != nil {
@@ -46,6 +47,21 @@ func (t *teamRun) buildAgents(ctx context.Context) error {
 		errs[i] = r.Err
 	}
 	return errors.Join(errs...)
+}
+
+// TierLabel is the placement label of a team's tasks (graph.Task.Labels)
+// that says the tier of the model they call: an agent's step the tier of
+// the agent, a build the builder's. A runner that places tasks on
+// workers reads it (temporalrun's --task-queue tier:reasoning=QUEUE).
+const TierLabel = "tier"
+
+// tierLabel returns the labels of a task whose calls go to the model of
+// tier; none for no tier.
+func tierLabel(tier string) map[string]string {
+	if tier == "" {
+		return nil
+	}
+	return map[string]string{TierLabel: tier}
 }
 
 // failBuild: a build that fails fails only itself (the team reports every
@@ -134,6 +150,16 @@ func (t *teamRun) built(ctx context.Context, built Built) {
 	}
 }
 
+// agentTier is the tier whose model agent a calls: its own, or the basic
+// tier for an agent without a known one.
+func agentTier(a Agent) llm.Tier {
+	tier, err := llm.ParseTier(a.Tier)
+	if err != nil {
+		return llm.TierBasic
+	}
+	return tier
+}
+
 // agentRun is the id of one run of an agent: its private board's key.
 func agentRun(step plan.Step, a Agent) string { return a.Name + "." + step.ID }
 
@@ -141,10 +167,7 @@ func agentRun(step plan.Step, a Agent) string { return a.Name + "." + step.ID }
 // window over the board as viewer sees it, and the read_context tool to
 // read back what the window offloaded.
 func (t *teamRun) agent(a Agent, viewer store.Viewer) (*react.Agent, error) {
-	tier, err := llm.ParseTier(a.Tier)
-	if err != nil {
-		tier = llm.TierBasic
-	}
+	tier := agentTier(a)
 	model, err := t.cfg.Models.Model(tier)
 	if err != nil {
 		return nil, fmt.Errorf("factory: agent %q: %w", a.Name, err)

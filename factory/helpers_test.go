@@ -76,13 +76,16 @@ func (e *env) models(t *testing.T) *llm.Models {
 	return ms
 }
 
-// team compiles Start -> team -> End over the env.
+// team compiles Start -> team -> End over the env (with a builder of the
+// env's model unless cfg has one).
 func (e *env) team(t *testing.T, cfg factory.TeamConfig, opts ...graph.Option) *graph.Runnable {
 	t.Helper()
 	exp, err := metaprompt.New(metaprompt.Config{Model: e.model, ModelName: "scripted-reasoning", Cache: e.store, Owner: "acme"})
 	require.NoError(t, err)
 	cfg.Registry, cfg.Models, cfg.Tools, cfg.Store = e.reg, e.models(t), e.tools, e.store
-	cfg.Builder = &factory.Builder{Model: e.model, Tools: e.tools, WritePrompt: factory.ExpandWith(exp, e.tools)}
+	if cfg.Builder == nil {
+		cfg.Builder = &factory.Builder{Model: e.model, Tools: e.tools, WritePrompt: factory.ExpandWith(exp, e.tools)}
+	}
 	node, err := factory.Team(cfg)
 	require.NoError(t, err)
 	g := graph.New("coor", nodes.Channels()...)

@@ -65,8 +65,9 @@ func (t *teamRun) stepTasks() []graph.Task[plan.StepResult] {
 			continue
 		}
 		tk := graph.Task[plan.StepResult]{Key: stepKey + s.ID, Run: t.stepRun(s.ID),
-			Fails: func(res plan.StepResult) error { return stepFailed(s.ID, res) },
-			Done:  func(res plan.StepResult) { t.record(s.ID, res) }}
+			Fails:  func(res plan.StepResult) error { return stepFailed(s.ID, res) },
+			Done:   func(res plan.StepResult) { t.record(s.ID, res) },
+			Labels: tierLabel(string(agentTier(t.agents[s.AgentName])))}
 		for _, d := range s.DependsOn {
 			if ds := t.plan.Step(d); ds == nil || ds.Result == nil {
 				tk.Deps = append(tk.Deps, stepKey+d)

@@ -3,6 +3,7 @@ package factory_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/llm/scripted"
+	"github.com/coorflow/coorflow/metaprompt"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/nodes/plan"
 	"github.com/coorflow/coorflow/store"
@@ -127,12 +130,22 @@ func TestAPlanWhoseStepsDoNotFormADAGIsRefusedBeforeAnyStepRuns(t *testing.T) {
 // TestTheTeamRunsWithEachTaskApartFromItsNode runs every build and step of
 // the team in a run of its own (graph.RunScheduled), as a runner that
 // gives each task an activity on any worker does: the team ends as in
-// one process, with every agent called once per step.
+// one process, with every agent called once per step. Each task carries
+// the tier of the model it calls (factory.TierLabel), for such a runner
+// to place it: a step its agent's, a build the builder's.
 func TestTheTeamRunsWithEachTaskApartFromItsNode(t *testing.T) {
 	e := newEnv(t, smem.New(store.Config{}), fullScript())
 	saver := memory.New()
-	r := e.team(t, factory.TeamConfig{}, graph.WithSaver(saver))
+	exp, err := metaprompt.New(metaprompt.Config{Model: e.model, ModelName: "scripted-reasoning", Cache: e.store, Owner: "acme"})
+	require.NoError(t, err)
+	builder := &factory.Builder{Model: e.model, Info: llm.ModelInfo{Tier: "vision"}, Tools: e.tools, WritePrompt: factory.ExpandWith(exp, e.tools)}
+	r := e.team(t, factory.TeamConfig{Builder: builder}, graph.WithSaver(saver))
+	var mu sync.Mutex
+	tiers := map[string]string{}
 	exec := graph.TaskExecutorFunc(func(ctx context.Context, c graph.TaskCall, _ func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+		mu.Lock()
+		tiers[c.Key] = c.Labels[factory.TierLabel]
+		mu.Unlock()
 		return r.RunScheduled(ctx, c, graph.WithSaver(saver), graph.Thread(c.Thread))
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a barrier that never opens fails here
@@ -147,4 +160,7 @@ func TestTheTeamRunsWithEachTaskApartFromItsNode(t *testing.T) {
 		assert.Len(t, e.model.CallsFor(agent), n, agent)
 	}
 	assert.Contains(t, e.model.CallsFor("market_analyst")[1].Prompt(), "The result is FACT-A1.", "a2 got a1's handoff")
+	assert.Equal(t, map[string]string{"build:market_analyst": "vision", "build:tech_analyst": "vision",
+		"step:a1": "reasoning", "step:a2": "reasoning", "step:b1": "reasoning", "step:b2": "reasoning",
+		"step:a3": "basic", "step:b3": "code"}, tiers, "each task's tier label")
 }

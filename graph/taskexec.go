@@ -26,6 +26,8 @@ type TaskCall struct {
 	Thread     string
 	// Attempt counts from 1 (TaskOptions.Retry).
 	Attempt int
+	// Labels are the task's placement labels (Task.Labels).
+	Labels map[string]string `json:",omitempty"`
 }
 
 // TaskExecutor is the seam through which the tasks of a node reach the

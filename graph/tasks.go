@@ -52,6 +52,11 @@ type Task[T any] struct {
 	// goroutine that called Schedule: it is where a node folds a task's
 	// value into what its dependents read.
 	Done func(v T)
+	// Labels say where the task may run, to a runner that places tasks
+	// on workers (temporalrun's task queues: "tier": "reasoning" sends a
+	// team's agent of that tier to the queue of its models); a run in
+	// process ignores them. They are not part of the task's id.
+	Labels map[string]string
 }
 
 // TaskErrorKind says what a task's error does to the tasks of its
@@ -409,7 +414,7 @@ func (s *scheduler[T]) attempt(ctx context.Context, i, attempt int) (T, error) {
 	var v T
 	var runErr error
 	call := TaskCall{ID: s.bind[i].id, Key: t.Key, Node: e.node, Label: e.t.label, Path: e.path + "/" + s.bind[i].segment,
-		Step: e.step, Thread: e.r.cfg.thread, Attempt: attempt}
+		Step: e.step, Thread: e.r.cfg.thread, Attempt: attempt, Labels: t.Labels}
 	if e.r.p != nil {
 		call.Checkpoint = e.r.p.cp.ID
 	}

@@ -86,7 +86,7 @@ func TestEveryAttemptOfATaskGoesThroughTheTaskExecutor(t *testing.T) {
 	var result graph.TaskResult[value]
 	r := oneNode(t, func(ctx context.Context, s graph.State) (graph.Command, error) {
 		res, err := graph.Schedule(ctx, graph.TaskOptions{Retry: graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Nanosecond}},
-			[]graph.Task[value]{{Key: "k", Run: func(ctx context.Context) (value, error) {
+			[]graph.Task[value]{{Key: "k", Labels: map[string]string{"tier": "reasoning"}, Run: func(ctx context.Context) (value, error) {
 				if runs.Add(1) == 1 {
 					return value{}, errors.New("once")
 				}
@@ -103,7 +103,7 @@ func TestEveryAttemptOfATaskGoesThroughTheTaskExecutor(t *testing.T) {
 	for i, c := range calls {
 		assert.NotEmpty(t, c.Checkpoint, "the checkpoint the step runs after")
 		assert.Equal(t, graph.TaskCall{ID: result.ID, Key: "k", Node: "team", Label: "team", Path: "g/team/k", Checkpoint: c.Checkpoint,
-			Step: 0, Thread: "t", Attempt: i + 1}, c)
+			Step: 0, Thread: "t", Attempt: i + 1, Labels: map[string]string{"tier": "reasoning"}}, c, "with the task's placement labels")
 	}
 }
 

@@ -121,60 +121,86 @@
 //   - Queues. Each step goes to a task queue: Config.NodeQueues sends the
 //     steps that run only nodes of one queue there (model calls, tools,
 //     code), so each kind scales on its own; other steps go to TaskQueue.
-//   - Tasks. With Config.TaskActivities, each task a node starts at run
-//     time (graph.Schedule: a team's builds and steps) is an activity of
-//     its own, on any worker. Only workflow code schedules activities, so
-//     the node's activity (a step, or a task of a parallel step) runs the
-//     node with a graph.TaskExecutor that, for each attempt of a task,
-//     sends the run's workflow the update "task" and waits for its
-//     answer; the update's handler schedules the task activity
-//     (ScheduledTaskActivityName) and answers with how the task ended. The
-//     task activity calls graph.Runnable.RunScheduled: it loads the step
-//     from the saver, runs the node again up to the task (the journal
-//     answers the rest), runs the task, and journals its value in the
-//     saver before it reports it. The node's Schedule keeps its own
-//     order, limit, dependencies, retries (TaskOptions.Retry: an attempt
-//     is an update) and pauses: a task's failure or question (any error
-//     RunScheduled returns, a saver's included) is its activity's result,
-//     which TaskOptions.Retry judges; Temporal retries a task activity
-//     only when its worker dies or it times out. So the node's
-//     activity only waits, beating, and each task has its own queue
-//     (Config.TaskQueues: by the longest prefix of its key, "build:" or
-//     "step:" in a factory team, else its node's queue), its own
-//     heartbeat (HeartbeatTimeout) and its own start-to-close timeout
+//   - Tasks. Each task a node starts at run time (graph.Schedule: a
+//     team's builds and steps) is an activity of its own, on any worker
+//     (Config.TasksInNode, --tasks-in-node, runs them inside the node's
+//     activity instead, as before). Only workflow code schedules
+//     activities, so the node's activity (a step, or a task of a
+//     parallel step) runs the node with a graph.TaskExecutor that, for
+//     each attempt of a task, sends the run's workflow the update "task"
+//     and waits for its answer; the update's handler schedules the task
+//     activity (ScheduledTaskActivityName) and answers with how the task
+//     ended. The task activity calls graph.Runnable.RunScheduled: it
+//     loads the step from the saver, runs the node again up to the task
+//     (the journal answers the rest), runs the task, and journals its
+//     value in the saver before it reports it. The node's Schedule keeps
+//     its own order, limit, dependencies, retries (TaskOptions.Retry: an
+//     attempt is an update) and pauses: a task's failure or question (any
+//     error RunScheduled returns, a saver's included) is its activity's
+//     result, which TaskOptions.Retry judges; Temporal retries a task
+//     activity only when its worker dies or it times out. So the node's
+//     activity only waits, beating, and each task has its own heartbeat
+//     (HeartbeatTimeout), its own start-to-close timeout
 //     (Config.TaskTimeout; the node's StepTimeout still bounds the whole
-//     node). Crashes: a dead task worker's task activity is retried on
-//     another worker when its heartbeat stops, and only that task's call
-//     in flight repeats; a dead node worker's activity is retried on
-//     another, which runs the node again: the tasks done are read from
-//     the journal, and those in flight are asked for by the same update
-//     ids (the node activity's id, the task's id and its attempt), which
-//     the server answers from the update already running — the task is
-//     not started twice. A node that stops waiting (FailFast, its
-//     context ended) withdraws its updates with the signal
-//     SignalCancelTask, which cancels their activities. Limits: a task's
-//     value goes through the history (at most 2 MB; a larger one fails
-//     the task, saying so); a workflow has at most 10 updates in flight
-//     by default (history.maxInFlightUpdates: the caller's "wait" is one)
-//     — a refused update is asked again when others end, so more tasks
-//     than that run fewer at a time — and 2000 in all
-//     (history.maxTotalUpdates), so a run continues as new at the next
-//     superstep boundary after 1000 task updates; a node's activity holds
-//     a worker slot while its tasks run, so a queue whose slots are all
-//     held by waiting nodes starves their tasks: give the tasks a queue
-//     of their own (TaskQueues) when many teams run at once. A local
-//     step (LocalSteps) runs its tasks itself, since its workflow task
-//     is held open while it runs. Every worker must know the task
-//     activity and the update before a runner turns TaskActivities on.
+//     node) and its own queue. Config.TaskQueues (--task-queue
+//     SELECTOR=QUEUE) places it: by a placement label it carries
+//     (graph.Task.Labels), selected as "NAME:VALUE" — a factory team
+//     labels each step with its agent's tier and each build with the
+//     builder's (factory.TierLabel), so "tier:reasoning" sends the agents
+//     of that tier to the workers of its models —, else by the longest
+//     prefix of its key ("build:" or "step:" in a factory team), else on
+//     its node's queue. Crashes: a dead task worker's task activity is
+//     retried on another worker when its heartbeat stops, and only that
+//     task's call in flight repeats; a dead node worker's activity is
+//     retried on another, which runs the node again: the tasks done are
+//     read from the journal, and those in flight are asked for by the
+//     same update ids (the node activity's id, the task's id and its
+//     attempt), which the server answers from the update already running
+//     — the task is not started twice. A node that stops waiting
+//     (FailFast) withdraws its updates with the signal SignalCancelTask,
+//     which cancels their activities; a node activity that ends by itself
+//     (timed out, cancelled) withdraws nothing, so that its next attempt
+//     joins the tasks in flight. The coor example on three coorflow
+//     worker processes, one killed (SIGKILL) mid-team
+//     (TestACoorRunOnThreeWorkerProcessesSurvivesKill9,
+//     COORFLOW_COOR_KILL_TRIALS=6, run three times; the default 5 s
+//     heartbeat timeout; a 2-core machine under a load of 15–25): every
+//     run ended with the report of the run in process. Killing the
+//     worker of an agent's call in flight (the model holding it): that
+//     call, and no other, was made again on another worker 4.9–5.6 s
+//     after the kill. Killing the worker of the run's steps (the team
+//     node's activity, while an agent's call ran elsewhere): no call was
+//     made again, the node's activity was retried elsewhere and started
+//     the plan's next step 5.5–5.6 s after the kill.
+//     Limits: a task's value goes through the history (at most 2 MB; a
+//     larger one fails the task, saying so); a workflow has at most 10
+//     updates in flight by default (history.maxInFlightUpdates: the
+//     caller's "wait" is one; the dev server let 8 tasks in at once) — a
+//     refused update (resource exhausted) is asked again with a backoff
+//     (100 ms doubling to 2 s) as others end, so more tasks than that run
+//     fewer at a time, also when several nodes of a run on several
+//     workers start tasks together
+//     (TestTasksOfSeveralNodesOnSeveralWorkersWaitForTheUpdateLimit) —
+//     and 2000 in all (history.maxTotalUpdates), so a run continues as
+//     new at the next superstep boundary after 1000 task updates; a
+//     node's activity holds a worker slot while its tasks run, so a queue
+//     whose slots are all held by waiting nodes starves their tasks: give
+//     the tasks a queue of their own (TaskQueues) when many teams run at
+//     once. A local step (LocalSteps) runs its tasks itself, since its
+//     workflow task is held open while it runs. Every worker must know
+//     the task activity and the update (this version or later).
 //     History: a task adds the update's accepted and completed events and
 //     its activity's three, and a workflow task for each batch of them.
 //     Cost: a team of 8 agents and a report after them (BenchmarkTeam8,
 //     a 2-core machine under a load of 10) took 148–194 ms a run with
 //     its tasks inside the node's activity and 351–420 ms as task
-//     activities: about 100 ms per wave of tasks that run together, the
-//     update's and the activity's trips through the server and
-//     RunScheduled's reload of the step. It pays off for agents that
-//     take seconds, not for microsecond tasks.
+//     activities (176–198 ms against 530–710 ms under a load of 14–17,
+//     with the tasks as activities by default): 100–250 ms per wave of
+//     tasks that run together, the update's and the activity's trips
+//     through the server and RunScheduled's reload of the step, growing
+//     with the machine's load; small against agents whose model
+//     calls take seconds, which is why it is the default. Microsecond
+//     tasks are better off with TasksInNode.
 //   - History. A step of one task adds six events (activity scheduled,
 //     started, completed, and a workflow task scheduled, started,
 //     completed), a local step one (a marker) and the workflow task's
@@ -238,9 +264,9 @@
 // activity, not in workflow code (they are the engine's, deterministic by
 // construction, and read the state, which stays out of the history); a
 // journaled call inside a node is recorded in the saver, not as an
-// activity of its own; without Config.TaskActivities a team's agents run
-// inside their team node's activity (they share its worker, its heartbeat
-// and its retry), and with it as activities, not child workflows;
+// activity of its own; a team's agents run as activities, not child
+// workflows (with Config.TasksInNode, inside their team node's activity:
+// they share its worker, its heartbeat and its retry);
 // FromCheckpoint (replay and forks) runs in process. Streams need PostgreSQL (the event log shares the
 // saver's database; on SQLite, Invoke only). In a step whose tasks run
 // as activities of their own, the tasks' events come before the step's

@@ -131,7 +131,8 @@ func helperWorker(id string) int {
 	}
 	defer events.Close()
 	graphs := temporalrun.NewGraphs(saver, callChain("chain", steps, os.Getenv(envCounter), id),
-		callTeam("team", teamSize, os.Getenv(envCounter), id)).StreamTo(events)
+		callTeam("team", teamSize, os.Getenv(envCounter), id), tieredTeam("tiered", os.Getenv(envCounter), id),
+		twoTeams("two-teams", 12, os.Getenv(envCounter), id)).StreamTo(events)
 	opts := workerOptions()
 	if os.Getenv(envDefaults) != "" {
 		opts = worker.Options{}

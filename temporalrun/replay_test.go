@@ -25,7 +25,7 @@ func TestHistoriesOfEarlierBuildsReplay(t *testing.T) {
 	replayer := worker.NewWorkflowReplayer()
 	temporalrun.RegisterReplay(replayer, temporalrun.NewGraphs(nil))
 	require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/history-before-task-activities.json"))
-	// A team whose agents ran as task activities (Config.TaskActivities)
+	// A team whose agents ran as task activities (now the default)
 	// on two worker processes, one killed mid-team: the node's activity
 	// retried, its task updates asked again
 	// (TestAKilledWorkerRepeatsOnlyTheTasksInFlight).

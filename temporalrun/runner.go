@@ -68,18 +68,25 @@ type Config struct {
 	// Steps with input or answers, steps of several tasks and steps of
 	// nodes on other queues (NodeQueues) stay activities.
 	LocalSteps bool
-	// TaskActivities runs each task a node starts (graph.Schedule: the
-	// agents of a team) as an activity of its own, on any worker of its
-	// queue, with its own heartbeat (HeartbeatTimeout) and start-to-close
-	// timeout (TaskTimeout, default StepTimeout); the node's activity
-	// waits for them (its StepTimeout bounds the whole node). TaskQueues
-	// places them: a task goes to the queue of the longest prefix of its
-	// key there ("build:" and "step:" for a factory team), else to its
-	// node's queue (NodeQueues), else TaskQueue. Every worker must know
-	// the task activity (this version or later). See doc.go.
-	TaskActivities bool
-	TaskTimeout    time.Duration
-	TaskQueues     map[string]string
+	// TasksInNode runs the tasks a node starts (graph.Schedule: the agents
+	// of a team) inside the node's activity, on its worker, under its
+	// heartbeat, as an in-process run does. By default each task is an
+	// activity of its own, on any worker of its queue, with its own
+	// heartbeat (HeartbeatTimeout) and start-to-close timeout
+	// (TaskTimeout, default StepTimeout), and the node's activity waits
+	// for them (its StepTimeout bounds the whole node): 100–250 ms more
+	// per group of tasks that run together (BenchmarkTeam8, a loaded
+	// 2-core machine), small beside an agent's model calls. TaskQueues places the task activities: a
+	// task goes to the queue of the first selector that matches it — a
+	// placement label it carries, "NAME:VALUE" (graph.Task.Labels:
+	// "tier:reasoning" for a factory team's agent of that tier), else the
+	// longest prefix of its key ("build:" and "step:" for a factory team)
+	// — else to its node's queue (NodeQueues), else TaskQueue. Every
+	// worker must know the task activity (this version or later). See
+	// doc.go.
+	TasksInNode bool
+	TaskTimeout time.Duration
+	TaskQueues  map[string]string
 	// StartTimeout bounds the start of a run's workflow, retried while the
 	// server is unavailable or slow (default 2 minutes); a retried start
 	// never starts the run twice.
@@ -228,7 +235,7 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 	in := RunInput{Graph: r.cfg.Graph.Name(), Thread: spec.Thread, StepLimit: spec.StepLimit,
 		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter,
 		Queues:         Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues, Tasks: r.cfg.TaskQueues},
-		TaskActivities: r.cfg.TaskActivities, TaskTimeout: r.cfg.TaskTimeout,
+		TaskActivities: !r.cfg.TasksInNode, TaskTimeout: r.cfg.TaskTimeout,
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
 		LocalSteps:  r.cfg.LocalSteps,
 		MaxAttempts: r.cfg.MaxAttempts, ScheduleToStartTimeout: r.cfg.ScheduleToStartTimeout, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}

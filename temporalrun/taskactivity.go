@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,8 +20,9 @@ import (
 )
 
 // This file runs the tasks a node starts at run time (graph.Schedule) as
-// activities of their own (Config.TaskActivities): the node's activity
-// asks its run's workflow, by the update "task", to run each task; the
+// activities of their own (the default; Config.TasksInNode keeps them in
+// the node's activity): the node's activity asks its run's workflow, by
+// the update "task", to run each task; the
 // update's handler (workflow code) schedules the task's activity, on the
 // task's queue, with its own heartbeat and timeout, and answers with how
 // the task ended once the activity has. The task's activity runs it with
@@ -137,11 +140,18 @@ func interruptsIn(err error) []graph.InterruptInfo {
 	return out
 }
 
-// forTask is the queue of a task's activity: the queue of the longest
-// prefix of its key in Tasks, else its node's queue (Nodes), else
-// Default. The longest matching prefix is one, whatever the order of
-// the map, so the choice is deterministic in workflow code.
+// forTask is the queue of a task's activity: the queue of a placement
+// label the task carries, as "NAME:VALUE" in Tasks (of several, the
+// first by name), else of the longest prefix of its key in Tasks, else
+// its node's queue (Nodes), else Default. The choice depends on the map's
+// contents alone, not on its order, so it is deterministic in workflow
+// code.
 func (q Queues) forTask(c graph.TaskCall) string {
+	for _, name := range slices.Sorted(maps.Keys(c.Labels)) {
+		if tq := q.Tasks[name+":"+c.Labels[name]]; tq != "" {
+			return tq
+		}
+	}
 	best, queue := -1, ""
 	for prefix, tq := range q.Tasks {
 		if strings.HasPrefix(c.Key, prefix) && len(prefix) > best {
@@ -259,7 +269,7 @@ func taskExecutor(ctx context.Context, on bool) []graph.Option {
 	if info.IsLocalActivity {
 		return nil
 	}
-	return []graph.Option{graph.WithTaskExecutor(&taskDispatcher{c: activity.GetClient(ctx),
+	return []graph.Option{graph.WithTaskExecutor(&taskDispatcher{c: activity.GetClient(ctx), activity: ctx,
 		workflowID: info.WorkflowExecution.ID, runID: info.WorkflowExecution.RunID, activityID: info.ActivityID})}
 }
 
@@ -269,7 +279,12 @@ func taskExecutor(ctx context.Context, on bool) []graph.Option {
 // its retries: a retry waits for the tasks in flight instead of starting
 // them again), the task and the attempt.
 type taskDispatcher struct {
-	c                             client.Client
+	c client.Client
+	// activity is the node activity's context: when it ends (the
+	// activity timed out, or was cancelled), the node is not what stopped
+	// waiting, and its tasks are not withdrawn — the activity's next
+	// attempt asks for them again by the same ids.
+	activity                      context.Context
 	workflowID, runID, activityID string
 }
 
@@ -310,7 +325,13 @@ func (d *taskDispatcher) ExecuteTask(ctx context.Context, call graph.TaskCall, _
 
 // withdraw tells the workflow the node no longer waits for the task; a
 // run that has ended, or a server that does not answer, needs no more.
+// When the node's activity itself ended, nothing is withdrawn: a retry
+// of the activity waits for the task in flight by the same update id (a
+// withdrawn one would answer it "canceled").
 func (d *taskDispatcher) withdraw(ctx context.Context, id string) {
+	if d.activity.Err() != nil {
+		return
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_ = d.c.SignalWorkflow(sctx, d.workflowID, d.runID, SignalCancelTask, id)

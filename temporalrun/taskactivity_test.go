@@ -20,8 +20,10 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/coorflow/coorflow/factory"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/graph/runnertest"
 	"github.com/coorflow/coorflow/llm"
@@ -29,15 +31,16 @@ import (
 	"github.com/coorflow/coorflow/temporalrun"
 )
 
-// TestSemanticsWithTaskActivities runs the suite with each task a node
-// starts run as an activity of its own (Config.TaskActivities).
-func TestSemanticsWithTaskActivities(t *testing.T) {
+// TestSemanticsWithTasksInNode runs the suite with the tasks a node
+// starts run inside its activity (Config.TasksInNode); TestSemantics
+// runs it with each task an activity of its own, the default.
+func TestSemanticsWithTasksInNode(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(e.queue, false)
-	tasks := func(c *temporalrun.Config) { c.TaskActivities = true }
+	inNode := func(c *temporalrun.Config) { c.TasksInNode = true }
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  e.saver,
-		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r, tasks) },
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r, inNode) },
 	})
 }
 
@@ -152,7 +155,7 @@ func TestTasksRunAsActivitiesOnTheirQueues(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := e.runner(callTeam("team-"+randomHex(), 3, srv.URL, "test"), func(c *temporalrun.Config) {
-		c.TaskActivities, c.TaskTimeout = true, 30*time.Second
+		c.TaskTimeout = 30 * time.Second
 		c.TaskQueues = map[string]string{"step:agent": agents}
 	})
 	thread := "placed-" + randomHex()
@@ -264,7 +267,7 @@ func TestOneTeamsAgentsRunOnTwoWorkerProcesses(t *testing.T) {
 	srv := httptest.NewServer(calls)
 	defer srv.Close()
 	a, b := startTeamWorkers(t, e, srv.URL)
-	r := e.runner(callTeam("team", teamSize, srv.URL, "test"), func(c *temporalrun.Config) { c.TaskActivities = true })
+	r := e.runner(callTeam("team", teamSize, srv.URL, "test"))
 	thread := "spread-" + randomHex()
 	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
 	require.NoError(t, err)
@@ -322,7 +325,7 @@ func killMidTeam(t *testing.T, nodeApart bool) {
 		e.startWorker(nodes, true)
 	}
 	r := e.runner(callTeam("team", teamSize, srv.URL, "test"), func(c *temporalrun.Config) {
-		c.TaskActivities, c.HeartbeatTimeout = true, time.Second
+		c.HeartbeatTimeout = time.Second
 		if nodeApart {
 			c.NodeQueues = map[string]string{"team": nodes}
 			c.TaskQueues = map[string]string{"step:": e.queue}
@@ -451,7 +454,7 @@ func TestMoreTasksAtOnceThanAWorkflowTakesUpdates(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	r := e.runner(callTeam("team-"+randomHex(), n, srv.URL, "test"), func(c *temporalrun.Config) { c.TaskActivities = true })
+	r := e.runner(callTeam("team-"+randomHex(), n, srv.URL, "test"))
 	thread := "wide-" + randomHex()
 	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
 	require.NoError(t, err)
@@ -506,7 +509,7 @@ func TestTaskEventsStreamFromTheirActivities(t *testing.T) {
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
-	run := e.runner(r, func(c *temporalrun.Config) { c.TaskActivities = true })
+	run := e.runner(r)
 	thread := "team-tokens-" + randomHex()
 	tokens := map[string][]string{}
 	calls := 0
@@ -543,7 +546,7 @@ func requireReplays(t *testing.T, h *historypb.History) {
 }
 
 // TestCoorsTeamRunsAsTaskActivities runs the coor workflow end to end
-// with Config.TaskActivities: the team's plan step runs as an activity of
+// with its tasks as activities (the default): the team's plan step runs as an activity of
 // its own, on the queue TaskQueues names for "step:", and every model
 // call is made once (runCoor's assertions).
 func TestCoorsTeamRunsAsTaskActivities(t *testing.T) {
@@ -552,7 +555,7 @@ func TestCoorsTeamRunsAsTaskActivities(t *testing.T) {
 		agents = e.queue + "-agents"
 		e.startWorker(agents, true)
 		return func(c *temporalrun.Config) {
-			c.TaskActivities, c.TaskQueues = true, map[string]string{"step:": agents}
+			c.TaskQueues = map[string]string{"step:": agents}
 		}
 	})
 	var onAgents int
@@ -567,7 +570,7 @@ func TestCoorsTeamRunsAsTaskActivities(t *testing.T) {
 // BenchmarkTeam8 runs a team node of 8 agents and a report after them
 // (callTeam; each makes one call to a local HTTP server) on Temporal,
 // with the tasks inside the node's activity and as task activities
-// (Config.TaskActivities), side by side on one server and saver: ms/run
+// (the default; Config.TasksInNode for the former), side by side on one server and saver: ms/run
 // is a run's time (three steps: the input, "brief", the team).
 func BenchmarkTeam8(b *testing.B) {
 	const n = 8
@@ -581,7 +584,7 @@ func BenchmarkTeam8(b *testing.B) {
 	}{{"in-node", false}, {"task-activities", true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			b.ReportAllocs()
-			run := e.runner(r, func(c *temporalrun.Config) { c.TaskActivities = mode.tasks })
+			run := e.runner(r, func(c *temporalrun.Config) { c.TasksInNode = !mode.tasks })
 			for i := 0; b.Loop(); i++ {
 				_, err := run.Invoke(b.Context(), graph.Input(), graph.Thread(fmt.Sprintf("team-%s-%s-%d", mode.name, randomHex(), i)))
 				require.NoError(b, err)
@@ -624,7 +627,7 @@ func TestAStoppedNodeWithdrawsItsTasksInFlight(t *testing.T) {
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
 	require.NoError(t, err)
-	run := e.runner(r, func(c *temporalrun.Config) { c.TaskActivities = true })
+	run := e.runner(r)
 	thread := "withdraw-" + randomHex()
 	_, err = run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
 	require.Error(t, err)
@@ -633,4 +636,290 @@ func TestAStoppedNodeWithdrawsItsTasksInFlight(t *testing.T) {
 	events := history(t, e.client, thread)
 	assert.Equal(t, 1, count(events, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED), "the withdrawn task's activity")
 	assert.Equal(t, 1, count(events, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED), "one withdrawal")
+}
+
+// tieredTeam is a team node of four agents, two of tier "reasoning" and
+// two of tier "basic" (their tasks' factory.TierLabel), and a basic
+// "report" after them; each makes one journaled call to the counter at
+// url, saying which worker made it.
+func tieredTeam(name, url, worker string) *graph.Runnable {
+	g := graph.New(name, callLog)
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		task, _ := graph.TaskOf(ctx)
+		agent := func(key, tier string, deps ...string) graph.Task[string] {
+			return graph.Task[string]{Key: key, Deps: deps, Labels: map[string]string{factory.TierLabel: tier},
+				Run: func(ctx context.Context) (string, error) {
+					return graph.Do(ctx, "model", func(ctx context.Context) (string, error) {
+						v, err := call(ctx, url, task.Thread+"/"+key, worker)
+						return key + "@" + v, err
+					})
+				}}
+		}
+		res, err := graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[string]{
+			agent("step:deep-0", "reasoning"), agent("step:fast-0", "basic"),
+			agent("step:deep-1", "reasoning"), agent("step:fast-1", "basic"),
+			agent("step:report", "basic", "step:deep-0", "step:fast-0", "step:deep-1", "step:fast-1"),
+		})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		var out []string
+		for _, r := range res {
+			if r.Status != graph.TaskDone {
+				return graph.Command{}, fmt.Errorf("task %s: %s: %w", r.Key, r.Status, r.Err)
+			}
+			out = append(out, r.Value)
+		}
+		return graph.Update(graph.AppendTo(callLog, out...)), nil
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// TestTasksArePlacedByTheirAgentsTier: with TaskQueues
+// {"tier:reasoning": gpu}, a team's agents of tier reasoning run as task
+// activities on the worker process of the gpu queue, the others (and the
+// team node) on the worker process of the run's queue; each call is made
+// once.
+func TestTasksArePlacedByTheirAgentsTier(t *testing.T) {
+	e := newEnv(t)
+	calls := newCounter()
+	srv := httptest.NewServer(calls)
+	defer srv.Close()
+	gpu := e.queue + "-gpu"
+	env := func(queue string) []string {
+		return []string{envHost + "=" + e.server.HostPort, envQueue + "=" + queue, envSchema + "=" + e.schema,
+			envCounter + "=" + srv.URL, envSteps + "=1"}
+	}
+	main, g := startHelper(t, "main", env(e.queue)), startHelper(t, "gpu", env(gpu))
+	r := e.runner(tieredTeam("tiered", srv.URL, "test"), func(c *temporalrun.Config) {
+		c.TaskQueues = map[string]string{"tier:reasoning": gpu, "step:": e.queue}
+	})
+	thread := "tiered-" + randomHex()
+	res, err := r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step:deep-0@gpu", "step:fast-0@main", "step:deep-1@gpu", "step:fast-1@main", "step:report@main"},
+		callLog.Get(res.State), "the reasoning agents on the gpu worker, the others on the main one")
+
+	h := fullHistory(t, e.client, thread)
+	requireReplays(t, h)
+	byQueue := map[string][]string{}
+	for _, a := range taskActivities(h) {
+		pid, _, _ := strings.Cut(a.identity, "@")
+		switch pid {
+		case fmt.Sprint(main.Process.Pid):
+			pid = "main"
+		case fmt.Sprint(g.Process.Pid):
+			pid = "gpu"
+		}
+		byQueue[a.queue] = append(byQueue[a.queue], pid)
+	}
+	assert.Equal(t, map[string][]string{gpu: {"gpu", "gpu"}, e.queue: {"main", "main", "main"}}, byQueue,
+		"the task activities' queues and the processes that ran them")
+	calls.mu.Lock()
+	defer calls.mu.Unlock()
+	assert.Len(t, calls.byKey, 5)
+	for key, n := range calls.byKey {
+		assert.Equal(t, 1, n, "call %s made once", key)
+	}
+}
+
+// twoTeams is a "brief" node and, in the step after it, two team nodes,
+// "left" and "right", side by side;
+// each starts n agents at once, each making one journaled call to the
+// counter at url.
+func twoTeams(name string, n int, url, worker string) *graph.Runnable {
+	g := graph.New(name, callLog)
+	for _, node := range []string{"left", "right"} {
+		g.AddNode(node, func(ctx context.Context, s graph.State) (graph.Command, error) {
+			task, _ := graph.TaskOf(ctx)
+			var tasks []graph.Task[string]
+			for i := range n {
+				key := fmt.Sprintf("step:%s-%d", node, i)
+				tasks = append(tasks, graph.Task[string]{Key: key, Run: func(ctx context.Context) (string, error) {
+					return graph.Do(ctx, "model", func(ctx context.Context) (string, error) {
+						return call(ctx, url, task.Thread+"/"+key, worker)
+					})
+				}})
+			}
+			res, err := graph.Schedule(ctx, graph.TaskOptions{}, tasks)
+			if err != nil {
+				return graph.Command{}, err
+			}
+			var out []string
+			for _, r := range res {
+				if r.Status != graph.TaskDone {
+					return graph.Command{}, fmt.Errorf("task %s: %s: %w", r.Key, r.Status, r.Err)
+				}
+				out = append(out, r.Key+"@"+r.Value)
+			}
+			return graph.Update(graph.AppendTo(callLog, out...)), nil
+		})
+		g.AddEdge("brief", node)
+		g.AddEdge(node, graph.End)
+	}
+	// The step with the run's input runs on the run's queue, as one
+	// activity: the teams come in the step after it.
+	g.AddNode("brief", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
+	g.AddEdge(graph.Start, "brief")
+	r, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// gatedCalls counts the calls per key and holds each until gate calls are
+// in flight at once; after that, none is held. Max is the most calls seen
+// in flight at once.
+type gatedCalls struct {
+	gate     int
+	mu       sync.Mutex
+	byKey    map[string]int
+	inFlight int
+	max      int
+	open     chan struct{}
+}
+
+func (c *gatedCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.byKey[r.URL.Query().Get("key")]++
+	c.inFlight++
+	c.max = max(c.max, c.inFlight)
+	if c.inFlight == c.gate {
+		close(c.open)
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.open:
+	case <-r.Context().Done():
+	}
+	c.mu.Lock()
+	c.inFlight--
+	c.mu.Unlock()
+}
+
+// TestTasksOfSeveralNodesOnSeveralWorkersWaitForTheUpdateLimit: two team
+// nodes of one run, each on a worker process of its own (NodeQueues),
+// start 12 agents each at once: 24 task updates asked together of a
+// workflow that keeps at most 10 in flight (history.maxInFlightUpdates;
+// the caller's "wait" is one, and the dev server let 8 tasks in at once).
+// Every model call is held until 8 are in flight, so that the limit is
+// reached: the updates the server refuses (resource exhausted) are asked
+// again with a backoff, no more than 9 tasks run at once, and every agent
+// runs once, on its node's worker, the run ending as it would have.
+func TestTasksOfSeveralNodesOnSeveralWorkersWaitForTheUpdateLimit(t *testing.T) {
+	const n, gate = 12, 8
+	e := newEnv(t)
+	e.startWorker(e.queue, false) // the run's workflow code
+	calls := &gatedCalls{gate: gate, byKey: map[string]int{}, open: make(chan struct{})}
+	srv := httptest.NewServer(calls)
+	defer srv.Close()
+	left, right := e.queue+"-left", e.queue+"-right"
+	env := func(queue string) []string {
+		return []string{envHost + "=" + e.server.HostPort, envQueue + "=" + queue, envSchema + "=" + e.schema,
+			envCounter + "=" + srv.URL, envSteps + "=1"}
+	}
+	startHelper(t, "a", env(left))
+	startHelper(t, "b", env(right))
+	r := e.runner(twoTeams("two-teams", n, srv.URL, "test"), func(c *temporalrun.Config) {
+		c.NodeQueues = map[string]string{"left": left, "right": right}
+	})
+	thread := "two-teams-" + randomHex()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // a gate that never opens fails here
+	defer cancel()
+	res, err := r.Invoke(ctx, graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	log := callLog.Get(res.State)
+	require.Len(t, log, 2*n)
+	for _, entry := range log {
+		key, worker, _ := strings.Cut(entry, "@")
+		want := "a"
+		if strings.HasPrefix(key, "step:right") {
+			want = "b"
+		}
+		assert.Equal(t, want, worker, "%s ran on its node's worker", key)
+	}
+	calls.mu.Lock()
+	assert.Len(t, calls.byKey, 2*n)
+	for k, c := range calls.byKey {
+		assert.Equal(t, 1, c, k)
+	}
+	assert.LessOrEqual(t, calls.max, 9, "the tasks in flight at once: within the update limit")
+	t.Logf("at most %d tasks in flight at once", calls.max)
+	calls.mu.Unlock()
+	h := fullHistory(t, e.client, thread)
+	requireReplays(t, h)
+	assert.Len(t, taskActivities(h), 2*n, "one activity per task")
+}
+
+// TestANodeActivityThatTimesOutRejoinsItsTasksOnItsRetry: a team node's
+// activity times out (its StepTimeout) while its two agents' calls are
+// held, on a worker that stays alive; its retry runs the node again and
+// asks for the tasks by the same update ids: it joins the tasks in
+// flight (the first attempt did not withdraw them), each call is made
+// once, and the run ends as it would have.
+func TestANodeActivityThatTimesOutRejoinsItsTasksOnItsRetry(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.queue, false)
+	retried := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Query().Get("key")]++
+		mu.Unlock()
+		select {
+		case <-retried:
+		case <-r.Context().Done():
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	g := graph.New("rejoin-"+randomHex(), callLog)
+	g.AddNode("team", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		if info := activity.GetInfo(ctx); info.ActivityType.Name == temporalrun.StepActivityName && info.Attempt > 1 {
+			once.Do(func() { close(retried) })
+		}
+		task, _ := graph.TaskOf(ctx)
+		agent := func(key string) graph.Task[string] {
+			return graph.Task[string]{Key: key, Run: func(ctx context.Context) (string, error) {
+				return graph.Do(ctx, "model", func(ctx context.Context) (string, error) {
+					return call(ctx, srv.URL, task.Thread+"/"+key, "test")
+				})
+			}}
+		}
+		res, err := graph.Schedule(ctx, graph.TaskOptions{}, []graph.Task[string]{agent("step:a"), agent("step:b")})
+		if err != nil {
+			return graph.Command{}, err
+		}
+		for _, r := range res {
+			if r.Status != graph.TaskDone {
+				return graph.Command{}, fmt.Errorf("task %s: %s: %w", r.Key, r.Status, r.Err)
+			}
+		}
+		return graph.Update(graph.AppendTo(callLog, res[0].Key+"@"+res[0].Value, res[1].Key+"@"+res[1].Value)), nil
+	})
+	g.AddEdge(graph.Start, "team")
+	g.AddEdge("team", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	run := e.runner(r, func(c *temporalrun.Config) { c.StepTimeout, c.TaskTimeout = 3*time.Second, time.Minute })
+	thread := "rejoin-" + randomHex()
+	res, err := run.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step:a@test", "step:b@test"}, callLog.Get(res.State))
+	mu.Lock()
+	assert.Equal(t, map[string]int{thread + "/step:a": 1, thread + "/step:b": 1}, calls, "each call made once")
+	mu.Unlock()
+	h := fullHistory(t, e.client, thread)
+	acts := taskActivities(h)
+	assert.Len(t, acts, 2, "one task activity per task, not cancelled and started again: %+v", acts)
+	assert.Zero(t, count(history(t, e.client, thread), enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED), "nothing withdrawn")
 }

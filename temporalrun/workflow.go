@@ -67,7 +67,7 @@ type RunInput struct {
 	Budget *Budget `json:"budget,omitempty"`
 
 	// TaskActivities runs each task a node starts (graph.Schedule) as an
-	// activity of its own (Config.TaskActivities); TaskTimeout bounds
+	// activity of its own (unless Config.TasksInNode); TaskTimeout bounds
 	// one (0: StepTimeout).
 	TaskActivities bool          `json:"task_activities,omitempty"`
 	TaskTimeout    time.Duration `json:"task_timeout,omitempty"`
@@ -93,8 +93,8 @@ type Queues struct {
 	Default string            `json:"default"`
 	Nodes   map[string]string `json:"nodes,omitempty"`
 	// Tasks sends the activity of a task a node starts to the queue of
-	// the longest prefix of its key here, else to its node's queue
-	// (Config.TaskQueues).
+	// a label it carries ("NAME:VALUE" here), else of the longest prefix
+	// of its key here, else to its node's queue (Config.TaskQueues).
 	Tasks map[string]string `json:"tasks,omitempty"`
 }
 

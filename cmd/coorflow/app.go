@@ -184,9 +184,10 @@ Usage:
       --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps
                                        with --temporal: how soon a dead worker's step runs elsewhere; how long
                                        a step may wait for a worker (0: no limit); one-node steps as local activities
-      --task-activities [--task-queue PREFIX=QUEUE]
-                                       with --temporal: each task of a node (a team's agent builds and steps) an
-                                       activity of its own, on the queue of its key's prefix (repeatable)
+      --task-queue SELECTOR=QUEUE      with --temporal: the queue of the tasks of a node (a team's agent builds and
+                                       steps; each an activity of its own) that carry a label (tier:reasoning: the
+                                       agents of that tier) or whose key has a prefix (step:); repeatable
+      --tasks-in-node                  with --temporal: a node's tasks inside its activity, on its worker
   coorflow validate FILE|DIR|NAME... [--json]
   coorflow graph FILE|DIR|NAME         print the graph as a Mermaid flowchart
   coorflow threads list [--db] [--json] [--limit N]   each thread's workflow, status and last run
@@ -233,7 +234,7 @@ Usage:
       --temporal HOST:PORT [--queue Q] submit the runs to Temporal's workers (coorflow worker, same
                                        --db postgres://…) instead of running them here
       --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps   as for run --temporal
-      --task-activities [--task-queue PREFIX=QUEUE]                       as for run --temporal
+      --task-queue SELECTOR=QUEUE --tasks-in-node                         as for run --temporal
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)

@@ -16,10 +16,12 @@ import (
 )
 
 // TestTaskActivitiesFlagsRunATeamsStepsAsActivities: run --temporal
-// --task-activities --task-queue step:=agents runs the coor team's plan
-// steps as task activities on the agents' queue, and its other tasks
+// --task-queue step:=agents runs the coor team's plan steps as task
+// activities (the default) on the agents' queue, and its other tasks
 // (agent builds) on the team node's (in the workflow's history); the run
-// ends as before; nonsense is refused before anything starts.
+// ends as before; --task-activities, the former opt-in, is still
+// accepted. --task-queue tier:reasoning=agents places each step by its
+// agent's tier. Nonsense is refused before anything starts.
 func TestTaskActivitiesFlagsRunATeamsStepsAsActivities(t *testing.T) {
 	srv := temporaltest.Start(t, temporaltest.Options{})
 	c := newCLI(t)
@@ -31,19 +33,7 @@ func TestTaskActivitiesFlagsRunATeamsStepsAsActivities(t *testing.T) {
 		"--task-activities", "--task-queue", "step:=team-agents", "--thread", "tasks-1", "--input", "Compare SQLite and PostgreSQL")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
-	it := srv.Client(t).GetWorkflowHistory(t.Context(), "tasks-1", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	queues := map[string]string{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == temporalrun.ScheduledTaskActivityName {
-			var in struct {
-				Call struct{ Key string }
-			}
-			require.NoError(t, json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in))
-			queues[in.Call.Key] = a.GetTaskQueue().GetName()
-		}
-	}
+	queues := taskQueuesOf(t, srv, "tasks-1")
 	steps := 0
 	for key, queue := range queues {
 		if strings.HasPrefix(key, "step:") {
@@ -56,9 +46,40 @@ func TestTaskActivitiesFlagsRunATeamsStepsAsActivities(t *testing.T) {
 	assert.Positive(t, steps, "the team's steps ran as task activities: %v", queues)
 	t.Logf("task activities: %v", queues)
 
-	for _, bad := range [][]string{{"--task-queue", "step:=x"}, {"--task-activities", "--task-queue", "step:"}} {
+	// By the agents' tier: the analysts the first run built (this run
+	// reuses them: no build) are of tier reasoning, the researcher is
+	// basic.
+	code, stdout, stderr = cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "teams", "--demo",
+		"--task-queue", "tier:reasoning=team-agents", "--thread", "tasks-2", "--input", "Compare SQLite and PostgreSQL")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "# SQLite or PostgreSQL")
+	queues = taskQueuesOf(t, srv, "tasks-2")
+	t.Logf("task activities by tier: %v", queues)
+	assert.Equal(t, map[string]string{"step:s1": "team-agents", "step:s2": "team-agents", "step:s3": "teams"}, queues)
+
+	for _, bad := range [][]string{{"--tasks-in-node", "--task-queue", "step:=x"}, {"--task-queue", "step:"}, {"--task-queue", "=x"}} {
 		code, _, stderr = cr.run(append([]string{"run", "../../examples/coor", "--temporal", srv.HostPort, "--demo", "--input", "x"}, bad...)...)
 		assert.Equal(t, exitUsage, code, stderr)
 		assert.Contains(t, stderr, "--task-queue")
 	}
+}
+
+// taskQueuesOf returns the queue of each task activity of thread's
+// workflow, by the task's key.
+func taskQueuesOf(t *testing.T, srv *temporaltest.Server, thread string) map[string]string {
+	t.Helper()
+	it := srv.Client(t).GetWorkflowHistory(t.Context(), thread, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	queues := map[string]string{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == temporalrun.ScheduledTaskActivityName {
+			var in struct {
+				Call struct{ Key string }
+			}
+			require.NoError(t, json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in))
+			queues[in.Call.Key] = a.GetTaskQueue().GetName()
+		}
+	}
+	return queues
 }

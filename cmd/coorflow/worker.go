@@ -164,7 +164,7 @@ func (r *runner) submitTo(ctx context.Context, addr, queue string, timeouts *tem
 	}
 	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload,
 		RuntimeKeys: runtimeKeys, HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps,
-		TaskActivities: timeouts.tasks.activities, TaskQueues: taskQueues}
+		TasksInNode: timeouts.tasks.inNode, TaskQueues: taskQueues}
 	closeAll := c.Close
 	if r.db.pool != nil {
 		events, err := startEventLog(ctx, r.db.pool)
@@ -222,7 +222,7 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeout
 		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
 			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys,
 			HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps,
-			TaskActivities: timeouts.tasks.activities, TaskQueues: taskQueues})
+			TasksInNode: timeouts.tasks.inNode, TaskQueues: taskQueues})
 		if err != nil {
 			closeAll()
 			return nil, nil, err
