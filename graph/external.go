@@ -63,6 +63,9 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 	if err != nil {
 		return StepResult{}, err
 	}
+	if cfg.stateCache != nil && cfg.durability == DurabilitySync {
+		ru.stateCache, ru.sizes = cfg.stateCache, make([]int, len(r.layout.channels))
+	}
 	res, err := ru.execute(ctx, nil, input)
 	var limit *StepLimitError
 	switch {
