@@ -24,10 +24,22 @@ type StateCache struct {
 	cfg StateCacheConfig
 	now func() time.Time
 
-	mu       sync.Mutex
-	byThread map[string]*list.Element // of *cachedState
-	lru      list.List                // newest first
-	bytes    int64
+	mu           sync.Mutex
+	byThread     map[string]*list.Element // of *cachedState
+	lru          list.List                // newest first
+	bytes        int64
+	hits, misses int64
+}
+
+// StateCacheStats says what a StateCache holds and how well it served.
+type StateCacheStats struct {
+	// Entries and Bytes are the threads whose state it holds and their
+	// size (as MaxBytes counts it).
+	Entries int
+	Bytes   int64
+	// Hits counts the steps that started from its copy of their
+	// checkpoint, Misses those that named a checkpoint it did not have.
+	Hits, Misses int64
 }
 
 // StateCacheConfig bounds a StateCache.
@@ -91,11 +103,11 @@ type cachedState struct {
 	at     time.Time
 }
 
-// Len reports how many threads' states c holds, and their size in bytes.
-func (c *StateCache) Len() (entries int, bytes int64) {
+// Stats reports what c holds and how often it served.
+func (c *StateCache) Stats() StateCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Len(), c.bytes
+	return StateCacheStats{Entries: c.lru.Len(), Bytes: c.bytes, Hits: c.hits, Misses: c.misses}
 }
 
 // take removes and returns thread's state at checkpoint id, of graph r.
@@ -104,15 +116,13 @@ func (c *StateCache) take(r *Runnable, thread, id string) (*cachedState, bool) {
 	defer c.mu.Unlock()
 	c.expire()
 	el, ok := c.byThread[thread]
-	if !ok {
-		return nil, false
-	}
-	e := el.Value.(*cachedState)
-	if e.rec.ID != id || e.r != r {
+	if !ok || el.Value.(*cachedState).rec.ID != id || el.Value.(*cachedState).r != r {
+		c.misses++
 		return nil, false
 	}
 	c.remove(el)
-	return e, true
+	c.hits++
+	return el.Value.(*cachedState), true
 }
 
 // put keeps e as its thread's state, replacing the one kept before.

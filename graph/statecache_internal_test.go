@@ -20,9 +20,9 @@ func TestAStateCacheKeepsWithinItsBounds(t *testing.T) {
 	for i := range 5 {
 		c.put(cachedOf(fmt.Sprint("t", i), "cp", 10))
 	}
-	entries, bytes := c.Len()
-	assert.Equal(t, 3, entries, "entries")
-	assert.Equal(t, int64(30), bytes)
+	st := c.Stats()
+	assert.Equal(t, 3, st.Entries, "entries")
+	assert.Equal(t, int64(30), st.Bytes)
 	_, ok := c.take(nil, "t1", "cp")
 	assert.False(t, ok, "the oldest are dropped")
 	_, ok = c.take(nil, "t4", "cp")
@@ -43,9 +43,9 @@ func TestAStateCacheKeepsWithinItsBounds(t *testing.T) {
 	c.put(cachedOf("b", "cp", 240))
 	c.put(cachedOf("c", "cp", 240))
 	c.put(cachedOf("d", "cp", 240))
-	entries, bytes = c.Len()
-	assert.LessOrEqual(t, bytes, int64(1000))
-	assert.Equal(t, 3, entries)
+	st = c.Stats()
+	assert.LessOrEqual(t, st.Bytes, int64(1000))
+	assert.Equal(t, 3, st.Entries)
 	c.put(cachedOf("d", "cp2", 251))
 	_, ok = c.take(nil, "d", "cp")
 	assert.False(t, ok)
@@ -58,6 +58,5 @@ func TestAStateCacheKeepsWithinItsBounds(t *testing.T) {
 	c.put(cachedOf("new", "cp", 1))
 	_, ok = c.take(nil, "old", "cp")
 	assert.False(t, ok, "expired")
-	entries, _ = c.Len()
-	assert.Equal(t, 1, entries, "only the new one is left")
+	assert.Equal(t, 1, c.Stats().Entries, "only the new one is left")
 }

@@ -139,6 +139,7 @@ func TestAStepFromTheStateCacheStoresWhatAStepThatLoadsStores(t *testing.T) {
 	assert.Equal(t, int64(len(got)+1), saver.gets.Load(), "reads of checkpoints with the cache")
 	assert.Equal(t, int64(2*len(want)), loads, "reads of checkpoints without it")
 	assert.Len(t, want, 12) // a (after the input), w+w+b, c: four times
+	assert.Equal(t, graph.StateCacheStats{Entries: 1, Bytes: cache.Stats().Bytes, Hits: int64(len(got) - 1)}, cache.Stats())
 }
 
 func TestAStepLoadsTheStateItsCacheDoesNotHave(t *testing.T) {
@@ -244,8 +245,7 @@ func TestStepsOfManyThreadsShareACache(t *testing.T) {
 	for i := range got {
 		sameCheckpoints(t, want, got[i])
 	}
-	entries, _ := cache.Len()
-	assert.LessOrEqual(t, entries, 50)
+	assert.LessOrEqual(t, cache.Stats().Entries, 50)
 
 }
 
@@ -328,8 +328,7 @@ func TestAStateLargerThanAQuarterOfTheCacheIsRead(t *testing.T) {
 		res, err = r.Step(t.Context(), nil, append(opts, graph.WithStateCache(cache, res.Checkpoint))...)
 		require.NoError(t, err)
 		reads = append(reads, saver.gets.Load()-before)
-		_, bytes := cache.Len()
-		assert.LessOrEqual(t, bytes, int64(3500))
+		assert.LessOrEqual(t, cache.Stats().Bytes, int64(3500))
 	}
 	// The states of 1, 2 and 3 items (1 KB each, and the checkpoint's
 	// metadata) fit in 3500 bytes; of 4 and 5 not.
