@@ -48,7 +48,7 @@ type RunInput struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 	MaxAttempts      int           `json:"max_attempts"`
 	// LocalSteps runs the one-task steps that continue the run on the
-	// default queue as local activities (Config.LocalSteps).
+	// default queue as local activities (unless Config.ActivitySteps).
 	LocalSteps bool `json:"local_steps,omitempty"`
 	// ScheduleToStartTimeout bounds a step's wait for a worker (0: none).
 	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
