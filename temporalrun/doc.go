@@ -119,18 +119,19 @@
 //     back from the saver; the step's task records (results, journal,
 //     answers) are read as always. A retry, a step on another worker or
 //     after a restart reads the saver; a state is taken once, its lists
-//     clipped so that no two steps append into one array. Cost per step
-//     of a 100-node chain against the PostgreSQL saver (BenchmarkChain100,
-//     all modes in one run, -count=3, a 2-core machine under a load of
-//     12–20), without the cache and with it: as activities 32–36 and
-//     26–29 ms (6.1 history events per step); as local steps 4.4–8.4 and
-//     5.0–6.8 ms (1.2 events), against 3.1–7.0 ms in process; Step in a
-//     loop in process 5.3–12.2 and 2.4–6.2 ms, and 95,000 against 13,000
-//     allocations per run. Of an activity step's time, 10–16 ms were the
-//     activity (the step, and the report of its end), 5–6 ms dispatch
-//     and 8–13 ms the workflow task: Temporal's round trips, which a
-//     local step does not make; its overhead over a step in process is
-//     within the noise of the machine (under 5 ms).
+//     clipped so that no two steps append into one array.
+//   - Cost. Per step of a 100-node chain against the PostgreSQL saver
+//     (BenchmarkChain100: all modes in one run, -count=3, run twice on a
+//     2-core machine shared with other builds, load 12–20), without the
+//     state cache and with it: local steps 4.4–14.3 and 5.0–9.2 ms (1.2
+//     history events per step), against 1.9–7.0 ms in process — medians
+//     6.2 and 7.3 ms with the cache against 3.8 and 4.3 ms in process:
+//     Temporal adds about 3 ms —; activities 32–41 and 26–43 ms (6.1
+//     events; medians 28 and 39 ms), where two trips through the server
+//     (dispatch 3.6–6.5 ms, the workflow task 7.9–17.7 ms) and the activity's
+//     own report dominate and the machine's noise hides the cache; Step
+//     in a loop in process 5.3–12.2 and 2.4–6.2 ms, with 95,000 and
+//     13,000 allocations per run of 100 steps.
 //   - Interrupts. A paused run's workflow waits. graph.Resume (ResumeEach,
 //     ResumeAt) reaches it as the update "resume", whose validator matches
 //     the answers to the pending questions with the engine's own rules: a

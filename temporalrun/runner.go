@@ -61,8 +61,8 @@ type Config struct {
 	// that continues a run on TaskQueue is a local activity instead: it
 	// runs on the worker of the run's workflow code, inside its workflow
 	// task, with no trip through the server (a marker in the history
-	// instead of six events): about a third of Temporal's cost per step
-	// (doc.go, BenchmarkChain100). The price: such a step is not spread
+	// instead of six events): a step costs about a fifth as much (doc.go,
+	// BenchmarkChain100). The price: such a step is not spread
 	// over the workers; a dead worker is noticed by the workflow task's
 	// timeout (set to HeartbeatTimeout for these runs), as soon as a
 	// step's missing heartbeat would be; and a step recovered after a
