@@ -2,6 +2,8 @@ package temporalrun_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,4 +111,50 @@ func TestALocalStepLongerThanTheWorkflowTaskTimeout(t *testing.T) {
 	assert.Equal(t, 4, count(events, enumspb.EVENT_TYPE_MARKER_RECORDED), "long and last ran as local steps: %v", events)
 	assert.Equal(t, 1, count(events, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED), "only the step with the input is an activity")
 	t.Logf("the long step ran %s against a workflow task timeout of %s", time.Since(held).Round(time.Millisecond), timeout)
+}
+
+// failingPut refuses one PutCheckpoint: the n-th.
+type failingPut struct {
+	graph.Saver
+	puts, failAt atomic.Int32
+}
+
+func (s *failingPut) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+	if s.puts.Add(1) == s.failAt.Load() {
+		return errors.New("the saver is away")
+	}
+	return s.Saver.PutCheckpoint(ctx, cp, blobs)
+}
+
+// TestAStepRetriedAfterItsSaveFailedReadsTheSaver: a step that started
+// from the worker's cached state, ran its node and failed to store its
+// checkpoint is retried on the same worker; the retry reads the thread
+// from the saver (not the state the failed attempt worked on), and the
+// run ends as it would have without the failure — as a local step and
+// as an activity.
+func TestAStepRetriedAfterItsSaveFailedReadsTheSaver(t *testing.T) {
+	e := newEnv(t)
+	for _, activities := range []bool{false, true} {
+		t.Run(fmt.Sprintf("activities=%v", activities), func(t *testing.T) {
+			saver := &failingPut{Saver: e.saver}
+			saver.failAt.Store(3) // the input, n00, then n01's
+			cache := graph.NewStateCache(graph.StateCacheConfig{})
+			r := chain("retry-"+randomHex(), 4)
+			queue := "retry-" + randomHex()
+			graphs := temporalrun.NewGraphs(saver, r).StreamTo(e.events).CacheStates(cache)
+			w, err := temporalrun.NewWorker(e.client, temporalrun.WorkerConfig{TaskQueue: queue, Graphs: graphs, Options: workerOptions()})
+			require.NoError(t, err)
+			require.NoError(t, w.Start())
+			t.Cleanup(w.Stop)
+			run := e.runner(r, func(c *temporalrun.Config) { c.TaskQueue, c.ActivitySteps = queue, activities })
+			res, err := run.Invoke(t.Context(), graph.Input(), graph.Thread("retry-"+randomHex()))
+			require.NoError(t, err)
+			assert.Equal(t, []string{"n00@" + queue, "n01@" + queue, "n02@" + queue, "n03@" + queue}, callLog.Get(res.State))
+			assert.EqualValues(t, 6, saver.puts.Load(), "n01 stored on its second attempt")
+			// n01's first attempt, n02 and n03 started from the cache; the
+			// retry of n01 named no checkpoint: it read the saver.
+			got := cache.Stats()
+			assert.Equal(t, [2]int64{3, 0}, [2]int64{got.Hits, got.Misses}, "hits and misses")
+		})
+	}
 }
