@@ -17,6 +17,14 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 		return nil, ru.applyInput(input)
 	}
 	thread := ru.p.thread
+	if c, ok := ru.cachedHead(); ok {
+		ru.p.head = c.rec.ID
+		if err := ru.restoreState(c.rec, c.meta, c.state); err != nil {
+			return nil, err
+		}
+		copy(ru.sizes, c.sizes)
+		return ru.continueRun(c.rec, input)
+	}
 	rec, meta, err := ru.p.load(ru.ctx, ru.cfg.checkpointID)
 	switch {
 	case errors.Is(err, ErrNotFound) && ru.cfg.checkpointID != "":
@@ -49,6 +57,12 @@ func (ru *run) begin(initial []any, input []Write) (*Result, error) {
 			return nil, err
 		}
 	}
+	return ru.continueRun(rec, input)
+}
+
+// continueRun goes on from the checkpoint rec the run restored: with new
+// input, as a replay, or where the thread stopped.
+func (ru *run) continueRun(rec CheckpointRecord, input []Write) (*Result, error) {
 	if input != nil {
 		return nil, ru.continueWithInput(input)
 	}
@@ -146,6 +160,21 @@ func (ru *run) restore(rec CheckpointRecord, meta checkpointMeta) error {
 	if err != nil {
 		return fmt.Errorf("graph: thread %q checkpoint %q: %w", rec.Thread, rec.ID, err)
 	}
+	if ru.sizes != nil {
+		vc.sizes(ru.r.layout, meta, ru.sizes)
+	}
+	if err := ru.restoreState(rec, meta, st); err != nil {
+		return err
+	}
+	if ru.record != nil {
+		return ru.loadOutput(rec)
+	}
+	return nil
+}
+
+// restoreState makes st, the state at checkpoint rec, and rec's schedule
+// the run's.
+func (ru *run) restoreState(rec CheckpointRecord, meta checkpointMeta, st *stateData) error {
 	sched, err := ru.r.restoreSchedule(meta.Next)
 	if err != nil {
 		return fmt.Errorf("%w: thread %q checkpoint %q: %w", ErrCorruptCheckpoint, rec.Thread, rec.ID, err)
@@ -154,9 +183,6 @@ func (ru *run) restore(rec CheckpointRecord, meta checkpointMeta) error {
 	ru.p.cp = rec
 	for k, v := range meta.Versions {
 		ru.p.versions[k] = v
-	}
-	if ru.record != nil {
-		return ru.loadOutput(rec)
 	}
 	return nil
 }

@@ -106,6 +106,14 @@ func OnError(h ErrorHandler) NodeOption { return func(n *nodeSpec) { n.onError =
 // triggered while other nodes are due to run, it runs after them, once.
 func Deferred() NodeOption { return func(n *nodeSpec) { n.deferred = true } }
 
+// StartsTasks declares that the node starts tasks at run time (Schedule),
+// as a factory team does. Runners that send tasks to other processes read
+// it (Runnable.TaskNodes): Temporal's never runs such a node as a local
+// step, whose tasks could not reach other workers. A node that starts
+// tasks without declaring it still runs correctly; a runner may then run
+// its tasks inside the node.
+func StartsTasks() NodeOption { return func(n *nodeSpec) { n.startsTasks = true } }
+
 // Destinations declares the nodes this node may name in Goto or Send. They
 // are checked at run time and drawn in Mermaid, and Compile uses them to
 // check that every node is reachable and can reach End. End is always a
@@ -139,6 +147,7 @@ type nodeSpec struct {
 	timeout      time.Duration
 	onError      ErrorHandler
 	deferred     bool
+	startsTasks  bool
 	destinations []string
 	// sends holds, per target, the channels its packets may write
 	// (declared with Sends).

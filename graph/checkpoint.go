@@ -195,6 +195,27 @@ func (vc *valueCache) value(ch Channel, version string) (any, error) {
 	return cur, nil
 }
 
+// sizes sets, by slot, the stored size of each channel's value at the
+// checkpoint m: the bytes of its blob and of the blobs it builds on.
+func (vc *valueCache) sizes(l *layout, m checkpointMeta, out []int) {
+	for name, version := range m.Versions {
+		_, slot, ok := l.channel(name)
+		if !ok {
+			continue
+		}
+		n := 0
+		for v, hops := version, 0; v != "" && hops <= len(vc.blobs[name]); hops++ {
+			b, ok := vc.blobs[name][v]
+			if !ok {
+				break
+			}
+			n += len(b.Data)
+			v = b.Base
+		}
+		out[slot] = n
+	}
+}
+
 // stateAt rebuilds the channel values of a checkpoint. Channels the graph
 // no longer declares are ignored.
 func (l *layout) stateAt(vc *valueCache, m checkpointMeta) (*stateData, error) {

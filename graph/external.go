@@ -50,7 +50,9 @@ type StepResult struct {
 // does), runs the tasks of the next step, applies their writes and routes,
 // and stores the checkpoint. A run is Step repeated while More is true,
 // and then behaves as one Invoke without a step limit (the caller counts
-// steps). Step needs a saver and a thread. With StreamTo, it sends the
+// steps). Step needs a saver and a thread. With WithStateCache, it starts
+// from the state a Step of this process stored, instead of reading the
+// thread back from the saver. With StreamTo, it sends the
 // events of the step (and of the input or answers it applies) there, as
 // Stream yields them, the run's start and end included.
 func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (StepResult, error) {
@@ -62,6 +64,9 @@ func (r *Runnable) Step(ctx context.Context, input []Write, opts ...Option) (Ste
 	ru, err := r.newRun(cfg, r.name, sinkYield(cfg.sink))
 	if err != nil {
 		return StepResult{}, err
+	}
+	if cfg.stateCache != nil && cfg.durability == DurabilitySync {
+		ru.stateCache, ru.sizes = cfg.stateCache, make([]int, len(r.layout.channels))
 	}
 	res, err := ru.execute(ctx, nil, input)
 	var limit *StepLimitError

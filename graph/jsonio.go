@@ -34,5 +34,19 @@ func (r *Runnable) Channels() []Channel { return slices.Clone(r.layout.channels)
 // added.
 func (r *Runnable) Nodes() []string { return slices.Clone(r.order) }
 
+// TaskNodes returns the names of the nodes that start tasks (declared
+// with StartsTasks, or subgraph nodes whose graph has such a node), in
+// the order they were added.
+func (r *Runnable) TaskNodes() []string {
+	var out []string
+	for _, name := range r.order {
+		n := r.nodes[name]
+		if n.startsTasks || (n.sub != nil && len(n.sub.TaskNodes()) > 0) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // MarshalJSON renders the state as an object of channel values.
 func (s State) MarshalJSON() ([]byte, error) { return json.Marshal(s.Values()) }

@@ -29,6 +29,10 @@ type config struct {
 	subgraph string
 	// taskExec runs the tasks nodes start (WithTaskExecutor).
 	taskExec TaskExecutor
+	// stateCache keeps the checkpoints Step stores; after is the one the
+	// step continues (WithStateCache).
+	stateCache *StateCache
+	after      string
 }
 
 const defaultStepLimit = 100

@@ -114,6 +114,11 @@ type run struct {
 
 	// p stores checkpoints; nil without a saver.
 	p *persister
+	// stateCache, in a Step, keeps the checkpoints it stores (and gives
+	// the one it continues); sizes holds, by slot, the stored size of
+	// each channel's value, for the cache's bound.
+	stateCache *StateCache
+	sizes      []int
 	// records holds what was stored for the tasks of the step after the
 	// loaded checkpoint, by task label; used by the first step only.
 	records map[string]*taskRecords

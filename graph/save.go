@@ -24,7 +24,9 @@ func (ru *run) saveCheckpoint(source Source, writers []string) error {
 		blob := Blob{Channel: name, Version: id}
 		base, hasBase := ru.p.versions[name]
 		var err error
-		if d, ok := ch.delta(c.writes); ok && c.had && hasBase {
+		d, isDelta := ch.delta(c.writes)
+		isDelta = isDelta && c.had && hasBase
+		if isDelta {
 			blob.Base = base
 			blob.Data, err = ch.encode(d)
 		} else {
@@ -32,6 +34,12 @@ func (ru *run) saveCheckpoint(source Source, writers []string) error {
 		}
 		if err != nil {
 			return err
+		}
+		if ru.sizes != nil {
+			if !isDelta {
+				ru.sizes[c.slot] = 0
+			}
+			ru.sizes[c.slot] += len(blob.Data)
 		}
 		blobs = append(blobs, blob)
 		ru.p.versions[name] = id
@@ -50,8 +58,12 @@ func (ru *run) saveCheckpoint(source Source, writers []string) error {
 		return fmt.Errorf("graph: encode the next step's packets: %w", err)
 	}
 	meta := checkpointMeta{Graph: ru.r.name, Versions: ru.p.versions, Writers: writers, Next: next, Output: output}
-	if _, err := ru.p.checkpoint(ru.ctx, id, ru.step, source, meta, blobs); err != nil {
+	rec, err := ru.p.checkpoint(ru.ctx, id, ru.step, source, meta, blobs)
+	if err != nil {
 		return err
+	}
+	if ru.stateCache != nil {
+		ru.cacheCheckpoint(rec, meta)
 	}
 	ru.emit(Event{Kind: EventCheckpoint, Step: ru.step, Data: id})
 	return nil

@@ -24,7 +24,8 @@ import (
 type Graphs struct {
 	saver   graph.Saver
 	events  *EventLog
-	budgets budgets // of the runs (budget.go)
+	states  *graph.StateCache // the checkpoints steps stored here (CacheStates)
+	budgets budgets           // of the runs (budget.go)
 	// check refuses the steps of a run whose runtime values this worker
 	// cannot honour (CheckRuntime); nil checks nothing.
 	check func(graph string, runtime map[string]string) error
@@ -37,7 +38,8 @@ type Graphs struct {
 // database (runs/accounts), shared by every worker on it; a saver in
 // memory keeps them in this process.
 func NewGraphs(saver graph.Saver, rs ...*graph.Runnable) *Graphs {
-	g := &Graphs{saver: saver, m: make(map[string]*graph.Runnable), budgets: budgets{accounts: accounts.Of(saver)}}
+	g := &Graphs{saver: saver, m: make(map[string]*graph.Runnable), budgets: budgets{accounts: accounts.Of(saver)},
+		states: graph.NewStateCache(graph.StateCacheConfig{})}
 	for _, r := range rs {
 		g.Add(r)
 	}
@@ -57,6 +59,16 @@ func (g *Graphs) Add(r *graph.Runnable) {
 // It returns g.
 func (g *Graphs) StreamTo(log *EventLog) *Graphs {
 	g.events = log
+	return g
+}
+
+// CacheStates sets where the workers keep the state of the checkpoints
+// their steps store, for the run's next step when it comes to this
+// process: it then starts from that state instead of reading the thread
+// back from the saver (graph.WithStateCache). NewGraphs keeps them in a
+// graph.StateCache of the default bounds; nil keeps none. It returns g.
+func (g *Graphs) CacheStates(c *graph.StateCache) *Graphs {
+	g.states = c
 	return g
 }
 
@@ -183,6 +195,16 @@ func (g *Graphs) step(ctx context.Context, in StepInput) (StepOutput, error) {
 		}
 	}
 	opts := []graph.Option{graph.WithSaver(g.saver), graph.Thread(in.Thread), runtime(in.Runtime)}
+	if g.states != nil {
+		// A first attempt continues the checkpoint the workflow knows; a
+		// retry reads the thread, which the failed attempt may have
+		// advanced.
+		after := in.After
+		if activity.GetInfo(ctx).Attempt > 1 {
+			after = ""
+		}
+		opts = append(opts, graph.WithStateCache(g.states, after))
+	}
 	if len(in.InterruptBefore) > 0 {
 		opts = append(opts, graph.InterruptBefore(in.InterruptBefore...))
 	}

@@ -18,7 +18,9 @@ import (
 // with steps as activities and as local activities, all against the
 // PostgreSQL saver: ns/step is the cost of a step, events/step the
 // history a step adds on Temporal, and the ms-…/step metrics where a
-// Temporal step's time goes (reportBreakdown).
+// Temporal step's time goes (reportBreakdown). The modes named "nocache"
+// run without the workers' state cache (Graphs.CacheStates(nil)): each
+// step reads the thread back from the saver, as before the cache.
 func BenchmarkChain100(b *testing.B) {
 	const n = 100
 	e := newBenchEnv(b)
@@ -32,33 +34,56 @@ func BenchmarkChain100(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
 	})
 	// graph.Runnable.Step in a loop, in process: what a step activity
-	// does (load the thread from the saver, run the step, store it),
-	// without Temporal.
-	b.Run("step-loop", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			opts := []graph.Option{graph.WithSaver(e.saver), graph.Thread(fmt.Sprintf("steps-%s-%d", randomHex(), i))}
-			input := graph.Input()
-			for {
-				res, err := r.Step(b.Context(), input, opts...)
-				require.NoError(b, err)
-				input = nil
-				if !res.More {
-					break
+	// does (load the thread from the saver, or take it from the state
+	// cache, run the step, store it), without Temporal.
+	for _, mode := range []struct {
+		name  string
+		cache bool
+	}{{"step-loop-nocache", false}, {"step-loop", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cache := graph.NewStateCache(graph.StateCacheConfig{})
+			for i := 0; b.Loop(); i++ {
+				opts := []graph.Option{graph.WithSaver(e.saver), graph.Thread(fmt.Sprintf("steps-%s-%d", randomHex(), i))}
+				input, after := graph.Input(), ""
+				for {
+					stepOpts := opts
+					if mode.cache {
+						stepOpts = append(opts[:len(opts):len(opts)], graph.WithStateCache(cache, after))
+					}
+					res, err := r.Step(b.Context(), input, stepOpts...)
+					require.NoError(b, err)
+					input, after = nil, res.Checkpoint
+					if !res.More {
+						break
+					}
 				}
 			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
-	})
-	// Steps as activities (the default), then as local activities
-	// (Config.LocalSteps), side by side on one server and saver.
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+		})
+	}
+	// Workers without the state cache, on a queue of their own.
+	nocache := "q-" + randomHex()
+	graphs := temporalrun.NewGraphs(e.saver, r).StreamTo(e.events).CacheStates(nil)
+	w, err := temporalrun.NewWorker(e.client, temporalrun.WorkerConfig{TaskQueue: nocache, Graphs: graphs, Options: workerOptions()})
+	require.NoError(b, err)
+	require.NoError(b, w.Start())
+	b.Cleanup(w.Stop)
+	// Steps as activities (Config.ActivitySteps), then as local
+	// activities (the default), side by side on one server and saver.
 	for _, mode := range []struct {
 		name  string
 		local bool
-	}{{"temporal", false}, {"temporal-local", true}} {
+		queue string
+	}{{"temporal-nocache", false, nocache}, {"temporal", false, ""}, {"temporal-local-nocache", true, nocache}, {"temporal-local", true, ""}} {
 		b.Run(mode.name, func(b *testing.B) {
 			b.ReportAllocs()
-			run := e.runner(r, func(c *temporalrun.Config) { c.LocalSteps = mode.local })
+			run := e.runner(r, func(c *temporalrun.Config) {
+				c.ActivitySteps = !mode.local
+				if mode.queue != "" {
+					c.TaskQueue = mode.queue
+				}
+			})
 			var thread string
 			for i := 0; b.Loop(); i++ {
 				thread = fmt.Sprintf("temporal-%s-%d", randomHex(), i)

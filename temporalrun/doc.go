@@ -28,9 +28,12 @@
 // One workflow per run of a thread; its id is the thread id, so a thread
 // has one active run at a time, and the next run of a finished thread
 // reuses the id. The workflow is a loop over supersteps. A step of one
-// task is one activity: it calls graph.Runnable.Step, which loads the
-// thread from the saver, runs the task (the node body), applies its writes
-// with the reducers, routes, and stores the checkpoint. A step of several
+// task is one activity (by default a local one: see Local steps): it
+// calls graph.Runnable.Step, which loads the thread from the saver — or
+// takes it from the worker's graph.StateCache when the worker stored that
+// checkpoint itself (Graphs.CacheStates) —, runs the task (the node
+// body), applies its writes with the reducers, routes, and stores the
+// checkpoint. A step of several
 // tasks (parallel nodes, Send packets) runs each task as an activity of
 // its own (graph.Runnable.RunTasks: the task's result, interrupts or
 // failure are stored in the saver as the engine stores them for any
@@ -59,8 +62,10 @@
 //     at most the call in flight at the crash repeats; and a retry that
 //     finds the step's checkpoint already stored reports it instead of
 //     running the next step.
-//   - Recovery. A step beats every third of Config.HeartbeatTimeout
-//     (default DefaultHeartbeatTimeout, 5 s; NewWorker caps the SDK's
+//   - Recovery. A step activity beats every third of
+//     Config.HeartbeatTimeout (default DefaultHeartbeatTimeout, 5 s; a
+//     local step has the workflow task's timeout instead: see Local
+//     steps; NewWorker caps the SDK's
 //     heartbeat throttle at one second so that the beats are not held
 //     back to 80% of the timeout): a worker killed mid-step is noticed
 //     within the timeout, and the step's next attempt starts on another
@@ -86,30 +91,48 @@
 //     check is what keeps a short run from running twice). A retry comes
 //     after the failed attempt's deadline, past which the server does
 //     not start it.
-//   - Local steps. With Config.LocalSteps (--local-steps), a step of one
-//     task that continues a run on TaskQueue runs as a local activity:
-//     on the worker of the run's workflow code, inside its workflow task,
-//     with no trip through the server; the history gets one marker per
-//     step, and the workflow task reports to the server every 80% of its
-//     timeout (set to HeartbeatTimeout for these runs) — which is also
-//     how soon a dead worker's run is taken over by another, which
-//     replays the history and runs the thread's next step from the saver
-//     (a step the dead worker stored is not run again; the run's step
-//     count misses it). Steps with input or answers, steps of several
-//     tasks and steps of nodes on other queues stay activities. On a
-//     2-core machine under a load of 22 (BenchmarkChain100, all modes in
-//     one run, twice), a step cost 22–34 ms as an activity and 11–12.5 ms
-//     as a local step, against 7.7–7.9 ms in process: Temporal's share
-//     fell from 15–26 ms to 3.5–4.6 ms, and the history from 6.1 events
-//     per step to 1.2. Of an activity step, 14–16 ms were the activity
-//     (graph.Runnable.Step, which reloads the thread from the saver: 7–11
-//     ms in a loop in process, and the report of its end), 2.8 ms
-//     dispatch and 6–7 ms the workflow task; of a local step, what is
-//     left is mostly that reload, which an in-process run does not do.
-//     The price:
-//     these steps are not spread over workers, have no heartbeat of
-//     their own, and a step recovered after a crash may stream its
-//     events again. Off by default.
+//   - Local steps. By default a step of one task that continues a run on
+//     TaskQueue runs as a local activity: on the worker of the run's
+//     workflow code, inside its workflow task, with no trip through the
+//     server; the history gets one marker per step, and the workflow
+//     task reports to the server every 80% of its timeout (set to
+//     HeartbeatTimeout for these runs), so a step may run for as long as
+//     StepTimeout allows (TestALocalStepLongerThanTheWorkflowTaskTimeout).
+//     That timeout is also how soon a dead worker's run is taken over by
+//     another, as soon as a step activity's missing heartbeat would be:
+//     the other replays the history and runs the thread's next step from
+//     the saver (a step the dead worker stored is not run again; the
+//     run's step count misses it; TestAKilledWorkersLocalStepRecovers…
+//     measured 1.1 s from kill -9 to the takeover, 2.7 s to the run's
+//     end). Steps with input or answers, steps of several tasks, steps
+//     of nodes on other queues and steps of nodes that start tasks
+//     (graph.StartsTasks: a team's, so that its tasks are activities on
+//     any worker) stay activities; Config.ActivitySteps
+//     (--local-steps=false) makes every step an activity. The price:
+//     local steps are not spread over workers (runs are), have no
+//     heartbeat of their own, and a step recovered after a crash may
+//     stream its events again.
+//   - State cache. A worker keeps the state of the checkpoints its steps
+//     store (Graphs.CacheStates: a graph.StateCache of 1024 threads, 64
+//     MiB of values as stored, one minute), and the thread's next step
+//     on that worker, when it names that checkpoint (StepInput.After, on
+//     its first attempt), starts from it instead of reading the thread
+//     back from the saver; the step's task records (results, journal,
+//     answers) are read as always. A retry, a step on another worker or
+//     after a restart reads the saver; a state is taken once, its lists
+//     clipped so that no two steps append into one array.
+//   - Cost. Per step of a 100-node chain against the PostgreSQL saver
+//     (BenchmarkChain100: all modes in one run, -count=3, run twice on a
+//     2-core machine shared with other builds, load 12–20), without the
+//     state cache and with it: local steps 4.4–14.3 and 5.0–9.2 ms (1.2
+//     history events per step), against 1.9–7.0 ms in process — medians
+//     6.2 and 7.3 ms with the cache against 3.8 and 4.3 ms in process:
+//     Temporal adds about 3 ms —; activities 32–41 and 26–43 ms (6.1
+//     events; medians 28 and 39 ms), where two trips through the server
+//     (dispatch 3.6–6.5 ms, the workflow task 7.9–17.7 ms) and the activity's
+//     own report dominate and the machine's noise hides the cache; Step
+//     in a loop in process 5.3–12.2 and 2.4–6.2 ms, with 95,000 and
+//     13,000 allocations per run of 100 steps.
 //   - Interrupts. A paused run's workflow waits. graph.Resume (ResumeEach,
 //     ResumeAt) reaches it as the update "resume", whose validator matches
 //     the answers to the pending questions with the engine's own rules: a
@@ -186,8 +209,11 @@
 //     node's activity holds a worker slot while its tasks run, so a queue
 //     whose slots are all held by waiting nodes starves their tasks: give
 //     the tasks a queue of their own (TaskQueues) when many teams run at
-//     once. A local step (LocalSteps) runs its tasks itself, since its
-//     workflow task is held open while it runs. Every worker must know
+//     once. A node that starts tasks (graph.StartsTasks: a factory team's) never
+//     runs as a local step, since a local step's workflow task is held
+//     open while it runs and no update would reach the workflow; a local
+//     step whose node starts tasks all the same (a team inside a
+//     subgraph) runs them itself. Every worker must know
 //     the task activity and the update (this version or later).
 //     History: a task adds the update's accepted and completed events and
 //     its activity's three, and a workflow task for each batch of them.
@@ -201,10 +227,10 @@
 //     with the machine's load; small against agents whose model
 //     calls take seconds, which is why it is the default. Microsecond
 //     tasks are better off with TasksInNode.
-//   - History. A step of one task adds six events (activity scheduled,
-//     started, completed, and a workflow task scheduled, started,
-//     completed), a local step one (a marker) and the workflow task's
-//     three every 80% of its timeout; a step of n parallel tasks about 6n+3 (three for each
+//   - History. A local step adds one event (a marker) and the workflow
+//     task's three every 80% of its timeout; a step of one task as an
+//     activity six (activity scheduled, started, completed, and a
+//     workflow task scheduled, started, completed); a step of n parallel tasks about 6n+3 (three for each
 //     task activity and for the step activity, and a workflow task for
 //     each batch of completions: 27 measured for n = 4); the
 //     workflow continues as new at a superstep boundary after

@@ -250,7 +250,7 @@ func TestKillAWorkerMidRun(t *testing.T) {
 		}
 	}
 	cnt.mu.Unlock()
-	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = time.Second })
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout, c.ActivitySteps = time.Second, true })
 	type outcome struct {
 		thread string
 		res    graph.Result
@@ -342,7 +342,7 @@ func TestStreamGoesOnThroughAWorkerKill(t *testing.T) {
 		}
 	}
 	cnt.mu.Unlock()
-	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = time.Second })
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout, c.ActivitySteps = time.Second, true })
 	var evs []graph.Event
 	killed := false
 	for ev, err := range r.Stream(t.Context(), graph.Input(), graph.Thread("killed-"+randomHex())) {
@@ -449,7 +449,7 @@ func TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
 	}
 	cnt.mu.Unlock()
 	// The runner's defaults: no HeartbeatTimeout given.
-	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = 0 })
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout, c.ActivitySteps = 0, true })
 	thread := "recover-" + randomHex()
 	done := make(chan error, 1)
 	var res graph.Result
@@ -499,7 +499,7 @@ func TestAKilledWorkersStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
 	assert.Equal(t, 1, cnt.byKey[thread+"/n02"])
 }
 
-// TestLocalStepsSurviveAWorkerKill: with Config.LocalSteps, the worker
+// TestLocalStepsSurviveAWorkerKill: with local steps (the default), the worker
 // that runs a run's workflow code and its local steps is killed with
 // SIGKILL while a step's call is in flight, after it ran another local
 // step in the same workflow task (so the history may not hold that one
@@ -522,7 +522,7 @@ func TestLocalStepsSurviveAWorkerKill(t *testing.T) {
 		}
 	}
 	cnt.mu.Unlock()
-	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.LocalSteps = true })
+	r := e.runner(callChain("chain", steps, hits.URL, "test")) // local steps: the default
 	thread := "local-kill-" + randomHex()
 	done := make(chan error, 1)
 	var res graph.Result
@@ -544,4 +544,79 @@ func TestLocalStepsSurviveAWorkerKill(t *testing.T) {
 	assert.Equal(t, 2, cnt.byKey[thread+"/n02"], "the call in flight at the kill, made again")
 	events := history(t, e.client, thread)
 	assert.Positive(t, count(events, enumspb.EVENT_TYPE_MARKER_RECORDED), "local steps: markers in the history")
+}
+
+// TestAKilledWorkersLocalStepRecoversWithinTheHeartbeatTimeout: with the
+// runner's and the workers' defaults (one-task steps are local), a worker
+// process killed with SIGKILL while its local step's call is in flight is
+// noticed when its workflow task times out — after the heartbeat timeout,
+// as a step activity's missing heartbeat would be, not the SDK's 10 s —
+// and the other worker process takes the run over and runs the step
+// again: the history says so.
+func TestAKilledWorkersLocalStepRecoversWithinTheHeartbeatTimeout(t *testing.T) {
+	const steps = 3
+	e := newEnv(t)
+	cnt := newCounter()
+	hits := httptest.NewServer(cnt)
+	defer hits.Close()
+	defer close(cnt.release)
+	env := []string{envHost + "=" + e.server.HostPort, envQueue + "=" + e.queue, envSchema + "=" + e.schema,
+		envCounter + "=" + hits.URL, fmt.Sprintf("%s=%d", envSteps, steps), envDefaults + "=1"}
+	a := startHelper(t, "a", env)
+	cnt.mu.Lock()
+	cnt.notify = func(c *counter) {
+		if c.byWorker["a"] >= 1 && c.hold == "" {
+			c.hold = "a" // a's second call (n01, a local step): held, in flight at the kill
+		}
+	}
+	cnt.mu.Unlock()
+	// The runner's defaults: no HeartbeatTimeout given, local steps.
+	r := e.runner(callChain("chain", steps, hits.URL, "test"), func(c *temporalrun.Config) { c.HeartbeatTimeout = 0 })
+	thread := "recover-local-" + randomHex()
+	done := make(chan error, 1)
+	var res graph.Result
+	go func() {
+		var err error
+		res, err = r.Invoke(t.Context(), graph.Input(), graph.Thread(thread))
+		done <- err
+	}()
+	<-cnt.heldCh
+	b := startHelper(t, "b", env)
+	require.NoError(t, a.Process.Kill()) // SIGKILL
+	killed := time.Now()
+	_, _ = a.Process.Wait()
+	require.NoError(t, <-done)
+	ended := time.Now()
+	assert.Equal(t, []string{"n00@a", "n01@b", "n02@b"}, callLog.Get(res.State))
+
+	h := fullHistory(t, e.client, thread)
+	var timedOut, takeover *historypb.HistoryEvent
+	for _, ev := range h.Events {
+		if a := ev.GetWorkflowTaskScheduledEventAttributes(); a != nil {
+			assert.Equal(t, temporalrun.DefaultHeartbeatTimeout, a.GetStartToCloseTimeout().AsDuration(),
+				"the workflow task's timeout is the heartbeat timeout")
+		}
+		if a := ev.GetWorkflowTaskTimedOutEventAttributes(); a != nil && timedOut == nil {
+			timedOut = ev
+			assert.Equal(t, enumspb.TIMEOUT_TYPE_START_TO_CLOSE, a.GetTimeoutType(), "the dead worker's workflow task timed out")
+		}
+		if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil && timedOut != nil && takeover == nil {
+			takeover = ev
+			assert.True(t, strings.HasPrefix(a.GetIdentity(), fmt.Sprintf("%d@", b.Process.Pid)),
+				"worker b (pid %d) took the run over, not %q", b.Process.Pid, a.GetIdentity())
+		}
+	}
+	require.NotNil(t, timedOut, "a workflow task timed out")
+	require.NotNil(t, takeover, "another workflow task started after it")
+	events := history(t, e.client, thread)
+	assert.Equal(t, 1, count(events, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED), "only the step with the input is an activity")
+	// Figures for the record, not asserted: the server's clock and ours.
+	t.Logf("kill -9 to the workflow task's timeout: %s; to b's takeover: %s; to the run's end: %s",
+		timedOut.GetEventTime().AsTime().Sub(killed).Round(time.Millisecond),
+		takeover.GetEventTime().AsTime().Sub(killed).Round(time.Millisecond), ended.Sub(killed).Round(time.Millisecond))
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	assert.Equal(t, 2, cnt.byKey[thread+"/n01"], "the call in flight at the kill, made again")
+	assert.Equal(t, 1, cnt.byKey[thread+"/n00"])
+	assert.Equal(t, 1, cnt.byKey[thread+"/n02"])
 }

@@ -56,17 +56,25 @@ type Config struct {
 	// (Temporal does not retry this timeout: no worker polls the queue).
 	// 0, the default, waits as long as it takes.
 	ScheduleToStartTimeout time.Duration
-	// LocalSteps runs each step of one task that continues a run on
-	// TaskQueue as a local activity: on the worker that runs the run's
-	// workflow code, inside its workflow task, with no trip through the
-	// server per step (a marker in the history instead of six events).
-	// It cuts Temporal's cost per step several times over (doc.go,
-	// BenchmarkChain100), at a price: such a step is not spread over the
-	// workers; it has no heartbeat, so a dead worker is noticed by the
-	// workflow task's timeout (set to HeartbeatTimeout for these runs);
-	// and a step recovered after a crash may stream its events again.
-	// Steps with input or answers, steps of several tasks and steps of
-	// nodes on other queues (NodeQueues) stay activities.
+	// ActivitySteps runs every step as an activity, on any worker of its
+	// queue, with a heartbeat of its own. By default a step of one task
+	// that continues a run on TaskQueue is a local activity instead: it
+	// runs on the worker of the run's workflow code, inside its workflow
+	// task, with no trip through the server (a marker in the history
+	// instead of six events): a step costs about a fifth as much (doc.go,
+	// BenchmarkChain100). The price: such a step is not spread
+	// over the workers; a dead worker is noticed by the workflow task's
+	// timeout (set to HeartbeatTimeout for these runs), as soon as a
+	// step's missing heartbeat would be; and a step recovered after a
+	// crash may stream its events again. Steps with input or answers,
+	// steps of several tasks, steps of nodes on other queues (NodeQueues)
+	// and steps of nodes that start tasks (graph.StartsTasks: a team's,
+	// whose tasks are activities of their own) stay activities.
+	ActivitySteps bool
+	// LocalSteps is what ActivitySteps now turns off.
+	//
+	// Deprecated: one-task steps are local activities by default; it has
+	// no effect.
 	LocalSteps bool
 	// TasksInNode runs the tasks a node starts (graph.Schedule: the agents
 	// of a team) inside the node's activity, on its worker, under its
@@ -237,7 +245,7 @@ func (r *Runner) start(ctx context.Context, spec graph.RunSpec, input []graph.Wr
 		Queues:         Queues{Default: r.cfg.TaskQueue, Nodes: r.cfg.NodeQueues, Tasks: r.cfg.TaskQueues},
 		TaskActivities: !r.cfg.TasksInNode, TaskTimeout: r.cfg.TaskTimeout,
 		StepTimeout: r.cfg.StepTimeout, HeartbeatTimeout: r.cfg.HeartbeatTimeout,
-		LocalSteps:  r.cfg.LocalSteps,
+		LocalSteps: !r.cfg.ActivitySteps, TaskNodes: r.cfg.Graph.TaskNodes(),
 		MaxAttempts: r.cfg.MaxAttempts, ScheduleToStartTimeout: r.cfg.ScheduleToStartTimeout, StepsPerRun: r.cfg.StepsPerRun, Events: events, Runtime: r.runtime(spec)}
 	budget, err := budgetOf(ctx, spec.Thread)
 	if err != nil {

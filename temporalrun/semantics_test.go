@@ -31,22 +31,23 @@ func TestSemanticsByStream(t *testing.T) {
 	})
 }
 
-// TestSemanticsWithLocalSteps runs the suite, and the stream suite, with
-// one-task steps as local activities (Config.LocalSteps).
-func TestSemanticsWithLocalSteps(t *testing.T) {
+// TestSemanticsWithActivitySteps runs the suite, and the stream suite,
+// with every step as an activity (Config.ActivitySteps): the suites
+// above run one-task steps as local activities, the default.
+func TestSemanticsWithActivitySteps(t *testing.T) {
 	e := newEnv(t)
 	e.startWorker(e.queue, false)
-	local := func(c *temporalrun.Config) { c.LocalSteps = true }
+	activities := func(c *temporalrun.Config) { c.ActivitySteps = true }
 	t.Run("invoke", func(t *testing.T) {
 		runnertest.Run(t, runnertest.Harness{
 			Saver:  e.saver,
-			Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r, local) },
+			Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return e.runner(r, activities) },
 		})
 	})
 	t.Run("stream", func(t *testing.T) {
 		runnertest.RunStreams(t, runnertest.StreamHarness{
 			Saver:  e.saver,
-			Runner: func(t *testing.T, r *graph.Runnable) runnertest.Streamer { return e.runner(r, local) },
+			Runner: func(t *testing.T, r *graph.Runnable) runnertest.Streamer { return e.runner(r, activities) },
 		})
 	})
 }

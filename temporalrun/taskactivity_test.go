@@ -90,7 +90,7 @@ func callTeam(name string, n int, url, worker string) *graph.Runnable {
 			out = append(out, r.Value)
 		}
 		return graph.Update(graph.AppendTo(callLog, out...)), nil
-	})
+	}, graph.StartsTasks())
 	g.AddNode("brief", func(ctx context.Context, s graph.State) (graph.Command, error) { return graph.Command{}, nil })
 	g.AddEdge(graph.Start, "brief")
 	g.AddEdge("brief", "team")
@@ -504,7 +504,7 @@ func TestTaskEventsStreamFromTheirActivities(t *testing.T) {
 			return graph.Command{}, err
 		}
 		return graph.Update(graph.AppendTo(callLog, res[0].Value, res[1].Value)), nil
-	})
+	}, graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
@@ -622,7 +622,7 @@ func TestAStoppedNodeWithdrawsItsTasksInFlight(t *testing.T) {
 			}},
 		})
 		return graph.Command{}, err
-	})
+	}, graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
@@ -671,7 +671,7 @@ func tieredTeam(name, url, worker string) *graph.Runnable {
 			out = append(out, r.Value)
 		}
 		return graph.Update(graph.AppendTo(callLog, out...)), nil
-	})
+	}, graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()
@@ -905,7 +905,7 @@ func TestANodeActivityThatTimesOutRejoinsItsTasksOnItsRetry(t *testing.T) {
 			}
 		}
 		return graph.Update(graph.AppendTo(callLog, res[0].Key+"@"+res[0].Value, res[1].Key+"@"+res[1].Value)), nil
-	})
+	}, graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	r, err := g.Compile()

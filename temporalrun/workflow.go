@@ -48,8 +48,11 @@ type RunInput struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 	MaxAttempts      int           `json:"max_attempts"`
 	// LocalSteps runs the one-task steps that continue the run on the
-	// default queue as local activities (Config.LocalSteps).
+	// default queue as local activities (unless Config.ActivitySteps).
 	LocalSteps bool `json:"local_steps,omitempty"`
+	// TaskNodes are the nodes that start tasks (graph.Runnable.TaskNodes):
+	// their steps are never local, so that their tasks reach other workers.
+	TaskNodes []string `json:"task_nodes,omitempty"`
 	// ScheduleToStartTimeout bounds a step's wait for a worker (0: none).
 	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
 	// StepsPerRun caps the steps one workflow execution takes before it
@@ -406,10 +409,17 @@ func (w *runState) head(ctx workflow.Context) (HeadOutput, error) {
 
 // local reports whether the step runs as a local activity
 // (RunInput.LocalSteps): a step of one task that continues the run on the
-// default queue.
+// default queue and whose node starts no tasks (RunInput.TaskNodes).
 func (w *runState) local(step StepInput, queue string) bool {
-	return w.in.LocalSteps && len(w.tasks) <= 1 && step.Input == nil && step.Answers == nil &&
-		queue == w.in.Queues.Default
+	if !w.in.LocalSteps || len(w.tasks) > 1 || step.Input != nil || step.Answers != nil || queue != w.in.Queues.Default {
+		return false
+	}
+	for _, node := range w.next {
+		if slices.Contains(w.in.TaskNodes, node) {
+			return false
+		}
+	}
+	return true
 }
 
 // localContext is activityContext for a local step: the step's timeout

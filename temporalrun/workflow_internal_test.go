@@ -112,3 +112,15 @@ func TestQueuesForStep(t *testing.T) {
 	assert.Equal(t, "main", q.forStep(nil))
 	assert.Equal(t, "tool", q.forStep([]string{"t"}))
 }
+
+func TestAStepOfANodeThatStartsTasksIsNeverLocal(t *testing.T) {
+	w := &runState{in: RunInput{LocalSteps: true, Queues: Queues{Default: "main"}, TaskNodes: []string{"team"}}}
+	w.next, w.tasks = []string{"plan"}, []string{"plan"}
+	assert.True(t, w.local(StepInput{}, "main"), "a one-task step of a node that starts no tasks is local")
+	w.next, w.tasks = []string{"team"}, []string{"team"}
+	assert.False(t, w.local(StepInput{}, "main"), "the team's tasks must reach other workers")
+	w.in.TaskNodes = nil
+	assert.True(t, w.local(StepInput{}, "main"))
+	w.in.LocalSteps = false
+	assert.False(t, w.local(StepInput{}, "main"), "ActivitySteps")
+}

@@ -103,3 +103,15 @@ func answerReply(t *testing.T, fact string) scripted.Reply {
 func handoffReply() scripted.Reply {
 	return scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "handoff_to_planner", Arguments: `{"task":"Compare two engines","locale":"en-US"}`}}}
 }
+
+// TestATeamNodeSaysItStartsTasks: runners that send tasks to other
+// processes (Temporal) learn which nodes start them from the graph.
+func TestATeamNodeSaysItStartsTasks(t *testing.T) {
+	ms := staticModels(t, scripted.New(scripted.Script{}))
+	coor, err := workflows.Coor(t.Context(), workflows.Env{Models: ms})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"team"}, coor.TaskNodes())
+	research, err := workflows.Research(t.Context(), workflows.Env{Models: ms})
+	require.NoError(t, err)
+	assert.Empty(t, research.TaskNodes(), "the research team runs one step at a time, as nodes")
+}

@@ -264,6 +264,9 @@ func nodeOptions(n *fileNode) []graph.NodeOption {
 	if d, err := time.ParseDuration(n.Spec.Timeout); err == nil && d > 0 {
 		opts = append(opts, graph.WithTimeout(d))
 	}
+	if nodeKinds[n.Spec.Type].startsTasks {
+		opts = append(opts, graph.StartsTasks())
+	}
 	return opts
 }
 

@@ -21,6 +21,9 @@ type nodeKind struct {
 	// (a worker's tier is its agent's).
 	model bool
 	tier  string
+	// startsTasks: the node starts tasks at run time (graph.StartsTasks),
+	// as a team builds and runs its agents.
+	startsTasks bool
 	// channels are the prebuilt channels (typed keys of package nodes)
 	// the node reads or writes. A file's graph has the channels of the
 	// types its nodes have, and the channels the file declares.
@@ -66,7 +69,7 @@ func init() {
 		{name: "human_review", fields: "reviewNode", fieldsSchema: reviewFields,
 			channels: []graph.Channel{nodes.PlanKey, nodes.Feedback},
 			check:    (*File).checkReview, build: (*build).humanReview, destinations: reviewNext},
-		{name: "team", model: true, tier: "reasoning", fields: "teamNode", fieldsSchema: teamFields,
+		{name: "team", model: true, tier: "reasoning", startsTasks: true, fields: "teamNode", fieldsSchema: teamFields,
 			channels: []graph.Channel{nodes.PlanKey, nodes.Findings, nodes.CurrentTurn},
 			check:    (*File).checkTeam, build: (*build).team},
 		{name: "reporter", model: true, tier: "basic", fields: "reporterNode", fieldsSchema: reporterFields,

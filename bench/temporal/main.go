@@ -26,7 +26,7 @@ func main() {
 	file := flag.String("file", "", "the workflow file the workers run (with --demo)")
 	runs := flag.Int("runs", 300, "runs to submit, one thread each")
 	parallel := flag.Int("parallel", 32, "runs in flight at a time")
-	local := flag.Bool("local-steps", false, "run one-task steps as local activities (temporalrun.Config.LocalSteps)")
+	local := flag.Bool("local-steps", true, "run one-task steps as local activities (false: temporalrun.Config.ActivitySteps)")
 	label := flag.String("label", "", "a label printed with the figures")
 	flag.Parse()
 	if err := run(context.Background(), *addr, *queue, *db, *file, *runs, *parallel, *local, *label); err != nil {
@@ -62,7 +62,7 @@ func run(ctx context.Context, addr, queue, db, file string, runs, parallel int, 
 		return err
 	}
 	defer c.Close()
-	runner, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: saver, TaskQueue: queue, LocalSteps: local})
+	runner, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: saver, TaskQueue: queue, ActivitySteps: !local})
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,9 @@
 # `coorflow worker` (built with -tags temporal) run as processes of their
 # own; the driver (this folder's main.go) submits RUNS runs of a 3-step
 # chain of model nodes on the demo model, PARALLEL at a time, and prints
-# runs/s and the latency of a run. LOCAL=1 also measures each count with
-# local steps (temporalrun.Config.LocalSteps).
+# runs/s and the latency of a run (one-task steps as local activities, the
+# default). LOCAL=1 also measures each count with every step an activity
+# (temporalrun.Config.ActivitySteps).
 #
 #	bench/temporal/measure.sh            # RUNS=300 PARALLEL=32 WORKERS="1 2 3"
 #	RUNS=600 LOCAL=1 bench/temporal/measure.sh
@@ -55,7 +56,7 @@ for n in $WORKERS; do
       sleep 0.2
     done
   done
-  for mode in "" ${LOCAL:+--local-steps}; do
+  for mode in "" ${LOCAL:+--local-steps=false}; do
     S0=$(cpu $SERVER); W0=0; for p in "${PIDS[@]}"; do W0=$((W0 + $(cpu $p))); done
     "$DRIVER" -temporal $ADDR -db "$DB" -queue "$QUEUE" -file "$HERE/chain.yaml" -runs "$RUNS" -parallel "$PARALLEL" \
       -label "workers=$n" $mode || exit 1

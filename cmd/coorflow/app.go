@@ -181,9 +181,10 @@ Usage:
       --temporal HOST:PORT [--queue Q] run on Temporal's workers (coorflow worker) instead of in this
                                        process, shown and recorded as here when --db is postgres:// (its
                                        events come through it); on SQLite only the outcome is shown
-      --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps
+      --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps=true
                                        with --temporal: how soon a dead worker's step runs elsewhere; how long
-                                       a step may wait for a worker (0: no limit); one-node steps as local activities
+                                       a step may wait for a worker (0: no limit); one-node steps as local
+                                       activities (=false: every step an activity, on any worker)
       --task-queue SELECTOR=QUEUE      with --temporal: the queue of the tasks of a node (a team's agent builds and
                                        steps; each an activity of its own) that carry a label (tier:reasoning: the
                                        agents of that tier) or whose key has a prefix (step:); repeatable
@@ -233,8 +234,8 @@ Usage:
                                        chat UI served elsewhere does (repeatable; none: the server's own only)
       --temporal HOST:PORT [--queue Q] submit the runs to Temporal's workers (coorflow worker, same
                                        --db postgres://…) instead of running them here
-      --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps   as for run --temporal
-      --task-queue SELECTOR=QUEUE --tasks-in-node                         as for run --temporal
+      --heartbeat-timeout 5s --schedule-to-start-timeout 0 --local-steps=true   as for run --temporal
+      --task-queue SELECTOR=QUEUE --tasks-in-node                              as for run --temporal
   coorflow mcp [FILE|DIR|NAME...] [--db] [--owner] [--model] [--demo] [--show-models] [--allow-code-exec] [--allow-env NAME]
                                        serve the workflows as MCP tools over stdin and stdout
                                        (for desktop MCP clients; serve offers them at /mcp too)

@@ -22,8 +22,8 @@ func addTemporalTimeouts(fs *flag.FlagSet) *temporalTimeouts {
 		"with --temporal, how soon a step whose worker died is noticed and run again on another worker (its steps beat every third of it)")
 	fs.DurationVar(&t.scheduleToStart, "schedule-to-start-timeout", 0,
 		"with --temporal, how long a step may wait for a worker on its queue before the run fails saying so (0: as long as it takes)")
-	fs.BoolVar(&t.localSteps, "local-steps", false,
-		"with --temporal, run each step of one node as a local activity, inside the run's workflow task: a fraction of Temporal's cost per step, but such steps stay on the worker of the run's workflow code")
+	fs.BoolVar(&t.localSteps, "local-steps", true,
+		"with --temporal, run each step of one node as a local activity, inside the run's workflow task: a fraction of Temporal's cost per step, but such steps stay on the worker of the run's workflow code (--local-steps=false: every step an activity, on any worker)")
 	addTemporalTasks(fs, &t.tasks)
 	return t
 }

@@ -163,7 +163,7 @@ func (r *runner) submitTo(ctx context.Context, addr, queue string, timeouts *tem
 		return nil, fmt.Errorf("run: connect to Temporal at %s: %w", addr, err)
 	}
 	cfg := temporalrun.Config{Client: c, Graph: r.r, Saver: r.db.saver, TaskQueue: queue, Payloads: trace.DecodePayload,
-		RuntimeKeys: runtimeKeys, HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps,
+		RuntimeKeys: runtimeKeys, HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, ActivitySteps: !timeouts.localSteps,
 		TasksInNode: timeouts.tasks.inNode, TaskQueues: taskQueues}
 	closeAll := c.Close
 	if r.db.pool != nil {
@@ -221,7 +221,7 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeout
 	for name, r := range served {
 		run, err := temporalrun.New(temporalrun.Config{Client: c, Graph: r, Saver: base.saver, TaskQueue: queue,
 			Events: events, Payloads: trace.DecodePayload, RuntimeKeys: runtimeKeys,
-			HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, LocalSteps: timeouts.localSteps,
+			HeartbeatTimeout: timeouts.heartbeat, ScheduleToStartTimeout: timeouts.scheduleToStart, ActivitySteps: !timeouts.localSteps,
 			TasksInNode: timeouts.tasks.inNode, TaskQueues: taskQueues})
 		if err != nil {
 			closeAll()

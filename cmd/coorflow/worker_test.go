@@ -283,8 +283,9 @@ func TestWorkerPrunesTheEventLogWhenItStarts(t *testing.T) {
 
 // TestWorkerTimeoutFlagsReachTheSteps: run --temporal's
 // --heartbeat-timeout and --schedule-to-start-timeout are the timeouts of
-// the run's steps on the workers (in the workflow's history), and
-// --local-steps runs steps as local activities; nonsense is refused
+// the run's steps on the workers (in the workflow's history) with
+// --local-steps=false, and by default steps run as local activities;
+// nonsense is refused
 // before anything starts.
 func TestWorkerTimeoutFlagsReachTheSteps(t *testing.T) {
 	srv := temporaltest.Start(t, temporaltest.Options{})
@@ -292,7 +293,7 @@ func TestWorkerTimeoutFlagsReachTheSteps(t *testing.T) {
 	startWorker(t, c, "--temporal", srv.HostPort, "--queue", "timeouts", "--sticky-timeout", "1s", "--demo", "../../examples/coor")
 	cr := &cli{t: t, db: c.db, env: map[string]string{}}
 	code, _, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "timeouts", "--demo",
-		"--heartbeat-timeout", "3s", "--schedule-to-start-timeout", "1m", "--thread", "timeouts-1", "--input", "Compare SQLite and PostgreSQL")
+		"--heartbeat-timeout", "3s", "--schedule-to-start-timeout", "1m", "--local-steps=false", "--thread", "timeouts-1", "--input", "Compare SQLite and PostgreSQL")
 	require.Equal(t, exitOK, code, stderr)
 	it := srv.Client(t).GetWorkflowHistory(t.Context(), "timeouts-1", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	steps := 0
@@ -307,8 +308,8 @@ func TestWorkerTimeoutFlagsReachTheSteps(t *testing.T) {
 	}
 	assert.Positive(t, steps)
 
-	// --local-steps: the steps after the first are markers of local
-	// activities in the history, and the run ends as before.
+	// By default (--local-steps): the steps after the first are markers
+	// of local activities in the history, and the run ends as before.
 	code, stdout, stderr := cr.run("run", "../../examples/coor", "--temporal", srv.HostPort, "--queue", "timeouts", "--demo",
 		"--local-steps", "--thread", "timeouts-2", "--input", "Compare SQLite and PostgreSQL")
 	require.Equal(t, exitOK, code, stderr)

@@ -25,6 +25,18 @@ func TestInProcess(t *testing.T) {
 type stepper struct {
 	r     *graph.Runnable
 	saver graph.Saver
+	// cache, when set, keeps the checkpoints the steps store, and each
+	// step continues the one the last reported (graph.WithStateCache).
+	cache *graph.StateCache
+}
+
+// cached returns opts with the state cache, when s has one, for a step
+// after checkpoint after.
+func (s stepper) cached(opts []graph.Option, after string) []graph.Option {
+	if s.cache == nil {
+		return opts
+	}
+	return append(opts[:len(opts):len(opts)], graph.WithStateCache(s.cache, after))
 }
 
 func (s stepper) Invoke(ctx context.Context, input []graph.Write, opts ...graph.Option) (graph.Result, error) {
@@ -32,7 +44,7 @@ func (s stepper) Invoke(ctx context.Context, input []graph.Write, opts ...graph.
 	if err != nil {
 		return graph.Result{}, err
 	}
-	res, err := s.r.Step(ctx, input, opts...)
+	res, err := s.r.Step(ctx, input, s.cached(opts, "")...)
 	// The first step applied the input and answers; the others continue.
 	noResume := []graph.Option{graph.WithSaver(s.saver), graph.Thread(spec.Thread)}
 	for steps := 1; err == nil && res.More; steps++ {
@@ -54,7 +66,7 @@ func (s stepper) Invoke(ctx context.Context, input []graph.Write, opts ...graph.
 				}
 			}
 		}
-		res, err = s.r.Step(ctx, nil, noResume...)
+		res, err = s.r.Step(ctx, nil, s.cached(noResume, res.Checkpoint)...)
 	}
 	return res.Result, err
 }
@@ -65,7 +77,19 @@ func TestStepper(t *testing.T) {
 	saver := memory.New()
 	runnertest.Run(t, runnertest.Harness{
 		Saver:  saver,
-		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r, saver} },
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r: r, saver: saver} },
+	})
+}
+
+// TestStepperWithAStateCache runs the suite step by step with each step
+// continuing from the state the step before kept in a graph.StateCache,
+// as temporalrun's workers do.
+func TestStepperWithAStateCache(t *testing.T) {
+	saver := memory.New()
+	cache := graph.NewStateCache(graph.StateCacheConfig{})
+	runnertest.Run(t, runnertest.Harness{
+		Saver:  saver,
+		Runner: func(t *testing.T, r *graph.Runnable) graph.Invoker { return stepper{r: r, saver: saver, cache: cache} },
 	})
 }
 

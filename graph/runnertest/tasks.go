@@ -79,7 +79,7 @@ func taskFanOut(t *testing.T, e *env) {
 			return fmt.Sprintf("sum after %d", len(doneOrder)), nil
 		}})
 		return tasks
-	}))
+	}), graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	run, o := e.compile(g)
@@ -111,7 +111,7 @@ func taskInterrupt(t *testing.T, e *env) {
 			{Key: "other", Run: func(ctx context.Context) (string, error) { otherRuns.Add(1); return "other", nil }},
 			{Key: "after-p", Deps: []string{"p"}, Run: func(ctx context.Context) (string, error) { return "after-p", nil }},
 		}
-	}))
+	}), graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	run, o := e.compile(g)
@@ -157,7 +157,7 @@ func taskRetries(t *testing.T, e *env) {
 				return "broken", nil
 			}},
 		}
-	}))
+	}), graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	run, o := e.compile(g)
@@ -202,7 +202,7 @@ func taskJournal(t *testing.T, e *env) {
 			}}
 		}
 		return []graph.Task[string]{agent("a"), agent("b")}
-	}))
+	}), graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	run, o := e.compile(g)
@@ -239,7 +239,7 @@ func taskCancellation(t *testing.T, e *env) {
 				return "slow", nil
 			}},
 		}
-	}))
+	}), graph.StartsTasks())
 	g.AddEdge(graph.Start, "team")
 	g.AddEdge("team", graph.End)
 	run, o := e.compile(g)
