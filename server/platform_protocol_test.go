@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,27 +53,51 @@ func TestTheLangGraphSDKsSeeTheProtocolsDetails(t *testing.T) {
 			lgsdktest.NodeModulesOf(t, sdk)
 			b := newBlocker(t)
 			e := newEnv(t, server.Config{Workflows: workflows(draftGraph(t), b.r), Recorder: recorder(t)})
-			var rep struct {
-				Steps             []string
-				Custom            []any
-				PausedRun         string
-				PausedThread      string
-				HistoryInterrupts []string
-				StateInterrupts   []string
-				Joined            []string
-				CancelledRun      string
-			}
-			lgsdktest.RunScript(t, sdk, "protocol.mjs", map[string]string{"LG_URL": e.hs.URL, "LG_KEY": alice, "LG_ASK": "ask", "LG_BLOCK": "block"}, &rep)
-			assert.Equal(t, []string{"status", "history", "join", "cancel"}, rep.Steps)
-			assert.Equal(t, []any{map[string]any{"progress": "drafting"}}, rep.Custom)
-			assert.Equal(t, "success", rep.PausedRun)
-			assert.Equal(t, "interrupted", rep.PausedThread)
-			assert.Len(t, rep.HistoryInterrupts, 1)
-			assert.Equal(t, rep.HistoryInterrupts, rep.StateInterrupts)
-			assert.Equal(t, []string{"metadata", "updates", "values"}, rep.Joined)
-			assert.Equal(t, "interrupted", rep.CancelledRun)
+			checkProtocol(t, sdk, e.hs.URL)
 		})
 	}
+}
+
+// TestTheLangGraphSDKsSeeTheProtocolsDetailsThroughThreeReplicas runs
+// protocol.mjs with each pinned SDK against three replicas on one
+// PostgreSQL behind a round-robin proxy: each request of the script
+// reaches the next replica, so the run is created on one, read, resumed,
+// joined and cancelled on others.
+func TestTheLangGraphSDKsSeeTheProtocolsDetailsThroughThreeReplicas(t *testing.T) {
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) {
+			lgsdktest.NodeModulesOf(t, sdk)
+			b := newBlocker(t)
+			es := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(draftGraph(t), b.r)}).envs
+			checkProtocol(t, sdk, roundRobin(t, es))
+		})
+	}
+}
+
+// checkProtocol runs protocol.mjs with sdk against the server at url,
+// serving draftGraph as "ask" and a blocker as "block", and checks its
+// report.
+func checkProtocol(t *testing.T, sdk lgsdktest.SDK, url string) {
+	t.Helper()
+	var rep struct {
+		Steps             []string
+		Custom            []any
+		PausedRun         string
+		PausedThread      string
+		HistoryInterrupts []string
+		StateInterrupts   []string
+		Joined            []string
+		CancelledRun      string
+	}
+	lgsdktest.RunScript(t, sdk, "protocol.mjs", map[string]string{"LG_URL": url, "LG_KEY": alice, "LG_ASK": "ask", "LG_BLOCK": "block"}, &rep)
+	assert.Equal(t, []string{"status", "history", "join", "cancel"}, rep.Steps)
+	assert.Equal(t, []any{map[string]any{"progress": "drafting"}}, rep.Custom)
+	assert.Equal(t, "success", rep.PausedRun)
+	assert.Equal(t, "interrupted", rep.PausedThread)
+	assert.Len(t, rep.HistoryInterrupts, 1)
+	assert.Equal(t, rep.HistoryInterrupts, rep.StateInterrupts)
+	assert.Equal(t, []string{"metadata", "updates", "values"}, rep.Joined)
+	assert.Equal(t, "interrupted", rep.CancelledRun)
 }
 
 func TestPlatformRunThatPausedAtAnInterruptSucceededWhileItsThreadIsInterrupted(t *testing.T) {
