@@ -281,7 +281,9 @@ func (s *Server) lgAssistantGraph(w http.ResponseWriter, r *http.Request) {
 }
 
 // lgAssistantSchemas answers the workflow's channels as JSON Schemas: the
-// input and the state take any of them.
+// input and the state take any of them. Its config (Config.ConfigSchemas)
+// is both config_schema and context_schema: a run's
+// config.configurable and context are one config (setPlatformConfig).
 func (s *Server) lgAssistantSchemas(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.assistantFor(w, r)
 	if !ok {
@@ -292,9 +294,13 @@ func (s *Server) lgAssistantSchemas(w http.ResponseWriter, r *http.Request) {
 		props[c.Name] = map[string]any{"title": c.Name, "description": fmt.Sprintf("%s (%s reducer)", c.Type, c.Reducer)}
 	}
 	schema := map[string]any{"title": id, "type": "object", "properties": props}
+	var config any
+	if c := s.cfg.ConfigSchemas[id]; c != nil {
+		config = c
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"graph_id": id, "input_schema": schema, "output_schema": schema, "state_schema": schema,
-		"config_schema": nil, "context_schema": nil,
+		"config_schema": config, "context_schema": config,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
+	wf "github.com/coorflow/coorflow/workflows"
 )
 
 // draftGraph: draft emits a plain custom value and a model call, then
@@ -52,7 +53,7 @@ func TestTheLangGraphSDKsSeeTheProtocolsDetails(t *testing.T) {
 		t.Run(sdk.Version, func(t *testing.T) {
 			lgsdktest.NodeModulesOf(t, sdk)
 			b := newBlocker(t)
-			e := newEnv(t, server.Config{Workflows: workflows(draftGraph(t), b.r), Recorder: recorder(t)})
+			e := newEnv(t, server.Config{Workflows: workflows(draftGraph(t), b.r), Recorder: recorder(t), ConfigSchemas: askConfig(t)})
 			checkProtocol(t, sdk, e.hs.URL)
 		})
 	}
@@ -68,10 +69,28 @@ func TestTheLangGraphSDKsSeeTheProtocolsDetailsThroughThreeReplicas(t *testing.T
 		t.Run(sdk.Version, func(t *testing.T) {
 			lgsdktest.NodeModulesOf(t, sdk)
 			b := newBlocker(t)
-			es := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(draftGraph(t), b.r)}).envs
+			es := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(draftGraph(t), b.r), ConfigSchemas: askConfig(t)}).envs
 			checkProtocol(t, sdk, roundRobin(t, es))
 		})
 	}
+}
+
+// askConfig is the config schema of "ask": that of a workflow file
+// declaring config {tone: "friendly", delay: 0.0}.
+func askConfig(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	f, err := wf.Parse("ask.yaml", []byte(`apiVersion: coorflow/v1
+name: ask
+config: {tone: "friendly", delay: 0.0}
+state:
+  text: {type: string}
+nodes:
+  draft: {type: router, routes: [{to: end}], set: {text: "config.tone"}}
+edges:
+  - {from: start, to: draft}
+`))
+	require.NoError(t, err)
+	return map[string]map[string]any{"ask": f.ConfigSchema()}
 }
 
 // checkProtocol runs protocol.mjs with sdk against the server at url,
@@ -88,9 +107,11 @@ func checkProtocol(t *testing.T, sdk lgsdktest.SDK, url string) {
 		StateInterrupts   []string
 		Joined            []string
 		CancelledRun      string
+		ConfigSchema      any
+		ContextSchema     any
 	}
 	lgsdktest.RunScript(t, sdk, "protocol.mjs", map[string]string{"LG_URL": url, "LG_KEY": alice, "LG_ASK": "ask", "LG_BLOCK": "block"}, &rep)
-	assert.Equal(t, []string{"status", "history", "join", "cancel"}, rep.Steps)
+	assert.Equal(t, []string{"status", "history", "join", "cancel", "schemas"}, rep.Steps)
 	assert.Equal(t, []any{map[string]any{"progress": "drafting"}}, rep.Custom)
 	assert.Equal(t, "success", rep.PausedRun)
 	assert.Equal(t, "interrupted", rep.PausedThread)
@@ -98,6 +119,12 @@ func checkProtocol(t *testing.T, sdk lgsdktest.SDK, url string) {
 	assert.Equal(t, rep.HistoryInterrupts, rep.StateInterrupts)
 	assert.Equal(t, []string{"metadata", "updates", "values"}, rep.Joined)
 	assert.Equal(t, "interrupted", rep.CancelledRun)
+	want := map[string]any{"title": "ask config", "type": "object", "additionalProperties": true, "properties": map[string]any{
+		"tone":  map[string]any{"title": "tone", "type": "string", "default": "friendly"},
+		"delay": map[string]any{"title": "delay", "type": "number", "default": 0.0},
+	}}
+	assert.Equal(t, want, rep.ConfigSchema, "each key of the file's config section, with its type and default")
+	assert.Equal(t, want, rep.ContextSchema)
 }
 
 func TestPlatformRunThatPausedAtAnInterruptSucceededWhileItsThreadIsInterrupted(t *testing.T) {
