@@ -231,3 +231,23 @@ func TestPlatformCustomModeCarriesWhatTheGraphEmits(t *testing.T) {
 		"a plain value",
 	}, custom("ship"), "a named event of the graph's own comes with its name")
 }
+
+// A run's recording keeps its final state, not each step's: a joined
+// stream of an ended run replayed from it sends no values without a
+// state (it sent null before), and the final values at the run's end.
+func TestPlatformJoinOfARecordedRunSendsItsFinalValuesNotNull(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Recorder: recorder(t), EventBuffer: 1})
+	id := e.platformThread(alice, nil)
+	var ru map[string]any
+	e.call("POST", "/threads/"+id+"/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "stream_mode": []string{"values"}}, http.StatusOK, &ru)
+	join := "/threads/" + id + "/runs/" + ru["run_id"].(string)
+	e.call("GET", join+"/join", alice, nil, http.StatusOK, nil)
+	var values []string
+	for _, ev := range e.stream("GET", join+"/stream", alice, nil) {
+		if ev.Event == "values" {
+			values = append(values, ev.Data)
+		}
+	}
+	require.Len(t, values, 1, "%v", values)
+	assert.JSONEq(t, `{"count":1,"log":["upper","tally"],"text":"HI"}`, values[0])
+}
