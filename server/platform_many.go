@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/coorflow/coorflow/graph"
 )
 
 // Routes that act on several runs or threads at once: POST /runs/batch
@@ -196,8 +198,11 @@ func (s *Server) runByID(ctx context.Context, owner, id string) (*placed, error)
 		thread = ru.thread
 	} else {
 		sr, err := s.cfg.Replicas.Run(ctx, id)
-		if err != nil {
+		switch {
+		case errors.Is(err, graph.ErrNotFound):
 			return nil, unknown
+		case err != nil:
+			return nil, err
 		}
 		var ok bool
 		if thread, ok = strings.CutPrefix(sr.Key, threadKey(owner, "")); !ok {

@@ -226,8 +226,17 @@ func TestPlatformCancelManyErrors(t *testing.T) {
 	b.open()
 }
 
-func TestPlatformCancelManyByStatusAmongReplicasNeedsAThread(t *testing.T) {
-	es := newReplicaSet(t, 1, time.Minute, server.Config{Workflows: workflows(echoGraph(t))}).envs
+// Among replicas, a status cancels the runs of one thread, and a run
+// found by its id alone is the caller's.
+func TestPlatformManyRunRoutesAmongReplicas(t *testing.T) {
+	es := newReplicaSet(t, 2, time.Minute, server.Config{Workflows: workflows(echoGraph(t))}).envs
+	var ru statelessRun
+	es[0].call("POST", "/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "x"}, "on_completion": "keep"}, http.StatusOK, &ru)
+	es[1].call("GET", "/threads/"+ru.ThreadID+"/runs/"+ru.RunID+"/join", alice, nil, http.StatusOK, nil)
+	assert.NotEmpty(t, es[1].stream("GET", "/runs/"+ru.RunID+"/stream", alice, nil))
+	es[1].fails("GET", "/runs/"+ru.RunID+"/stream", bob, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_run", Message: fmt.Sprintf("unknown run %q", ru.RunID)})
+	es[0].fails("GET", "/runs/nope/stream", alice, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_run", Message: `unknown run "nope"`})
+	es[1].fails("POST", "/runs/cancel", bob, map[string]any{"run_ids": []string{ru.RunID}}, http.StatusNotFound, server.ErrorDetail{Code: "unknown_run", Message: fmt.Sprintf("unknown run %q", ru.RunID)})
 	es[0].fails("POST", "/runs/cancel", alice, map[string]any{"status": "all"}, http.StatusBadRequest, server.ErrorDetail{Code: "invalid_field", Field: "thread_id",
 		Message: `with replicas, "status" cancels the runs of one thread: send "thread_id" too (the replicas share runs by thread, not by owner)`})
 }
