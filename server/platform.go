@@ -66,6 +66,10 @@ func (s *Server) platformRoutes() {
 	s.handle("POST /runs", a(s.lgStatelessRun(modeBackground)))
 	s.handle("POST /runs/stream", a(s.lgStatelessRun(modeStream)))
 	s.handle("POST /runs/wait", a(s.lgStatelessRun(modeWait)))
+	s.handle("POST /runs/batch", a(s.lgBatchRuns))
+	s.handle("POST /runs/cancel", a(s.lgCancelRuns))
+	s.handle("GET /runs/{run}/stream", a(s.lgRunStream))
+	s.handle("POST /threads/prune", a(s.lgPruneThreads))
 
 	s.handle("POST /runs/crons", a(s.lgCreateCron))
 	s.handle("POST /threads/{thread}/runs/crons", a(s.lgCreateCron))
@@ -88,13 +92,9 @@ func (s *Server) platformRoutes() {
 // platformNotServed are the Platform routes the SDK can call that coorflow
 // does not serve, with why.
 var platformNotServed = map[string]string{
-	"POST /threads/prune":                  "delete threads one by one (DELETE /threads/{thread_id}); the CLI's prune removes old recordings",
-	"PATCH /threads/{thread}/state":        "checkpoint metadata is written by the engine only",
-	"POST /threads/{thread}/commands":      "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
-	"POST /threads/{thread}/stream/events": "the SDK's v2 streaming protocol (threads.stream) is not served: use runs.stream",
-	"POST /runs/batch":                     "create runs one by one",
-	"POST /runs/cancel":                    "cancel runs one by one (POST /threads/{thread_id}/runs/{run_id}/cancel)",
-	"GET /runs/{run}/stream":               "join a run's stream on its thread (GET /threads/{thread_id}/runs/{run_id}/stream)",
+	"PATCH /threads/{thread}/state":        "a checkpoint's metadata is the engine's (its source, step and writers), and a stored checkpoint is never changed (graph.Saver stores each once): keep your own metadata on the thread (PATCH /threads/{thread_id})",
+	"POST /threads/{thread}/commands":      "the SDK's thread streaming protocol (threads.stream: commands, subscriptions, message and media assembly) is a protocol of its own that coorflow does not implement; runs.stream, runs.joinStream and threads.joinStream carry the same events",
+	"POST /threads/{thread}/stream/events": "the SDK's thread streaming protocol (threads.stream: commands, subscriptions, message and media assembly) is a protocol of its own that coorflow does not implement; runs.stream, runs.joinStream and threads.joinStream carry the same events",
 }
 
 // notServed answers a Platform route coorflow does not serve with 501.
@@ -281,7 +281,9 @@ func (s *Server) lgAssistantGraph(w http.ResponseWriter, r *http.Request) {
 }
 
 // lgAssistantSchemas answers the workflow's channels as JSON Schemas: the
-// input and the state take any of them.
+// input and the state take any of them. Its config (Config.ConfigSchemas)
+// is both config_schema and context_schema: a run's
+// config.configurable and context are one config (setPlatformConfig).
 func (s *Server) lgAssistantSchemas(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.assistantFor(w, r)
 	if !ok {
@@ -292,9 +294,13 @@ func (s *Server) lgAssistantSchemas(w http.ResponseWriter, r *http.Request) {
 		props[c.Name] = map[string]any{"title": c.Name, "description": fmt.Sprintf("%s (%s reducer)", c.Type, c.Reducer)}
 	}
 	schema := map[string]any{"title": id, "type": "object", "properties": props}
+	var config any
+	if c := s.cfg.ConfigSchemas[id]; c != nil {
+		config = c
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"graph_id": id, "input_schema": schema, "output_schema": schema, "state_schema": schema,
-		"config_schema": nil, "context_schema": nil,
+		"config_schema": config, "context_schema": config,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/coorflow/coorflow/internal/lgsdktest"
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/server"
+	wf "github.com/coorflow/coorflow/workflows"
 )
 
 // draftGraph: draft emits a plain custom value and a model call, then
@@ -51,28 +53,78 @@ func TestTheLangGraphSDKsSeeTheProtocolsDetails(t *testing.T) {
 		t.Run(sdk.Version, func(t *testing.T) {
 			lgsdktest.NodeModulesOf(t, sdk)
 			b := newBlocker(t)
-			e := newEnv(t, server.Config{Workflows: workflows(draftGraph(t), b.r), Recorder: recorder(t)})
-			var rep struct {
-				Steps             []string
-				Custom            []any
-				PausedRun         string
-				PausedThread      string
-				HistoryInterrupts []string
-				StateInterrupts   []string
-				Joined            []string
-				CancelledRun      string
-			}
-			lgsdktest.RunScript(t, sdk, "protocol.mjs", map[string]string{"LG_URL": e.hs.URL, "LG_KEY": alice, "LG_ASK": "ask", "LG_BLOCK": "block"}, &rep)
-			assert.Equal(t, []string{"status", "history", "join", "cancel"}, rep.Steps)
-			assert.Equal(t, []any{map[string]any{"progress": "drafting"}}, rep.Custom)
-			assert.Equal(t, "success", rep.PausedRun)
-			assert.Equal(t, "interrupted", rep.PausedThread)
-			assert.Len(t, rep.HistoryInterrupts, 1)
-			assert.Equal(t, rep.HistoryInterrupts, rep.StateInterrupts)
-			assert.Equal(t, []string{"metadata", "updates", "values"}, rep.Joined)
-			assert.Equal(t, "interrupted", rep.CancelledRun)
+			e := newEnv(t, server.Config{Workflows: workflows(draftGraph(t), b.r), Recorder: recorder(t), ConfigSchemas: askConfig(t)})
+			checkProtocol(t, sdk, e.hs.URL)
 		})
 	}
+}
+
+// TestTheLangGraphSDKsSeeTheProtocolsDetailsThroughThreeReplicas runs
+// protocol.mjs with each pinned SDK against three replicas on one
+// PostgreSQL behind a round-robin proxy: each request of the script
+// reaches the next replica, so the run is created on one, read, resumed,
+// joined and cancelled on others.
+func TestTheLangGraphSDKsSeeTheProtocolsDetailsThroughThreeReplicas(t *testing.T) {
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) {
+			lgsdktest.NodeModulesOf(t, sdk)
+			b := newBlocker(t)
+			es := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(draftGraph(t), b.r), ConfigSchemas: askConfig(t)}).envs
+			checkProtocol(t, sdk, roundRobin(t, es))
+		})
+	}
+}
+
+// askConfig is the config schema of "ask": that of a workflow file
+// declaring config {tone: "friendly", delay: 0.0}.
+func askConfig(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	f, err := wf.Parse("ask.yaml", []byte(`apiVersion: coorflow/v1
+name: ask
+config: {tone: "friendly", delay: 0.0}
+state:
+  text: {type: string}
+nodes:
+  draft: {type: router, routes: [{to: end}], set: {text: "config.tone"}}
+edges:
+  - {from: start, to: draft}
+`))
+	require.NoError(t, err)
+	return map[string]map[string]any{"ask": f.ConfigSchema()}
+}
+
+// checkProtocol runs protocol.mjs with sdk against the server at url,
+// serving draftGraph as "ask" and a blocker as "block", and checks its
+// report.
+func checkProtocol(t *testing.T, sdk lgsdktest.SDK, url string) {
+	t.Helper()
+	var rep struct {
+		Steps             []string
+		Custom            []any
+		PausedRun         string
+		PausedThread      string
+		HistoryInterrupts []string
+		StateInterrupts   []string
+		Joined            []string
+		CancelledRun      string
+		ConfigSchema      any
+		ContextSchema     any
+	}
+	lgsdktest.RunScript(t, sdk, "protocol.mjs", map[string]string{"LG_URL": url, "LG_KEY": alice, "LG_ASK": "ask", "LG_BLOCK": "block"}, &rep)
+	assert.Equal(t, []string{"status", "history", "join", "cancel", "schemas"}, rep.Steps)
+	assert.Equal(t, []any{map[string]any{"progress": "drafting"}}, rep.Custom)
+	assert.Equal(t, "success", rep.PausedRun)
+	assert.Equal(t, "interrupted", rep.PausedThread)
+	assert.Len(t, rep.HistoryInterrupts, 1)
+	assert.Equal(t, rep.HistoryInterrupts, rep.StateInterrupts)
+	assert.Equal(t, []string{"metadata", "updates", "values"}, rep.Joined)
+	assert.Equal(t, "interrupted", rep.CancelledRun)
+	want := map[string]any{"title": "ask config", "type": "object", "additionalProperties": true, "properties": map[string]any{
+		"tone":  map[string]any{"title": "tone", "type": "string", "default": "friendly"},
+		"delay": map[string]any{"title": "delay", "type": "number", "default": 0.0},
+	}}
+	assert.Equal(t, want, rep.ConfigSchema, "each key of the file's config section, with its type and default")
+	assert.Equal(t, want, rep.ContextSchema)
 }
 
 func TestPlatformRunThatPausedAtAnInterruptSucceededWhileItsThreadIsInterrupted(t *testing.T) {
@@ -178,4 +230,24 @@ func TestPlatformCustomModeCarriesWhatTheGraphEmits(t *testing.T) {
 		map[string]any{"name": "deployed", "path": "ship/release", "data": map[string]any{"service": "api"}},
 		"a plain value",
 	}, custom("ship"), "a named event of the graph's own comes with its name")
+}
+
+// A run's recording keeps its final state, not each step's: a joined
+// stream of an ended run replayed from it sends no values without a
+// state (it sent null before), and the final values at the run's end.
+func TestPlatformJoinOfARecordedRunSendsItsFinalValuesNotNull(t *testing.T) {
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), Recorder: recorder(t), EventBuffer: 1})
+	id := e.platformThread(alice, nil)
+	var ru map[string]any
+	e.call("POST", "/threads/"+id+"/runs", alice, map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi"}, "stream_mode": []string{"values"}}, http.StatusOK, &ru)
+	join := "/threads/" + id + "/runs/" + ru["run_id"].(string)
+	e.call("GET", join+"/join", alice, nil, http.StatusOK, nil)
+	var values []string
+	for _, ev := range e.stream("GET", join+"/stream", alice, nil) {
+		if ev.Event == "values" {
+			values = append(values, ev.Data)
+		}
+	}
+	require.Len(t, values, 1, "%v", values)
+	assert.JSONEq(t, `{"count":1,"log":["upper","tally"],"text":"HI"}`, values[0])
 }

@@ -210,39 +210,17 @@ func (s *Server) lgCreateRun(mode runMode) http.HandlerFunc {
 // ephemeral run (a stateless one, platform_stateless.go) deletes its
 // thread when it ends, or at once when it is refused.
 func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode, req lgRunRequest, ephemeral bool) {
-	pin, err := s.resolveAssistant(r.Context(), ownerFrom(r.Context()), req.AssistantID)
+	ru, err := s.prepareRun(r, req, ephemeral)
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return
 	}
-	req.pin = pin
-	th, wf, e := s.runThread(r, req)
-	if e != nil {
-		if ephemeral && wf != nil {
-			s.dropEphemeral(r.Context(), ownerFrom(r.Context()), th.ID)
-		}
-		writeError(w, s.internal(r, e))
-		return
-	}
-	ru, e := s.platformRunFor(r, th, wf, req)
-	if e != nil {
-		if ephemeral {
-			s.dropEphemeral(r.Context(), ownerFrom(r.Context()), th.ID)
-		}
-		writeError(w, s.internal(r, e))
-		return
-	}
-	ru.platform.ephemeral = ephemeral
 	if mode == modeStream {
 		ru.events.attach()
 		defer ru.events.detach()
 	}
-	p, err := s.start(r.Context(), ru, storedRequest{Platform: &ru.platform.req, Ephemeral: ephemeral})
+	p, err := s.startPrepared(r.Context(), ru)
 	if err != nil {
-		if ephemeral {
-			// Refused: it never ran, and no run will delete its thread.
-			s.dropEphemeral(r.Context(), ru.owner, ru.thread)
-		}
 		writeError(w, s.internal(r, err))
 		return
 	}
@@ -250,7 +228,7 @@ func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode
 		s.writeFailure(w, r, err) // the client left: the run goes on
 		return
 	}
-	loc := "/threads/" + th.ID + "/runs/" + ru.id
+	loc := "/threads/" + ru.thread + "/runs/" + ru.id
 	w.Header().Set("Content-Location", loc)
 	switch mode {
 	case modeBackground:
@@ -269,6 +247,54 @@ func (s *Server) lgStartRun(w http.ResponseWriter, r *http.Request, mode runMode
 			s.cancelLeft(r, p)
 		}
 	}
+}
+
+// prepareRun makes the run req asks for on the thread of r's path,
+// checked and not yet started: startPrepared starts it, dropPrepared
+// forgets it. An ephemeral run's thread is made for it; a refused one
+// leaves none.
+func (s *Server) prepareRun(r *http.Request, req lgRunRequest, ephemeral bool) (*run, error) {
+	pin, err := s.resolveAssistant(r.Context(), ownerFrom(r.Context()), req.AssistantID)
+	if err != nil {
+		return nil, err
+	}
+	req.pin = pin
+	th, wf, err := s.runThread(r, req)
+	if err != nil {
+		if ephemeral && wf != nil {
+			s.dropEphemeral(r.Context(), ownerFrom(r.Context()), th.ID)
+		}
+		return nil, err
+	}
+	ru, err := s.platformRunFor(r, th, wf, req)
+	if err != nil {
+		if ephemeral {
+			s.dropEphemeral(r.Context(), ownerFrom(r.Context()), th.ID)
+		}
+		return nil, err
+	}
+	ru.platform.ephemeral = ephemeral
+	return ru, nil
+}
+
+// startPrepared starts the run prepareRun made (start); an ephemeral run
+// that is refused has its thread deleted.
+func (s *Server) startPrepared(ctx context.Context, ru *run) (*placed, error) {
+	ephemeral := ru.platform.ephemeral
+	p, err := s.start(ctx, ru, storedRequest{Platform: &ru.platform.req, Ephemeral: ephemeral})
+	if err != nil && ephemeral {
+		// Refused: it never ran, and no run will delete its thread.
+		s.dropEphemeral(ctx, ru.owner, ru.thread)
+	}
+	return p, err
+}
+
+// dropPrepared forgets a run prepareRun made that will not start.
+func (s *Server) dropPrepared(ctx context.Context, ru *run) {
+	if ru.platform.ephemeral {
+		s.dropEphemeral(ctx, ru.owner, ru.thread)
+	}
+	ru.cancel(nil)
 }
 
 // runThread loads the run's thread, creating it when if_not_exists asks,
@@ -646,11 +672,7 @@ func (s *Server) lgCancelRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if action == "rollback" && p.wf == nil {
-		writeError(w, notServedHere(p.id, p.workflow)) // before the run is cancelled
-		return
-	}
-	live, err := s.cancel(r.Context(), p)
+	live, err := s.stopRun(r.Context(), p, action, wait)
 	if err == nil && !live {
 		var v Run
 		if v, err = s.view(r.Context(), p, false); err == nil {
@@ -660,29 +682,40 @@ func (s *Server) lgCancelRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err != nil {
+	switch {
+	case r.Context().Err() != nil:
+	case err != nil:
 		writeError(w, s.internal(r, err))
-		return
+	case !wait && action == "interrupt":
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// stopRun cancels the run p, wherever it runs. With wait, or for a
+// rollback, it waits until the run has ended (at most cancelWait); a
+// rollback then forgets the run and puts its thread back where it
+// started. live is false when the run had already ended: nothing was
+// done.
+func (s *Server) stopRun(ctx context.Context, p *placed, action string, wait bool) (live bool, err error) {
+	if action == "rollback" && p.wf == nil {
+		return false, notServedHere(p.id, p.workflow) // before the run is cancelled
+	}
+	if live, err = s.cancel(ctx, p); err != nil || !live {
+		return live, err
 	}
 	if !wait && action == "interrupt" {
-		w.WriteHeader(http.StatusAccepted)
-		return
+		return true, nil
 	}
-	v, err := s.awaitEnd(r.Context(), p, cancelWait)
-	if r.Context().Err() != nil {
-		return
-	}
+	v, err := s.awaitEnd(ctx, p, cancelWait)
 	if err == nil && !ended(v.Status) {
 		err = errorf(http.StatusConflict, CodeThreadBusy, "run %q did not stop within %s of its cancellation", p.id, cancelWait)
 	}
 	if err == nil && action == "rollback" {
-		err = s.rollbackPlaced(r.Context(), p)
+		err = s.rollbackPlaced(ctx, p)
 	}
-	if err != nil {
-		writeError(w, s.internal(r, err))
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return true, err
 }
 
 // cancelQuery reads a cancel's ?action= (interrupt, the default, or

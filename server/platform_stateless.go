@@ -32,24 +32,31 @@ func (s *Server) lgStatelessRun(mode runMode) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
-		ephemeral := true
-		switch req.OnCompletion {
-		case "", "delete":
-		case "keep":
-			ephemeral = false
-		default:
-			writeError(w, fieldErrorf(CodeInvalidField, "on_completion", "field \"on_completion\" must be delete or keep, not %q", req.OnCompletion))
+		if e := statelessChecks(&req); e != nil {
+			writeError(w, e)
 			return
 		}
-		if len(req.Input) == 0 || string(req.Input) == "null" {
-			// Its thread is new: there is nothing to continue or answer.
-			writeError(w, fieldErrorf(CodeInvalidField, "input", "field \"input\" is required: a stateless run starts on a new thread"))
-			return
-		}
-		req.IfNotExists = "create"
 		r.SetPathValue("thread", newID())
-		s.lgStartRun(w, r, mode, req, ephemeral)
+		s.lgStartRun(w, r, mode, req, req.OnCompletion != "keep")
 	}
+}
+
+// statelessChecks checks a stateless run's request, and sets what makes
+// its thread for it (if_not_exists "create"). Its on_completion says
+// whether the thread is deleted when the run ends: "delete" (the
+// default) or "keep".
+func statelessChecks(req *lgRunRequest) *apiError {
+	switch req.OnCompletion {
+	case "", "delete", "keep":
+	default:
+		return fieldErrorf(CodeInvalidField, "on_completion", "field \"on_completion\" must be delete or keep, not %q", req.OnCompletion)
+	}
+	if len(req.Input) == 0 || string(req.Input) == "null" {
+		// Its thread is new: there is nothing to continue or answer.
+		return fieldErrorf(CodeInvalidField, "input", "field \"input\" is required: a stateless run starts on a new thread")
+	}
+	req.IfNotExists = "create"
+	return nil
 }
 
 // endEphemeral deletes the thread of ru, when it is an ephemeral run that

@@ -34,6 +34,9 @@ type platformFormat struct {
 	modes                 map[string]bool
 	subgraphs             bool
 	open                  map[string]*lgMessage // the message streaming at each path
+	// stateless: a values event came without its state, as a recording
+	// keeps them (only the run's final state): the run's end emits that.
+	stateless bool
 }
 
 // lgMessage is a model's message as it streams.
@@ -135,8 +138,16 @@ func (f *platformFormat) event(fr frame) []byte {
 	}
 	switch ev.Kind {
 	case graph.EventValues.String():
-		if f.modes["values"] {
+		switch {
+		case !f.modes["values"]:
+		case len(ev.State) == 0 || string(ev.State) == "null":
+			f.stateless = true // replayed from a recording: not null
+		default:
 			emit("values", graphNS, ev.State)
+		}
+	case graph.EventRunEnd.String():
+		if f.stateless && graphNS == "" && len(ev.State) > 0 && string(ev.State) != "null" {
+			emit("values", graphNS, ev.State) // the recording's final state
 		}
 	case graph.EventInterrupt.String():
 		var ins []graph.InterruptInfo

@@ -26,8 +26,7 @@ import (
 func TestPlatformRoutesCoorflowDoesNotServeAnswer501NamingThem(t *testing.T) {
 	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t))})
 	for _, route := range []string{
-		"POST /threads/prune", "PATCH /threads/t/state", "POST /threads/t/commands", "POST /threads/t/stream/events",
-		"POST /runs/batch", "POST /runs/cancel", "GET /runs/r/stream",
+		"PATCH /threads/t/state", "POST /threads/t/commands", "POST /threads/t/stream/events",
 	} {
 		method, path, _ := strings.Cut(route, " ")
 		var got server.ErrorBody
@@ -287,7 +286,42 @@ func platformOwnerChecks(e *env, ra, live string) map[string]func(t *testing.T) 
 			e.call("DELETE", "/threads/"+thread, bob, nil, http.StatusNoContent, nil) // and its recorded run
 		}
 	}
+	aliveFor := func(t *testing.T) {
+		var ru map[string]any
+		e.call("GET", "/threads/live/runs/"+live, alice, nil, http.StatusOK, &ru)
+		assert.Equal(t, "running", ru["status"], "alice's run goes on")
+	}
 	checks := map[string]func(t *testing.T){
+		"POST /runs/batch": func(t *testing.T) {
+			var runs []map[string]any
+			e.call("POST", "/runs/batch", bob, []any{map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "bob"}, "on_completion": "keep"}}, http.StatusOK, &runs)
+			require.Len(t, runs, 1)
+			thread, run := runs[0]["thread_id"].(string), runs[0]["run_id"].(string)
+			e.call("GET", "/threads/"+thread+"/runs/"+run+"/join", bob, nil, http.StatusOK, nil)
+			e.fails("GET", "/threads/"+thread+"/runs/"+run, alice, nil, http.StatusNotFound, noRun(thread, run))
+			e.fails("GET", "/threads/"+thread, alice, nil, http.StatusNotFound, noThread(thread))
+			e.call("DELETE", "/threads/"+thread, bob, nil, http.StatusNoContent, nil)
+		},
+		"POST /runs/cancel": func(t *testing.T) {
+			e.fails("POST", "/runs/cancel", bob, map[string]any{"run_ids": []string{live}}, http.StatusNotFound, server.ErrorDetail{Code: "unknown_run", Message: `unknown run "` + live + `"`})
+			e.fails("POST", "/runs/cancel", bob, map[string]any{"thread_id": "live", "run_ids": []string{live}}, http.StatusNotFound, noRun("live", live))
+			e.fails("POST", "/runs/cancel", bob, map[string]any{"thread_id": "live", "status": "all"}, http.StatusNotFound, noThread("live"))
+			e.call("POST", "/runs/cancel", bob, map[string]any{"status": "all"}, http.StatusNoContent, nil)
+			aliveFor(t)
+		},
+		"GET /runs/{run}/stream": func(t *testing.T) {
+			for _, id := range []string{ra, live} {
+				e.fails("GET", "/runs/"+id+"/stream", bob, nil, http.StatusNotFound, server.ErrorDetail{Code: "unknown_run", Message: `unknown run "` + id + `"`})
+			}
+			aliveFor(t)
+		},
+		"POST /threads/prune": func(t *testing.T) {
+			var got map[string]int
+			e.call("POST", "/threads/prune", bob, map[string]any{"thread_ids": []string{"a1", "live"}}, http.StatusOK, &got)
+			assert.Equal(t, map[string]int{"pruned_count": 0}, got, "bob has no thread a1 or live")
+			e.call("GET", "/threads/a1", alice, nil, http.StatusOK, nil)
+			aliveFor(t)
+		},
 		"POST /runs":                   stateless("/runs"),
 		"POST /runs/wait":              stateless("/runs/wait"),
 		"POST /runs/stream":            stateless("/runs/stream"),

@@ -170,6 +170,12 @@ type Config struct {
 	// ServeMCP, by workflow name; a workflow without an entry takes its
 	// input from channel "input" and returns channel "answer".
 	MCPTools map[string]MCPTool
+	// ConfigSchemas is, by workflow name, the JSON Schema of the config
+	// a run of the workflow reads (a workflow file's config section:
+	// workflows.File.ConfigSchema); the Platform API shows it as the
+	// assistant's config_schema and context_schema. A workflow without
+	// an entry shows null.
+	ConfigSchemas map[string]map[string]any
 	// Recorder, when set, records every run — its events, the context
 	// snapshots of its model calls, the calls' requests and responses —
 	// and the server serves the run viewer at /viewer/ and its JSON under

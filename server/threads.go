@@ -207,26 +207,33 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
-	// A thread no run has bound to a workflow yet is deleted too.
-	th, _, err := s.threadRecord(r.Context(), ownerFrom(r.Context()), r.PathValue("thread"))
-	if err != nil {
+	if err := s.deleteThread(r.Context(), ownerFrom(r.Context()), r.PathValue("thread")); err != nil {
 		writeError(w, s.internal(r, err))
 		return
 	}
-	key := threadKey(ownerFrom(r.Context()), th.ID)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// deleteThread deletes the owner's thread — its record, checkpoints,
+// runs and recorded runs — once no run is in progress or queued on it
+// (409 thread_busy otherwise), on this server or any replica. A thread no
+// run has bound to a workflow yet is deleted too; an unknown one is a 404.
+func (s *Server) deleteThread(ctx context.Context, owner, id string) error {
+	th, _, err := s.threadRecord(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	key := threadKey(owner, th.ID)
 	if s.cfg.Replicas != nil {
-		active, queued, _, err := s.activity(r.Context(), key)
+		active, queued, _, err := s.activity(ctx, key)
 		if err != nil {
-			writeError(w, s.internal(r, err))
-			return
+			return err
 		}
 		if active != "" || queued > 0 {
-			writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID))
-			return
+			return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID)
 		}
-		if err := s.forgetShared(r.Context(), key); err != nil {
-			writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
-			return
+		if err := s.forgetShared(ctx, key); err != nil {
+			return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 		}
 	}
 	s.mu.Lock()
@@ -234,12 +241,10 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ts != nil && ts.deleting:
 		s.mu.Unlock()
-		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", th.ID))
-		return
+		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", th.ID)
 	case ts != nil && (ts.active != nil || len(ts.queue) > 0):
 		s.mu.Unlock()
-		writeError(w, errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID))
-		return
+		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID)
 	}
 	if ts != nil {
 		for _, ru := range ts.runs {
@@ -260,15 +265,13 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 	}()
-	if err := s.saver.DeleteThread(r.Context(), key); err != nil {
-		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
-		return
+	if err := s.saver.DeleteThread(ctx, key); err != nil {
+		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
-	if err := s.forgetRecordings(r.Context(), ownerFrom(r.Context()), th.ID); err != nil {
-		writeError(w, s.internal(r, fmt.Errorf("server: delete thread %q: %w", th.ID, err)))
-		return
+	if err := s.forgetRecordings(ctx, owner, th.ID); err != nil {
+		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // Snapshot is a thread's state at one checkpoint, as the API shows it.

@@ -103,3 +103,23 @@ func article(kind string) string {
 	}
 	return "a " + kind
 }
+
+// ConfigSchema is the file's config section as a JSON Schema: an object
+// with a property per key, of the type of the key's default and with
+// that default. A run's config may give other keys (for Go nodes and
+// tools), so the object is open. Nil when the file declares no config.
+// Servers show it as an assistant's config_schema.
+func (f *File) ConfigSchema() map[string]any {
+	if len(f.spec.Config) == 0 {
+		return nil
+	}
+	props := make(map[string]any, len(f.spec.Config))
+	for k, def := range f.spec.Config {
+		p := map[string]any{"title": k, "default": def}
+		if kind := shapeOfValue(def).kind; kind != "any" {
+			p["type"] = kind
+		}
+		props[k] = p
+	}
+	return map[string]any{"title": f.spec.Name + " config", "type": "object", "properties": props, "additionalProperties": true}
+}

@@ -77,3 +77,30 @@ func TestAConditionReadsTheRunsConfig(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `config.rounds: the run's config gives a number (2.5)`)
 }
+
+// TestTheConfigSchemaGivesEachKeysTypeAndDefault: each key of the config
+// section is a property of the type of its default; a file without one
+// has none.
+func TestTheConfigSchemaGivesEachKeysTypeAndDefault(t *testing.T) {
+	f, err := workflows.Parse("configured.yaml", []byte(configFile))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{
+		"title": "configured config", "type": "object", "additionalProperties": true,
+		"properties": map[string]any{
+			"fast":   map[string]any{"title": "fast", "type": "boolean", "default": false},
+			"rounds": map[string]any{"title": "rounds", "type": "integer", "default": 2},
+			"label":  map[string]any{"title": "label", "type": "string", "default": "n"},
+		},
+	}, f.ConfigSchema())
+	plain, err := workflows.Parse("plain.yaml", []byte(`apiVersion: coorflow/v1
+name: plain
+state:
+  n: {type: integer}
+nodes:
+  tick: {type: router, routes: [{to: end}], set: {n: "state.n + 1"}}
+edges:
+  - {from: start, to: tick}
+`))
+	require.NoError(t, err)
+	assert.Nil(t, plain.ConfigSchema())
+}

@@ -89,6 +89,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	mcpTools := map[string]server.MCPTool{}
 	budgets := map[string]llm.Budget{}
 	envs := map[string]runs.Env{}
+	configs := map[string]map[string]any{}
 	var names []string
 	for _, wf := range files {
 		name := wf.file.Name()
@@ -103,13 +104,16 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		if b := wf.file.Budget(); !b.IsZero() {
 			budgets[name] = b
 		}
+		if c := wf.file.ConfigSchema(); c != nil {
+			configs[name] = c
+		}
 		names = append(names, fmt.Sprintf("  %-12s %s", name, desc))
 	}
 	cfg := server.Config{
 		Workflows: served, MCPTools: mcpTools, Saver: base.saver, Tokens: tokens,
 		Agents: registryAgents{store: base}, Logger: slog.New(slog.NewTextHandler(a.stderr, nil)),
 		Recorder: rec, Budgets: budgets, OwnerBudget: ownerBudget, Store: base.store, WebhookAllow: webhookFlags, CORSOrigins: corsFlags,
-		Envs: envs,
+		Envs: envs, ConfigSchemas: configs,
 	}
 	if *temporalAddr != "" {
 		executors, closeTemporal, err := a.temporalExecutors(ctx, *temporalAddr, *queue, timeouts, served, base)

@@ -4,7 +4,9 @@
 // against a coorflow server: scenario.mjs is the scenario, replicas.mjs
 // the one across two replicas on one database (one of them killed
 // mid-run); the Go tests of cmd/coorflow start `coorflow serve` and check
-// their reports.
+// their reports. protocol.mjs, stateless.mjs, assistants.mjs and
+// many.mjs are run by the server's tests (RunScript) with each pinned
+// SDK (SDKs), on one server and through replicas.
 //
 // A test that needs the SDK skips, saying why, only when node or the
 // installed package is absent; under CI=true that is a failure. The

@@ -2,7 +2,8 @@
 // the official JS SDK of the version in NODE_MODULES. Run by the server's
 // Go tests with LG_URL, LG_KEY, LG_ASK (a graph whose node "draft" emits
 // a plain custom value and a model call, then asks a question) and
-// LG_BLOCK (one that blocks until cancelled). Each check is a node:assert;
+// LG_BLOCK (one that blocks until cancelled); LG_ASK's config is that
+// of a workflow file's config section. Each check is a node:assert;
 // the report on stdout (one JSON line) lets the Go test check it again.
 //
 //   LG_URL=... node protocol.mjs NODE_MODULES
@@ -70,5 +71,15 @@ await client.runs.cancel(busy.thread_id, stuck.run_id, true);
 report.cancelledRun = (await client.runs.get(busy.thread_id, stuck.run_id)).status;
 assert.equal(report.cancelledRun, "interrupted");
 step("cancel");
+
+// The assistant's config_schema (and context_schema: coorflow reads
+// config.configurable and context as one config) is its workflow
+// file's config section.
+const schemas = await client.assistants.getSchemas(LG_ASK);
+report.configSchema = schemas.config_schema;
+report.contextSchema = schemas.context_schema;
+assert.equal(schemas.config_schema?.type, "object", "the workflow's config has a schema");
+assert.deepEqual(schemas.context_schema, schemas.config_schema);
+step("schemas");
 
 console.log(JSON.stringify(report));

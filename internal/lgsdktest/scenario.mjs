@@ -205,9 +205,9 @@ assert.equal(await client.crons.count({}), 0);
 step("crons");
 
 // A route coorflow does not serve answers 501, naming it.
-const batch = await httpStatus(() => client.runs.createBatch([{ assistantId: LG_COOR, input: {} }]));
-assert.equal(batch.status, 501);
-assert.match(batch.message, /POST \/runs\/batch/);
+const patched = await httpStatus(() => client.threads.patchState(thread.thread_id, { note: "x" }));
+assert.equal(patched.status, 501);
+assert.match(patched.message, /PATCH \/threads\/\{thread\}\/state/);
 step("unserved");
 
 // A run's config.configurable reaches the workflow: its expressions read
@@ -222,6 +222,12 @@ if (LG_CONFIGURED) {
   });
   assert.equal(shouted.answer, "HI ADA");
   report.configured = shouted.answer;
+  // Its assistant's config_schema is the file's config section.
+  const schemas = await client.assistants.getSchemas(LG_CONFIGURED);
+  assert.deepEqual(schemas.config_schema.properties, {
+    greeting: { title: "greeting", type: "string", default: "hello" },
+    shout: { title: "shout", type: "boolean", default: false },
+  });
   step("config");
 }
 
