@@ -439,13 +439,9 @@ func streamed(p printer) []graph.Option {
 // stream runs the graph once, to its end or to an interrupt, and records
 // it as a run (start says how it starts).
 func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
-	out := outcome{status: graph.StatusDone}
-	events := r.r.Stream
-	if r.remote != nil {
-		if !r.remoteStreams {
-			return r.invokeRemote(ctx, input, opts)
-		}
-		events = r.remote.Stream
+	var executor runs.Executor = r.r
+	if r.remote != nil && !r.remoteStreams {
+		return r.invokeRemote(ctx, input, opts)
 	}
 	env := r.env.of(r.wf)
 	spec := &runs.Run{ID: newRunID(), Thread: r.thread, Owner: r.flags.owner, Workflow: r.wf.ref, Graph: r.r.Name(),
@@ -454,38 +450,25 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 		spec.StartCheckpoint = r.startCheckpoint
 		r.spent = llm.Spend{}
 	}
-	opts = append(append(opts, streamed(p)...), spec.Options()...)
 	ctx, turn, meter := runs.Meter(ctx, r.budget, r.spent, r.used)
 	defer func() { r.spent = turn.Spent() }()
-	rr := r.beginRecording(ctx, spec)
-	r.runID = rr.ID()
-	var runErr error
-	defer func() { r.finishRecording(ctx, rr, runErr) }()
-	for ev, err := range events(ctx, input, opts...) {
-		rr.Observe(ev)
-		if err != nil {
-			runErr = err
-			return out, err
-		}
-		if call, ok := ev.Data.(llm.ModelCall); ok && r.remote != nil {
-			meter.Add(call) // the workers made it: count it here, as a local run does
-		}
-		if p.shows(ev.Name()) {
-			p.event(ev)
-		}
-		switch ev.Kind {
-		case graph.EventInterrupt:
-			if ev.Path == r.r.Name() {
-				out.status = graph.StatusInterrupted
-				out.interrupts, _ = ev.Data.([]graph.InterruptInfo)
-			}
-		case graph.EventRunEnd:
-			if ev.Path == r.r.Name() {
-				out.state = ev.State
-			}
-		}
+	if r.remote != nil {
+		executor = runs.Remote(r.remote) // the workers make its model calls: count them here, as a local run does
 	}
-	return out, nil
+	res := runs.Execute(ctx, spec, runs.Execution{
+		Executor: executor, Options: append(opts, streamed(p)...), Meter: meter,
+		Recorder: r.rec, RecordingError: func(err error) { r.app.notice("%v", err) },
+		Observe: func(ev graph.Event, err error) {
+			if err == nil && p.shows(ev.Name()) {
+				p.event(ev)
+			}
+		},
+	})
+	r.runID = res.Recording
+	if res.Err != nil {
+		return outcome{}, res.Err
+	}
+	return outcome{status: res.Status, state: res.End.State, interrupts: res.Interrupts}, nil
 }
 
 // ask shows the questions and reads the answers from stdin; false when
