@@ -178,7 +178,7 @@ func (s *Server) startClaim(c *Claim) *run {
 		status: StatusRunning, created: sr.CreatedAt, claim: c,
 	}
 	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
-	ru.events.next = sr.Events + 1
+	ru.events.continueAfter(sr.Events)
 	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
 	c.Spent = func() llm.Spend { return ru.view().Usage }
 	setupErr := s.setShared(ctx, ru, sr)
