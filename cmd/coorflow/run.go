@@ -181,6 +181,8 @@ type runner struct {
 	// startCheckpoint is the thread's checkpoint an input starts a new
 	// turn from ("" for a new thread).
 	startCheckpoint string
+	// runs executes each stream of the run (execute).
+	runs *runs.Manager
 }
 
 // remoteRunner runs the graph elsewhere (temporalrun.Runner).
@@ -455,7 +457,7 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 	if r.remote != nil {
 		executor = runs.Remote(r.remote) // the workers make its model calls: count them here, as a local run does
 	}
-	res := runs.Execute(ctx, spec, runs.Execution{
+	res, err := r.execute(ctx, spec, runs.Execution{
 		Executor: executor, Options: append(opts, streamed(p)...), Meter: meter,
 		Recorder: r.rec, RecordingError: func(err error) { r.app.notice("%v", err) },
 		Observe: func(ev graph.Event, err error) {
@@ -464,11 +466,33 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 			}
 		},
 	})
+	if err != nil {
+		return outcome{}, err
+	}
 	r.runID = res.Recording
 	if res.Err != nil {
 		return outcome{}, res.Err
 	}
 	return outcome{status: res.Status, state: res.End.State, interrupts: res.Interrupts}, nil
+}
+
+// execute executes the run spec as x says, through the runs.Manager of
+// this process, as the server executes its runs: admitted on its thread
+// (one run at a time), executed by runs.Execute, cancelled with ctx.
+func (r *runner) execute(ctx context.Context, spec *runs.Run, x runs.Execution) (runs.Outcome, error) {
+	if r.runs == nil {
+		r.runs = runs.NewManager(runs.ManagerConfig{EventBuffer: 1, EventBufferBytes: 1}) // nobody streams its events
+	}
+	h, err := r.runs.Submit(runs.Task{Run: spec, Busy: runs.Refuse, Limits: runs.NoLimits, Context: ctx,
+		Prepare: func(context.Context, *runs.Handle) (runs.Execution, error) { return x, nil }})
+	if err != nil {
+		return runs.Outcome{}, err
+	}
+	stop := context.AfterFunc(ctx, func() { h.Cancel(context.Cause(ctx)) })
+	defer stop()
+	<-h.Done()
+	r.runs.Forget(spec.ID)
+	return h.Outcome(), nil
 }
 
 // ask shows the questions and reads the answers from stdin; false when
