@@ -27,6 +27,28 @@
 //     meters (the turn's budget under the owner's), so that the server
 //     (on any transport or replica) and the CLI start, record and replay
 //     a run alike;
+//   - its execution (execute.go): an Executor executes a run's graph
+//     and yields its events — a *graph.Runnable in this process, or
+//     temporalrun's Runner on Temporal's workers, marked Remote because
+//     its model calls are made there — and Execute is the one body that
+//     runs a Run on one, for the server (any transport, any replica) and
+//     the CLI: the run's meter in its context, its recording begun (or
+//     continued after a takeover) and finished, each event to an
+//     observer with the failure as the caller shows it, a Remote
+//     executor's llm.ModelCall events counted in the run's meter (so that
+//     a run executed elsewhere reports its usage), and the Outcome;
+//   - the lifecycle of the runs of one process (manager.go): a Manager
+//     admits a run through its Ledger in the same critical section that
+//     registers it, keeps one active run per thread and queues the others
+//     in order (Busy: Queue or Refuse), starts each when its turn comes,
+//     asks its Task how it executes (Prepare: executor, options, meter),
+//     executes it with Execute, keeps its events in an EventBuffer for
+//     the streams that follow it (after a sequence number:
+//     Last-Event-ID), cancels it with a cause (a queued run ends at once),
+//     and keeps the finished runs within bounds of count and memory. A
+//     Handle follows one run: status, Started and Done channels, events,
+//     usage. Refusals are typed (*QuotaError, *BusyError, ErrClosed); the
+//     transports map them to their wire's errors;
 //   - the event log (package runs/eventlog, on PostgreSQL, a package of
 //     its own so that temporalrun and server/replicas, below runs, use
 //     it): one table family for the replicas' streams, Temporal's and

@@ -72,11 +72,11 @@ func (s *Server) budgetQuota(ctx context.Context, owner string) *apiError {
 	return nil
 }
 
-// meterRun returns the run's context with its meter: the run's budget
+// meterRun returns the run's meter: the run's budget
 // (the request's, else the workflow's in Config.Budgets) under the
 // owner's. A run that continues or resumes a thread starts from what the
 // thread's turn spent, as recorded (from nothing without a Recorder).
-func (s *Server) meterRun(ru *run) (context.Context, error) {
+func (s *Server) meterRun(ru *run) (*llm.Meter, error) {
 	owner, err := s.ownerMeter(ru.ctx, ru.owner)
 	if err != nil {
 		return nil, err
@@ -91,11 +91,11 @@ func (s *Server) meterRun(ru *run) (context.Context, error) {
 			return nil, fmt.Errorf("server: what thread %q spent: %w", ru.thread, err)
 		}
 	}
-	ctx, turn, own := runs.Meter(ru.ctx, b, spent, owner)
+	_, turn, own := runs.Meter(ru.ctx, b, spent, owner)
 	ru.mu.Lock()
 	ru.meter, ru.turn = own, turn
 	ru.mu.Unlock()
-	return ctx, nil
+	return own, nil
 }
 
 // handleUsage answers GET /v1/usage: what the caller's recorded runs

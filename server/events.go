@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 )
 
 // Event is the data of one server-sent event: a graph.Event as JSON. Which
@@ -112,125 +112,25 @@ type frame struct {
 	data []byte
 }
 
-// eventLog keeps the most recent events of a run, within a count and a
-// size, for streams that attach at any time. One goroutine appends; any
-// number read. Once the run has ended and no stream reads them, the
-// frames are dropped: a finished run's events are read back from the
-// Recorder, if any.
-type eventLog struct {
-	mu sync.Mutex
-	// frames[head:] are held, oldest first.
-	frames    []frame
-	head      int
-	bytes     int
-	maxFrames int
-	maxBytes  int
-	next      int64 // id of the next frame
-	closed    bool
-	readers   int // streams attached
-	// wake is closed at the next append or at close, when a reader is
-	// waiting on it.
-	wake    chan struct{}
-	waiting bool
-}
+// eventLog is a run's runs.EventBuffer as the server's streams read it.
+type eventLog struct{ buf runs.EventBuffer }
 
-func (l *eventLog) init(maxFrames, maxBytes int) {
-	l.maxFrames, l.maxBytes = maxFrames, maxBytes
-	l.next = 1
-	l.wake = make(chan struct{})
-}
-
-// nextID is the id the next appended frame gets; only the appender calls it.
-func (l *eventLog) nextID() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.next
-}
-
-// append adds a frame and drops the oldest ones beyond the limits; the
-// newest frame is always kept.
-func (l *eventLog) append(name string, data []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.frames = append(l.frames, frame{id: l.next, name: name, data: data})
-	l.next++
-	l.bytes += len(data)
-	for held := len(l.frames) - l.head; held > 1 && (held > l.maxFrames || l.bytes > l.maxBytes); held-- {
-		l.bytes -= len(l.frames[l.head].data)
-		l.frames[l.head] = frame{}
-		l.head++
-	}
-	if l.head >= 32 && l.head*2 >= len(l.frames) {
-		n := copy(l.frames, l.frames[l.head:])
-		clear(l.frames[n:])
-		l.frames, l.head = l.frames[:n], 0
-	}
-	l.signal()
-}
-
-func (l *eventLog) signal() {
-	if l.waiting {
-		close(l.wake)
-		l.wake = make(chan struct{})
-		l.waiting = false
-	}
-}
-
-// close marks the end of the run's events.
-func (l *eventLog) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true
-	l.signal()
-	l.releaseLocked()
-}
-
-// attach keeps the frames, even after close, until the matching detach: a
-// stream attaches before it reads.
-func (l *eventLog) attach() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.readers++
-}
-
-func (l *eventLog) detach() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.readers--
-	l.releaseLocked()
-}
-
-// releaseLocked drops the frames of a closed log no stream reads; since
-// reports them as dropped. l.mu is held.
-func (l *eventLog) releaseLocked() {
-	if l.closed && l.readers == 0 {
-		l.frames, l.head, l.bytes = nil, 0, 0
-	}
-}
-
-func (l *eventLog) count() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.next - 1
-}
+func (l *eventLog) init(maxFrames, maxBytes int)    { l.buf.Init(maxFrames, maxBytes) }
+func (l *eventLog) nextID() int64                   { return l.buf.NextID() }
+func (l *eventLog) append(name string, data []byte) { l.buf.Append(name, data) }
+func (l *eventLog) continueAfter(last int64)        { l.buf.ContinueAfter(last) }
+func (l *eventLog) close()                          { l.buf.Close() }
+func (l *eventLog) attach()                         { l.buf.Attach() }
+func (l *eventLog) detach()                         { l.buf.Detach() }
+func (l *eventLog) count() int64                    { return l.buf.Count() }
 
 // since returns the held frames after id after (appended to buf), how
 // many frames after it were dropped, whether the log is closed, and a
-// channel closed when there is more to read.
+// channel closed when there is more to read (runs.EventBuffer.Since).
 func (l *eventLog) since(after int64, buf []frame) (frames []frame, dropped int64, closed bool, wake <-chan struct{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	held := l.frames[l.head:]
-	first := l.next - int64(len(held)) // id of the oldest held frame
-	if after < first-1 {
-		dropped = first - 1 - after
-		after = first - 1
+	held, dropped, closed, wake := l.buf.Since(after, nil)
+	for _, f := range held {
+		buf = append(buf, frame{id: f.ID, name: f.Name, data: f.Data})
 	}
-	if skip := after - (first - 1); skip < int64(len(held)) {
-		buf = append(buf, held[skip:]...)
-	}
-	if len(buf) == 0 && !l.closed {
-		l.waiting = true
-	}
-	return buf, dropped, l.closed, l.wake
+	return buf, dropped, closed, wake
 }

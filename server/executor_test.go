@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"iter"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coorflow/coorflow/checkpoint/memory"
 	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 )
 
@@ -69,4 +71,26 @@ func TestExecutorsMustNameServedWorkflows(t *testing.T) {
 	_, err := server.New(server.Config{Saver: memory.New(), Tokens: tokens, Workflows: workflows(echoGraph(t)),
 		Executors: map[string]server.Executor{"other": elsewhere{}}})
 	require.EqualError(t, err, `server: Config.Executors: "other" must name a workflow of Config.Workflows, mapped to an executor`)
+}
+
+// TestRemoteExecutorsCountTheirModelCalls: a run whose model calls an
+// executor makes elsewhere (a Temporal worker: runs.Remote) reports them
+// in its usage, as the stream's end and the run's view show; the meters
+// of this process never saw them.
+func TestRemoteExecutorsCountTheirModelCalls(t *testing.T) {
+	saver := memory.New()
+	echo := echoGraph(t)
+	e := newEnv(t, server.Config{Saver: saver, Workflows: workflows(echo),
+		Executors: map[string]server.Executor{"echo": runs.Remote(elsewhere{echo, saver})}})
+	e.thread(alice, "echo", "t")
+	evs := e.stream("POST", "/v1/threads/t/runs/stream", alice, map[string]any{"input": map[string]any{"text": "hi"}})
+	require.Contains(t, names(evs), "model_call")
+	final := evs[len(evs)-1].run(t)
+	assert.Equal(t, "done", final.Status)
+	assert.Equal(t, 1, final.Usage.Calls, "the worker's call")
+	assert.Equal(t, 5, final.Usage.Tokens())
+
+	var got server.Run
+	e.call("GET", "/v1/threads/t/runs/"+final.ID, alice, nil, http.StatusOK, &got)
+	assert.Equal(t, final.Usage, got.Usage)
 }

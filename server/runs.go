@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/telemetry"
+	"github.com/coorflow/coorflow/trace"
 )
 
 // The statuses of a run.
@@ -219,14 +219,12 @@ func (s *Server) startLocked(ts *threadRuns, ru *run) {
 	go s.execute(ru)
 }
 
-// execute runs ru to its end and then starts the next queued run of the
-// thread.
-// Executor runs the runs of a workflow and yields their events, as
-// graph.Runnable.Stream does (which is the Executor of a workflow run in
-// process).
-type Executor interface {
-	Stream(ctx context.Context, input []graph.Write, opts ...graph.Option) iter.Seq2[graph.Event, error]
-}
+// Executor runs the runs of a workflow and yields their events
+// (runs.Executor): graph.Runnable.Stream is the executor of a workflow
+// run in process; an executor whose model calls are made elsewhere (a
+// Temporal worker's) is wrapped with runs.Remote, so that its runs' usage
+// counts them.
+type Executor = runs.Executor
 
 // executor is what runs ru: its workflow's Executor, or the workflow
 // itself in process.
@@ -237,6 +235,8 @@ func (s *Server) executor(ru *run) Executor {
 	return ru.wf
 }
 
+// execute runs ru to its end (runs.Execute) and then starts the next
+// queued run of the thread.
 func (s *Server) execute(ru *run) {
 	defer s.wg.Done()
 	ru.mu.Lock()
@@ -252,16 +252,44 @@ func (s *Server) execute(ru *run) {
 		s.complete(ru, s.runFailure(ru, err))
 		return
 	}
-	ctx, err := s.meterRun(ru)
+	meter, err := s.meterRun(ru)
 	if err != nil {
 		s.complete(ru, s.runFailure(ru, err))
 		return
 	}
+	obs := telemetry.NewObserver(ru.ctx, s.tracer,
+		attribute.String("coorflow.thread", ru.thread), attribute.String("coorflow.run", ru.id),
+		attribute.String("coorflow.workflow", ru.workflow))
+	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
+	x := s.execution(ru, meter)
+	x.Observe = func(ev graph.Event, err error) {
+		traced := ev
+		if err != nil {
+			traced.Err = err // the operator's traces keep the detail
+		}
+		obs.Observe(traced)
+		ru.record(ev)
+	}
+	out := runs.Execute(ru.ctx, s.spec(ru), x)
+	obs.Finish(out.Cause)
+	if out.Err == nil {
+		s.keepValues(ru, out.End)
+	}
+	s.complete(ru, out.Err)
+	s.notifyWebhook(ru)
+	st := ru.view()
+	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)
+}
+
+// execution is how ru executes: on its executor, with the server's Saver
+// (its claim's among replicas), the options its request adds, its meter,
+// and its recording, counted in its owner's stored bytes.
+func (s *Server) execution(ru *run, meter *llm.Meter) runs.Execution {
 	var saver graph.Saver = s.saver
 	if ru.claim != nil {
 		saver = ru.claim.Saver
 	}
-	opts := append([]graph.Option{graph.WithSaver(saver)}, s.spec(ru).Options()...)
+	opts := []graph.Option{graph.WithSaver(saver)}
 	if ru.resume != nil {
 		opts = append(opts, ru.resume)
 	}
@@ -275,34 +303,21 @@ func (s *Server) execute(ru *run) {
 		opts = append(opts, ru.platform.opts...)
 	}
 	opts = append(opts, s.cfg.RunOptions...)
-	obs := telemetry.NewObserver(ru.ctx, s.tracer,
-		attribute.String("coorflow.thread", ru.thread), attribute.String("coorflow.run", ru.id),
-		attribute.String("coorflow.workflow", ru.workflow))
-	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
-	rec := s.startRecording(ru)
-	var runErr, detail error
-	var end graph.Event // the root run_end
-	for ev, err := range s.executor(ru).Stream(ctx, ru.input, opts...) {
-		obs.Observe(ev) // the operator's traces keep the detail
-		if err != nil {
-			runErr, detail = s.runFailure(ru, err), err
-			ev.Err = runErr
-		}
-		rec.Observe(ev)
-		ru.record(ev)
-		if ev.Kind == graph.EventRunEnd && ev.Path == ru.wf.Name() {
-			end = ev
-		}
+	x := runs.Execution{
+		Executor: s.executor(ru), Options: opts, Meter: meter,
+		Failure: func(err error) error { return s.runFailure(ru, err) },
 	}
-	obs.Finish(detail)
-	s.finishRecording(ru, rec, runErr)
-	if runErr == nil {
-		s.keepValues(ru, end)
+	if s.cfg.Recorder != nil {
+		x.Recorder = s.cfg.Recorder
+		if ru.claim != nil && ru.claim.Takeover {
+			// The replica that began the run began its recording: its
+			// events go on from the last one it shared.
+			x.Takeover, x.After = true, ru.claim.Run.Events
+		}
+		x.Recording = func(rr *trace.RunRecorder, info trace.RunInfo) { s.limitRecording(ru, rr, info, !x.Takeover) }
+		x.RecordingError = func(err error) { s.recordingFailed(ru, err) }
 	}
-	s.complete(ru, runErr)
-	s.notifyWebhook(ru)
-	st := ru.view()
-	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)
+	return x
 }
 
 // spec is ru as package runs describes a run: what its options, its

@@ -151,7 +151,10 @@ type Config struct {
 	// Executors run the runs of the workflows they name elsewhere than in
 	// this process (on Temporal's workers: temporalrun.Runner), with the
 	// same options and events; the other workflows, and replays and forks
-	// (a run from a checkpoint), run in process.
+	// (a run from a checkpoint), run in process. An executor whose model
+	// calls are made elsewhere is wrapped with runs.Remote, so that its
+	// runs' usage counts them (the workers' calls never pass this
+	// process's meters).
 	Executors map[string]Executor
 	// EventNames names the custom events (graph.Event.Name) that the
 	// workflows publish besides those of coorflow's packages, so that

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
+	"github.com/coorflow/coorflow/runs"
 )
 
 // Defaults of the replica settings of Config.
@@ -176,7 +178,7 @@ func (s *Server) startClaim(c *Claim) *run {
 		status: StatusRunning, created: sr.CreatedAt, claim: c,
 	}
 	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
-	ru.events.next = sr.Events + 1
+	ru.events.continueAfter(sr.Events)
 	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
 	c.Spent = func() llm.Spend { return ru.view().Usage }
 	setupErr := s.setShared(ctx, ru, sr)
@@ -345,17 +347,31 @@ func (s *Server) takenOverEnded(ru *run) bool {
 	if !over {
 		return false
 	}
-	rec := s.startRecording(ru)
+	// The run's end, which the replica that died did not get to say, is
+	// the one event of its execution here.
+	var end []graph.Event
 	if !s.saidEnd(ru) {
-		// The run's end, which the replica that died did not get to say.
-		end := graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
-			Data: graph.Status(status), Time: time.Now()}
-		rec.Observe(end)
-		ru.record(end)
+		end = append(end, graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
+			Data: graph.Status(status), Time: time.Now()})
 	}
-	s.finishRecording(ru, rec, nil)
+	x := s.execution(ru, nil)
+	x.Executor, x.Observe = saidEvents(end), func(ev graph.Event, _ error) { ru.record(ev) }
+	runs.Execute(ru.ctx, s.spec(ru), x)
 	s.complete(ru, nil)
 	return true
+}
+
+// saidEvents is an executor that yields its events and nothing else.
+type saidEvents []graph.Event
+
+func (evs saidEvents) Stream(context.Context, []graph.Write, ...graph.Option) iter.Seq2[graph.Event, error] {
+	return func(yield func(graph.Event, error) bool) {
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
 }
 
 // saidEnd reports whether the last event of the run taken over is its

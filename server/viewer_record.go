@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -11,46 +10,13 @@ import (
 	"github.com/coorflow/coorflow/trace"
 )
 
-// startRecording adds ru to Config.Recorder's index and returns the
-// recorder of its events, or nil when the server records nothing. A run
-// that cannot be recorded still runs; the failure is logged.
-func (s *Server) startRecording(ru *run) *trace.RunRecorder {
-	if s.cfg.Recorder == nil {
-		return nil
-	}
-	info, err := s.spec(ru).Recording()
-	if err != nil {
-		s.log.ErrorContext(ru.ctx, "server: the run's input cannot be recorded", "run", ru.id, "err", err)
-	}
-	var rr *trace.RunRecorder
-	if ru.claim != nil && ru.claim.Takeover {
-		// The replica that began the run began its recording: its
-		// events go on from the last one it shared.
-		rr, err = s.cfg.Recorder.Continue(info, ru.claim.Run.Events)
-	} else {
-		rr, err = s.cfg.Recorder.Begin(context.WithoutCancel(ru.ctx), info)
-	}
-	if err != nil {
-		s.log.ErrorContext(ru.ctx, "server: the run will not be recorded", "run", ru.id, "err", err)
-		return nil
-	}
-	s.limitRecording(ru, rr, info, ru.claim == nil || !ru.claim.Takeover)
-	return rr
-}
-
-// finishRecording waits until ru's events are recorded and records how it
-// ended.
-func (s *Server) finishRecording(ru *run, rr *trace.RunRecorder, runErr error) {
-	if rr == nil {
+// recordingFailed logs why ru is not recorded, or not whole.
+func (s *Server) recordingFailed(ru *run, err error) {
+	if errors.Is(err, trace.ErrLimit) {
+		s.log.WarnContext(ru.ctx, "server: the run's recording stopped at its owner's storage quota (Config.MaxStoredBytes)", "run", ru.id, "owner", ru.owner, "err", err)
 		return
 	}
-	err := rr.Finish(context.WithoutCancel(ru.ctx), runErr)
-	switch {
-	case errors.Is(err, trace.ErrLimit):
-		s.log.WarnContext(ru.ctx, "server: the run's recording stopped at its owner's storage quota (Config.MaxStoredBytes)", "run", ru.id, "owner", ru.owner, "err", err)
-	case err != nil:
-		s.log.ErrorContext(ru.ctx, "server: recording the run failed", "run", ru.id, "err", err)
-	}
+	s.log.ErrorContext(ru.ctx, "server: recording the run failed", "run", ru.id, "err", err)
 }
 
 // recordedAnswers is what a resume run records as its input

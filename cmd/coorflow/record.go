@@ -9,7 +9,6 @@ import (
 
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/llm"
-	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/trace"
 )
 
@@ -44,34 +43,5 @@ func (a *app) closeRecorder(ctx context.Context, rec *trace.Recorder) {
 	defer cancel()
 	if err := rec.Close(ctx); err != nil {
 		a.notice("%v", err)
-	}
-}
-
-// beginRecording adds one stream of the run, spec, to the index of
-// recorded runs and returns its recorder, or nil when it cannot be
-// recorded (a notice says why; the run goes on).
-func (r *runner) beginRecording(ctx context.Context, spec *runs.Run) *trace.RunRecorder {
-	if r.rec == nil {
-		return nil
-	}
-	info, err := spec.Recording()
-	if err != nil {
-		r.app.notice("run %s: its input is not recorded: %v", spec.ID, err)
-	}
-	rr, err := r.rec.Begin(ctx, info)
-	if err != nil {
-		r.app.notice("run %s is not recorded: %v", spec.ID, err)
-		return nil
-	}
-	return rr
-}
-
-// finishRecording records how the stream ended.
-func (r *runner) finishRecording(ctx context.Context, rr *trace.RunRecorder, runErr error) {
-	if rr == nil {
-		return
-	}
-	if err := rr.Finish(context.WithoutCancel(ctx), runErr); err != nil {
-		r.app.notice("run %s was not fully recorded: %v", rr.ID(), err)
 	}
 }

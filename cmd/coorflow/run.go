@@ -181,6 +181,8 @@ type runner struct {
 	// startCheckpoint is the thread's checkpoint an input starts a new
 	// turn from ("" for a new thread).
 	startCheckpoint string
+	// runs executes each stream of the run (execute).
+	runs *runs.Manager
 }
 
 // remoteRunner runs the graph elsewhere (temporalrun.Runner).
@@ -439,13 +441,9 @@ func streamed(p printer) []graph.Option {
 // stream runs the graph once, to its end or to an interrupt, and records
 // it as a run (start says how it starts).
 func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opts []graph.Option, start string) (outcome, error) {
-	out := outcome{status: graph.StatusDone}
-	events := r.r.Stream
-	if r.remote != nil {
-		if !r.remoteStreams {
-			return r.invokeRemote(ctx, input, opts)
-		}
-		events = r.remote.Stream
+	var executor runs.Executor = r.r
+	if r.remote != nil && !r.remoteStreams {
+		return r.invokeRemote(ctx, input, opts)
 	}
 	env := r.env.of(r.wf)
 	spec := &runs.Run{ID: newRunID(), Thread: r.thread, Owner: r.flags.owner, Workflow: r.wf.ref, Graph: r.r.Name(),
@@ -454,38 +452,47 @@ func (r *runner) stream(ctx context.Context, p printer, input []graph.Write, opt
 		spec.StartCheckpoint = r.startCheckpoint
 		r.spent = llm.Spend{}
 	}
-	opts = append(append(opts, streamed(p)...), spec.Options()...)
 	ctx, turn, meter := runs.Meter(ctx, r.budget, r.spent, r.used)
 	defer func() { r.spent = turn.Spent() }()
-	rr := r.beginRecording(ctx, spec)
-	r.runID = rr.ID()
-	var runErr error
-	defer func() { r.finishRecording(ctx, rr, runErr) }()
-	for ev, err := range events(ctx, input, opts...) {
-		rr.Observe(ev)
-		if err != nil {
-			runErr = err
-			return out, err
-		}
-		if call, ok := ev.Data.(llm.ModelCall); ok && r.remote != nil {
-			meter.Add(call) // the workers made it: count it here, as a local run does
-		}
-		if p.shows(ev.Name()) {
-			p.event(ev)
-		}
-		switch ev.Kind {
-		case graph.EventInterrupt:
-			if ev.Path == r.r.Name() {
-				out.status = graph.StatusInterrupted
-				out.interrupts, _ = ev.Data.([]graph.InterruptInfo)
-			}
-		case graph.EventRunEnd:
-			if ev.Path == r.r.Name() {
-				out.state = ev.State
-			}
-		}
+	if r.remote != nil {
+		executor = runs.Remote(r.remote) // the workers make its model calls: count them here, as a local run does
 	}
-	return out, nil
+	res, err := r.execute(ctx, spec, runs.Execution{
+		Executor: executor, Options: append(opts, streamed(p)...), Meter: meter,
+		Recorder: r.rec, RecordingError: func(err error) { r.app.notice("%v", err) },
+		Observe: func(ev graph.Event, err error) {
+			if err == nil && p.shows(ev.Name()) {
+				p.event(ev)
+			}
+		},
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	r.runID = res.Recording
+	if res.Err != nil {
+		return outcome{}, res.Err
+	}
+	return outcome{status: res.Status, state: res.End.State, interrupts: res.Interrupts}, nil
+}
+
+// execute executes the run spec as x says, through the runs.Manager of
+// this process, as the server executes its runs: admitted on its thread
+// (one run at a time), executed by runs.Execute, cancelled with ctx.
+func (r *runner) execute(ctx context.Context, spec *runs.Run, x runs.Execution) (runs.Outcome, error) {
+	if r.runs == nil {
+		r.runs = runs.NewManager(runs.ManagerConfig{EventBuffer: 1, EventBufferBytes: 1}) // nobody streams its events
+	}
+	h, err := r.runs.Submit(runs.Task{Run: spec, Busy: runs.Refuse, Limits: runs.NoLimits, Context: ctx,
+		Prepare: func(context.Context, *runs.Handle) (runs.Execution, error) { return x, nil }})
+	if err != nil {
+		return runs.Outcome{}, err
+	}
+	stop := context.AfterFunc(ctx, func() { h.Cancel(context.Cause(ctx)) })
+	defer stop()
+	<-h.Done()
+	r.runs.Forget(spec.ID)
+	return h.Outcome(), nil
 }
 
 // ask shows the questions and reads the answers from stdin; false when

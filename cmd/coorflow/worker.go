@@ -227,7 +227,7 @@ func (a *app) temporalExecutors(ctx context.Context, addr, queue string, timeout
 			closeAll()
 			return nil, nil, err
 		}
-		executors[name] = run
+		executors[name] = runs.Remote(run) // its model calls are the workers': the runs count them here
 	}
 	return executors, closeAll, nil
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/coorflow/coorflow/checkpoint/sqlite"
 	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/temporaltest"
+	"github.com/coorflow/coorflow/llm"
 	"github.com/coorflow/coorflow/nodes"
 	"github.com/coorflow/coorflow/temporalrun"
 	"github.com/coorflow/coorflow/workflows"
@@ -212,6 +214,7 @@ func TestWorkerRunsTheRunsOfServeTemporal(t *testing.T) {
 	assert.Contains(t, names, "model_call", "the workers' model calls reach the stream")
 	assert.Equal(t, []string{"interrupt", "run_end", "end"}, names[len(names)-3:], "the review's question ends the run")
 	assert.Contains(t, body, `"status":"interrupted"`)
+	assert.Positive(t, sseEndUsage(t, body).Calls, "the run's usage counts the workers' model calls")
 
 	code, body = call("/v1/threads/web-1/runs/stream", `{"resume": "accept"}`)
 	require.Equal(t, http.StatusOK, code, body)
@@ -240,6 +243,20 @@ func TestWorkerRunsTheRunsOfServeTemporal(t *testing.T) {
 
 	cancel()
 	assert.Equal(t, exitOK, <-done)
+}
+
+// sseEndUsage returns the usage of the run an "end" event of a /v1
+// stream reports.
+func sseEndUsage(t *testing.T, body string) llm.Spend {
+	t.Helper()
+	_, end, ok := strings.Cut(body, "event: end\ndata: ")
+	require.True(t, ok, "the stream has an end event")
+	end, _, _ = strings.Cut(end, "\n")
+	var run struct {
+		Usage llm.Spend `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(end), &run), end)
+	return run.Usage
 }
 
 // sseNames returns the event names of a server-sent event stream.

@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestEventLogKeepsTheNewestWithinItsLimits(t *testing.T) {
+func TestEventBufferKeepsTheNewestWithinItsLimits(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxFrames   int
@@ -28,40 +28,40 @@ func TestEventLogKeepsTheNewestWithinItsLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var l eventLog
-			l.init(tt.maxFrames, tt.maxBytes)
+			var l EventBuffer
+			l.Init(tt.maxFrames, tt.maxBytes)
 			for _, n := range tt.sizes {
-				l.append("custom", []byte(strings.Repeat("x", n)))
+				l.Append("custom", []byte(strings.Repeat("x", n)))
 			}
-			frames, dropped, closed, _ := l.since(tt.after, nil)
+			frames, dropped, closed, _ := l.Since(tt.after, nil)
 			var ids []int64
 			for _, f := range frames {
-				ids = append(ids, f.id)
+				ids = append(ids, f.ID)
 			}
 			assert.Equal(t, tt.wantIDs, ids)
 			assert.Equal(t, tt.wantDropped, dropped)
 			assert.False(t, closed)
-			assert.Equal(t, int64(len(tt.sizes)), l.count())
+			assert.Equal(t, int64(len(tt.sizes)), l.Count())
 			assert.LessOrEqual(t, len(l.frames), 2*tt.maxFrames+32, "dropped frames do not pile up")
 		})
 	}
 }
 
-func TestEventLogWakesWaitingReaders(t *testing.T) {
-	var l eventLog
-	l.init(10, 100)
-	_, _, _, wake := l.since(0, nil)
+func TestEventBufferWakesWaitingReaders(t *testing.T) {
+	var l EventBuffer
+	l.Init(10, 100)
+	_, _, _, wake := l.Since(0, nil)
 	select {
 	case <-wake:
 		t.Fatal("woken with nothing new")
 	default:
 	}
-	l.append("custom", []byte("a"))
+	l.Append("custom", []byte("a"))
 	<-wake
-	frames, _, _, wake := l.since(1, nil)
+	frames, _, _, wake := l.Since(1, nil)
 	assert.Empty(t, frames)
-	l.close()
+	l.Close()
 	<-wake
-	_, _, closed, _ := l.since(1, nil)
+	_, _, closed, _ := l.Since(1, nil)
 	assert.True(t, closed)
 }

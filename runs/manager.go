@@ -1,0 +1,497 @@
+package runs
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coorflow/coorflow/graph"
+	"github.com/coorflow/coorflow/llm"
+)
+
+// The statuses of a run a Manager keeps.
+const (
+	StatusQueued      = "queued"      // waiting for its thread's active run
+	StatusRunning     = "running"     //
+	StatusDone        = "done"        // finished: nothing left to run
+	StatusInterrupted = "interrupted" // paused on interrupts
+	StatusError       = "error"       // failed
+	StatusCancelled   = "cancelled"   // cancelled (Handle.Cancel, Manager.Close)
+)
+
+// ErrClosed is a run asked of a Manager that is closing.
+var ErrClosed = errors.New("runs: the manager is closing")
+
+// ManagerConfig configures a Manager.
+type ManagerConfig struct {
+	// Ledger admits the runs (nil: a new one).
+	Ledger *Ledger
+	// RetainRuns and RetainBytes bound the finished runs the Manager
+	// keeps for Get, oldest forgotten first (the newest is always kept);
+	// 0: 1,000 runs and 16 MiB.
+	RetainRuns  int
+	RetainBytes int64
+	// EventBuffer and EventBufferBytes bound the events of each run kept
+	// for its streams (0: 1,024 events and 4 MiB).
+	EventBuffer      int
+	EventBufferBytes int
+	// Encode renders an event, the idth of run, for the run's
+	// EventBuffer (nil: no data, only the event's name).
+	Encode func(id int64, run string, ev graph.Event) []byte
+}
+
+// Task is a run asked of a Manager: the run, how it is admitted and how
+// it executes.
+type Task struct {
+	Run *Run
+	// Busy says what becomes of the run when its thread has an open run,
+	// and Limits are its owner's quotas (Request).
+	Busy   Busy
+	Limits Limits
+	// Context carries the values of the run's context (a trace's span),
+	// not its cancellation (nil: context.Background()).
+	Context context.Context
+	// Prepare says how the run executes, when it starts: its executor,
+	// options and meter. An error ends the run before it started. Nil:
+	// Execute the run on Executor without a meter.
+	Prepare  func(ctx context.Context, h *Handle) (Execution, error)
+	Executor Executor
+}
+
+// Manager keeps the lifecycle of the runs of one process: it admits a
+// run through its Ledger in the step that registers it, keeps one active
+// run per thread with the others queued in order, starts each when its
+// turn comes, executes it (Execute) and records its events for the
+// streams that follow it, ends it, cancels it with a cause, and keeps the
+// finished runs within bounds of count and memory.
+//
+// The zero Manager is not ready: make one with NewManager.
+type Manager struct {
+	cfg    ManagerConfig
+	ledger *Ledger
+
+	mu       sync.Mutex
+	runs     map[string]*Handle
+	threads  map[string][]*Handle // queued runs by thread key, oldest first
+	finished *list.List           // of *Handle, oldest first
+	retained int64
+	closing  bool
+	wg       sync.WaitGroup
+}
+
+// NewManager returns a Manager configured by cfg.
+func NewManager(cfg ManagerConfig) *Manager {
+	if cfg.Ledger == nil {
+		cfg.Ledger = NewLedger()
+	}
+	if cfg.RetainRuns <= 0 {
+		cfg.RetainRuns = 1000
+	}
+	if cfg.RetainBytes <= 0 {
+		cfg.RetainBytes = 16 << 20
+	}
+	if cfg.EventBuffer <= 0 {
+		cfg.EventBuffer = 1024
+	}
+	if cfg.EventBufferBytes <= 0 {
+		cfg.EventBufferBytes = 4 << 20
+	}
+	return &Manager{cfg: cfg, ledger: cfg.Ledger, runs: make(map[string]*Handle),
+		threads: make(map[string][]*Handle), finished: list.New()}
+}
+
+// Ledger is the ledger the Manager admits its runs in.
+func (m *Manager) Ledger() *Ledger { return m.ledger }
+
+// Submit admits the run t asks for and starts it, or queues it behind
+// its thread's open runs. A refusal is a *QuotaError, a *BusyError, or
+// ErrClosed; the run is then not kept.
+func (m *Manager) Submit(t Task) (*Handle, error) {
+	if t.Run == nil || t.Run.ID == "" {
+		return nil, errors.New("runs: a task needs a run with an id")
+	}
+	if t.Prepare == nil && t.Executor == nil {
+		return nil, fmt.Errorf("runs: run %q has no executor", t.Run.ID)
+	}
+	parent := t.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	h := &Handle{m: m, task: t, ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
+		status: StatusRunning, created: time.Now().UTC()}
+	h.events.Init(m.cfg.EventBuffer, m.cfg.EventBufferBytes)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		cancel(ErrClosed)
+		return nil, ErrClosed
+	}
+	if _, dup := m.runs[t.Run.ID]; dup {
+		cancel(nil)
+		return nil, fmt.Errorf("runs: run %q exists", t.Run.ID)
+	}
+	ticket, err := m.ledger.Admit(Request{Owner: t.Run.Owner, Thread: t.Run.key(), Run: t.Run.ID, Busy: t.Busy, Limits: t.Limits})
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	h.ticket = ticket
+	m.runs[t.Run.ID] = h
+	if ticket.Queued() {
+		h.status = StatusQueued
+		key := t.Run.key()
+		m.threads[key] = append(m.threads[key], h)
+		return h, nil
+	}
+	m.startLocked(h)
+	return h, nil
+}
+
+// startLocked starts h. m.mu is held.
+func (m *Manager) startLocked(h *Handle) {
+	h.mu.Lock()
+	h.status = StatusRunning
+	h.mu.Unlock()
+	m.wg.Add(1)
+	go m.execute(h)
+}
+
+// execute executes h to its end, then starts its thread's next run.
+func (m *Manager) execute(h *Handle) {
+	defer m.wg.Done()
+	h.mu.Lock()
+	h.startedAt = time.Now().UTC()
+	h.mu.Unlock()
+	x := Execution{Executor: h.task.Executor}
+	var err error
+	if h.task.Prepare != nil {
+		x, err = h.task.Prepare(h.ctx, h)
+	}
+	if err != nil {
+		m.end(h, err)
+		return
+	}
+	h.mu.Lock()
+	h.meter = x.Meter
+	h.mu.Unlock()
+	observe := x.Observe
+	x.Observe = func(ev graph.Event, err error) {
+		h.record(ev)
+		if observe != nil {
+			observe(ev, err)
+		}
+	}
+	out := Execute(h.ctx, h.task.Run, x)
+	h.mu.Lock()
+	h.outcome = out
+	h.mu.Unlock()
+	m.end(h, out.Err)
+}
+
+// end records how h ended, gives its place on its thread to the next
+// queued run (starting it), keeps h among the finished runs, and only
+// then wakes those waiting on it: a caller told a run ended may start the
+// next at once.
+func (m *Manager) end(h *Handle, err error) {
+	h.settle(err)
+	m.mu.Lock()
+	for next := h.ticket.Release(); next != nil; next = next.Release() {
+		if q := m.dequeueLocked(h.task.Run.key(), next.Run()); q != nil {
+			m.startLocked(q)
+			break
+		}
+	}
+	m.retainLocked(h)
+	m.mu.Unlock()
+	h.wake()
+}
+
+// dequeueLocked removes the queued run id of thread key and returns it,
+// or nil when it is not queued. m.mu is held.
+func (m *Manager) dequeueLocked(key, id string) *Handle {
+	q := m.threads[key]
+	for i, h := range q {
+		if h.task.Run.ID == id {
+			q = append(q[:i], q[i+1:]...)
+			if len(q) == 0 {
+				delete(m.threads, key)
+			} else {
+				m.threads[key] = q
+			}
+			return h
+		}
+	}
+	return nil
+}
+
+// handleOverhead is what a finished run takes in memory beside its
+// strings: the structs, channels, list element and map entry.
+const handleOverhead = 1024
+
+// retainLocked keeps the finished h and forgets the oldest finished runs
+// beyond the bounds; the newest is kept. m.mu is held.
+func (m *Manager) retainLocked(h *Handle) {
+	if h.elem != nil || m.runs[h.task.Run.ID] != h {
+		return
+	}
+	h.mu.Lock()
+	r := h.task.Run
+	h.size = int64(handleOverhead + len(r.ID) + len(r.Thread) + len(r.Key) + len(r.Owner) + len(r.Workflow))
+	if h.err != nil {
+		h.size += int64(len(h.err.Error()))
+	}
+	h.mu.Unlock()
+	h.elem = m.finished.PushBack(h)
+	m.retained += h.size
+	for m.finished.Len() > 1 && (m.finished.Len() > m.cfg.RetainRuns || m.retained > m.cfg.RetainBytes) {
+		m.forgetLocked(m.finished.Front().Value.(*Handle))
+	}
+}
+
+// forgetLocked drops h. m.mu is held.
+func (m *Manager) forgetLocked(h *Handle) {
+	if m.runs[h.task.Run.ID] == h {
+		delete(m.runs, h.task.Run.ID)
+	}
+	if h.elem != nil {
+		m.finished.Remove(h.elem)
+		m.retained -= h.size
+		h.elem = nil
+	}
+}
+
+// Forget drops a run the Manager keeps (a finished one, or one whose
+// caller answered with its early failure).
+func (m *Manager) Forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.runs[id]; h != nil {
+		m.forgetLocked(h)
+	}
+}
+
+// Get returns the run id, running, queued or finished and kept, or nil.
+func (m *Manager) Get(id string) *Handle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs[id]
+}
+
+// Close cancels every run with cause (ErrClosed when nil) — the queued
+// ones end at once — refuses new ones, and waits until the running ones
+// ended or ctx is done.
+func (m *Manager) Close(ctx context.Context, cause error) error {
+	if cause == nil {
+		cause = ErrClosed
+	}
+	m.mu.Lock()
+	m.closing = true
+	var all []*Handle // the queued first: none starts when a run ends
+	for _, q := range m.threads {
+		all = append(all, q...)
+	}
+	for _, h := range m.runs {
+		all = append(all, h)
+	}
+	m.mu.Unlock()
+	for _, h := range all {
+		h.Cancel(cause)
+	}
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Handle is one run a Manager keeps: its status, how it ended, its
+// events and its usage, and the channels to wait on.
+type Handle struct {
+	m      *Manager
+	task   Task
+	ticket *Ticket
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	started, done chan struct{}
+	events        EventBuffer
+	elem          *list.Element // in Manager.finished
+	size          int64
+
+	mu                          sync.Mutex
+	status                      string
+	created, startedAt, endedAt time.Time
+	isStarted                   bool
+	err                         error
+	meter                       *llm.Meter
+	outcome                     Outcome
+}
+
+// Run is the run h executes.
+func (h *Handle) Run() *Run { return h.task.Run }
+
+// Context is the run's context: cancelled with its cause when it is.
+func (h *Handle) Context() context.Context { return h.ctx }
+
+// Started is closed once the run got past its start (its root yielded an
+// event other than run_start and error) or ended.
+func (h *Handle) Started() <-chan struct{} { return h.started }
+
+// Done is closed once the run ended.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Status is the run's status (StatusQueued …).
+func (h *Handle) Status() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status
+}
+
+// Err is why the run failed or was cancelled (nil: it did not, or has not
+// ended).
+func (h *Handle) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Outcome is how the run's execution ended (zero until it did, and for a
+// run that never executed).
+func (h *Handle) Outcome() Outcome {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.outcome
+}
+
+// Usage is what the run's model calls spent so far, as its meter counts
+// them (those of a Remote executor included).
+func (h *Handle) Usage() llm.Spend {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.meter == nil {
+		return llm.Spend{}
+	}
+	return h.meter.Spent()
+}
+
+// Times are when the run was asked for, started and ended (zero: not
+// yet).
+func (h *Handle) Times() (created, started, ended time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.created, h.startedAt, h.endedAt
+}
+
+// Events returns the run's held events after id after (appended to buf),
+// as EventBuffer.Since: a stream reads them, and re-attaches after the
+// last it got (Last-Event-ID). Attach before reading, to keep a finished
+// run's events while reading them.
+func (h *Handle) Events(after int64, buf []Frame) (frames []Frame, dropped int64, closed bool, wake <-chan struct{}) {
+	return h.events.Since(after, buf)
+}
+
+// Attach keeps the run's events for a stream until Detach.
+func (h *Handle) Attach() { h.events.Attach() }
+
+// Detach ends what Attach began.
+func (h *Handle) Detach() { h.events.Detach() }
+
+// Cancel cancels the run with cause: a queued run ends at once, a running
+// one when its executor notices. It reports false when the run had
+// already ended.
+func (h *Handle) Cancel(cause error) bool {
+	select {
+	case <-h.done:
+		return false
+	default:
+	}
+	if cause == nil {
+		cause = errors.New("runs: cancelled")
+	}
+	m := h.m
+	m.mu.Lock()
+	q := m.dequeueLocked(h.task.Run.key(), h.task.Run.ID)
+	if q != nil {
+		h.ticket.Release() // a queued run's release starts no other
+	}
+	m.mu.Unlock()
+	h.cancel(cause)
+	if q != nil {
+		h.settle(cause)
+		m.mu.Lock()
+		m.retainLocked(h)
+		m.mu.Unlock()
+		h.wake()
+	}
+	return true
+}
+
+// record keeps ev in the run's events and notes what it says of the run.
+func (h *Handle) record(ev graph.Event) {
+	root := ev.Path == h.task.Run.Graph
+	id := h.events.NextID()
+	var data []byte
+	if h.m.cfg.Encode != nil {
+		data = h.m.cfg.Encode(id, h.task.Run.ID, ev)
+	}
+	h.mu.Lock()
+	if root && ev.Kind == graph.EventRunEnd {
+		if st, ok := ev.Data.(graph.Status); ok {
+			h.status = string(st)
+		}
+	}
+	markStarted := root && !h.isStarted && ev.Kind != graph.EventRunStart && ev.Kind != graph.EventError
+	if markStarted {
+		h.isStarted = true
+	}
+	h.mu.Unlock()
+	h.events.Append(ev.Name(), data)
+	if markStarted {
+		close(h.started)
+	}
+}
+
+// settle records how the run ended: err nil is the status its events
+// said; a cancelled run's error is its cause.
+func (h *Handle) settle(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.endedAt = time.Now().UTC()
+	if h.startedAt.IsZero() {
+		h.startedAt = h.endedAt
+	}
+	switch cause := context.Cause(h.ctx); {
+	case err == nil:
+		if h.status == StatusRunning || h.status == StatusQueued {
+			h.status = StatusDone
+		}
+	case cause != nil:
+		h.status, h.err = StatusCancelled, cause
+	default:
+		h.status, h.err = StatusError, err
+	}
+}
+
+// wake closes the run's events and channels: every waiter sees it ended.
+func (h *Handle) wake() {
+	h.mu.Lock()
+	wasStarted := h.isStarted
+	h.isStarted = true
+	h.mu.Unlock()
+	h.cancel(nil)
+	h.events.Close()
+	if !wasStarted {
+		close(h.started)
+	}
+	close(h.done)
+}
