@@ -87,11 +87,21 @@ func newFailover(t *testing.T, reps ...*replica) *failover {
 // (SIGKILL) mid-run. Each stream goes on by itself: the SDK re-attaches
 // to the stream's Location with Last-Event-ID, the proxy takes it to B,
 // and the SDK sees the run's whole stream, each event once
-// (internal/lgsdktest/reattach.mjs checks that).
+// (internal/lgsdktest/reattach.mjs checks that); with each pinned SDK.
 func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
-	lgsdktest.NodeModules(t) // skip before building when the SDK is absent
-	dbURL := freshDatabase(t)
+	for _, sdk := range lgsdktest.SDKs {
+		lgsdktest.NodeModulesOf(t, sdk) // skip before building when an SDK is absent
+	}
 	bin := buildCoorflow(t)
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) { sdkReattachesByItself(t, bin, sdk) })
+	}
+}
+
+// sdkReattachesByItself is TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled
+// with sdk, on a database of its own.
+func sdkReattachesByItself(t *testing.T, bin string, sdk lgsdktest.SDK) {
+	dbURL := freshDatabase(t)
 	dir := t.TempDir()
 	answers := make([]openaitest.Response, 6)
 	for i := range answers {
@@ -109,7 +119,7 @@ func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
 	a, b := startReplica(t, bin, "a", args...), startReplica(t, bin, "b", args...)
 	lb := newFailover(t, a, b)
 	killed := false
-	rep := lgsdktest.RunReattach(t, lgsdktest.ReattachEnv{URL: lb.URL, Token: "sdk-secret", Chain: "chain"}, func() {
+	rep := lgsdktest.RunReattach(t, sdk, lgsdktest.ReattachEnv{URL: lb.URL, Token: "sdk-secret", Chain: "chain"}, func() {
 		require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 		killed = true
 	})
@@ -128,5 +138,5 @@ func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
 	assert.Equal(t, "done", run.Status)
 	assert.Equal(t, "b", run.Replica)
 	assert.Equal(t, 1, run.Takeovers)
-	t.Logf("the SDK's two streams of one run re-attached to B by themselves after A's SIGKILL: %d events each, re-attachments %v", rep.Events, lb.reattached)
+	t.Logf("the SDK %s's two streams of one run re-attached to B by themselves after A's SIGKILL: %d events each, re-attachments %v", sdk.Version, rep.Events, lb.reattached)
 }
