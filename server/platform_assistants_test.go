@@ -87,20 +87,23 @@ func TestTheLangGraphSDKsManageAssistantsAndRunThem(t *testing.T) {
 }
 
 // TestTheLangGraphSDKManagesAssistantsThroughThreeReplicas: the same
-// scenario, each call to the next of three replicas sharing a PostgreSQL
-// database and store; runs on an assistant executed by whichever replica
-// claims them get the version's config.
+// scenario with each pinned SDK, each call to the next of three replicas
+// sharing a PostgreSQL database and store; runs on an assistant executed
+// by whichever replica claims them get the version's config.
 func TestTheLangGraphSDKManagesAssistantsThroughThreeReplicas(t *testing.T) {
-	sdk := lgsdktest.SDKs[0]
-	lgsdktest.NodeModulesOf(t, sdk)
-	rs := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(configGraph(t, "cfg", false)), Store: assistantStore(t, "postgres")})
-	urls := make([]string, len(rs.envs))
-	for i, e := range rs.envs {
-		urls[i] = e.hs.URL
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) {
+			lgsdktest.NodeModulesOf(t, sdk)
+			rs := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(configGraph(t, "cfg", false)), Store: assistantStore(t, "postgres")})
+			urls := make([]string, len(rs.envs))
+			for i, e := range rs.envs {
+				urls[i] = e.hs.URL
+			}
+			var rep assistantsReport
+			lgsdktest.RunScript(t, sdk, "assistants.mjs", map[string]string{"LG_URLS": strings.Join(urls, ","), "LG_KEY": alice, "LG_OTHER_KEY": bob, "LG_GRAPH": "cfg"}, &rep)
+			rep.check(t)
+		})
 	}
-	var rep assistantsReport
-	lgsdktest.RunScript(t, sdk, "assistants.mjs", map[string]string{"LG_URLS": strings.Join(urls, ","), "LG_KEY": alice, "LG_OTHER_KEY": bob, "LG_GRAPH": "cfg"}, &rep)
-	rep.check(t)
 }
 
 // createAssistant creates an assistant of graph cfg and returns its id.
