@@ -12,12 +12,21 @@ type ReattachEnv struct {
 }
 
 // ReattachReport is reattach.mjs's report: the steps it passed, the run
-// it streamed and the number of its events.
+// it streamed and the number of its events, and the same of the stateless
+// run it streamed.
 type ReattachReport struct {
-	Steps    []string `json:"steps"`
-	ThreadID string   `json:"threadId"`
-	RunID    string   `json:"runId"`
-	Events   int      `json:"events"`
+	Steps     []string      `json:"steps"`
+	ThreadID  string        `json:"threadId"`
+	RunID     string        `json:"runId"`
+	Events    int           `json:"events"`
+	Stateless ReattachedRun `json:"stateless"`
+}
+
+// ReattachedRun is a run reattach.mjs streamed.
+type ReattachedRun struct {
+	ThreadID string `json:"threadId"`
+	RunID    string `json:"runId"`
+	Events   int    `json:"events"`
 }
 
 // RunReattach runs reattach.mjs with sdk and calls kill when the scenario
