@@ -87,9 +87,9 @@ func TestTheLangGraphSDKsManageAssistantsAndRunThem(t *testing.T) {
 }
 
 // TestTheLangGraphSDKManagesAssistantsThroughThreeReplicas: the same
-// scenario with each pinned SDK, each call to the next of three replicas sharing a PostgreSQL
-// database and store; runs on an assistant executed by whichever replica
-// claims them get the version's config.
+// scenario with each pinned SDK, each call to the next of three replicas
+// sharing a PostgreSQL database and store; runs on an assistant executed
+// by whichever replica claims them get the version's config.
 func TestTheLangGraphSDKManagesAssistantsThroughThreeReplicas(t *testing.T) {
 	for _, sdk := range lgsdktest.SDKs {
 		t.Run(sdk.Version, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 )
 
 // TestEveryStreamSaysWhereToReattachOnAnyReplica: each way to stream a
-// run — /v1 and Platform, creating the run or joining it — answers with
-// a Location. A client whose stream on replica A breaks after an event
+// run — /v1 and Platform, creating the run or joining it, and the
+// Platform's stateless POST /runs/stream — answers with a Location. A client whose stream on replica A breaks after an event
 // GETs that Location on replica B (with the query it sent, as the
 // LangGraph SDK does) with that event's id as Last-Event-ID and gets the
 // rest of the run's events: with what it had, the whole
@@ -53,6 +54,15 @@ func TestEveryStreamSaysWhereToReattachOnAnyReplica(t *testing.T) {
 			a.call("POST", "/threads/"+th+"/runs", alice, map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "hi"}}, http.StatusOK, &run)
 			return a.request("GET", "/threads/"+th+"/runs/"+run.RunID+"/stream?stream_mode=values&stream_mode=debug", alice, nil), th
 		}, "/threads/%s/runs/%s/stream"},
+		{"platform stateless", func(t *testing.T, a *env) (*http.Response, string) {
+			body := map[string]any{"assistant_id": "gate", "input": map[string]any{"text": "hi"}, "stream_mode": []string{"values", "updates", "debug"}}
+			resp := a.request("POST", "/runs/stream", alice, body)
+			// Its thread is made for it: the stream's Content-Location
+			// names it.
+			th, _, _ := strings.Cut(strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"), "/")
+			require.NotEmpty(t, th, "Content-Location %q", resp.Header.Get("Content-Location"))
+			return resp, th
+		}, "/threads/%s/runs/%s/stream"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,9 +93,12 @@ func TestEveryStreamSaysWhereToReattachOnAnyReplica(t *testing.T) {
 			require.Equal(t, http.StatusOK, again.StatusCode)
 			defer again.Body.Close()
 			assert.Equal(t, resp.Header.Get("Location"), again.Header.Get("Location"), "a joined stream is its own location")
+			// The whole stream, joined while the run goes on (a stateless
+			// run's thread is gone once it ends).
+			joined := b.openStream("GET", loc, nil)
 			close(open)
 			rest := (&eventReader{t: t, sc: bufio.NewScanner(again.Body)}).rest()
-			whole := b.openStream("GET", loc, nil).rest()
+			whole := joined.rest()
 			if before[0].Event == "metadata" {
 				require.Equal(t, "metadata", rest[0].Event)
 				rest = rest[1:]

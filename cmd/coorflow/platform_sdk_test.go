@@ -76,26 +76,55 @@ func startServe(t *testing.T, bin string, args ...string) string {
 	return addr
 }
 
+// TestTheLangGraphSDKDrivesServeThroughThePlatformAPI runs scenario.mjs
+// with each pinned SDK against the built binary's serve of coor, slow,
+// configured and examples/langgraph-scenario (on its demo model): the
+// scenario's assistants, streams, interrupts, state, history, forks,
+// cancels, store, multitask and crons, then the example's graph contract
+// — its model call's tokens in messages-tuple, both its custom events,
+// its interrupt's JSON payload and answer, messages replaced by id, a
+// delay from the run's context.
 func TestTheLangGraphSDKDrivesServeThroughThePlatformAPI(t *testing.T) {
-	lgsdktest.NodeModules(t) // skip before building when the SDK is absent
+	for _, sdk := range lgsdktest.SDKs {
+		lgsdktest.NodeModulesOf(t, sdk) // skip before building when an SDK is absent
+	}
 	bin := buildCoorflow(t)
-	dir := t.TempDir()
-	coor, slow := platformWorkflows(t, dir)
-	tokens := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokens, []byte("sdk-secret=alice\n"), 0o600))
-	configured := filepath.Join(dir, "configured.yaml")
-	require.NoError(t, os.WriteFile(configured, []byte(configuredFile), 0o644))
-	url := startServe(t, bin, coor, slow, configured, "--db", filepath.Join(dir, "coorflow.db"), "--token-file", tokens)
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) {
+			dir := t.TempDir()
+			coor, slow := platformWorkflows(t, dir)
+			tokens := filepath.Join(dir, "tokens")
+			require.NoError(t, os.WriteFile(tokens, []byte("sdk-secret=alice\n"), 0o600))
+			configured := filepath.Join(dir, "configured.yaml")
+			require.NoError(t, os.WriteFile(configured, []byte(configuredFile), 0o644))
+			url := startServe(t, bin, coor, slow, configured, "../../examples/langgraph-scenario", "--db", filepath.Join(dir, "coorflow.db"), "--token-file", tokens)
 
-	rep := lgsdktest.Run(t, lgsdktest.Env{URL: url, Token: "sdk-secret", Coor: "coor", Slow: "slow", Configured: "configured"})
+			rep := lgsdktest.Run(t, sdk, lgsdktest.Env{URL: url, Token: "sdk-secret", Coor: "coor", Slow: "slow", Configured: "configured", Example: "langgraph-scenario"})
 
-	assert.Equal(t, []string{"assistants", "stream", "interrupted", "resume", "state", "rejoin", "fork", "cancel", "store", "multitask", "crons", "unserved", "config"}, rep.Steps)
-	assert.Equal(t, []string{"configured", "coor", "slow"}, rep.Assistants)
-	assert.Equal(t, []string{"__start__", "coordinator", "planner", "review", "reporter", "team", "__end__"}, rep.GraphNodes)
-	assert.Equal(t, 1, rep.FirstStream["metadata"])
-	assert.Greater(t, rep.FirstStream["messages/partial"], 100, "the planner's tokens")
-	assert.Contains(t, rep.AgentPaths, "coor/team/step:s1/agent:sqlite_analyst", "a nested agent's tokens")
-	assert.Greater(t, rep.RejoinedFirstID, int64(5))
-	assert.Equal(t, []string{"interrupted", "interrupted", "interrupted"}, rep.Multitask, "r4 cancelled, r3 rolled back (gone), r2 and r1 preempted")
-	assert.Equal(t, "HI ADA", rep.Configured, "config.configurable reached the workflow's expressions")
+			assert.Equal(t, []string{"assistants", "stream", "interrupted", "resume", "state", "rejoin", "fork", "cancel", "store", "multitask", "crons", "unserved", "config",
+				"example-assistant", "example-stream", "example-interrupt", "example-final", "example-update", "example-delay"}, rep.Steps)
+			assert.Equal(t, []string{"configured", "coor", "langgraph-scenario", "slow"}, rep.Assistants)
+			assert.Equal(t, []string{"__start__", "coordinator", "planner", "review", "reporter", "team", "__end__"}, rep.GraphNodes)
+			assert.Equal(t, 1, rep.FirstStream["metadata"])
+			assert.Greater(t, rep.FirstStream["messages/partial"], 100, "the planner's tokens")
+			assert.Contains(t, rep.AgentPaths, "coor/team/step:s1/agent:sqlite_analyst", "a nested agent's tokens")
+			assert.Greater(t, rep.RejoinedFirstID, int64(5))
+			assert.Equal(t, []string{"interrupted", "interrupted", "interrupted"}, rep.Multitask, "r4 cancelled, r3 rolled back (gone), r2 and r1 preempted")
+			assert.Equal(t, "HI ADA", rep.Configured, "config.configurable reached the workflow's expressions")
+
+			ex := rep.Example
+			const draft = "Graph engines let small steps add up to a whole agent." // the demo model's
+			assert.Equal(t, "write", ex.TokenNode, "the llm node's tokens")
+			assert.Greater(t, len(ex.Tokens), 1)
+			assert.Equal(t, draft, strings.Join(ex.Tokens, ""))
+			assert.Equal(t, []map[string]any{{"stage": "started", "tone": "formal"}, {"stage": "finished", "approved": true}}, ex.Custom)
+			assert.Equal(t, map[string]any{"question": "Publish this draft?", "draft": draft}, ex.Payload)
+			assert.Equal(t, "Published: "+draft, ex.Final)
+			assert.Equal(t, []map[string]any{{"type": "human", "content": "graph engines"}, {"id": "draft", "type": "ai", "content": ex.Final}}, ex.Messages)
+			assert.Equal(t, []map[string]any{{"type": "human", "content": "graph engines"}, {"id": "draft", "type": "ai", "content": "Edited by hand."}}, ex.Edited)
+			assert.Equal(t, "running", ex.BeforeCancel)
+			assert.Equal(t, "interrupted", ex.AfterCancel)
+			assert.Nil(t, ex.DraftAfterCancel)
+		})
+	}
 }

@@ -83,17 +83,30 @@ func newFailover(t *testing.T, reps ...*replica) *failover {
 
 // TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled: the SDK,
 // through a proxy in front of two `coorflow serve` replicas, streams a
-// run as it creates it and joins it, both on replica A; A is killed
-// (SIGKILL) mid-run. Each stream goes on by itself: the SDK re-attaches
-// to the stream's Location with Last-Event-ID, the proxy takes it to B,
-// and the SDK sees the run's whole stream, each event once
-// (internal/lgsdktest/reattach.mjs checks that).
+// run as it creates it and joins it, and a stateless run (POST
+// /runs/stream), all on replica A; A is killed (SIGKILL) mid-run. Each
+// stream goes on by itself: the SDK re-attaches to the stream's Location
+// with Last-Event-ID, the proxy takes it to B, and the SDK sees the run's
+// whole stream, each event once (internal/lgsdktest/reattach.mjs checks
+// that); with each pinned SDK.
 func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
-	lgsdktest.NodeModules(t) // skip before building when the SDK is absent
-	dbURL := freshDatabase(t)
+	for _, sdk := range lgsdktest.SDKs {
+		lgsdktest.NodeModulesOf(t, sdk) // skip before building when an SDK is absent
+	}
 	bin := buildCoorflow(t)
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) { sdkReattachesByItself(t, bin, sdk) })
+	}
+}
+
+// sdkReattachesByItself is TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled
+// with sdk, on a database of its own.
+func sdkReattachesByItself(t *testing.T, bin string, sdk lgsdktest.SDK) {
+	dbURL := freshDatabase(t)
 	dir := t.TempDir()
-	answers := make([]openaitest.Response, 6)
+	// Two runs of three calls, each of which may repeat the call in
+	// flight at the kill.
+	answers := make([]openaitest.Response, 12)
 	for i := range answers {
 		answers[i] = openaitest.Delayed(time.Second, openaitest.Text("fine"))
 	}
@@ -109,14 +122,14 @@ func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
 	a, b := startReplica(t, bin, "a", args...), startReplica(t, bin, "b", args...)
 	lb := newFailover(t, a, b)
 	killed := false
-	rep := lgsdktest.RunReattach(t, lgsdktest.ReattachEnv{URL: lb.URL, Token: "sdk-secret", Chain: "chain"}, func() {
+	rep := lgsdktest.RunReattach(t, sdk, lgsdktest.ReattachEnv{URL: lb.URL, Token: "sdk-secret", Chain: "chain"}, func() {
 		require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 		killed = true
 	})
 	require.True(t, killed)
-	assert.Equal(t, []string{"created", "joined"}, rep.Steps)
+	assert.Equal(t, []string{"created", "joined", "stateless"}, rep.Steps)
 	lb.mu.Lock()
-	assert.GreaterOrEqual(t, lb.reattached["b"], 2, "both streams re-attached on B (%v)", lb.reattached)
+	assert.GreaterOrEqual(t, lb.reattached["b"], 3, "the three streams re-attached on B (%v)", lb.reattached)
 	assert.Zero(t, lb.reattached["a"], "none on A")
 	lb.mu.Unlock()
 	var run struct {
@@ -124,9 +137,12 @@ func TestTheLangGraphSDKReattachesByItselfAfterAReplicaIsKilled(t *testing.T) {
 		Replica   string `json:"replica"`
 		Takeovers int    `json:"takeovers"`
 	}
-	api(t, "sdk-secret", http.MethodGet, b.url+"/v1/threads/"+rep.ThreadID+"/runs/"+rep.RunID, nil, &run)
-	assert.Equal(t, "done", run.Status)
-	assert.Equal(t, "b", run.Replica)
-	assert.Equal(t, 1, run.Takeovers)
-	t.Logf("the SDK's two streams of one run re-attached to B by themselves after A's SIGKILL: %d events each, re-attachments %v", rep.Events, lb.reattached)
+	for _, r := range []lgsdktest.ReattachedRun{{ThreadID: rep.ThreadID, RunID: rep.RunID}, rep.Stateless} {
+		api(t, "sdk-secret", http.MethodGet, b.url+"/v1/threads/"+r.ThreadID+"/runs/"+r.RunID, nil, &run)
+		assert.Equal(t, "done", run.Status)
+		assert.Equal(t, "b", run.Replica, "B finished the run A began")
+		assert.Equal(t, 1, run.Takeovers)
+	}
+	t.Logf("the SDK %s's two streams of one run and the stream of a stateless run re-attached to B by themselves after A's SIGKILL: %d and %d events, re-attachments %v",
+		sdk.Version, rep.Events, rep.Stateless.Events, lb.reattached)
 }

@@ -445,11 +445,22 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 // (internal/lgsdktest/replicas.mjs): runs replica A takes are streamed,
 // joined, listed, cancelled and preempted through B; then A is killed
 // (SIGKILL) while it runs a streamed run, which B takes over and the SDK
-// follows on B with joinStream and Last-Event-ID, seeing every event once.
+// follows on B with joinStream and Last-Event-ID, seeing every event once;
+// with each pinned SDK.
 func TestTheLangGraphSDKFollowsRunsAcrossReplicas(t *testing.T) {
-	lgsdktest.NodeModules(t) // skip before building when the SDK is absent
-	dbURL := freshDatabase(t)
+	for _, sdk := range lgsdktest.SDKs {
+		lgsdktest.NodeModulesOf(t, sdk) // skip before building when an SDK is absent
+	}
 	bin := buildCoorflow(t)
+	for _, sdk := range lgsdktest.SDKs {
+		t.Run(sdk.Version, func(t *testing.T) { sdkFollowsRunsAcrossReplicas(t, bin, sdk) })
+	}
+}
+
+// sdkFollowsRunsAcrossReplicas is TestTheLangGraphSDKFollowsRunsAcrossReplicas
+// with sdk, on a database of its own.
+func sdkFollowsRunsAcrossReplicas(t *testing.T, bin string, sdk lgsdktest.SDK) {
+	dbURL := freshDatabase(t)
 	dir := t.TempDir()
 	// Each call takes a second: the kill, once the first has been
 	// answered, comes while the second is asked.
@@ -476,7 +487,7 @@ func TestTheLangGraphSDKFollowsRunsAcrossReplicas(t *testing.T) {
 	args := []string{chain, stuck, "--db", dbURL, "--token-file", tokens, "--lease-ttl", leaseTTL.String()}
 	a, b := startReplica(t, bin, "a", args...), startReplica(t, bin, "b", args...)
 	var killedAt time.Time
-	rep := lgsdktest.RunReplicas(t, lgsdktest.ReplicasEnv{A: a.url, B: b.url, Token: "sdk-secret", Chain: "chain", Stuck: "stuck"}, func() {
+	rep := lgsdktest.RunReplicas(t, sdk, lgsdktest.ReplicasEnv{A: a.url, B: b.url, Token: "sdk-secret", Chain: "chain", Stuck: "stuck"}, func() {
 		require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 		killedAt = time.Now()
 	})
@@ -509,6 +520,6 @@ func TestTheLangGraphSDKFollowsRunsAcrossReplicas(t *testing.T) {
 		}
 	}
 	assert.Positive(t, takeover, "B started the run again after the kill")
-	t.Logf("replicas with the SDK: 2 replicas, A killed (SIGKILL) after the run's first node; the SDK's stream had %d events from A (to Last-Event-ID %s: %q), %d from B; B took the run over %v after the kill (lease %v)",
-		v.Before, v.LastEventID, rep.StreamError, v.After, takeover.Round(time.Millisecond), leaseTTL)
+	t.Logf("replicas with the SDK %s: 2 replicas, A killed (SIGKILL) after the run's first node; the SDK's stream had %d events from A (to Last-Event-ID %s: %q), %d from B; B took the run over %v after the kill (lease %v)",
+		sdk.Version, v.Before, v.LastEventID, rep.StreamError, v.After, takeover.Round(time.Millisecond), leaseTTL)
 }

@@ -1,12 +1,14 @@
 // Package lgsdktest runs the official LangGraph Platform SDK for
-// JavaScript (@langchain/langgraph-sdk, at the version pinned in
-// npm/package.json and installed by `npm ci` in npm/ — .ci/run does it)
-// against a coorflow server: scenario.mjs is the scenario, replicas.mjs
-// the one across two replicas on one database (one of them killed
-// mid-run); the Go tests of cmd/coorflow start `coorflow serve` and check
-// their reports. protocol.mjs, stateless.mjs, assistants.mjs and
-// many.mjs are run by the server's tests (RunScript) with each pinned
-// SDK (SDKs), on one server and through replicas.
+// JavaScript (@langchain/langgraph-sdk, at each version of SDKs: pinned in
+// npm/package.json and npm2/package.json and installed by `npm ci` there —
+// .ci/run does it) against a coorflow server: scenario.mjs is the
+// scenario (with the graph of examples/langgraph-scenario among its
+// assistants), replicas.mjs the one across two replicas on one database
+// (one of them killed mid-run), reattach.mjs the SDK's own re-attachment
+// after a kill; the Go tests of cmd/coorflow start `coorflow serve` and
+// check their reports, each with every SDK; protocol.mjs,
+// stateless.mjs, assistants.mjs and many.mjs are run by the server's tests
+// (RunScript) with each pinned SDK, on one server and through replicas.
 //
 // A test that needs the SDK skips, saying why, only when node or the
 // installed package is absent; under CI=true that is a failure. The
@@ -50,23 +52,6 @@ func Dir() string {
 	return filepath.Dir(file)
 }
 
-// NodeModules returns the node_modules directory holding the pinned SDK,
-// or skips t.
-func NodeModules(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		unavailable(t, "node is not installed: %v", err)
-	}
-	nm := os.Getenv(NodeModulesEnv)
-	if nm == "" {
-		nm = filepath.Join(Dir(), "npm", "node_modules")
-	}
-	if _, err := os.Stat(filepath.Join(nm, SDKPackage, "package.json")); err != nil {
-		unavailable(t, "%s is not installed in %s: run `npm ci` in %s", SDKPackage, nm, filepath.Join(Dir(), "npm"))
-	}
-	return nm
-}
-
 // Env is what the scenario is given: the server, a token, the assistant
 // that stops for a review of its plan and the one whose model never
 // answers.
@@ -76,6 +61,10 @@ type Env struct {
 	// greeting and the input "name" (shouted when config.shout): the
 	// scenario passes config.configurable and reads it back.
 	Configured string
+	// Example, when set, is the graph of examples/langgraph-scenario:
+	// the scenario drives the graph contract of LangGraph's client
+	// scenario through it (see scenario.mjs).
+	Example string
 }
 
 // Report is what the scenario saw.
@@ -91,25 +80,37 @@ type Report struct {
 	Multitask       []string       `json:"multitask"`
 	// Configured is the answer of the run given a config (Env.Configured).
 	Configured string `json:"configured"`
+	// Example is what the scenario saw of Env.Example.
+	Example ExampleReport `json:"example"`
 }
 
-// Run runs scenario.mjs against env and returns its report; a failed
-// check of the scenario fails t with the SDK's output.
-func Run(t testing.TB, env Env) Report {
+// ExampleReport is what the scenario saw of examples/langgraph-scenario.
+type ExampleReport struct {
+	// Custom are the custom events of the run to the interrupt and of
+	// the resumed run, in order.
+	Custom []map[string]any `json:"custom"`
+	// Tokens are the chunks of the model call streamed in mode
+	// messages-tuple; TokenNode is the node their metadata names.
+	Tokens    []string `json:"tokens"`
+	TokenNode string   `json:"tokenNode"`
+	// Payload is the interrupt's value.
+	Payload  map[string]any   `json:"payload"`
+	Final    string           `json:"final"`
+	Messages []map[string]any `json:"messages"`
+	// Edited are the messages after a client's update of one by id.
+	Edited           []map[string]any `json:"edited"`
+	BeforeCancel     string           `json:"beforeCancel"`
+	AfterCancel      string           `json:"afterCancel"`
+	DraftAfterCancel any              `json:"draftAfterCancel"`
+}
+
+// Run runs scenario.mjs with sdk against env and returns its report; a
+// failed check of the scenario fails t with the SDK's output.
+func Run(t testing.TB, sdk SDK, env Env) Report {
 	t.Helper()
-	modules := NodeModules(t)
-	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), "scenario.mjs"), modules)
-	cmd.Env = append(os.Environ(), "LG_URL="+env.URL, "LG_KEY="+env.Token, "LG_COOR="+env.Coor, "LG_SLOW="+env.Slow,
-		"LG_CONFIGURED="+env.Configured, "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lgsdktest: the scenario failed: %v\n%s%s", err, stderr.String(), stdout.String())
-	}
 	var rep Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, stdout.String())
-	}
+	RunScript(t, sdk, "scenario.mjs", map[string]string{"LG_URL": env.URL, "LG_KEY": env.Token, "LG_COOR": env.Coor, "LG_SLOW": env.Slow,
+		"LG_CONFIGURED": env.Configured, "LG_EXAMPLE": env.Example}, &rep)
 	return rep
 }
 
@@ -134,11 +135,12 @@ type ReplicasReport struct {
 	} `json:"victim"`
 }
 
-// RunReplicas runs replicas.mjs against env. When the scenario asks for
-// replica A to be killed, it calls kill, then lets the scenario go on.
-func RunReplicas(t testing.TB, env ReplicasEnv, kill func()) ReplicasReport {
+// RunReplicas runs replicas.mjs with sdk against env. When the scenario
+// asks for replica A to be killed, it calls kill, then lets the scenario
+// go on.
+func RunReplicas(t testing.TB, sdk SDK, env ReplicasEnv, kill func()) ReplicasReport {
 	t.Helper()
-	last := runKillable(t, "replicas.mjs", kill, "LG_A="+env.A, "LG_B="+env.B, "LG_KEY="+env.Token, "LG_CHAIN="+env.Chain, "LG_STUCK="+env.Stuck)
+	last := runKillable(t, sdk, "replicas.mjs", kill, "LG_A="+env.A, "LG_B="+env.B, "LG_KEY="+env.Token, "LG_CHAIN="+env.Chain, "LG_STUCK="+env.Stuck)
 	var rep ReplicasReport
 	if err := json.Unmarshal(last, &rep); err != nil {
 		t.Fatalf("lgsdktest: the scenario's report: %v\n%s", err, last)
@@ -146,12 +148,12 @@ func RunReplicas(t testing.TB, env ReplicasEnv, kill func()) ReplicasReport {
 	return rep
 }
 
-// runKillable runs the node scenario script with the SDK and env, calls
-// kill when the script prints {"kill":true} (then tells it "killed"), and
+// runKillable runs the node scenario script with sdk and env, calls kill
+// when the script prints {"kill":true} (then tells it "killed"), and
 // returns the last line it printed: its report.
-func runKillable(t testing.TB, script string, kill func(), env ...string) []byte {
+func runKillable(t testing.TB, sdk SDK, script string, kill func(), env ...string) []byte {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), script), NodeModules(t))
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(Dir(), script), NodeModulesOf(t, sdk))
 	cmd.Env = append(os.Environ(), append(env, "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -183,7 +185,7 @@ func runKillable(t testing.TB, script string, kill func(), env ...string) []byte
 	}
 	_ = stdin.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("lgsdktest: the scenario failed: %v\n%s%s", err, stderr.String(), out.String())
+		t.Fatalf("lgsdktest: %s with SDK %s failed: %v\n%s%s", script, sdk.Version, err, stderr.String(), out.String())
 	}
 	return last
 }

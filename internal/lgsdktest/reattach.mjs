@@ -2,10 +2,12 @@
 // one client of the official JS SDK, whose apiUrl is a proxy in front of
 // two `coorflow serve` replicas on one PostgreSQL database (A while it
 // lives, then B). A run is created and streamed (runs.stream) and joined
-// (runs.joinStream) through the proxy, both on A; A is killed mid-way.
-// Both streams must go on by themselves — the SDK re-attaches to the
-// stream's Location with Last-Event-ID, which the proxy takes to B — and
-// each must be the run's whole stream, every event once. Run by a Go test
+// (runs.joinStream) through the proxy, both on A, and a stateless run
+// (runs.stream without a thread: POST /runs/stream) is streamed on A at
+// the same time; A is killed mid-way. The three streams must go on by
+// themselves — the SDK re-attaches to the stream's Location with
+// Last-Event-ID, which the proxy takes to B — and each must be its run's
+// whole stream, every event once. Run by a Go test
 // with LG_URL (the proxy), LG_KEY and LG_CHAIN (three model calls in a
 // row). The scenario prints {"kill": true} when A is to be killed and goes
 // on once the test writes a line to its stdin; its report is the last
@@ -37,6 +39,16 @@ async function collect(stream, first = () => {}) {
   return chunks;
 }
 
+// The stateless run keeps its thread (onCompletion "keep"), so that its
+// whole stream can be joined once it ended.
+let stateless;
+let statelessAttached;
+const statelessStarted = new Promise((resolve) => (statelessAttached = resolve));
+const statelessChunks = collect(
+  client.runs.stream(null, LG_CHAIN, { input: { topic: "stateless" }, onCompletion: "keep", onRunCreated: (m) => (stateless = m), ...modes }),
+  statelessAttached,
+);
+
 const th = await client.threads.create();
 let runId;
 let joined;
@@ -55,6 +67,7 @@ for await (const chunk of client.runs.stream(th.thread_id, LG_CHAIN, { input: { 
   created.push({ id: chunk.id, event: chunk.event, data: chunk.data });
   if (!killed && chunk.event === "updates" && chunk.data.one) {
     await attached; // the joined stream reads from A too
+    await statelessStarted; // and so does the stateless run's
     killed = true;
     console.log(JSON.stringify({ kill: true }));
     await lines.next(); // A is dead
@@ -69,6 +82,11 @@ const whole = await collect(client.runs.joinStream(th.thread_id, runId, modes));
 assert.deepEqual(created, whole, "the created stream, re-attached, is the run's whole stream, each event once");
 assert.deepEqual(joinedChunks, whole, "the joined stream, re-attached, is the run's whole stream, each event once");
 assert.equal(whole.filter((c) => c.event === "values").at(-1).data.c, "fine");
+const statelessWhole = await collect(client.runs.joinStream(stateless.thread_id, stateless.run_id, modes));
+assert.deepEqual(await statelessChunks, statelessWhole, "the stateless stream, re-attached, is its run's whole stream, each event once");
+assert.equal(statelessWhole.filter((c) => c.event === "values").at(-1).data.c, "fine");
+report.steps.push("stateless");
+report.stateless = { threadId: stateless.thread_id, runId: stateless.run_id, events: statelessWhole.length };
 report.threadId = th.thread_id;
 report.runId = runId;
 report.events = whole.length;

@@ -2,8 +2,12 @@
 // JS SDK, @langchain/langgraph-sdk, against `coorflow serve`. Run by a Go
 // test with LG_URL, LG_KEY, LG_COOR (a coor workflow that asks for a
 // review of its plan) and LG_SLOW (one whose model never answers until the
-// run is cancelled). Each step checks what the SDK got with node:assert;
-// the report on stdout (one JSON line) lets the Go test check it again.
+// run is cancelled); LG_CONFIGURED, when set, is a workflow that answers
+// its config, and LG_EXAMPLE the graph of examples/langgraph-scenario,
+// whose contract the last steps check (the graph of LangGraph's client
+// scenario, from a workflow file on its demo model). Each step checks what
+// the SDK got with node:assert; the report on stdout (one JSON line) lets
+// the Go test check it again.
 //
 //   LG_URL=... node scenario.mjs NODE_MODULES
 import assert from "node:assert/strict";
@@ -12,7 +16,7 @@ import { pathToFileURL } from "node:url";
 
 const { Client } = await import(pathToFileURL(join(process.argv[2], "@langchain/langgraph-sdk/dist/index.js")).href);
 
-const { LG_URL, LG_KEY, LG_COOR, LG_SLOW, LG_CONFIGURED } = process.env;
+const { LG_URL, LG_KEY, LG_COOR, LG_SLOW, LG_CONFIGURED, LG_EXAMPLE } = process.env;
 const client = new Client({ apiUrl: LG_URL, apiKey: LG_KEY, callerOptions: { maxRetries: 0 } });
 const report = { steps: [] };
 const step = (name) => report.steps.push(name);
@@ -229,6 +233,98 @@ if (LG_CONFIGURED) {
     shout: { title: "shout", type: "boolean", default: false },
   });
   step("config");
+}
+
+// examples/langgraph-scenario: an assistant of its graph configures its
+// tone; a run streams the model call's tokens (messages-tuple) and the
+// workflow's custom event, and pauses at its interrupt with a JSON
+// payload; the resumed run, given a JSON answer, emits its second custom
+// event and a final message that replaces the draft's of the same id; a
+// client's state update replaces a message by id; a delay from the run's
+// context keeps a run in progress until it is cancelled.
+if (LG_EXAMPLE) {
+  const ex = (report.example = {});
+  const formal = await client.assistants.create({ graphId: LG_EXAMPLE, config: { configurable: { tone: "formal" } }, name: "Formal" });
+  assert.equal(formal.graph_id, LG_EXAMPLE);
+  step("example-assistant");
+
+  const t = await client.threads.create();
+  const opened = await collect(
+    client.runs.stream(t.thread_id, formal.assistant_id, {
+      input: { topic: "graph engines" },
+      streamMode: ["messages-tuple", "custom", "updates"],
+    }),
+  );
+  // messages-tuple: each event is [message chunk, metadata].
+  const tuples = opened.chunks.filter((c) => c.event === "messages").map((c) => c.data);
+  assert.ok(tuples.length > 1, "the model call streams its tokens");
+  ex.tokens = tuples.map(([m]) => m.content);
+  const nodes = new Set(tuples.map(([, meta]) => meta.langgraph_node));
+  assert.equal(nodes.size, 1);
+  ex.tokenNode = [...nodes][0];
+  assert.equal(new Set(tuples.map(([m]) => m.id)).size, 1, "one message's chunks");
+  const drafted = opened.chunks.find((c) => c.event === "updates" && c.data.write);
+  assert.equal(ex.tokens.join(""), drafted.data.write.draft, "the tokens make up the draft");
+  const opening = opened.chunks.filter((c) => c.event === "custom").map((c) => c.data);
+  assert.deepEqual(opening, [{ stage: "started", tone: "formal" }], "the assistant's config reaches the custom event");
+  const pause = opened.chunks.find((c) => c.event === "updates" && c.data.__interrupt__);
+  assert.ok(pause, "the interrupt comes as an update");
+  step("example-stream");
+
+  const paused = await client.threads.getState(t.thread_id);
+  ex.payload = paused.tasks.flatMap((task) => task.interrupts).map((i) => i.value)[0];
+  assert.deepEqual(ex.payload, pause.data.__interrupt__[0].value);
+  assert.equal(ex.payload.question, "Publish this draft?");
+  assert.equal(ex.payload.draft, drafted.data.write.draft);
+  assert.deepEqual(paused.next, ["approve"]);
+  step("example-interrupt");
+
+  // A JSON answer: the second custom event, then the final message,
+  // which replaces the draft's.
+  const resumed = await collect(
+    client.runs.stream(t.thread_id, formal.assistant_id, {
+      command: { resume: { approved: true, note: "fine" } },
+      streamMode: ["custom", "values"],
+    }),
+  );
+  const closing = resumed.chunks.filter((c) => c.event === "custom").map((c) => c.data);
+  assert.deepEqual(closing, [{ stage: "finished", approved: true }], "the answer reaches the second custom event");
+  ex.custom = [...opening, ...closing];
+  const done = resumed.chunks.filter((c) => c.event === "values").at(-1).data;
+  ex.final = done.final;
+  assert.equal(ex.final, "Published: " + ex.payload.draft);
+  ex.messages = done.messages;
+  assert.deepEqual(ex.messages, [
+    { type: "human", content: "graph engines" },
+    { id: "draft", type: "ai", content: ex.final },
+  ]);
+  assert.deepEqual((await client.threads.getState(t.thread_id)).values.messages, ex.messages);
+  step("example-final");
+
+  // A client's update of a message of an existing id replaces it.
+  await client.threads.updateState(t.thread_id, { values: { messages: [{ id: "draft", type: "ai", content: "Edited by hand." }] } });
+  ex.edited = (await client.threads.getState(t.thread_id)).values.messages;
+  assert.deepEqual(ex.edited, [
+    { type: "human", content: "graph engines" },
+    { id: "draft", type: "ai", content: "Edited by hand." },
+  ]);
+  step("example-update");
+
+  // A delay from the run's context keeps the run in progress: it is
+  // still running when cancelled, and ends interrupted (LangGraph's
+  // cancelled).
+  const waiting = await client.threads.create();
+  const run = await client.runs.create(waiting.thread_id, formal.assistant_id, { input: { topic: "patience" }, context: { delay: 3600 } });
+  let seen = await client.runs.get(waiting.thread_id, run.run_id);
+  while (seen.status === "pending") seen = await client.runs.get(waiting.thread_id, run.run_id);
+  ex.beforeCancel = seen.status;
+  assert.equal(ex.beforeCancel, "running");
+  await client.runs.cancel(waiting.thread_id, run.run_id, true);
+  ex.afterCancel = (await client.runs.get(waiting.thread_id, run.run_id)).status;
+  assert.equal(ex.afterCancel, "interrupted");
+  ex.draftAfterCancel = (await client.threads.getState(waiting.thread_id)).values.draft ?? null;
+  assert.equal(ex.draftAfterCancel, null, "cancelled in its delay, before the model was called");
+  step("example-delay");
 }
 
 console.log(JSON.stringify(report));
