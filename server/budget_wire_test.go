@@ -88,6 +88,7 @@ func billedRuns(t *testing.T, envs []*env, n int) int {
 		envs[i%len(envs)].thread(alice, "billed", fmt.Sprintf("w%d", i))
 	}
 	var done atomic.Int64
+	var said sync.Map // an error message by status
 	var wg sync.WaitGroup
 	for i := range n {
 		e := envs[i%len(envs)]
@@ -123,11 +124,16 @@ func billedRuns(t *testing.T, envs []*env, n int) int {
 			}
 			if assert.NotNil(t, detail, "run %d: %s", i, data) {
 				assert.Equal(t, server.CodeBudgetExceeded, detail.Code, "run %d: %s", i, data)
-				assert.Contains(t, detail.Message, "budget", "run %d: %s", i, data)
+				assert.Regexp(t, `owner budget exceeded|owner "alice" has spent its budget`, detail.Message, "run %d: %s", i, data)
+				said.LoadOrStore(resp.StatusCode, detail.Message)
 			}
 		})
 	}
 	wg.Wait()
+	said.Range(func(status, msg any) bool {
+		t.Logf("%d: %s", status, msg)
+		return true
+	})
 	return int(done.Load())
 }
 
