@@ -25,8 +25,8 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 	var rr *trace.RunRecorder
 	if ru.claim != nil && ru.claim.Takeover {
 		// The replica that began the run began its recording: its
-		// events go on from the last one it shared.
-		rr, err = s.cfg.Recorder.Continue(info, ru.claim.Run.Events)
+		// events go on from the last one it shared or recorded.
+		rr, err = s.cfg.Recorder.Continue(info, s.recordedAfter(ru, ru.claim.Run.Events))
 	} else {
 		rr, err = s.cfg.Recorder.Begin(context.WithoutCancel(ru.ctx), info)
 	}
@@ -36,6 +36,25 @@ func (s *Server) startRecording(ru *run) *trace.RunRecorder {
 	}
 	s.limitRecording(ru, rr, info, ru.claim == nil || !ru.claim.Takeover)
 	return rr
+}
+
+// recordedAfter is the sequence number after which the recording of ru,
+// taken over, goes on: after the last event the replica that died shared,
+// or after the last one it recorded if its recording got further than its
+// stream. (Continuing after the shared one, this replica's first events
+// would be numbered as the dead one's last recorded ones, and a store
+// keeps the event it has: the new replica's, its model calls' usage among
+// them, would be lost.)
+func (s *Server) recordedAfter(ru *run, shared int64) int64 {
+	evs, err := s.cfg.Recorder.Store().Events(ru.ctx, ru.id, trace.EventQuery{After: shared})
+	if err != nil {
+		s.log.ErrorContext(ru.ctx, "server: read the recording of a run taken over", "run", ru.id, "err", err)
+		return shared
+	}
+	if len(evs) == 0 {
+		return shared
+	}
+	return max(shared, evs[len(evs)-1].Seq)
 }
 
 // finishRecording waits until ru's events are recorded and records how it
