@@ -257,9 +257,13 @@ func (s *Server) execute(ru *run) {
 		s.complete(ru, s.runFailure(ru, err))
 		return
 	}
+	rec := s.startRecording(ru)
 	var saver graph.Saver = s.saver
 	if ru.claim != nil {
 		saver = ru.claim.Saver
+		if rec != nil {
+			saver = &recordingSaver{Saver: saver, rec: rec}
+		}
 	}
 	opts := append([]graph.Option{graph.WithSaver(saver)}, s.spec(ru).Options()...)
 	if ru.resume != nil {
@@ -279,7 +283,6 @@ func (s *Server) execute(ru *run) {
 		attribute.String("coorflow.thread", ru.thread), attribute.String("coorflow.run", ru.id),
 		attribute.String("coorflow.workflow", ru.workflow))
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
-	rec := s.startRecording(ru)
 	var runErr, detail error
 	var end graph.Event // the root run_end
 	for ev, err := range s.executor(ru).Stream(ctx, ru.input, opts...) {
