@@ -197,7 +197,8 @@
 // that took the request, under a lease on its thread whose token fences
 // its checkpoints, and every event is stored in the database (the event
 // log's group commits, within milliseconds and before the run's next
-// checkpoint) before any replica streams it, so that any replica answers
+// checkpoint; its recording, Config.Recorder's, is written before that
+// checkpoint too) before any replica streams it, so that any replica answers
 // runs/{run}, its stream (from the
 // start, or after Last-Event-ID: no buffer limit, nothing truncated),
 // runs/wait, cancel, the thread's runs and its active run; the owners'

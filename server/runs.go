@@ -286,8 +286,13 @@ func (s *Server) execute(ru *run) {
 // and its recording, counted in its owner's stored bytes.
 func (s *Server) execution(ru *run, meter *llm.Meter) runs.Execution {
 	var saver graph.Saver = s.saver
+	var flushing *recordingSaver // a replica's run: its recording flushed before each write
 	if ru.claim != nil {
 		saver = ru.claim.Saver
+		if s.cfg.Recorder != nil {
+			flushing = &recordingSaver{Saver: saver}
+			saver = flushing
+		}
 	}
 	opts := []graph.Option{graph.WithSaver(saver)}
 	if ru.resume != nil {
@@ -311,10 +316,15 @@ func (s *Server) execution(ru *run, meter *llm.Meter) runs.Execution {
 		x.Recorder = s.cfg.Recorder
 		if ru.claim != nil && ru.claim.Takeover {
 			// The replica that began the run began its recording: its
-			// events go on from the last one it shared.
-			x.Takeover, x.After = true, ru.claim.Run.Events
+			// events go on from the last one it shared or recorded.
+			x.Takeover, x.After = true, s.recordedAfter(ru, ru.claim.Run.Events)
 		}
-		x.Recording = func(rr *trace.RunRecorder, info trace.RunInfo) { s.limitRecording(ru, rr, info, !x.Takeover) }
+		x.Recording = func(rr *trace.RunRecorder, info trace.RunInfo) {
+			if flushing != nil {
+				flushing.rec = rr
+			}
+			s.limitRecording(ru, rr, info, !x.Takeover)
+		}
 		x.RecordingError = func(err error) { s.recordingFailed(ru, err) }
 	}
 	return x

@@ -10,6 +10,25 @@ import (
 	"github.com/coorflow/coorflow/trace"
 )
 
+// recordedAfter is the sequence number after which the recording of ru,
+// taken over, goes on: after the last event the replica that died shared,
+// or after the last one it recorded if its recording got further than its
+// stream. (Continuing after the shared one, this replica's first events
+// would be numbered as the dead one's last recorded ones, and a store
+// keeps the event it has: the new replica's, its model calls' usage among
+// them, would be lost.)
+func (s *Server) recordedAfter(ru *run, shared int64) int64 {
+	evs, err := s.cfg.Recorder.Store().Events(ru.ctx, ru.id, trace.EventQuery{After: shared})
+	if err != nil {
+		s.log.ErrorContext(ru.ctx, "server: read the recording of a run taken over", "run", ru.id, "err", err)
+		return shared
+	}
+	if len(evs) == 0 {
+		return shared
+	}
+	return max(shared, evs[len(evs)-1].Seq)
+}
+
 // recordingFailed logs why ru is not recorded, or not whole.
 func (s *Server) recordingFailed(ru *run, err error) {
 	if errors.Is(err, trace.ErrLimit) {

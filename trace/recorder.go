@@ -419,16 +419,8 @@ func (rr *RunRecorder) Finish(ctx context.Context, runErr error) error {
 		rr.fail(fmt.Errorf("trace: run %q: its final state is not recorded: %w", info.ID, ErrLimit))
 	}
 
-	flush := make(chan struct{})
-	if err := rr.r.enqueue(ctx, item{flush: flush}); err != nil {
+	if err := rr.r.flush(ctx); err != nil {
 		return rr.failed(fmt.Errorf("trace: finish run %q: %w", info.ID, err))
-	}
-	select {
-	case <-flush:
-	case <-rr.r.done:
-		return rr.failed(fmt.Errorf("trace: finish run %q: %w", info.ID, ErrClosed))
-	case <-ctx.Done():
-		return rr.failed(fmt.Errorf("trace: finish run %q: %w", info.ID, ctx.Err()))
 	}
 	now := time.Now().UTC()
 	info.EndedAt = &now
@@ -436,6 +428,37 @@ func (rr *RunRecorder) Finish(ctx context.Context, runErr error) error {
 		rr.fail(fmt.Errorf("trace: finish run %q: %w", info.ID, err))
 	}
 	return rr.failed(nil)
+}
+
+// Flush waits until the events rr observed so far are written (or failed
+// to be: Finish returns that failure). A server replica flushes a run's
+// recording before each of its checkpoints, so that the replica that takes
+// the run over from a checkpoint, if this process dies, continues a
+// recording that lacks none of the events before it.
+func (rr *RunRecorder) Flush(ctx context.Context) error {
+	if rr == nil {
+		return nil
+	}
+	if err := rr.r.flush(ctx); err != nil {
+		return fmt.Errorf("trace: flush run %q: %w", rr.info.ID, err)
+	}
+	return nil
+}
+
+// flush waits until the events queued so far are written.
+func (r *Recorder) flush(ctx context.Context) error {
+	flush := make(chan struct{})
+	if err := r.enqueue(ctx, item{flush: flush}); err != nil {
+		return err
+	}
+	select {
+	case <-flush:
+		return nil
+	case <-r.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // fail records err unless an earlier failure was recorded.

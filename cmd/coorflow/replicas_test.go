@@ -384,7 +384,9 @@ func TestReplicasShareRunsAndTakeOverFromAKilledOne(t *testing.T) {
 			}
 			api(t, tokenOf(i), http.MethodGet, survivor.url+"/v1/trace/runs/"+ref.id, nil, &rec)
 			assert.Equal(t, "done", rec.Status, "run %d", i)
-			assert.Equal(t, got[len(got)-2].id, rec.Events, "run %d", i)
+			// As far as the stream, and further by the events the killed
+			// replica recorded and did not get to share.
+			assert.GreaterOrEqual(t, rec.Events, got[len(got)-2].id, "run %d", i)
 			for _, ev := range got {
 				var e struct {
 					Kind string    `json:"kind"`
