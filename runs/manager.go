@@ -49,7 +49,7 @@ type ManagerConfig struct {
 type Task struct {
 	Run *Run
 	// Busy says what becomes of the run when its thread has an open run,
-	// and Limits are its owner's quotas (Request).
+	// and Limits are its owner's quotas (Request), for Submit.
 	Busy   Busy
 	Limits Limits
 	// Context carries the values of the run's context (a trace's span),
@@ -74,18 +74,24 @@ type Task struct {
 	// another process began).
 	Created     time.Time
 	EventsAfter int64
-	// Recorded, when set, is called with each event the run records, as
-	// its EventBuffer holds it, on the run's goroutine.
-	Recorded func(f Frame)
+	// Recorded, when set, is called with each event the run records and
+	// its frame, on the run's goroutine, before the run's streams see it.
+	Recorded func(ev graph.Event, f Frame)
 	// Ended, when set, is called once the run ended, its status and
 	// error set, before its thread's next run starts and before those
-	// waiting on it wake.
-	Ended func(h *Handle)
+	// waiting on it wake; Finally, when set, once they woke, on the run's
+	// goroutine when it executed (Close waits for it).
+	Ended, Finally func(h *Handle)
 	// Size, when set, is what the finished run takes in memory beside
 	// what the Manager counts, for RetainBytes.
 	Size func(h *Handle) int64
 	// Value is the caller's own data of the run (Handle.Value).
 	Value any
+	// Slim: once the run ended (after Ended), the Manager drops its Run's
+	// Input and Answers and its Outcome's values (End, Interrupts), so
+	// that a finished run it keeps takes little memory; Outcome is then
+	// for Ended to read.
+	Slim bool
 }
 
 // ThreadRuns are the runs a Manager keeps of one thread.
@@ -165,7 +171,7 @@ func (m *Manager) Submit(t Task) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Start(h); err != nil {
+	if _, err := m.Start(h, t.Busy, t.Limits); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -198,30 +204,36 @@ func (m *Manager) New(t Task) (*Handle, error) {
 	return h, nil
 }
 
-// Start admits h, made by New, and starts it, or queues it behind its
-// thread's open runs. A refusal is a *QuotaError, a *BusyError,
+// Start admits h, made by New, with busy and limits (as Request's), and
+// starts it, or queues it behind its thread's open runs: it reports
+// whether it queued it. A refusal is a *QuotaError, a *BusyError,
 // ErrClosed, ErrThreadClosed or the error of the task's Check; h is then
-// not kept, and its context is cancelled with that error.
-func (m *Manager) Start(h *Handle) error {
+// not kept, and its context is cancelled with that error. A run Admitted
+// elsewhere is not refused on a closed thread.
+func (m *Manager) Start(h *Handle, busy Busy, limits Limits) (queued bool, err error) {
 	if h.m != m {
-		return errors.New("runs: the handle is another manager's")
+		return false, errors.New("runs: the handle is another manager's")
 	}
 	t := h.task
 	key := t.Run.key()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	refuse := func(err error) error {
+	refuse := func(err error) (bool, error) {
 		h.cancel(err)
-		return err
+		return false, err
 	}
 	if m.closing {
 		return refuse(ErrClosed)
 	}
-	if _, dup := m.runs[t.Run.ID]; dup {
-		return refuse(fmt.Errorf("runs: run %q exists", t.Run.ID))
+	if old, dup := m.runs[t.Run.ID]; dup {
+		if !t.Admitted {
+			return refuse(fmt.Errorf("runs: run %q exists", t.Run.ID))
+		}
+		// A run admitted elsewhere anew (taken over) replaces the one kept.
+		m.forgetLocked(old)
 	}
 	th := m.threads[key]
-	if th != nil && th.closed {
+	if th != nil && th.closed && !t.Admitted {
 		return refuse(fmt.Errorf("runs: thread %q: %w", t.Run.Thread, ErrThreadClosed))
 	}
 	if t.Check != nil {
@@ -230,7 +242,7 @@ func (m *Manager) Start(h *Handle) error {
 		}
 	}
 	if !t.Admitted {
-		ticket, err := m.ledger.Admit(Request{Owner: t.Run.Owner, Thread: key, Run: t.Run.ID, Busy: t.Busy, Limits: t.Limits})
+		ticket, err := m.ledger.Admit(Request{Owner: t.Run.Owner, Thread: key, Run: t.Run.ID, Busy: busy, Limits: limits})
 		if err != nil {
 			return refuse(err)
 		}
@@ -247,10 +259,10 @@ func (m *Manager) Start(h *Handle) error {
 		h.status = StatusQueued
 		h.mu.Unlock()
 		th.queued = append(th.queued, h)
-		return nil
+		return true, nil
 	}
 	m.startLocked(th, h)
-	return nil
+	return false, nil
 }
 
 // view is what th keeps, copied (th may be nil).
@@ -389,6 +401,9 @@ func (m *Manager) end(h *Handle, err error) {
 	m.retainLocked(h)
 	m.mu.Unlock()
 	h.wake()
+	if h.task.Finally != nil {
+		h.task.Finally(h)
+	}
 }
 
 // dequeueLocked removes the queued run id of thread key and returns it,
@@ -418,6 +433,10 @@ func (m *Manager) retainLocked(h *Handle) {
 		return
 	}
 	h.mu.Lock()
+	if h.task.Slim {
+		h.task.Run.Input, h.task.Run.Answers = nil, nil
+		h.outcome.End, h.outcome.Interrupts = graph.Event{}, nil
+	}
 	r := h.task.Run
 	h.size = int64(handleOverhead + len(r.ID) + len(r.Thread) + len(r.Key) + len(r.Owner) + len(r.Workflow))
 	if h.err != nil {
@@ -592,6 +611,18 @@ func (h *Handle) Events(after int64, buf []Frame) (frames []Frame, dropped int64
 	return h.events.Since(after, buf)
 }
 
+// EventCount is the id of the run's last event (Task.EventsAfter when
+// it recorded none).
+func (h *Handle) EventCount() int64 { return h.events.Count() }
+
+// SetStatus sets the run's status, for a run whose end another process
+// executed (a run taken over): its events would otherwise say it.
+func (h *Handle) SetStatus(status string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.status = status
+}
+
 // Attach keeps the run's events for a stream until Detach.
 func (h *Handle) Attach() { h.events.Attach() }
 
@@ -651,10 +682,10 @@ func (h *Handle) record(ev graph.Event) {
 	}
 	h.mu.Unlock()
 	name := ev.Name()
-	h.events.Append(name, data)
 	if h.task.Recorded != nil {
-		h.task.Recorded(Frame{ID: id, Name: name, Data: data})
+		h.task.Recorded(ev, Frame{ID: id, Name: name, Data: data})
 	}
+	h.events.Append(name, data)
 	if markStarted {
 		close(h.started)
 	}
@@ -693,4 +724,14 @@ func (h *Handle) wake() {
 		close(h.started)
 	}
 	close(h.done)
+}
+
+// WithThread calls f with the runs the Manager keeps of the thread key,
+// in the Manager's critical section: none of them starts, ends or is
+// forgotten meanwhile (a stream attaches to their events before any
+// ends). f must not call the Manager.
+func (m *Manager) WithThread(key string, f func(ThreadRuns)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m.threads[key].view())
 }

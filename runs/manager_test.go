@@ -277,7 +277,7 @@ func TestManagerNewThenStart(t *testing.T) {
 	}})
 	tk := task("r", "t", scriptedExecutor{events: workerCalls("g")}, runs.Refuse, runs.NoLimits)
 	tk.Value, tk.EventsAfter = "mine", 10
-	tk.Recorded = func(f runs.Frame) { recorded = append(recorded, f) }
+	tk.Recorded = func(_ graph.Event, f runs.Frame) { recorded = append(recorded, f) }
 	var ended string
 	tk.Ended = func(h *runs.Handle) {
 		select {
@@ -292,7 +292,9 @@ func TestManagerNewThenStart(t *testing.T) {
 	assert.Nil(t, m.Get("r"), "not kept before it starts")
 	h.Attach()
 	defer h.Detach()
-	require.NoError(t, m.Start(h))
+	queued, err := m.Start(h, runs.Refuse, runs.NoLimits)
+	require.NoError(t, err)
+	assert.False(t, queued)
 	<-h.Done()
 	assert.Equal(t, "mine", h.Value())
 	assert.Equal(t, runs.StatusDone, ended)
@@ -309,7 +311,7 @@ func TestManagerNewThenStart(t *testing.T) {
 	require.NoError(t, err)
 	refused, err := m.New(task("b", "t", g, runs.Refuse, runs.NoLimits))
 	require.NoError(t, err)
-	err = m.Start(refused)
+	_, err = m.Start(refused, runs.Refuse, runs.NoLimits)
 	var be *runs.BusyError
 	require.ErrorAs(t, err, &be)
 	assert.ErrorAs(t, context.Cause(refused.Context()), &be)
@@ -395,5 +397,33 @@ func TestManagerStartsAdmittedRunsWithoutTheLedger(t *testing.T) {
 	close(g.release)
 	<-h.Done()
 	assert.Nil(t, m.Thread("t").Active)
+
+	// Claimed again (taken over), it replaces the run kept under its id;
+	// a run not admitted elsewhere with a kept id is refused.
+	again, err := m.Submit(tk)
+	require.NoError(t, err)
+	<-again.Done()
+	assert.Same(t, again, m.Get("claimed"))
+	m.WithThread("t", func(th runs.ThreadRuns) { assert.Equal(t, []*runs.Handle{again}, th.Kept) })
+	_, err = m.Submit(task("claimed", "t", g, runs.Refuse, runs.NoLimits))
+	assert.ErrorContains(t, err, "exists")
 	require.NoError(t, m.Close(t.Context(), nil))
+}
+
+// TestManagerSlimRunsKeepNoValues: a Slim run's Ended reads its
+// outcome's values; once it ended, the run it keeps holds neither them
+// nor its input.
+func TestManagerSlimRunsKeepNoValues(t *testing.T) {
+	m := runs.NewManager(runs.ManagerConfig{})
+	tk := task("r", "t", scriptedExecutor{events: workerCalls("g")}, runs.Refuse, runs.NoLimits)
+	tk.Run.Input = []graph.Write{}
+	tk.Slim = true
+	var end graph.Event
+	tk.Ended = func(h *runs.Handle) { end = h.Outcome().End }
+	h, err := m.Submit(tk)
+	require.NoError(t, err)
+	<-h.Done()
+	assert.Equal(t, graph.EventRunEnd, end.Kind, "Ended read the outcome")
+	assert.Zero(t, h.Outcome().End.Kind, "the kept run holds no values")
+	assert.Nil(t, h.Run().Input)
 }
