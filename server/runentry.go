@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
@@ -233,9 +232,7 @@ func (s *Server) runAt(ctx context.Context, owner, thread, id string) (*placed, 
 	key := threadKey(owner, thread)
 	unknown := errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", id, thread)
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		ru := s.runs[id]
-		s.mu.Unlock()
+		ru := s.lookup(id)
 		if ru == nil || ru.key != key {
 			return nil, unknown
 		}
@@ -290,19 +287,14 @@ func (s *Server) deleteRun(ctx context.Context, p *placed) (gone bool, err error
 // run ("" when none is remembered): in this process, or on any replica.
 func (s *Server) activity(ctx context.Context, key string) (active string, queued int, last string, err error) {
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		ts := s.threads[key]
-		if ts == nil {
-			return "", 0, "", nil
+		ts := s.manager.Thread(key)
+		if ts.Active != nil {
+			active = ts.Active.Run().ID
 		}
-		if ts.active != nil {
-			active = ts.active.id
+		if len(ts.Kept) > 0 {
+			last = runOf(ts.Kept[len(ts.Kept)-1]).view().Status
 		}
-		if len(ts.runs) > 0 {
-			last = ts.runs[len(ts.runs)-1].view().Status
-		}
-		return active, len(ts.queue), last, nil
+		return active, len(ts.Queued), last, nil
 	}
 	runs, err := s.cfg.Replicas.Activity(ctx, key)
 	for _, sr := range runs {
@@ -322,12 +314,7 @@ func (s *Server) activity(ctx context.Context, key string) (active string, queue
 // Platform request of each (nil: a /v1 run).
 func (s *Server) runsOn(ctx context.Context, key string) ([]Run, []*lgRunRequest, error) {
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		var runs []*run
-		if ts := s.threads[key]; ts != nil {
-			runs = slices.Clone(ts.runs)
-		}
-		s.mu.Unlock()
+		runs := runsOf(s.manager.Thread(key).Kept)
 		out, reqs := make([]Run, len(runs)), make([]*lgRunRequest, len(runs))
 		for i, ru := range runs {
 			out[i], reqs[i] = ru.view(), placedIn(ru).platform
