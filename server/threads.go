@@ -250,7 +250,7 @@ func (s *Server) deleteThread(ctx context.Context, owner, id string) error {
 	case err != nil:
 		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
-	defer reopen() // a replica's claim (startClaim) is not refused meanwhile
+	defer reopen() // a replica's claim (Task.Admitted) is never refused
 	if err := s.saver.DeleteThread(ctx, key); err != nil {
 		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
