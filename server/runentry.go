@@ -19,11 +19,12 @@ import (
 // setPlatform for a Platform request) and hands it to start. It follows
 // the run with awaitStart, view, awaitEnd and serve, finds a run by id
 // with runAt (placedFor over HTTP), and stops one with cancel. These
-// choose between this process (submit: the server's runs.Ledger) and the
-// replicas (submitShared: Replicas.Enqueue), so that no transport does;
-// what a run does from its start to its end (precheck, budgets, config,
-// environment, recording, events, complete) is execute's, the same for
-// both, under the rules of package runs.
+// choose between this process (submit: the server's runs.Manager and its
+// Ledger) and the replicas (submitShared: Replicas.Enqueue), so that no
+// transport does; a run in this process, its own or a replica's claim,
+// lives in the Manager from its start to its end, which the server
+// prepares (prepare: precheck, budgets, config, environment, recording)
+// and completes (ended, finally), under the rules of package runs.
 
 // placed is a run where start placed it, or where runAt found it.
 type placed struct {
