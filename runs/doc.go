@@ -47,8 +47,15 @@
 //     Last-Event-ID), cancels it with a cause (a queued run ends at once),
 //     and keeps the finished runs within bounds of count and memory. A
 //     Handle follows one run: status, Started and Done channels, events,
-//     usage. Refusals are typed (*QuotaError, *BusyError, ErrClosed); the
-//     transports map them to their wire's errors;
+//     usage. A transport makes a run's Handle first (New: streams attach
+//     before it starts) and starts it later (Start); a run admitted
+//     elsewhere (a replica's claim, Task.Admitted) takes no ledger place.
+//     A Task's hooks let a transport refuse a run seeing its thread's
+//     open runs in the admitting step (Check), note each event (Recorded)
+//     and act when it ended (Ended, Finally); a thread closes to new runs
+//     while it is deleted (CloseThread). Refusals are typed (*QuotaError,
+//     *BusyError, ErrClosed, ErrThreadClosed); the transports map them to
+//     their wire's errors. The server's runs and the CLI's run on it;
 //   - the event log (package runs/eventlog, on PostgreSQL, a package of
 //     its own so that temporalrun and server/replicas, below runs, use
 //     it): one table family for the replicas' streams, Temporal's and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ type ManagerConfig struct {
 type Task struct {
 	Run *Run
 	// Busy says what becomes of the run when its thread has an open run,
-	// and Limits are its owner's quotas (Request).
+	// and Limits are its owner's quotas (Request), for Submit.
 	Busy   Busy
 	Limits Limits
 	// Context carries the values of the run's context (a trace's span),
@@ -59,7 +60,64 @@ type Task struct {
 	// Execute the run on Executor without a meter.
 	Prepare  func(ctx context.Context, h *Handle) (Execution, error)
 	Executor Executor
+
+	// Admitted says the run has its place elsewhere (a replica's claimed
+	// run: its row among the replicas is its place): the Ledger does not
+	// admit it, and it becomes its thread's active run at once.
+	Admitted bool
+	// Check, when set, may refuse the run in the step that admits it,
+	// seeing its thread's open runs (Thread): a caller's rule on them
+	// holds against every run asked at once. Its error is Start's.
+	Check func(open ThreadRuns) error
+	// Created is when the run was asked for (zero: when New made it);
+	// EventsAfter, when not zero, numbers its events after it (a run
+	// another process began).
+	Created     time.Time
+	EventsAfter int64
+	// Recorded, when set, is called with each event the run records and
+	// its frame, on the run's goroutine, before the run's streams see it.
+	Recorded func(ev graph.Event, f Frame)
+	// Ended, when set, is called once the run ended, its status and
+	// error set, before its thread's next run starts and before those
+	// waiting on it wake; Finally, when set, once they woke, on the run's
+	// goroutine when it executed (Close waits for it).
+	Ended, Finally func(h *Handle)
+	// Size, when set, is what the finished run takes in memory beside
+	// what the Manager counts, for RetainBytes.
+	Size func(h *Handle) int64
+	// Value is the caller's own data of the run (Handle.Value).
+	Value any
+	// Slim: once the run ended (after Ended), the Manager drops its Run's
+	// Input and Answers and its Outcome's values (End, Interrupts), so
+	// that a finished run it keeps takes little memory; Outcome is then
+	// for Ended to read.
+	Slim bool
 }
+
+// ThreadRuns are the runs a Manager keeps of one thread.
+type ThreadRuns struct {
+	// Active is the thread's running run, or nil; Queued wait behind it,
+	// oldest first.
+	Active *Handle
+	Queued []*Handle
+	// Kept are the thread's runs the Manager keeps (Get), oldest first.
+	Kept []*Handle
+}
+
+// Open reports whether the thread has a run active or queued.
+func (t ThreadRuns) Open() bool { return t.Active != nil || len(t.Queued) > 0 }
+
+// threadRuns is what the Manager keeps of one thread.
+type threadRuns struct {
+	active *Handle
+	queued []*Handle
+	kept   []*Handle
+	closed bool // CloseThread
+}
+
+// ErrThreadClosed is a run asked on a thread closed to new runs
+// (CloseThread).
+var ErrThreadClosed = errors.New("runs: the thread is closed to new runs")
 
 // Manager keeps the lifecycle of the runs of one process: it admits a
 // run through its Ledger in the step that registers it, keeps one active
@@ -75,8 +133,8 @@ type Manager struct {
 
 	mu       sync.Mutex
 	runs     map[string]*Handle
-	threads  map[string][]*Handle // queued runs by thread key, oldest first
-	finished *list.List           // of *Handle, oldest first
+	threads  map[string]*threadRuns // by thread key
+	finished *list.List             // of *Handle, oldest first
 	retained int64
 	closing  bool
 	wg       sync.WaitGroup
@@ -100,16 +158,28 @@ func NewManager(cfg ManagerConfig) *Manager {
 		cfg.EventBufferBytes = 4 << 20
 	}
 	return &Manager{cfg: cfg, ledger: cfg.Ledger, runs: make(map[string]*Handle),
-		threads: make(map[string][]*Handle), finished: list.New()}
+		threads: make(map[string]*threadRuns), finished: list.New()}
 }
 
 // Ledger is the ledger the Manager admits its runs in.
 func (m *Manager) Ledger() *Ledger { return m.ledger }
 
 // Submit admits the run t asks for and starts it, or queues it behind
-// its thread's open runs. A refusal is a *QuotaError, a *BusyError, or
-// ErrClosed; the run is then not kept.
+// its thread's open runs: New, then Start.
 func (m *Manager) Submit(t Task) (*Handle, error) {
+	h, err := m.New(t)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Start(h, t.Busy, t.Limits); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// New returns the handle of the run t asks for, not yet admitted: its
+// channels and events are there to attach to before it starts (Start).
+func (m *Manager) New(t Task) (*Handle, error) {
 	if t.Run == nil || t.Run.ID == "" {
 		return nil, errors.New("runs: a task needs a run with an id")
 	}
@@ -121,38 +191,151 @@ func (m *Manager) Submit(t Task) (*Handle, error) {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	created := t.Created
+	if created.IsZero() {
+		created = time.Now().UTC()
+	}
 	h := &Handle{m: m, task: t, ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
-		status: StatusRunning, created: time.Now().UTC()}
+		status: StatusRunning, created: created}
 	h.events.Init(m.cfg.EventBuffer, m.cfg.EventBufferBytes)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closing {
-		cancel(ErrClosed)
-		return nil, ErrClosed
+	if t.EventsAfter > 0 {
+		h.events.ContinueAfter(t.EventsAfter)
 	}
-	if _, dup := m.runs[t.Run.ID]; dup {
-		cancel(nil)
-		return nil, fmt.Errorf("runs: run %q exists", t.Run.ID)
-	}
-	ticket, err := m.ledger.Admit(Request{Owner: t.Run.Owner, Thread: t.Run.key(), Run: t.Run.ID, Busy: t.Busy, Limits: t.Limits})
-	if err != nil {
-		cancel(err)
-		return nil, err
-	}
-	h.ticket = ticket
-	m.runs[t.Run.ID] = h
-	if ticket.Queued() {
-		h.status = StatusQueued
-		key := t.Run.key()
-		m.threads[key] = append(m.threads[key], h)
-		return h, nil
-	}
-	m.startLocked(h)
 	return h, nil
 }
 
-// startLocked starts h. m.mu is held.
-func (m *Manager) startLocked(h *Handle) {
+// Start admits h, made by New, with busy and limits (as Request's), and
+// starts it, or queues it behind its thread's open runs: it reports
+// whether it queued it. A refusal is a *QuotaError, a *BusyError,
+// ErrClosed, ErrThreadClosed or the error of the task's Check; h is then
+// not kept, and its context is cancelled with that error. A run Admitted
+// elsewhere is not refused on a closed thread.
+func (m *Manager) Start(h *Handle, busy Busy, limits Limits) (queued bool, err error) {
+	if h.m != m {
+		return false, errors.New("runs: the handle is another manager's")
+	}
+	t := h.task
+	key := t.Run.key()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	refuse := func(err error) (bool, error) {
+		h.cancel(err)
+		return false, err
+	}
+	if m.closing {
+		return refuse(ErrClosed)
+	}
+	if old, dup := m.runs[t.Run.ID]; dup {
+		if !t.Admitted {
+			return refuse(fmt.Errorf("runs: run %q exists", t.Run.ID))
+		}
+		// A run admitted elsewhere anew (taken over) replaces the one kept.
+		m.forgetLocked(old)
+	}
+	th := m.threads[key]
+	if th != nil && th.closed && !t.Admitted {
+		return refuse(fmt.Errorf("runs: thread %q: %w", t.Run.Thread, ErrThreadClosed))
+	}
+	if t.Check != nil {
+		if err := t.Check(th.view()); err != nil {
+			return refuse(err)
+		}
+	}
+	if !t.Admitted {
+		ticket, err := m.ledger.Admit(Request{Owner: t.Run.Owner, Thread: key, Run: t.Run.ID, Busy: busy, Limits: limits})
+		if err != nil {
+			return refuse(err)
+		}
+		h.ticket = ticket
+	}
+	if th == nil {
+		th = &threadRuns{}
+		m.threads[key] = th
+	}
+	m.runs[t.Run.ID] = h
+	th.kept = append(th.kept, h)
+	if h.ticket != nil && h.ticket.Queued() {
+		h.mu.Lock()
+		h.status = StatusQueued
+		h.mu.Unlock()
+		th.queued = append(th.queued, h)
+		return true, nil
+	}
+	m.startLocked(th, h)
+	return false, nil
+}
+
+// view is what th keeps, copied (th may be nil).
+func (th *threadRuns) view() ThreadRuns {
+	if th == nil {
+		return ThreadRuns{}
+	}
+	return ThreadRuns{Active: th.active, Queued: slices.Clone(th.queued), Kept: slices.Clone(th.kept)}
+}
+
+// Thread returns the runs the Manager keeps of the thread key (Run.Key,
+// or its Thread when Key is empty).
+func (m *Manager) Thread(key string) ThreadRuns {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.threads[key].view()
+}
+
+// CloseThread closes the thread key to new runs (Start refuses them with
+// ErrThreadClosed) until reopen is called, and forgets its finished runs:
+// a caller deletes the thread meanwhile. A thread with an open run is not
+// closed: the error is a *BusyError naming its active or first queued
+// run; one closed already is ErrThreadClosed.
+func (m *Manager) CloseThread(key string) (reopen func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th := m.threads[key]
+	switch {
+	case th != nil && th.closed:
+		return nil, fmt.Errorf("runs: thread %q: %w", key, ErrThreadClosed)
+	case th != nil && th.active != nil:
+		return nil, &BusyError{Run: th.active.task.Run.ID}
+	case th != nil && len(th.queued) > 0:
+		return nil, &BusyError{Run: th.queued[0].task.Run.ID}
+	}
+	if th != nil {
+		for _, h := range slices.Clone(th.kept) {
+			m.forgetLocked(h)
+		}
+	}
+	mark := &threadRuns{closed: true}
+	m.threads[key] = mark
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		mark.closed = false
+		m.dropThreadLocked(key, mark)
+	}, nil
+}
+
+// dropThreadLocked forgets th, the thread key, once it keeps no run and
+// is not closed. m.mu is held.
+func (m *Manager) dropThreadLocked(key string, th *threadRuns) {
+	if m.threads[key] == th && !th.closed && th.active == nil && len(th.queued) == 0 && len(th.kept) == 0 {
+		delete(m.threads, key)
+	}
+}
+
+// All returns the runs the Manager keeps, in no order.
+func (m *Manager) All() []*Handle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := make([]*Handle, 0, len(m.runs))
+	for _, h := range m.runs {
+		all = append(all, h)
+	}
+	return all
+}
+
+// startLocked makes h its thread's active run and starts it. m.mu is
+// held.
+func (m *Manager) startLocked(th *threadRuns, h *Handle) {
+	th.active = h
 	h.mu.Lock()
 	h.status = StatusRunning
 	h.mu.Unlock()
@@ -198,30 +381,41 @@ func (m *Manager) execute(h *Handle) {
 // next at once.
 func (m *Manager) end(h *Handle, err error) {
 	h.settle(err)
+	if h.task.Ended != nil {
+		h.task.Ended(h)
+	}
 	m.mu.Lock()
-	for next := h.ticket.Release(); next != nil; next = next.Release() {
-		if q := m.dequeueLocked(h.task.Run.key(), next.Run()); q != nil {
-			m.startLocked(q)
-			break
+	key := h.task.Run.key()
+	th := m.threads[key]
+	if th != nil && th.active == h {
+		th.active = nil
+	}
+	if h.ticket != nil {
+		for next := h.ticket.Release(); next != nil; next = next.Release() {
+			if q := m.dequeueLocked(key, next.Run()); q != nil {
+				m.startLocked(th, q)
+				break
+			}
 		}
 	}
 	m.retainLocked(h)
 	m.mu.Unlock()
 	h.wake()
+	if h.task.Finally != nil {
+		h.task.Finally(h)
+	}
 }
 
 // dequeueLocked removes the queued run id of thread key and returns it,
 // or nil when it is not queued. m.mu is held.
 func (m *Manager) dequeueLocked(key, id string) *Handle {
-	q := m.threads[key]
-	for i, h := range q {
+	th := m.threads[key]
+	if th == nil {
+		return nil
+	}
+	for i, h := range th.queued {
 		if h.task.Run.ID == id {
-			q = append(q[:i], q[i+1:]...)
-			if len(q) == 0 {
-				delete(m.threads, key)
-			} else {
-				m.threads[key] = q
-			}
+			th.queued = slices.Delete(th.queued, i, i+1)
 			return h
 		}
 	}
@@ -239,12 +433,19 @@ func (m *Manager) retainLocked(h *Handle) {
 		return
 	}
 	h.mu.Lock()
+	if h.task.Slim {
+		h.task.Run.Input, h.task.Run.Answers = nil, nil
+		h.outcome.End, h.outcome.Interrupts = graph.Event{}, nil
+	}
 	r := h.task.Run
 	h.size = int64(handleOverhead + len(r.ID) + len(r.Thread) + len(r.Key) + len(r.Owner) + len(r.Workflow))
 	if h.err != nil {
 		h.size += int64(len(h.err.Error()))
 	}
 	h.mu.Unlock()
+	if h.task.Size != nil {
+		h.size += h.task.Size(h)
+	}
 	h.elem = m.finished.PushBack(h)
 	m.retained += h.size
 	for m.finished.Len() > 1 && (m.finished.Len() > m.cfg.RetainRuns || m.retained > m.cfg.RetainBytes) {
@@ -261,6 +462,13 @@ func (m *Manager) forgetLocked(h *Handle) {
 		m.finished.Remove(h.elem)
 		m.retained -= h.size
 		h.elem = nil
+	}
+	key := h.task.Run.key()
+	if th := m.threads[key]; th != nil {
+		if i := slices.Index(th.kept, h); i >= 0 {
+			th.kept = slices.Delete(th.kept, i, i+1)
+		}
+		m.dropThreadLocked(key, th)
 	}
 }
 
@@ -291,8 +499,8 @@ func (m *Manager) Close(ctx context.Context, cause error) error {
 	m.mu.Lock()
 	m.closing = true
 	var all []*Handle // the queued first: none starts when a run ends
-	for _, q := range m.threads {
-		all = append(all, q...)
+	for _, th := range m.threads {
+		all = append(all, th.queued...)
 	}
 	for _, h := range m.runs {
 		all = append(all, h)
@@ -339,6 +547,9 @@ type Handle struct {
 
 // Run is the run h executes.
 func (h *Handle) Run() *Run { return h.task.Run }
+
+// Value is the caller's data of the run (Task.Value).
+func (h *Handle) Value() any { return h.task.Value }
 
 // Context is the run's context: cancelled with its cause when it is.
 func (h *Handle) Context() context.Context { return h.ctx }
@@ -400,6 +611,18 @@ func (h *Handle) Events(after int64, buf []Frame) (frames []Frame, dropped int64
 	return h.events.Since(after, buf)
 }
 
+// EventCount is the id of the run's last event (Task.EventsAfter when
+// it recorded none).
+func (h *Handle) EventCount() int64 { return h.events.Count() }
+
+// SetStatus sets the run's status, for a run whose end another process
+// executed (a run taken over): its events would otherwise say it.
+func (h *Handle) SetStatus(status string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.status = status
+}
+
 // Attach keeps the run's events for a stream until Detach.
 func (h *Handle) Attach() { h.events.Attach() }
 
@@ -428,6 +651,9 @@ func (h *Handle) Cancel(cause error) bool {
 	h.cancel(cause)
 	if q != nil {
 		h.settle(cause)
+		if h.task.Ended != nil {
+			h.task.Ended(h)
+		}
 		m.mu.Lock()
 		m.retainLocked(h)
 		m.mu.Unlock()
@@ -455,7 +681,11 @@ func (h *Handle) record(ev graph.Event) {
 		h.isStarted = true
 	}
 	h.mu.Unlock()
-	h.events.Append(ev.Name(), data)
+	name := ev.Name()
+	if h.task.Recorded != nil {
+		h.task.Recorded(ev, Frame{ID: id, Name: name, Data: data})
+	}
+	h.events.Append(name, data)
 	if markStarted {
 		close(h.started)
 	}
@@ -494,4 +724,14 @@ func (h *Handle) wake() {
 		close(h.started)
 	}
 	close(h.done)
+}
+
+// WithThread calls f with the runs the Manager keeps of the thread key,
+// in the Manager's critical section: none of them starts, ends or is
+// forgotten meanwhile (a stream attaches to their events before any
+// ends). f must not call the Manager.
+func (m *Manager) WithThread(key string, f func(ThreadRuns)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m.threads[key].view())
 }

@@ -266,3 +266,164 @@ func TestManagerRetainsFinishedRunsWithinBounds(t *testing.T) {
 	_, err := m.Submit(task("late", "t", x, runs.Refuse, runs.NoLimits))
 	assert.ErrorIs(t, err, runs.ErrClosed)
 }
+
+// TestManagerNewThenStart: a run's events are there to attach to before
+// it starts; Start admits it, and a refused run's context ends with the
+// refusal.
+func TestManagerNewThenStart(t *testing.T) {
+	var recorded []runs.Frame
+	m := runs.NewManager(runs.ManagerConfig{Encode: func(id int64, run string, ev graph.Event) []byte {
+		return fmt.Appendf(nil, "%s#%d", run, id)
+	}})
+	tk := task("r", "t", scriptedExecutor{events: workerCalls("g")}, runs.Refuse, runs.NoLimits)
+	tk.Value, tk.EventsAfter = "mine", 10
+	tk.Recorded = func(_ graph.Event, f runs.Frame) { recorded = append(recorded, f) }
+	var ended string
+	tk.Ended = func(h *runs.Handle) {
+		select {
+		case <-h.Done():
+			t.Error("Ended is called before the waiters wake")
+		default:
+		}
+		ended = h.Status()
+	}
+	h, err := m.New(tk)
+	require.NoError(t, err)
+	assert.Nil(t, m.Get("r"), "not kept before it starts")
+	h.Attach()
+	defer h.Detach()
+	queued, err := m.Start(h, runs.Refuse, runs.NoLimits)
+	require.NoError(t, err)
+	assert.False(t, queued)
+	<-h.Done()
+	assert.Equal(t, "mine", h.Value())
+	assert.Equal(t, runs.StatusDone, ended)
+	frames, _, closed, _ := h.Events(0, nil)
+	assert.True(t, closed)
+	require.NotEmpty(t, frames)
+	assert.Equal(t, int64(11), frames[0].ID, "numbered after EventsAfter")
+	assert.Equal(t, "r#11", string(frames[0].Data))
+	assert.Equal(t, frames, recorded, "Recorded saw each frame")
+	assert.Equal(t, []*runs.Handle{h}, m.Thread("t").Kept)
+
+	g := newGate(1)
+	busy, err := m.Submit(task("a", "t", g, runs.Refuse, runs.NoLimits))
+	require.NoError(t, err)
+	refused, err := m.New(task("b", "t", g, runs.Refuse, runs.NoLimits))
+	require.NoError(t, err)
+	_, err = m.Start(refused, runs.Refuse, runs.NoLimits)
+	var be *runs.BusyError
+	require.ErrorAs(t, err, &be)
+	assert.ErrorAs(t, context.Cause(refused.Context()), &be)
+	close(g.release)
+	<-busy.Done()
+}
+
+// TestManagerChecksAndClosesThreadsInTheAdmittingStep: 100 runs asked
+// at once on one thread whose Check refuses a second open run: one is
+// admitted. A thread closed to new runs refuses them until reopened; a
+// thread with an open run is not closed.
+func TestManagerChecksAndClosesThreadsInTheAdmittingStep(t *testing.T) {
+	const n = 100
+	m := runs.NewManager(runs.ManagerConfig{})
+	g := newGate(n)
+	alone := errors.New("one open run at a time")
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			tk := task(fmt.Sprint("r", i), "t", g, runs.Queue, runs.NoLimits)
+			tk.Check = func(open runs.ThreadRuns) error {
+				if open.Open() {
+					return alone
+				}
+				return nil
+			}
+			if _, err := m.Submit(tk); err == nil {
+				admitted.Add(1)
+			} else {
+				assert.ErrorIs(t, err, alone)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), admitted.Load())
+	th := m.Thread("t")
+	require.NotNil(t, th.Active)
+	assert.Empty(t, th.Queued)
+
+	_, err := m.CloseThread("t")
+	var be *runs.BusyError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, th.Active.Run().ID, be.Run)
+	close(g.release)
+	<-th.Active.Done()
+
+	reopen, err := m.CloseThread("t")
+	require.NoError(t, err)
+	assert.Nil(t, m.Get(th.Active.Run().ID), "its finished runs are forgotten")
+	_, err = m.CloseThread("t")
+	assert.ErrorIs(t, err, runs.ErrThreadClosed)
+	var refused atomic.Int32
+	for i := range n {
+		wg.Go(func() {
+			_, err := m.Submit(task(fmt.Sprint("c", i), "t", g, runs.Queue, runs.NoLimits))
+			if errors.Is(err, runs.ErrThreadClosed) {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(n), refused.Load())
+	reopen()
+	h, err := m.Submit(task("after", "t", g, runs.Queue, runs.NoLimits))
+	require.NoError(t, err)
+	<-h.Done()
+	assert.Equal(t, runs.StatusDone, h.Status())
+}
+
+// TestManagerStartsAdmittedRunsWithoutTheLedger: a run admitted elsewhere
+// (a replica's claim) takes no place in the ledger and runs at once.
+func TestManagerStartsAdmittedRunsWithoutTheLedger(t *testing.T) {
+	m := runs.NewManager(runs.ManagerConfig{})
+	g := newGate(1)
+	tk := task("claimed", "t", g, runs.Refuse, runs.Limits{MaxActive: 0, MaxQueued: 0})
+	tk.Admitted = true
+	h, err := m.Submit(tk)
+	require.NoError(t, err)
+	assert.Equal(t, "claimed", <-g.began)
+	assert.Equal(t, runs.Usage{}, m.Ledger().Usage("ann"))
+	assert.Same(t, h, m.Thread("t").Active)
+	close(g.release)
+	<-h.Done()
+	assert.Nil(t, m.Thread("t").Active)
+
+	// Claimed again (taken over), it replaces the run kept under its id;
+	// a run not admitted elsewhere with a kept id is refused.
+	again, err := m.Submit(tk)
+	require.NoError(t, err)
+	<-again.Done()
+	assert.Same(t, again, m.Get("claimed"))
+	m.WithThread("t", func(th runs.ThreadRuns) { assert.Equal(t, []*runs.Handle{again}, th.Kept) })
+	_, err = m.Submit(task("claimed", "t", g, runs.Refuse, runs.NoLimits))
+	assert.ErrorContains(t, err, "exists")
+	require.NoError(t, m.Close(t.Context(), nil))
+}
+
+// TestManagerSlimRunsKeepNoValues: a Slim run's Ended reads its
+// outcome's values; once it ended, the run it keeps holds neither them
+// nor its input.
+func TestManagerSlimRunsKeepNoValues(t *testing.T) {
+	m := runs.NewManager(runs.ManagerConfig{})
+	tk := task("r", "t", scriptedExecutor{events: workerCalls("g")}, runs.Refuse, runs.NoLimits)
+	tk.Run.Input = []graph.Write{}
+	tk.Slim = true
+	var end graph.Event
+	tk.Ended = func(h *runs.Handle) { end = h.Outcome().End }
+	h, err := m.Submit(tk)
+	require.NoError(t, err)
+	<-h.Done()
+	assert.Equal(t, graph.EventRunEnd, end.Kind, "Ended read the outcome")
+	assert.Zero(t, h.Outcome().End.Kind, "the kept run holds no values")
+	assert.Nil(t, h.Run().Input)
+}

@@ -112,23 +112,18 @@ type frame struct {
 	data []byte
 }
 
-// eventLog is a run's runs.EventBuffer as the server's streams read it.
-type eventLog struct{ buf runs.EventBuffer }
+// eventLog is a run's events (its runs.Handle's) as the server's streams
+// read them.
+type eventLog struct{ h *runs.Handle }
 
-func (l *eventLog) init(maxFrames, maxBytes int)    { l.buf.Init(maxFrames, maxBytes) }
-func (l *eventLog) nextID() int64                   { return l.buf.NextID() }
-func (l *eventLog) append(name string, data []byte) { l.buf.Append(name, data) }
-func (l *eventLog) continueAfter(last int64)        { l.buf.ContinueAfter(last) }
-func (l *eventLog) close()                          { l.buf.Close() }
-func (l *eventLog) attach()                         { l.buf.Attach() }
-func (l *eventLog) detach()                         { l.buf.Detach() }
-func (l *eventLog) count() int64                    { return l.buf.Count() }
+func (l eventLog) attach() { l.h.Attach() }
+func (l eventLog) detach() { l.h.Detach() }
 
 // since returns the held frames after id after (appended to buf), how
 // many frames after it were dropped, whether the log is closed, and a
 // channel closed when there is more to read (runs.EventBuffer.Since).
-func (l *eventLog) since(after int64, buf []frame) (frames []frame, dropped int64, closed bool, wake <-chan struct{}) {
-	held, dropped, closed, wake := l.buf.Since(after, nil)
+func (l eventLog) since(after int64, buf []frame) (frames []frame, dropped int64, closed bool, wake <-chan struct{}) {
+	held, dropped, closed, wake := l.h.Events(after, nil)
 	for _, f := range held {
 		buf = append(buf, frame{id: f.ID, name: f.Name, data: f.Data})
 	}

@@ -12,7 +12,7 @@ func Routes(s *Server) []string {
 
 // RunCounts returns the owners' counts of runs in progress and queued.
 func RunCounts(s *Server) map[string][2]int {
-	owners := s.ledger.Owners()
+	owners := s.manager.Ledger().Owners()
 	out := make(map[string][2]int, len(owners))
 	for owner, u := range owners {
 		out[owner] = [2]int{u.Active, u.Queued}

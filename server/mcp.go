@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coorflow/coorflow/runs"
 	"net/http"
 	"net/url"
 	"sort"
@@ -584,13 +585,8 @@ func (c *mcpCall) thread(ctx context.Context, id string, create bool) (Thread, *
 // newMCPRun is a run of the thread that a tool call starts: it does not
 // end when the call's context does (a cancelled call cancels it).
 func (s *Server) newMCPRun(ctx context.Context, owner string, th Thread, wf *graph.Runnable) *run {
-	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	ru := &run{
-		id: newID(), thread: th.ID, key: threadKey(owner, th.ID), owner: owner, workflow: th.Workflow, wf: wf,
-		ctx: rctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
-		status: StatusRunning, created: time.Now().UTC(),
-	}
-	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
+	ru := &run{id: newID(), thread: th.ID, key: threadKey(owner, th.ID), owner: owner, workflow: th.Workflow, wf: wf}
+	s.track(ru, runs.Task{Context: ctx})
 	return ru
 }
 

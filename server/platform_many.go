@@ -189,9 +189,7 @@ func (s *Server) runByID(ctx context.Context, owner, id string) (*placed, error)
 	unknown := errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q", id)
 	var thread string
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		ru := s.runs[id]
-		s.mu.Unlock()
+		ru := s.lookup(id)
 		if ru == nil || ru.owner != owner {
 			return nil, unknown
 		}
@@ -310,13 +308,11 @@ func (s *Server) cancelTargets(ctx context.Context, owner string, req lgCancelRu
 	case s.cfg.Replicas != nil:
 		return nil, fieldErrorf(CodeInvalidField, "thread_id", "with replicas, \"status\" cancels the runs of one thread: send \"thread_id\" too (the replicas share runs by thread, not by owner)")
 	default:
-		s.mu.Lock()
-		for id, ru := range s.runs {
-			if ru.owner == owner && slices.Contains(want, ru.view().Status) {
-				ids = append(ids, id)
+		for _, h := range s.manager.All() {
+			if ru := runOf(h); ru.owner == owner && slices.Contains(want, ru.view().Status) {
+				ids = append(ids, ru.id)
 			}
 		}
-		s.mu.Unlock()
 	}
 	for _, id := range ids {
 		p, err := s.runByID(ctx, owner, id)

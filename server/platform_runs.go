@@ -477,13 +477,12 @@ func (s *Server) setResume(ctx context.Context, ru *run, raw json.RawMessage) er
 // LangGraph does; for a rollback they are forgotten too, and the thread is
 // put back where the run in progress started.
 func (s *Server) preempt(ctx context.Context, key string, rollback bool) error {
-	s.mu.Lock()
 	var active *run
-	var queued []*run
-	if ts := s.threads[key]; ts != nil {
-		active, queued = ts.active, slices.Clone(ts.queue)
+	open := s.manager.Thread(key)
+	if open.Active != nil {
+		active = runOf(open.Active)
 	}
-	s.mu.Unlock()
+	queued := runsOf(open.Queued)
 	for _, q := range queued {
 		s.cancelRun(q)
 		if rollback {

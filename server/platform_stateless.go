@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/coorflow/coorflow/runs"
 	"net/http"
 
 	"github.com/coorflow/coorflow/graph"
@@ -144,16 +145,16 @@ func (s *Server) sharedValues(ctx context.Context, sr SharedRun, wf *graph.Runna
 	return v, nil
 }
 
-// statelessLocked returns the stateless run (on_completion "delete") in
-// progress or queued on ts, whose thread is deleted when it ends; nil
-// when none (or ts is nil). No other run may start on such a thread: it
-// would run on a deleted thread. s.mu is held.
-func (ts *threadRuns) statelessLocked() *run {
-	if ts == nil {
-		return nil
-	}
-	for _, ru := range append([]*run{ts.active}, ts.queue...) {
-		if ru != nil && ru.platform != nil && ru.platform.ephemeral {
+// statelessOf returns the stateless run (on_completion "delete") in
+// progress or queued among a thread's open runs, whose thread is deleted
+// when it ends; nil when none. No other run may start on such a thread:
+// it would run on a deleted thread.
+func statelessOf(open runs.ThreadRuns) *run {
+	for _, h := range append([]*runs.Handle{open.Active}, open.Queued...) {
+		if h == nil {
+			continue
+		}
+		if ru := runOf(h); ru.platform != nil && ru.platform.ephemeral {
 			return ru
 		}
 	}
@@ -161,16 +162,16 @@ func (ts *threadRuns) statelessLocked() *run {
 }
 
 // refuseOnStateless refuses run ru when its thread is a stateless run's
-// (statelessLocked); nil otherwise.
+// (statelessOf); nil otherwise. submit checks it again in the step that
+// admits ru (refuseAmong).
 func (s *Server) refuseOnStateless(ru *run) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refuseOnStatelessLocked(ru)
+	return refuseAmong(ru, s.manager.Thread(ru.key))
 }
 
-// refuseOnStatelessLocked is refuseOnStateless with s.mu held.
-func (s *Server) refuseOnStatelessLocked(ru *run) *apiError {
-	if st := s.threads[ru.key].statelessLocked(); st != nil {
+// refuseAmong refuses run ru when the open runs of its thread are a
+// stateless run's; nil otherwise.
+func refuseAmong(ru *run, open runs.ThreadRuns) *apiError {
+	if st := statelessOf(open); st != nil {
 		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is the thread of stateless run %q, deleted when it ends: start runs on a thread of your own (POST /threads)", ru.thread, st.id)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/coorflow/coorflow/runs"
 	"net/http"
 	"slices"
 )
@@ -99,24 +100,21 @@ func (s *Server) lgThreadStream(w http.ResponseWriter, r *http.Request) {
 // started or queued after it; with no last, the run in progress and those
 // queued behind it. Attached, their events stay held until streamed.
 func (s *Server) attachNext(key string, last *run) []*run {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ts := s.threads[key]
-	if ts == nil {
-		return nil
-	}
 	var next []*run
-	if i := slices.Index(ts.runs, last); last != nil && i >= 0 {
-		next = slices.Clone(ts.runs[i+1:])
-	} else {
-		if ts.active != nil && ts.active != last {
-			next = append(next, ts.active)
+	s.manager.WithThread(key, func(ts runs.ThreadRuns) {
+		kept := runsOf(ts.Kept)
+		if i := slices.Index(kept, last); last != nil && i >= 0 {
+			next = kept[i+1:]
+		} else {
+			if ts.Active != nil && runOf(ts.Active) != last {
+				next = append(next, runOf(ts.Active))
+			}
+			next = append(next, runsOf(ts.Queued)...)
 		}
-		next = append(next, ts.queue...)
-	}
-	for _, ru := range next {
-		ru.events.attach()
-	}
+		for _, ru := range next {
+			ru.events.attach() // before any of them ends: its events stay held
+		}
+	})
 	return next
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/coorflow/coorflow/graph"
@@ -20,11 +19,12 @@ import (
 // setPlatform for a Platform request) and hands it to start. It follows
 // the run with awaitStart, view, awaitEnd and serve, finds a run by id
 // with runAt (placedFor over HTTP), and stops one with cancel. These
-// choose between this process (submit: the server's runs.Ledger) and the
-// replicas (submitShared: Replicas.Enqueue), so that no transport does;
-// what a run does from its start to its end (precheck, budgets, config,
-// environment, recording, events, complete) is execute's, the same for
-// both, under the rules of package runs.
+// choose between this process (submit: the server's runs.Manager and its
+// Ledger) and the replicas (submitShared: Replicas.Enqueue), so that no
+// transport does; a run in this process, its own or a replica's claim,
+// lives in the Manager from its start to its end, which the server
+// prepares (prepare: precheck, budgets, config, environment, recording)
+// and completes (ended, finally), under the rules of package runs.
 
 // placed is a run where start placed it, or where runAt found it.
 type placed struct {
@@ -233,9 +233,7 @@ func (s *Server) runAt(ctx context.Context, owner, thread, id string) (*placed, 
 	key := threadKey(owner, thread)
 	unknown := errorf(http.StatusNotFound, CodeUnknownRun, "unknown run %q on thread %q", id, thread)
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		ru := s.runs[id]
-		s.mu.Unlock()
+		ru := s.lookup(id)
 		if ru == nil || ru.key != key {
 			return nil, unknown
 		}
@@ -290,19 +288,14 @@ func (s *Server) deleteRun(ctx context.Context, p *placed) (gone bool, err error
 // run ("" when none is remembered): in this process, or on any replica.
 func (s *Server) activity(ctx context.Context, key string) (active string, queued int, last string, err error) {
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		ts := s.threads[key]
-		if ts == nil {
-			return "", 0, "", nil
+		ts := s.manager.Thread(key)
+		if ts.Active != nil {
+			active = ts.Active.Run().ID
 		}
-		if ts.active != nil {
-			active = ts.active.id
+		if len(ts.Kept) > 0 {
+			last = runOf(ts.Kept[len(ts.Kept)-1]).view().Status
 		}
-		if len(ts.runs) > 0 {
-			last = ts.runs[len(ts.runs)-1].view().Status
-		}
-		return active, len(ts.queue), last, nil
+		return active, len(ts.Queued), last, nil
 	}
 	runs, err := s.cfg.Replicas.Activity(ctx, key)
 	for _, sr := range runs {
@@ -322,12 +315,7 @@ func (s *Server) activity(ctx context.Context, key string) (active string, queue
 // Platform request of each (nil: a /v1 run).
 func (s *Server) runsOn(ctx context.Context, key string) ([]Run, []*lgRunRequest, error) {
 	if s.cfg.Replicas == nil {
-		s.mu.Lock()
-		var runs []*run
-		if ts := s.threads[key]; ts != nil {
-			runs = slices.Clone(ts.runs)
-		}
-		s.mu.Unlock()
+		runs := runsOf(s.manager.Thread(key).Kept)
 		out, reqs := make([]Run, len(runs)), make([]*lgRunRequest, len(runs))
 		for i, ru := range runs {
 			out[i], reqs[i] = ru.view(), placedIn(ru).platform

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,32 +92,27 @@ type run struct {
 	// busy says what to do when the thread has a run in progress; the
 	// Platform's multitask strategies set it per run.
 	busy busyPolicy
-	// ticket is the run's place in the server's ledger of runs, released
-	// when it ends or leaves the queue (nil for the runs of replicas:
-	// their rows in the database are their places).
-	ticket *runs.Ticket
 	// platform holds what a Platform API request adds (platform_runs.go);
 	// nil for /v1 runs.
 	platform *platformRun
 
-	// ctx carries the caller's trace context, not its cancellation.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
-	// started is closed once the run got past its start (it loaded the
-	// thread and applied its input or answers) or ended; done when it has
-	// ended.
-	started chan struct{}
-	done    chan struct{}
-	elem    *list.Element // in Server.finished
-	size    int64         // what it takes in memory once finished
+	// h is the run in the server's runs.Manager, which keeps its
+	// lifecycle: admission, its thread's queue, its status and times, its
+	// events, its cancellation, its retention. ctx, started, done and
+	// events are h's: its context (the caller's trace context, not its
+	// cancellation), its channels (started is closed once the run got
+	// past its start — it loaded the thread and applied its input or
+	// answers — or ended; done when it has ended) and its events.
+	h             *runs.Handle
+	ctx           context.Context
+	started, done <-chan struct{}
+	events        eventLog
+	// obs traces the run once it executes; setupErr is a claimed run's
+	// failure to set up, which ends it before it executes.
+	obs      *telemetry.Observer
+	setupErr error
 
 	mu         sync.Mutex
-	status     string
-	created    time.Time
-	startedAt  time.Time
-	endedAt    time.Time
-	isStarted  bool
 	checkpoint string
 	// startCheckpoint is the thread's checkpoint when the run started
 	// ("" for a new thread): a rollback returns the thread to it. checked
@@ -129,7 +123,6 @@ type run struct {
 	// failedEarly: the run ended before it started; its error is the
 	// answer to the request that made it.
 	failedEarly bool
-	events      eventLog
 	// claim is the run's claim among replicas (Config.Replicas), or nil;
 	// publish shares each of its events with the other replicas.
 	claim     *Claim
@@ -142,14 +135,56 @@ func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
 	// The caller's span (traceparent) becomes the parent of the run's
 	// span; the request's cancellation does not reach the run.
 	ctx := s.cfg.Propagator.Extract(context.WithoutCancel(r.Context()), propagationCarrier(r.Header))
-	ctx, cancel := context.WithCancelCause(ctx)
-	ru := &run{
-		id: newID(), thread: th.ID, key: threadKey(owner, th.ID), owner: owner, workflow: th.Workflow, wf: wf,
-		ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
-		status: StatusRunning, created: time.Now().UTC(),
-	}
-	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
+	ru := &run{id: newID(), thread: th.ID, key: threadKey(owner, th.ID), owner: owner, workflow: th.Workflow, wf: wf}
+	s.track(ru, runs.Task{Context: ctx})
 	return ru
+}
+
+// track makes ru a run of the server's Manager with t, which the server's
+// hooks complete: how it executes (Prepare), what it notes of its events
+// (Recorded), what it does when it ended (Ended, Finally), what it takes
+// in memory (Size). It is not started yet (submit).
+func (s *Server) track(ru *run, t runs.Task) {
+	t.Run = &runs.Run{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Graph: ru.wf.Name()}
+	t.Value, t.Slim = ru, true // the server keeps no values in memory
+	t.Prepare = func(context.Context, *runs.Handle) (runs.Execution, error) { return s.prepare(ru) }
+	t.Recorded = ru.recorded
+	t.Ended = func(*runs.Handle) { s.ended(ru) }
+	t.Finally = func(*runs.Handle) { s.finally(ru) }
+	t.Size = func(*runs.Handle) int64 { return ru.footprint() }
+	if !t.Admitted {
+		t.Check = func(open runs.ThreadRuns) error {
+			if e := refuseAmong(ru, open); e != nil {
+				return e
+			}
+			return nil
+		}
+	}
+	h, err := s.manager.New(t)
+	if err != nil {
+		panic(err) // a task with a run and Prepare is always made
+	}
+	ru.h, ru.ctx, ru.started, ru.done, ru.events = h, h.Context(), h.Started(), h.Done(), eventLog{h}
+}
+
+// runOf is the server's run of h.
+func runOf(h *runs.Handle) *run { return h.Value().(*run) }
+
+// runsOf are the server's runs of hs.
+func runsOf(hs []*runs.Handle) []*run {
+	out := make([]*run, len(hs))
+	for i, h := range hs {
+		out[i] = runOf(h)
+	}
+	return out
+}
+
+// lookup is the run id the server keeps, or nil.
+func (s *Server) lookup(id string) *run {
+	if h := s.manager.Get(id); h != nil {
+		return runOf(h)
+	}
+	return nil
 }
 
 // busyPolicy says what becomes of a run started on a thread that has one
@@ -164,7 +199,8 @@ const (
 
 // submit registers ru and starts it, or queues it behind the thread's run
 // in progress when the server allows it. It returns whether ru was queued.
-// A run beyond one of the owner's quotas is refused.
+// A run beyond one of the owner's quotas is refused, as is one on a
+// thread being deleted or a stateless run's, in the step that admits it.
 func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 	if e := s.storageQuota(ru.owner); e != nil {
 		return false, e
@@ -173,50 +209,28 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 		return false, e
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false, errorf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; start the run again later")
+	closing := s.closing
+	s.mu.Unlock()
+	shuttingDown := errorf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; start the run again later")
+	if closing {
+		return false, shuttingDown
 	}
-	if ts := s.threads[ru.key]; ts != nil && ts.deleting {
+	queued, refused := s.manager.Start(ru.h, s.busyOf(ru), s.runLimits())
+	var e *apiError
+	switch {
+	case refused == nil:
+		return queued, nil
+	case errors.Is(refused, runs.ErrClosed):
+		return false, shuttingDown
+	case errors.Is(refused, runs.ErrThreadClosed):
 		return false, errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", ru.thread)
-	}
-	if e := s.refuseOnStatelessLocked(ru); e != nil {
+	case errors.As(refused, &e):
 		return false, e
 	}
-	t, refused := s.ledger.Admit(runs.Request{Owner: ru.owner, Thread: ru.key, Run: ru.id, Busy: s.busyOf(ru), Limits: s.runLimits()})
-	if refused != nil {
-		if e := refusal(ru, refused); e != nil {
-			return false, e
-		}
-		return false, errorf(http.StatusInternalServerError, "run_failed", "%v", refused)
+	if e := refusal(ru, refused); e != nil {
+		return false, e
 	}
-	ru.ticket = t
-	ts := s.threads[ru.key]
-	if ts == nil {
-		ts = &threadRuns{}
-		s.threads[ru.key] = ts
-	}
-	s.runs[ru.id] = ru
-	ts.runs = append(ts.runs, ru)
-	if t.Queued() {
-		ru.mu.Lock()
-		ru.status = StatusQueued
-		ru.mu.Unlock()
-		ts.queue = append(ts.queue, ru)
-		return true, nil
-	}
-	s.startLocked(ts, ru)
-	return false, nil
-}
-
-// startLocked makes ru the thread's active run and starts it. s.mu is held.
-func (s *Server) startLocked(ts *threadRuns, ru *run) {
-	ts.active = ru
-	ru.mu.Lock()
-	ru.status = StatusRunning
-	ru.mu.Unlock()
-	s.wg.Add(1)
-	go s.execute(ru)
+	return false, errorf(http.StatusInternalServerError, "run_failed", "%v", refused)
 }
 
 // Executor runs the runs of a workflow and yields their events
@@ -235,47 +249,75 @@ func (s *Server) executor(ru *run) Executor {
 	return ru.wf
 }
 
-// execute runs ru to its end (runs.Execute) and then starts the next
-// queued run of the thread.
-func (s *Server) execute(ru *run) {
-	defer s.wg.Done()
-	ru.mu.Lock()
-	ru.startedAt = time.Now().UTC()
-	ru.mu.Unlock()
+// prepare readies ru to execute when the Manager starts it: a claimed
+// run holds its lease and may have ended already on the replica it was
+// taken over from; precheck refuses what the thread's state makes
+// pointless; its meter, trace and options come last. An error ends ru
+// before it started.
+func (s *Server) prepare(ru *run) (runs.Execution, error) {
+	if ru.setupErr != nil {
+		return runs.Execution{}, ru.setupErr
+	}
 	if ru.claim != nil {
 		ru.stopLease = s.holdLease(ru)
-		if s.takenOverEnded(ru) {
-			return
+		if x, over, err := s.takenOver(ru); over || err != nil {
+			return x, err
 		}
 	}
 	if err := s.precheck(ru); err != nil {
-		s.complete(ru, s.runFailure(ru, err))
-		return
+		return runs.Execution{}, s.runFailure(ru, err)
 	}
 	meter, err := s.meterRun(ru)
 	if err != nil {
-		s.complete(ru, s.runFailure(ru, err))
-		return
+		return runs.Execution{}, s.runFailure(ru, err)
 	}
 	obs := telemetry.NewObserver(ru.ctx, s.tracer,
 		attribute.String("coorflow.thread", ru.thread), attribute.String("coorflow.run", ru.id),
 		attribute.String("coorflow.workflow", ru.workflow))
+	ru.mu.Lock()
+	ru.obs = obs
+	ru.mu.Unlock()
 	s.log.DebugContext(ru.ctx, "server: run started", "run", ru.id, "thread", ru.thread, "workflow", ru.workflow)
 	x := s.execution(ru, meter)
 	x.Observe = func(ev graph.Event, err error) {
-		traced := ev
 		if err != nil {
-			traced.Err = err // the operator's traces keep the detail
+			ev.Err = err // the operator's traces keep the detail
 		}
-		obs.Observe(traced)
-		ru.record(ev)
+		obs.Observe(ev)
 	}
-	out := runs.Execute(ru.ctx, s.spec(ru), x)
-	obs.Finish(out.Cause)
-	if out.Err == nil {
-		s.keepValues(ru, out.End)
+	s.fillSpec(ru)
+	return x, nil
+}
+
+// ended is what the server does once ru ended, before its thread's next
+// run starts and its waiters wake: it ends its trace, caches its values,
+// deletes a stateless run's thread, settles its error, and tells the
+// other replicas how it ended.
+func (s *Server) ended(ru *run) {
+	ru.mu.Lock()
+	obs := ru.obs
+	ru.mu.Unlock()
+	if obs != nil {
+		out := ru.h.Outcome()
+		obs.Finish(out.Cause)
+		if out.Err == nil {
+			s.keepValues(ru, out.End)
+		}
 	}
-	s.complete(ru, out.Err)
+	s.endEphemeral(ru)
+	ru.settle()
+	s.finishShared(ru)
+}
+
+// finally is what the server does once those waiting on ru woke: its
+// webhook and its log, for a run that executed.
+func (s *Server) finally(ru *run) {
+	ru.mu.Lock()
+	obs := ru.obs
+	ru.mu.Unlock()
+	if obs == nil {
+		return
+	}
 	s.notifyWebhook(ru)
 	st := ru.view()
 	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)
@@ -330,19 +372,16 @@ func (s *Server) execution(ru *run, meter *llm.Meter) runs.Execution {
 	return x
 }
 
-// spec is ru as package runs describes a run: what its options, its
-// recording and its replay come from, as for a run of the CLI.
-func (s *Server) spec(ru *run) *runs.Run {
+// fillSpec completes ru's runs.Run with what its options, its recording
+// and its replay come from, as for a run of the CLI, once precheck did.
+func (s *Server) fillSpec(ru *run) {
+	r := ru.h.Run()
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	r := &runs.Run{
-		ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Graph: ru.wf.Name(),
-		Input: ru.input, Answers: ru.answers, Resuming: ru.resume != nil, StartCheckpoint: ru.startCheckpoint, Config: ru.config,
-	}
+	r.Input, r.Answers, r.Resuming, r.StartCheckpoint, r.Config = ru.input, ru.answers, ru.resume != nil, ru.startCheckpoint, ru.config
 	if env, ok := s.cfg.Envs[ru.workflow]; ok {
 		r.Env = &env
 	}
-	return r
 }
 
 // precheck refuses a run that the thread's state makes pointless or that
@@ -410,179 +449,58 @@ func (s *Server) precheck(ru *run) error {
 	return nil
 }
 
-// complete records how ru ended, releases its thread (starting the next
-// queued run), remembers ru among the finished runs, and only then wakes
-// those waiting on it: a client told that a run ended may start the next
-// one at once.
-func (s *Server) complete(ru *run, err error) {
-	s.endEphemeral(ru)
-	ru.settle(err)
-	s.finishShared(ru)
-	s.mu.Lock()
-	ts := s.threads[ru.key]
-	if ts != nil && ts.active == ru {
-		ts.active = nil
-	}
-	if ru.ticket != nil {
-		// The thread's next run, if one is queued, takes ru's place in
-		// the same step (Shutdown released the queued ones first). The
-		// ledger queues a thread's runs as ts.queue does.
-		for next := ru.ticket.Release(); next != nil; next = next.Release() {
-			if q := ts.dequeue(next.Run()); q != nil {
-				s.startLocked(ts, q)
-				break
-			}
-		}
-	}
-	s.retainLocked(ru)
-	s.mu.Unlock()
-	ru.wake()
-}
-
-// dequeue removes the queued run id from the thread's queue and returns
-// it, or nil when it is not queued (or ts is nil).
-func (ts *threadRuns) dequeue(id string) *run {
-	if ts == nil {
-		return nil
-	}
-	for i, q := range ts.queue {
-		if q.id == id {
-			ts.queue = append(ts.queue[:i], ts.queue[i+1:]...)
-			return q
-		}
-	}
-	return nil
-}
-
-// finishUnstarted ends a queued run that never started.
-func (s *Server) finishUnstarted(ru *run, cause error) {
-	s.endEphemeral(ru)
-	ru.settle(cause)
-	s.mu.Lock()
-	s.retainLocked(ru)
-	s.mu.Unlock()
-	ru.wake()
-}
-
-// retainLocked adds a finished run to the remembered ones and forgets the
-// oldest beyond the limits of count and size; the newest is kept. s.mu is
-// held.
-func (s *Server) retainLocked(ru *run) {
-	if _, ok := s.runs[ru.id]; !ok || ru.elem != nil {
-		return
-	}
-	ru.size = ru.footprint()
-	ru.elem = s.finished.PushBack(ru)
-	s.retained += ru.size
-	for s.finished.Len() > 1 && (s.finished.Len() > s.cfg.RetainRuns || s.retained > s.cfg.RetainBytes) {
-		s.forgetLocked(s.finished.Front().Value.(*run))
-	}
-}
-
-// runOverhead is what a finished run takes in memory beside its strings:
-// the structs, channels, list element and map entries.
-const runOverhead = 1024
-
-// footprint estimates what the finished run takes in memory. Its values,
-// input and events are gone by then.
+// footprint is what the finished run takes in memory beside what its
+// Manager counts. Its values, input and events are gone by then.
 func (ru *run) footprint() int64 {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	n := runOverhead + len(ru.id) + len(ru.thread) + len(ru.key) + len(ru.owner) + len(ru.workflow) + len(ru.checkpoint)
+	n := len(ru.checkpoint)
 	if ru.err != nil {
 		n += len(ru.err.Message) + len(ru.err.Code)
 	}
 	return int64(n)
 }
 
-// forgetLocked drops ru from the server's memory. s.mu is held.
-func (s *Server) forgetLocked(ru *run) {
-	delete(s.runs, ru.id)
-	if ru.elem != nil {
-		s.finished.Remove(ru.elem)
-		s.retained -= ru.size
-		ru.elem = nil
+// recorded notes what ev, recorded as f, says about the run (its
+// checkpoint), and shares it with the other replicas. It runs on the
+// run's goroutine, before the engine goes on.
+func (ru *run) recorded(ev graph.Event, f runs.Frame) {
+	if ev.Path == ru.wf.Name() && ev.Kind == graph.EventCheckpoint {
+		ru.mu.Lock()
+		ru.checkpoint, _ = ev.Data.(string)
+		ru.mu.Unlock()
 	}
-	ts := s.threads[ru.key]
-	if ts == nil {
-		return
-	}
-	for i, x := range ts.runs {
-		if x == ru {
-			ts.runs = append(ts.runs[:i], ts.runs[i+1:]...)
-			break
-		}
-	}
-	if len(ts.runs) == 0 && ts.active == nil && len(ts.queue) == 0 {
-		delete(s.threads, ru.key)
-	}
-}
-
-// forget drops a run whose request was answered with an error.
-func (s *Server) forget(ru *run) {
-	s.mu.Lock()
-	s.forgetLocked(ru)
-	s.mu.Unlock()
-}
-
-// record keeps ev in the run's log and notes what it says about the run.
-// It runs on the run's goroutine, before the engine goes on, so the event's
-// values are encoded as they were when it was emitted.
-func (ru *run) record(ev graph.Event) {
-	root := ev.Path == ru.wf.Name()
-	name := ev.Name()
-	id := ru.events.nextID()
-	frame := encodeFrame(id, ru.id, name, ev)
-	ru.mu.Lock()
-	if root {
-		switch ev.Kind {
-		case graph.EventRunEnd:
-			if st, ok := ev.Data.(graph.Status); ok {
-				ru.status = string(st)
-			}
-		case graph.EventCheckpoint:
-			ru.checkpoint, _ = ev.Data.(string)
-		}
-	}
-	markStarted := root && !ru.isStarted && ev.Kind != graph.EventRunStart && ev.Kind != graph.EventError
-	if markStarted {
-		ru.isStarted = true
-	}
-	ru.mu.Unlock()
-	ru.events.append(name, frame)
 	if ru.publish != nil {
-		ru.publish(id, name, frame)
-	}
-	if markStarted {
-		close(ru.started)
+		ru.publish(f.ID, f.Name, f.Data)
 	}
 }
 
 // maxErrorMessage caps the message of a run's error kept in memory.
 const maxErrorMessage = 4 << 10
 
-// settle records how the run ended and drops what it no longer needs: its
-// input and answers.
-func (ru *run) settle(err error) {
+// settle records the run's error as the API shows it, once its Manager
+// settled how it ended, and drops what it no longer needs: its input and
+// answers.
+func (ru *run) settle() {
+	status, err := ru.h.Status(), ru.h.Err()
+	started := false
+	select {
+	case <-ru.started:
+		started = true
+	default:
+	}
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
 	ru.input, ru.resume, ru.answers = nil, nil, nil
-	ru.endedAt = time.Now().UTC()
-	if ru.startedAt.IsZero() {
-		ru.startedAt = ru.endedAt
-	}
-	cause := context.Cause(ru.ctx)
 	switch {
 	case err == nil:
 		// Finished, even if cancelled after the engine's last step.
-	case cause != nil:
-		ru.status = StatusCancelled
-		ru.err = errorf(http.StatusConflict, StatusCancelled, "run cancelled: %v", strings.TrimPrefix(cause.Error(), "server: "))
-		if errors.Is(cause, errShutdown) {
+	case status == StatusCancelled:
+		ru.err = errorf(http.StatusConflict, StatusCancelled, "run cancelled: %v", strings.TrimPrefix(err.Error(), "server: "))
+		if errors.Is(err, errShutdown) {
 			ru.err = errorf(http.StatusServiceUnavailable, CodeShuttingDown, "run cancelled: the server is shutting down")
 		}
 	default:
-		ru.status = StatusError
 		ru.err = runError(err)
 		// The engine names the thread by its Saver key; the client knows
 		// it by its id.
@@ -591,22 +509,7 @@ func (ru *run) settle(err error) {
 			ru.err.Message = strings.ToValidUTF8(ru.err.Message[:maxErrorMessage], "") + " … (cut)"
 		}
 	}
-	ru.failedEarly = !ru.isStarted && ru.err != nil
-}
-
-// wake closes the run's log and channels: everyone waiting on the run
-// sees it ended.
-func (ru *run) wake() {
-	ru.mu.Lock()
-	wasStarted := ru.isStarted
-	ru.isStarted = true
-	ru.mu.Unlock()
-	ru.cancel(nil)
-	ru.events.close()
-	if !wasStarted {
-		close(ru.started)
-	}
-	close(ru.done)
+	ru.failedEarly = !started && ru.err != nil
 }
 
 // runError classifies a run's failure.
@@ -662,22 +565,22 @@ func (s *Server) runFailure(ru *run, err error) error {
 // view returns the run as the API shows it, without its values and
 // interrupts (see Server.runView).
 func (ru *run) view() Run {
+	status, events := ru.h.Status(), ru.h.EventCount()
+	created, startedAt, endedAt := ru.h.Times()
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
 	v := Run{
-		ID: ru.id, ThreadID: ru.thread, Workflow: ru.workflow, Status: ru.status, CreatedAt: ru.created,
-		Checkpoint: ru.checkpoint, Events: ru.events.count(),
+		ID: ru.id, ThreadID: ru.thread, Workflow: ru.workflow, Status: status, CreatedAt: created,
+		Checkpoint: ru.checkpoint, Events: events,
 	}
 	if ru.claim != nil {
 		v.Replica, v.Takeovers = ru.claim.Run.Replica, ru.claim.Run.Takeovers
 	}
-	if !ru.startedAt.IsZero() {
-		t := ru.startedAt
-		v.StartedAt = &t
+	if !startedAt.IsZero() {
+		v.StartedAt = &startedAt
 	}
-	if !ru.endedAt.IsZero() {
-		t := ru.endedAt
-		v.EndedAt = &t
+	if !endedAt.IsZero() {
+		v.EndedAt = &endedAt
 	}
 	if ru.err != nil {
 		v.Error = &ErrorDetail{Code: ru.err.Code, Message: ru.err.Message, RequestID: ru.err.RequestID}
@@ -759,24 +662,18 @@ func (ru *run) earlyError() *apiError {
 // cancelRun cancels ru: a queued run ends at once, a running one when the
 // engine notices. It reports false when ru had already ended.
 func (s *Server) cancelRun(ru *run) bool {
-	select {
-	case <-ru.done:
-		return false
-	default:
-	}
-	cause := fmt.Errorf("server: cancelled by request")
-	s.mu.Lock()
-	queued := false
-	if ts := s.threads[ru.key]; ts != nil {
-		if q := ts.dequeue(ru.id); q != nil {
-			q.ticket.Release()
-			queued = true
-		}
-	}
-	s.mu.Unlock()
-	ru.cancel(cause)
-	if queued {
-		s.finishUnstarted(ru, cause)
-	}
-	return true
+	return ru.h.Cancel(fmt.Errorf("server: cancelled by request"))
+}
+
+// cancel cancels ru with cause, as cancelRun; a run not started yet
+// (submit) never will.
+func (ru *run) cancel(cause error) { ru.h.Cancel(cause) }
+
+// forget drops a run whose request was answered with an error.
+func (s *Server) forget(ru *run) { s.manager.Forget(ru.id) }
+
+// createdAt is when ru was asked for.
+func (ru *run) createdAt() time.Time {
+	created, _, _ := ru.h.Times()
+	return created
 }

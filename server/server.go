@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -257,25 +256,21 @@ type Server struct {
 	// eventNames are the names ?kinds= accepts.
 	eventNames map[string]bool
 
-	mu         sync.Mutex
-	closing    bool
-	runs       map[string]*run        // by run id
-	threads    map[string]*threadRuns // by thread key
-	finished   *list.List             // finished runs, oldest first
-	retained   int64                  // bytes the finished runs take
-	values     *valuesCache           // of runs that ended done (valuescache.go)
-	ledger     *runs.Ledger           // admits the runs (without Replicas)
-	owners     *runs.OwnerBudgets     // owner budgets (budget.go); nil without a Recorder
-	wg         sync.WaitGroup         // run goroutines
-	drained    chan struct{}          // closed when closing and no run is left
-	mcp        mcpState               // /mcp (mcp.go)
-	openai     openaiState            // /openai/v1 (openai.go)
-	a2aTasks   a2aTaskState           // the runs of A2A tasks followed (a2a_send.go)
-	crons      cronState              // Platform crons (platform_crons.go)
-	assistants assistantState         // created assistants (platform_assistants.go)
-	webhooks   webhookPolicy          // Config.WebhookAllow (webhookpolicy.go)
-	cors       corsPolicy             // Config.CORSOrigins (cors.go)
-	replica    replicaState           // with Config.Replicas (sharedruns.go)
+	mu      sync.Mutex
+	closing bool
+	// manager keeps the lifecycle of the runs this server executes: those
+	// it admits in its ledger, and the runs of replicas it claimed.
+	manager    *runs.Manager
+	values     *valuesCache       // of runs that ended done (valuescache.go)
+	owners     *runs.OwnerBudgets // owner budgets (budget.go); nil without a Recorder
+	mcp        mcpState           // /mcp (mcp.go)
+	openai     openaiState        // /openai/v1 (openai.go)
+	a2aTasks   a2aTaskState       // the runs of A2A tasks followed (a2a_send.go)
+	crons      cronState          // Platform crons (platform_crons.go)
+	assistants assistantState     // created assistants (platform_assistants.go)
+	webhooks   webhookPolicy      // Config.WebhookAllow (webhookpolicy.go)
+	cors       corsPolicy         // Config.CORSOrigins (cors.go)
+	replica    replicaState       // with Config.Replicas (sharedruns.go)
 }
 
 // replicaState is the claim loop of a replica and the runs it executes.
@@ -289,17 +284,6 @@ type replicaState struct {
 	claimMu sync.Mutex
 	// workflows are the names of Config.Workflows: the runs it claims.
 	workflows []string
-}
-
-// threadRuns is what the server knows of the runs of one thread.
-type threadRuns struct {
-	active *run
-	queue  []*run
-	// runs are the runs it remembers, oldest first.
-	runs []*run
-	// deleting: DELETE is deleting the thread; no run starts on it
-	// meanwhile (handleDeleteThread).
-	deleting bool
 }
 
 // New checks cfg and returns a Server.
@@ -316,10 +300,6 @@ func New(cfg Config) (*Server, error) {
 		tokens:    make(map[[sha256.Size]byte]string, len(cfg.Tokens)),
 		log:       cfg.Logger,
 		workflows: make(map[string]WorkflowInfo, len(cfg.Workflows)),
-		runs:      make(map[string]*run),
-		threads:   make(map[string]*threadRuns),
-		finished:  list.New(),
-		ledger:    runs.NewLedger(),
 	}
 	s.eventNames = eventNames(cfg.EventNames)
 	s.values = newValuesCache(valuesCacheBytes)
@@ -376,6 +356,11 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.RetainBytes <= 0 {
 		s.cfg.RetainBytes = DefaultRetainBytes
 	}
+	s.manager = runs.NewManager(runs.ManagerConfig{
+		RetainRuns: s.cfg.RetainRuns, RetainBytes: s.cfg.RetainBytes,
+		EventBuffer: s.cfg.EventBuffer, EventBufferBytes: s.cfg.EventBufferBytes,
+		Encode: func(id int64, run string, ev graph.Event) []byte { return encodeFrame(id, run, ev.Name(), ev) },
+	})
 	if s.cfg.Heartbeat <= 0 {
 		s.cfg.Heartbeat = DefaultHeartbeat
 	}
@@ -516,41 +501,15 @@ var errShutdown = errors.New("server: shutting down")
 // when their run does. It does not close the Saver.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.closing {
-		s.closing = true
-		s.drained = make(chan struct{})
-		go func() {
-			s.wg.Wait()
-			close(s.drained)
-		}()
-	}
-	var queued, active []*run
-	for _, ts := range s.threads {
-		for _, ru := range ts.queue {
-			ru.ticket.Release()
-		}
-		queued = append(queued, ts.queue...)
-		ts.queue = nil
-		if ts.active != nil {
-			active = append(active, ts.active)
-		}
-	}
-	drained := s.drained
+	s.closing = true
 	s.mu.Unlock()
+	// The queued runs end first, so that none starts when a run ends.
+	err := s.manager.Close(ctx, errShutdown)
 	s.stopReplica()
 	s.stopMCP()
 	s.stopCrons()
-	for _, ru := range queued {
-		ru.cancel(errShutdown)
-		s.finishUnstarted(ru, errShutdown)
+	if err != nil {
+		return fmt.Errorf("server: shutdown: runs still ending: %w", err)
 	}
-	for _, ru := range active {
-		ru.cancel(errShutdown)
-	}
-	select {
-	case <-drained:
-		return s.stopTaskWatchers(ctx)
-	case <-ctx.Done():
-		return fmt.Errorf("server: shutdown: runs still ending: %w", ctx.Err())
-	}
+	return s.stopTaskWatchers(ctx)
 }

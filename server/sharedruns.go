@@ -162,54 +162,42 @@ func (s *Server) claim(ctx context.Context, id string) (*run, error) {
 	}
 	s.replica.claimMu.Lock() // once a claim of the loop's in progress has ended
 	defer s.replica.claimMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs[id], nil
+	return s.lookup(id), nil
 }
 
 // startClaim starts the claimed run on this replica and returns it; a
 // replica shutting down gives the claim up and returns nil.
 func (s *Server) startClaim(c *Claim) *run {
 	sr := c.Run
-	ctx, cancel := context.WithCancelCause(s.replica.ctx)
 	ru := &run{
 		id: sr.ID, thread: sr.Thread, key: sr.Key, owner: sr.Owner, workflow: sr.Workflow, wf: s.cfg.Workflows[sr.Workflow],
-		ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}),
-		status: StatusRunning, created: sr.CreatedAt, claim: c,
+		claim: c,
 	}
-	ru.events.init(s.cfg.EventBuffer, s.cfg.EventBufferBytes)
-	ru.events.continueAfter(sr.Events)
+	// Its row among the replicas is its place: the Manager admits it as is.
+	s.track(ru, runs.Task{Context: s.replica.ctx, Admitted: true, Created: sr.CreatedAt, EventsAfter: sr.Events})
 	ru.publish = func(id int64, name string, frame []byte) { s.publish(ru, id, name, frame) }
 	c.Spent = func() llm.Spend { return ru.view().Usage }
-	setupErr := s.setShared(ctx, ru, sr)
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		cancel(errShutdown)
-		if err := s.cfg.Replicas.Release(context.WithoutCancel(ctx), c); err != nil {
+	ru.setupErr = s.setShared(ru.ctx, ru, sr)
+	giveUp := func() *run {
+		ru.cancel(errShutdown)
+		if err := s.cfg.Replicas.Release(context.WithoutCancel(ru.ctx), c); err != nil {
 			s.log.Error("server: give a claimed run up", "run", c.Run.ID, "err", err)
 		}
 		return nil
 	}
-	s.runs[ru.id] = ru
-	ts := s.threads[ru.key]
-	if ts == nil {
-		ts = &threadRuns{}
-		s.threads[ru.key] = ts
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return giveUp()
 	}
-	ts.runs = append(ts.runs, ru)
-	ts.active = ru
 	s.replica.active++
-	s.wg.Add(1)
 	s.mu.Unlock()
-	if setupErr != nil {
-		go func() {
-			defer s.wg.Done()
-			s.complete(ru, setupErr)
-		}()
-		return ru
+	if _, err := s.manager.Start(ru.h, runs.Refuse, runs.NoLimits); err != nil {
+		s.mu.Lock()
+		s.replica.active--
+		s.mu.Unlock()
+		return giveUp() // the Manager is closing
 	}
-	go s.execute(ru)
 	return ru
 }
 
@@ -312,41 +300,37 @@ func (s *Server) holdLease(ru *run) (stop func()) {
 	}
 }
 
-// takenOverEnded prepares a run taken over from another replica: it
+// takenOver prepares a run taken over from another replica: it
 // continues from the thread's last checkpoint when the first replica got
-// past its input, and it ends at once when that replica got to its end
-// but died before saying so. It reports whether ru has ended.
-func (s *Server) takenOverEnded(ru *run) bool {
+// past its input, and its execution is over at once when that replica got
+// to its end but died before saying so: then x executes that end.
+func (s *Server) takenOver(ru *run) (x runs.Execution, over bool, err error) {
 	sr := ru.claim.Run
 	if !ru.claim.Takeover || !sr.Started {
-		return false
+		return x, false, nil
 	}
 	snap, err := ru.wf.State(ru.ctx, ru.key, graph.WithSaver(s.saver))
 	if errors.Is(err, graph.ErrNotFound) {
-		return false
+		return x, false, nil
 	}
 	if err != nil {
-		s.complete(ru, s.runFailure(ru, err))
-		return true
+		return x, false, s.runFailure(ru, err)
 	}
 	if snap.Checkpoint == sr.Base {
-		return false // the input was not applied: apply it again
+		return x, false, nil // the input was not applied: apply it again
 	}
 	ru.mu.Lock()
 	ru.input, ru.resume, ru.resumeOne, ru.oneAnswer, ru.from = nil, nil, false, nil, "" // continue from the thread's last checkpoint
 	ru.checkpoint = snap.Checkpoint
-	over := len(snap.Next) == 0 || len(snap.Interrupts) > 0
-	if over {
-		ru.status = StatusDone
-		if len(snap.Interrupts) > 0 {
-			ru.status = StatusInterrupted
-		}
-	}
-	status := ru.status
 	ru.mu.Unlock()
-	if !over {
-		return false
+	if len(snap.Next) > 0 && len(snap.Interrupts) == 0 {
+		return x, false, nil
 	}
+	status := StatusDone
+	if len(snap.Interrupts) > 0 {
+		status = StatusInterrupted
+	}
+	ru.h.SetStatus(status)
 	// The run's end, which the replica that died did not get to say, is
 	// the one event of its execution here.
 	var end []graph.Event
@@ -354,11 +338,10 @@ func (s *Server) takenOverEnded(ru *run) bool {
 		end = append(end, graph.Event{Kind: graph.EventRunEnd, Path: ru.wf.Name(), Step: snap.Step, State: snap.State,
 			Data: graph.Status(status), Time: time.Now()})
 	}
-	x := s.execution(ru, nil)
-	x.Executor, x.Observe = saidEvents(end), func(ev graph.Event, _ error) { ru.record(ev) }
-	runs.Execute(ru.ctx, s.spec(ru), x)
-	s.complete(ru, nil)
-	return true
+	x = s.execution(ru, nil)
+	x.Executor = saidEvents(end)
+	s.fillSpec(ru)
+	return x, true, nil
 }
 
 // saidEvents is an executor that yields its events and nothing else.
@@ -441,7 +424,7 @@ func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("server: store run %q: %w", ru.id, err)
 	}
-	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued, CreatedAt: ru.created}
+	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued, CreatedAt: ru.createdAt()}
 	if err := s.cfg.Replicas.Enqueue(ctx, sr, s.busyOf(ru), s.runLimits()); err != nil {
 		if e := refusal(ru, err); e != nil {
 			return nil, e

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coorflow/coorflow/runs"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -236,35 +237,20 @@ func (s *Server) deleteThread(ctx context.Context, owner, id string) error {
 			return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 		}
 	}
-	s.mu.Lock()
-	ts := s.threads[key]
-	switch {
-	case ts != nil && ts.deleting:
-		s.mu.Unlock()
-		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", th.ID)
-	case ts != nil && (ts.active != nil || len(ts.queue) > 0):
-		s.mu.Unlock()
-		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID)
-	}
-	if ts != nil {
-		for _, ru := range ts.runs {
-			s.forgetLocked(ru)
-		}
-	}
 	// Checked idle, the thread stays so until its checkpoints and
-	// recorded runs are deleted: submit refuses runs on it meanwhile.
-	mark := &threadRuns{deleting: true}
-	s.threads[key] = mark
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		mark.deleting = false
-		// A replica's claim (startClaim) does not ask submit.
-		if s.threads[key] == mark && mark.active == nil && len(mark.runs) == 0 {
-			delete(s.threads, key)
-		}
-		s.mu.Unlock()
-	}()
+	// recorded runs are deleted: submit refuses runs on it meanwhile, in
+	// the step that admits them. Its finished runs are forgotten.
+	reopen, err := s.manager.CloseThread(key)
+	var busy *runs.BusyError
+	switch {
+	case errors.Is(err, runs.ErrThreadClosed):
+		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", th.ID)
+	case errors.As(err, &busy):
+		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID)
+	case err != nil:
+		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
+	}
+	defer reopen() // a replica's claim (Task.Admitted) is never refused
 	if err := s.saver.DeleteThread(ctx, key); err != nil {
 		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
