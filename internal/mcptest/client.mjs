@@ -67,7 +67,8 @@ try {
     if (call.abort) {
       const ctl = new AbortController();
       const pending = client.callTool({ name: call.name, arguments: call.arguments }, undefined, { timeout: 300000, signal: ctl.signal });
-      await lines.next();
+      const ended = await Promise.race([lines.next().then(() => false), pending.then((r) => JSON.stringify(r), (e) => String(e))]);
+      if (ended) throw new Error(`the call to abort ended before it was aborted: ${ended}`);
       ctl.abort("the user cancelled");
       report.aborted.push(String(await pending.then(() => "answered", (e) => e)));
       await lines.next();
