@@ -104,10 +104,15 @@ func TestMCPPassesAURLModeElicitationOfANestedServerOn(t *testing.T) {
 			assert.Equal(t, "Sign in to the docs (asked by MCP server docs)", asked[0].Message)
 			assert.NotEmpty(t, asked[0].ElicitationID)
 			// The first call of the nested tool ended when the run paused
-			// (its question answered cancel); made again on resume, it got
-			// the client's accept.
-			assert.Equal(t, "cancel", <-answers)
-			assert.Equal(t, "accept", <-answers, "the nested tool received accept")
+			// (its question answered cancel, or its context ended first);
+			// made again on resume, it got the client's accept, before the
+			// call above completed.
+			var got []string
+			for len(answers) > 0 {
+				got = append(got, <-answers)
+			}
+			require.NotEmpty(t, got)
+			assert.Equal(t, "accept", got[len(got)-1], "the nested tool received accept")
 		})
 	}
 }
