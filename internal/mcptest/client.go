@@ -3,6 +3,7 @@ package mcptest
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,11 @@ import (
 type Call struct {
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
+	// Abort makes the call with an AbortSignal and aborts it (the SDK
+	// sends notifications/cancelled) when a line arrives on the client's
+	// stdin (ClientPlan.Stdin); the next calls wait for one more line.
+	// The call has no entry in Results: its error is in Aborted.
+	Abort bool `json:"abort,omitempty"`
 }
 
 // ClientPlan is what RunClient's client does: connect over stdio (Stdio,
@@ -30,6 +36,9 @@ type ClientPlan struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	Calls   []Call            `json:"calls"`
 	Elicit  map[string]any    `json:"elicit,omitempty"`
+	// Stdin is the client's standard input, for calls with Abort; the
+	// client ends once it is closed.
+	Stdin io.Reader `json:"-"`
 }
 
 // ClientReport is what the client saw, as the TypeScript SDK decoded it.
@@ -53,6 +62,17 @@ type ClientReport struct {
 	Elicitations []map[string]any   `json:"elicitations"`
 	// ProtocolVersion is the protocol version negotiated over HTTP.
 	ProtocolVersion string `json:"protocolVersion"`
+	// Sent are the messages the client sent, as its transport saw them
+	// (RequestID is a cancel's); Responses the ids of the responses its
+	// transport received, those the SDK drops included; Aborted what the
+	// aborted calls threw.
+	Sent []struct {
+		ID        any    `json:"id"`
+		Method    string `json:"method"`
+		RequestID any    `json:"requestId"`
+	} `json:"sent"`
+	Responses []any    `json:"responses"`
+	Aborted   []string `json:"aborted"`
 	// Error is what the client threw, if anything; Stderr what a stdio
 	// server wrote to its stderr.
 	Error  string `json:"error"`
@@ -72,6 +92,7 @@ func RunClient(t testing.TB, plan ClientPlan) ClientReport {
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.CommandContext(t.Context(), node, filepath.Join(filepath.Dir(file), "client.mjs"), modules)
 	cmd.Env = append(os.Environ(), "MCPTEST_PLAN="+string(raw))
+	cmd.Stdin = plan.Stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -16,7 +16,16 @@ const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
 const { ElicitRequestSchema } = await sdk("types.js");
 
 const plan = JSON.parse(process.env.MCPTEST_PLAN);
-const report = { tools: [], results: [], progress: [], elicitations: [], stderr: "" };
+const report = { tools: [], results: [], progress: [], elicitations: [], sent: [], responses: [], aborted: [], stderr: "" };
+
+// A call with abort set is aborted when a line arrives on stdin (the test
+// says the call is running), and the next calls wait for one more line
+// (the test saw the server's side of the cancel).
+let lines;
+if ((plan.calls ?? []).some((c) => c.abort)) {
+  const { createInterface } = await import("node:readline");
+  lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+}
 
 const capabilities = plan.elicit ? { elicitation: {} } : {};
 const client = new Client({ name: "mcptest-ts-client", version: "1.0.0" }, { capabilities });
@@ -40,9 +49,32 @@ if (plan.stdio) {
 try {
   await client.connect(transport);
   report.protocolVersion = transport.protocolVersion ?? ""; // negotiated (HTTP)
+  // What crosses the transport, below the SDK: the requests and
+  // notifications sent, and the id of every response received, even one
+  // the SDK would drop as answering no pending request.
+  const send = transport.send.bind(transport);
+  transport.send = (msg, opts) => {
+    report.sent.push({ id: msg.id, method: msg.method, requestId: msg.params?.requestId });
+    return send(msg, opts);
+  };
+  const onmessage = transport.onmessage;
+  transport.onmessage = (msg, extra) => {
+    if (msg.id !== undefined && (msg.result !== undefined || msg.error !== undefined)) report.responses.push(msg.id);
+    onmessage?.(msg, extra);
+  };
   report.tools = (await client.listTools()).tools;
   for (const call of plan.calls ?? []) {
     const progress = [];
+    if (call.abort) {
+      const ctl = new AbortController();
+      const pending = client.callTool({ name: call.name, arguments: call.arguments }, undefined, { timeout: 300000, signal: ctl.signal });
+      const ended = await Promise.race([lines.next().then(() => false), pending.then((r) => JSON.stringify(r), (e) => String(e))]);
+      if (ended) throw new Error(`the call to abort ended before it was aborted: ${ended}`);
+      ctl.abort("the user cancelled");
+      report.aborted.push(String(await pending.then(() => "answered", (e) => e)));
+      await lines.next();
+      continue;
+    }
     const res = await client.callTool({ name: call.name, arguments: call.arguments }, undefined, {
       timeout: 300000,
       onprogress: (p) => progress.push(p),
@@ -57,5 +89,6 @@ try {
   // that is done should.
   await transport.terminateSession?.().catch(() => {});
   await client.close();
+  lines?.return?.();
 }
 process.stdout.write(JSON.stringify(report) + "\n");
