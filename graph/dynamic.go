@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,7 +24,10 @@ const RemoveAllMessages = "__remove_all__"
 //     in the list replaces that one in place, and a message of "type"
 //     "remove" removes the message of its id (RemoveAllMessages: all of
 //     them; an id not in the list: nothing) and is not kept itself;
-//     messages without an id are appended as they are;
+//     a message without an id is appended with one, as add_messages
+//     gives it a UUID — here derived from the message and its place in
+//     the list, so that folding the same writes again (a
+//     resume, a recovered step, a replay) gives the same ids;
 //   - merge keeps a map[string]any; writes must be map[string]any;
 //   - sum keeps a float64; writes may be any Go number.
 //
@@ -97,7 +102,7 @@ func foldMessagesAny(cur any, updates []any) any {
 				}
 				list = append(list, m)
 			default:
-				list = append(list, m)
+				list = append(list, withMessageID(m, list))
 			}
 		}
 	}
@@ -105,6 +110,40 @@ func foldMessagesAny(cur any, updates []any) any {
 		list = []any{}
 	}
 	return list
+}
+
+// withMessageID returns a copy of the id-less message m with the id
+// newMessageID gives it at the end of list (another message's id is never
+// reused: the first free one of a count after it is).
+func withMessageID(m any, list []any) any {
+	obj, ok := m.(map[string]any)
+	if !ok {
+		return m
+	}
+	taken := func(id string) bool {
+		return slices.ContainsFunc(list, func(x any) bool { xid, _ := messageID(x); return xid == id })
+	}
+	id := newMessageID(obj, len(list), 0)
+	for n := 1; taken(id); n++ {
+		id = newMessageID(obj, len(list), n)
+	}
+	out := maps.Clone(obj)
+	out["id"] = id
+	return out
+}
+
+// newMessageID is the id the messages reducer gives a message written
+// without one at index i of its list: a version-5-style UUID of the
+// message's JSON, i and n (a count that makes it unique in the list).
+func newMessageID(m map[string]any, i, n int) string {
+	body, _ := json.Marshal(m) // map keys sorted: the same message, the same bytes
+	h := sha256.New()
+	fmt.Fprintf(h, "coorflow message %d %d\n", i, n)
+	h.Write(body)
+	sum := h.Sum(nil)
+	sum[6] = sum[6]&0x0f | 0x50 // version 5 (name-based)
+	sum[8] = sum[8]&0x3f | 0x80 // RFC 4122 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
 }
 
 // messageID returns a message's id and whether it is a removal (type

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,8 +33,7 @@ func TestTheMessagesReducerHasLangGraphsAddMessagesSemantics(t *testing.T) {
 		writes []any
 		want   []any
 	}{
-		{"append a new id and one without", []any{msg("4", "ai", "ok"), msg("", "ai", "anon")},
-			append(start[:3:3], msg("4", "ai", "ok"), msg("", "ai", "anon"))},
+		{"append a new id", []any{msg("4", "ai", "ok")}, append(start[:3:3], msg("4", "ai", "ok"))},
 		{"replace in place", []any{msg("2", "ai", "HELLO")}, []any{start[0], msg("2", "ai", "HELLO"), start[2]}},
 		{"remove", []any{remove("1")}, []any{start[1], start[2]}},
 		{"remove an unknown id: nothing", []any{remove("9")}, start},
@@ -62,6 +62,63 @@ func TestTheMessagesReducerHasLangGraphsAddMessagesSemantics(t *testing.T) {
 			assert.Equal(t, c.want, v)
 		})
 	}
+}
+
+// TestAMessageWithoutAnIDGetsOne: as add_messages gives a message
+// without an id a UUID, so that a client can replace or remove it later;
+// the id depends on the message and its place only, so the same writes
+// folded again (a resume, a recovered step, a replay) give the same ids,
+// and two equal messages get two ids.
+func TestAMessageWithoutAnIDGetsOne(t *testing.T) {
+	key, err := graph.NewDynamicKey("messages", "messages")
+	require.NoError(t, err)
+	g := graph.New("chat", key)
+	g.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Update(key.Set([]any{msg("", "ai", "anon"), msg("", "ai", "anon")})), nil
+	})
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", graph.End)
+	r, err := g.Compile()
+	require.NoError(t, err)
+	ids := func() []string {
+		res, err := r.Invoke(t.Context(), graph.Input(key.Set(msg("", "human", "hi"))))
+		require.NoError(t, err)
+		v, _ := res.State.Value("messages")
+		var out []string
+		for _, m := range v.([]any) {
+			out = append(out, m.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	first := ids()
+	require.Len(t, first, 3)
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for _, id := range first {
+		assert.Regexp(t, uuid, id)
+	}
+	assert.NotEqual(t, first[1], first[2], "two equal messages get two ids")
+	assert.Equal(t, first, ids(), "the same writes give the same ids")
+
+	// The id a message was given replaces it.
+	g2 := graph.New("chat2", key)
+	g2.AddNode("a", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		return graph.Update(key.Set(msg("", "ai", "anon"))), nil
+	})
+	g2.AddNode("b", func(ctx context.Context, s graph.State) (graph.Command, error) {
+		v, _ := s.Value("messages")
+		id := v.([]any)[0].(map[string]any)["id"].(string)
+		return graph.Update(key.Set(msg(id, "ai", "edited"))), nil
+	})
+	g2.AddEdge(graph.Start, "a")
+	g2.AddEdge("a", "b")
+	g2.AddEdge("b", graph.End)
+	r2, err := g2.Compile()
+	require.NoError(t, err)
+	res, err := r2.Invoke(t.Context(), nil)
+	require.NoError(t, err)
+	v, _ := res.State.Value("messages")
+	require.Len(t, v, 1)
+	assert.Equal(t, "edited", v.([]any)[0].(map[string]any)["content"])
 }
 
 // TestAMessageOfAnExistingIDReplacesItAcrossCheckpoints: an update of a

@@ -47,9 +47,12 @@ func TestAFilesMessagesReducerReplacesByIDAndRemoves(t *testing.T) {
 	res, err := r.Invoke(t.Context(), graph.Input(in...), graph.Thread("t"))
 	require.NoError(t, err)
 	v, _ := res.State.Value("messages")
+	require.Len(t, v, 2)
+	given, _ := v.([]any)[1].(map[string]any)["id"].(string)
+	assert.Len(t, given, 36, "a message without an id is given one, as add_messages does")
 	assert.Equal(t, []any{
 		map[string]any{"id": "a1", "type": "ai", "content": "revised"},
-		map[string]any{"type": "ai", "content": "no id"},
+		map[string]any{"id": given, "type": "ai", "content": "no id"},
 	}, v, "a1 replaced in place, u1 removed, the message without an id appended")
 
 	ws, err := r.DecodeInput(map[string]json.RawMessage{"messages": json.RawMessage(`{"id": "a1", "type": "ai", "content": "edited by a client"}`)})
@@ -61,7 +64,7 @@ func TestAFilesMessagesReducerReplacesByIDAndRemoves(t *testing.T) {
 	v, _ = snap.State.Value("messages")
 	assert.Equal(t, []any{
 		map[string]any{"id": "a1", "type": "ai", "content": "edited by a client"},
-		map[string]any{"type": "ai", "content": "no id"},
+		map[string]any{"id": given, "type": "ai", "content": "no id"},
 	}, v)
 }
 

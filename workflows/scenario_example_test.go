@@ -56,8 +56,11 @@ func TestTheLangGraphScenarioExampleRunsToItsFinalMessage(t *testing.T) {
 	v, _ := final.Value("final")
 	assert.Equal(t, "Published: Graphs add up.", v)
 	msgs, _ := final.Value("messages")
+	require.Len(t, msgs, 2)
+	humanID, _ := msgs.([]any)[0].(map[string]any)["id"].(string)
+	assert.Len(t, humanID, 36, "a message without an id gets one, as add_messages gives it")
 	assert.Equal(t, []any{
-		map[string]any{"type": "human", "content": "graph engines"},
+		map[string]any{"id": humanID, "type": "human", "content": "graph engines"},
 		map[string]any{"id": "draft", "type": "ai", "content": "Published: Graphs add up."},
 	}, msgs, "LangGraph's message list: the final message replaced the draft's, of the same id")
 	assert.Equal(t, []any{

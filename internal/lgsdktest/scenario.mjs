@@ -294,8 +294,12 @@ if (LG_EXAMPLE) {
   ex.final = done.final;
   assert.equal(ex.final, "Published: " + ex.payload.draft);
   ex.messages = done.messages;
+  // The input's message came without an id and got one, as add_messages
+  // gives it, so that a client can replace or remove it.
+  const humanID = ex.messages[0]?.id;
+  assert.match(humanID ?? "", /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   assert.deepEqual(ex.messages, [
-    { type: "human", content: "graph engines" },
+    { id: humanID, type: "human", content: "graph engines" },
     { id: "draft", type: "ai", content: ex.final },
   ]);
   assert.deepEqual((await client.threads.getState(t.thread_id)).values.messages, ex.messages);
@@ -305,9 +309,12 @@ if (LG_EXAMPLE) {
   await client.threads.updateState(t.thread_id, { values: { messages: [{ id: "draft", type: "ai", content: "Edited by hand." }] } });
   ex.edited = (await client.threads.getState(t.thread_id)).values.messages;
   assert.deepEqual(ex.edited, [
-    { type: "human", content: "graph engines" },
+    { id: humanID, type: "human", content: "graph engines" },
     { id: "draft", type: "ai", content: "Edited by hand." },
   ]);
+  // And the id it was given removes it.
+  await client.threads.updateState(t.thread_id, { values: { messages: [{ type: "remove", id: humanID }] } });
+  assert.deepEqual((await client.threads.getState(t.thread_id)).values.messages, [{ id: "draft", type: "ai", content: "Edited by hand." }]);
   step("example-update");
 
   // A delay from the run's context keeps the run in progress: it is
