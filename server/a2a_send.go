@@ -318,9 +318,10 @@ func (s *Server) watchTask(owner, id string, p *placed) {
 	}
 	s.a2aTasks.wg.Add(1)
 	s.mu.Unlock()
+	own := *p // awaitEnd updates its placed: the caller may await the same run meanwhile
 	go func() {
 		defer s.a2aTasks.wg.Done()
-		s.followTask(owner, id, p)
+		s.followTask(owner, id, &own)
 	}()
 }
 
