@@ -19,8 +19,10 @@ const corsMethods = "GET, POST, PUT, PATCH, DELETE"
 
 // corsExposed are the headers of an answer a page may read besides the
 // simple ones: the SDK reads Content-Location (the run a stream
-// started) and Location (where it re-attaches).
-const corsExposed = "Content-Location, Location, X-Request-Id"
+// started), Location (where it re-attaches) and X-Pagination-Next (the
+// next page of a search); X-Coorflow-Batch-Refused says which runs of a
+// batch were not admitted.
+const corsExposed = "Content-Location, Location, X-Coorflow-Batch-Refused, X-Pagination-Next, X-Request-Id"
 
 // corsMaxAge is how long (seconds) a browser may keep a preflight's
 // answer.

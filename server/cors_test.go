@@ -55,8 +55,8 @@ func TestCORSLetsTheListedOriginsCallTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NoError(t, resp.Body.Close())
 	assert.Equal(t, chatOrigin, resp.Header.Get("Access-Control-Allow-Origin"))
-	assert.Equal(t, "Content-Location, Location, X-Request-Id", resp.Header.Get("Access-Control-Expose-Headers"),
-		"the SDK reads Content-Location (the run a stream started) and Location")
+	assert.Equal(t, "Content-Location, Location, X-Coorflow-Batch-Refused, X-Pagination-Next, X-Request-Id", resp.Header.Get("Access-Control-Expose-Headers"),
+		"the SDK reads Content-Location (the run a stream started), Location and X-Pagination-Next (a search's next page); a batch says what it refused")
 	assert.Contains(t, resp.Header.Values("Vary"), "Origin")
 
 	resp = e.request("POST", "/threads", "", map[string]any{}, "Origin", chatOrigin)
