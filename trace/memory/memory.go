@@ -150,18 +150,20 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 		return nil, fmt.Errorf("memory: events of run %q: %w", id, trace.ErrNotFound)
 	}
 	var out []trace.Event
+	var used int64
 	for _, e := range rd.events {
 		if !q.Match(e) {
 			continue
 		}
-		c := cloneEvent(e)
 		if !q.Bodies {
-			c.Request, c.Response = nil, nil
+			e.Request, e.Response = nil, nil
 		}
-		out = append(out, c)
-		if q.Limit > 0 && len(out) == q.Limit {
+		size := e.Size()
+		if !q.Fits(len(out), used, size) {
 			break
 		}
+		out = append(out, cloneEvent(e))
+		used += size
 	}
 	return out, nil
 }
