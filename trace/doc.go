@@ -30,7 +30,9 @@
 // LoadTimeline outlines a run — steps, nodes, the agents that worked in
 // them — and LoadAgent gives one agent's detail: task, snapshots, model
 // calls with what the model answered and reasoned, tool calls with their
-// results, output. The run viewer (package server) shows them.
+// results, output. The run viewer (package server) shows them. Both read
+// a run a page at a time (1 MiB) and keep only what they show, each text
+// of an AgentDetail cut at 256 KiB and all of them at 16 MiB.
 //
 // # Retention
 //
