@@ -47,18 +47,27 @@ func bigWorkflow(t *testing.T, calls, size int) string {
 
 // TestReplayOfARunLargerThanAPageOfEvents: a run whose model calls'
 // bodies pass a page of events (trace.DefaultEventBytes) replays without
-// divergence, every call answered: the replay reads the recording a page
-// at a time, not its first page only.
+// divergence, every call answered, from SQLite and from PostgreSQL: the
+// replay reads the recording a page at a time, not its first page only.
 func TestReplayOfARunLargerThanAPageOfEvents(t *testing.T) {
 	// A demo script holds 4 MiB at most: the requests, which carry the
 	// responses before, make the rest.
 	const calls, size = 6, 600 << 10
 	require.Greater(t, (2*calls-1)*size, trace.DefaultEventBytes, "the bodies pass a page")
-	c := newCLI(t)
-	code, stdout, stderr := c.run("run", bigWorkflow(t, calls, size), "--input", "the question")
-	require.Equal(t, exitOK, code, stderr)
-	id := runOf(t, stdout)
-	code, stdout, stderr = c.run("replay", id)
-	require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
-	assert.Equal(t, fmt.Sprintf("replay of run %s: done (recorded done), %d of %d model calls answered from the recording; no divergence\n", id, calls, calls), stdout)
+	dir := bigWorkflow(t, calls, size)
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			c := newCLI(t)
+			var dbArgs []string
+			if db == "postgres" {
+				dbArgs = []string{"--db", freshDatabase(t)}
+			}
+			code, stdout, stderr := c.run(append([]string{"run", dir, "--input", "the question"}, dbArgs...)...)
+			require.Equal(t, exitOK, code, stderr)
+			id := runOf(t, stdout)
+			code, stdout, stderr = c.run(append([]string{"replay", id}, dbArgs...)...)
+			require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
+			assert.Equal(t, fmt.Sprintf("replay of run %s: done (recorded done), %d of %d model calls answered from the recording; no divergence\n", id, calls, calls), stdout)
+		})
+	}
 }
