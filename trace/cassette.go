@@ -45,6 +45,25 @@ func (e *RecordedError) Error() string {
 	return fmt.Sprintf("trace: recorded model call %d of %s failed: %s", e.Call, e.Path, e.Msg)
 }
 
+// UnreadableError is a recorded model call whose request or response a
+// replay could not read from the store (OpenCassette) when it asked for
+// them: the model call fails with it, and Replay returns it.
+type UnreadableError struct {
+	Run  string
+	Path string
+	Call int   // the call's position among its path's calls, from 1
+	Seq  int64 // the call's event
+	Err  error
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("trace: replay of run %q: recorded model call %d of %s (event %d) cannot be read: %v",
+		e.Run, e.Call, e.Path, e.Seq, e.Err)
+}
+
+// Unwrap returns why the call could not be read.
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
 // Recording is a recorded run with its events, model calls with their
 // requests and responses, all in memory: what NewCassette plays. A
 // recording in a Store is played from there by OpenCassette, a page at a
@@ -138,7 +157,8 @@ func NewCassette(rec *Recording) (*Cassette, error) {
 // It reads their metadata (path, request hash, error) a page at a time,
 // without bodies; a call's request and response are read from s when the
 // call is answered, and a call whose response cannot be read then fails
-// with an error naming the run, the path and the call (Replay returns it).
+// with an *UnreadableError, which names the run, the path and the call
+// (Replay returns it).
 func OpenCassette(ctx context.Context, s Store, id string) (*Cassette, error) {
 	run, err := s.Run(ctx, id)
 	if err != nil {
@@ -229,8 +249,7 @@ func (c *Cassette) bodies(ctx context.Context, x *cassetteCall) (Event, error) {
 
 // unreadable is the error of recorded call x whose bodies cannot be read.
 func (c *Cassette) unreadable(x *cassetteCall, err error) error {
-	return fmt.Errorf("trace: replay of run %q: recorded model call %d of %s (event %d) cannot be read: %w",
-		c.rec.Run.ID, x.call, x.path, x.seq, err)
+	return &UnreadableError{Run: c.rec.Run.ID, Path: x.path, Call: x.call, Seq: x.seq, Err: err}
 }
 
 // response decodes the recorded response of call x.
@@ -240,7 +259,7 @@ func (c *Cassette) response(ctx context.Context, x *cassetteCall) (*llms.Content
 		return nil, err
 	}
 	if len(e.Response) == 0 {
-		return nil, c.unreadable(x, errors.New("the recording has no response (recorded without bodies?)"))
+		return nil, c.unreadable(x, errors.New("the store holds no response of it"))
 	}
 	resp, err := llm.DecodeResponse(e.Response)
 	if err != nil {

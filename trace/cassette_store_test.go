@@ -275,8 +275,8 @@ func TestAReplayFromTheStoreHoldsTheBodiesOfACallInFlight(t *testing.T) {
 
 // TestAReplayFailsOnABodyItCannotRead: a recorded call whose bodies the
 // store cannot give when the replay asks for them fails the model call
-// with an error naming the run, the path and the call, and Replay returns
-// it.
+// with an *UnreadableError naming the run, the path and the call, and
+// Replay returns it.
 func TestAReplayFailsOnABodyItCannotRead(t *testing.T) {
 	errDisk := errors.New("disk on fire")
 	store, err := record(t, calc{}.build(t, script()), "run-1", "What is 2 + 3?", trace.RecorderConfig{})
@@ -309,6 +309,9 @@ func TestAReplayFailsOnABodyItCannotRead(t *testing.T) {
 			rep, err := trace.Replay(t.Context(), calc{}.build(t, c), c)
 			want := fmt.Sprintf(`trace: replay of run "run-1": recorded model call 2 of %s (event %d) cannot be read: %s`, agentPath, second, tt.cause)
 			require.EqualError(t, err, want)
+			var ue *trace.UnreadableError
+			require.ErrorAs(t, err, &ue)
+			assert.Equal(t, trace.UnreadableError{Run: "run-1", Path: agentPath, Call: 2, Seq: second, Err: ue.Err}, *ue)
 			if tt.fail != nil {
 				assert.ErrorIs(t, err, errDisk)
 			}

@@ -59,8 +59,9 @@
 // bodies, and a call's request and response from the store when it
 // answers the call: a replay holds the bodies of the calls in flight, not
 // the run's (the tool results and agent events it compares are read a
-// page at a time too). A call whose bodies cannot be read then fails, and
-// Replay returns the error, which names the run, the path and the call.
+// page at a time too). A call whose bodies cannot be read then fails with
+// an *UnreadableError, which names the run, the path and the call, and
+// Replay returns it.
 // NewCassette plays a Recording held in memory (Load reads one, bodies
 // and all; tests build them).
 //

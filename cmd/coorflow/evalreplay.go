@@ -79,6 +79,12 @@ func (r *evalReplay) Replay(ctx context.Context, c *eval.Case, t *eval.Trial) (g
 	// The recording answers the calls: they spend nothing of a budget.
 	rctx := llm.WithMeter(ctx, nil)
 	rep, err := trace.Replay(rctx, g, cas, trace.WithInput(input...), trace.WithRunOptions(graph.WithSaver(saver)))
+	if ue := (*trace.UnreadableError)(nil); errors.As(err, &ue) {
+		// A recorded call that cannot be read is a recording that cannot
+		// be read: the trial runs on the models.
+		t.Diverged = ue.Error()
+		return graph.State{}, false, nil
+	}
 	if err != nil {
 		return graph.State{}, false, err
 	}

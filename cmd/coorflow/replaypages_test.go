@@ -1,6 +1,8 @@
 package main
 
 import (
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,5 +71,74 @@ func TestReplayOfARunLargerThanAPageOfEvents(t *testing.T) {
 			require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
 			assert.Equal(t, fmt.Sprintf("replay of run %s: done (recorded done), %d of %d model calls answered from the recording; no divergence\n", id, calls, calls), stdout)
 		})
+	}
+}
+
+// modelCallSeq is the event of the n-th model call (from 1) of run id in
+// the SQLite file at path.
+func modelCallSeq(t *testing.T, path, id string, n int) int64 {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var seq int64
+	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT seq FROM trace_events WHERE run_id = ? AND kind = 'model_call' ORDER BY seq LIMIT 1 OFFSET ?`,
+		id, n-1).Scan(&seq))
+	return seq
+}
+
+// TestReplaySaysWhichRecordedCallItCannotRead: a recorded model call
+// whose response the database no longer holds fails the replay when the
+// call is answered, and the error names the run, the path, the call and
+// its event.
+func TestReplaySaysWhichRecordedCallItCannotRead(t *testing.T) {
+	c := newCLI(t)
+	code, stdout, stderr := c.run("run", bigWorkflow(t, 3, 10), "--input", "the question")
+	require.Equal(t, exitOK, code, stderr)
+	id := runOf(t, stdout)
+	seq := modelCallSeq(t, c.db, id, 2)
+	execSQL(t, c.db, fmt.Sprintf(`UPDATE trace_events SET response = NULL WHERE run_id = '%s' AND seq = %d`, id, seq))
+
+	code, stdout, stderr = c.run("replay", id)
+	assert.Equal(t, exitFailed, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, fmt.Sprintf("coorflow: trace: replay of run %q: recorded model call 1 of big/call2 (event %d) cannot be read: the store holds no response of it\n", id, seq), stderr)
+}
+
+// TestEvalReplayRunsOnTheModelsWhatItCannotRead: the trials of an eval run
+// whose recorded responses the database no longer holds cannot be
+// replayed: each says why and runs on the models.
+func TestEvalReplayRunsOnTheModelsWhatItCannotRead(t *testing.T) {
+	chdirRoot(t)
+	c := newCLI(t)
+	ds := smallDataset(t)
+	code, out, stderr := c.run("eval", "examples/coor", ds)
+	require.Equal(t, 0, code, stderr)
+	a := evalRunID.FindStringSubmatch(out)[1]
+	execSQL(t, c.db, `UPDATE trace_events SET response = NULL WHERE kind = 'model_call'`)
+
+	code, out, stderr = c.run("eval", "examples/coor", ds, "--replay", a, "--json")
+	require.Equal(t, 0, code, stderr)
+	var res struct {
+		Cases []struct {
+			Case   string `json:"case"`
+			Trials []struct {
+				Replayed bool   `json:"replayed"`
+				Diverged string `json:"diverged"`
+				Status   string `json:"status"`
+				Spend    struct {
+					Calls int `json:"calls"`
+				} `json:"spend"`
+			} `json:"trials"`
+		} `json:"cases"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.NotEmpty(t, res.Cases)
+	for _, cs := range res.Cases {
+		tr := cs.Trials[0]
+		assert.False(t, tr.Replayed, cs.Case)
+		assert.Regexp(t, `^trace: replay of run "r-[0-9a-f]+": recorded model call 1 of coor/coordinator \(event \d+\) cannot be read: the store holds no response of it$`, tr.Diverged, cs.Case)
+		assert.Equal(t, "passed", tr.Status, cs.Case)
+		assert.Positive(t, tr.Spend.Calls, "%s ran on the models", cs.Case)
 	}
 }
