@@ -322,6 +322,44 @@ func TestAReplayFailsOnABodyItCannotRead(t *testing.T) {
 	}
 }
 
+// TestAReplayWhoseCallGaveUpReportsIt: a model call whose context ends
+// while its recorded response is read fails as its context says, and the
+// replay reports how the run ended otherwise: the recording is not at
+// fault.
+func TestAReplayWhoseCallGaveUpReportsIt(t *testing.T) {
+	store := recordTalk(t, "run-1", 2, 10)
+	var giveUp context.CancelFunc
+	s := &meteredStore{Store: store, fail: func(q trace.EventQuery) error {
+		if q.Bodies {
+			giveUp() // the call's own context ends, not the replay's
+			return context.Canceled
+		}
+		return nil
+	}}
+	c, err := trace.OpenCassette(t.Context(), s, "run-1")
+	require.NoError(t, err)
+	model := llm.Observe(c, llm.ModelInfo{Tier: "basic", Model: "scripted"})
+	said := graph.NewKey[int]("said")
+	g := graph.New("talker", said)
+	g.AddNode("talk", func(ctx context.Context, _ graph.State) (graph.Command, error) {
+		ctx, giveUp = context.WithCancel(ctx)
+		defer giveUp()
+		_, err := model.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "call 1")})
+		return graph.Update(), err
+	})
+	g.AddEdge(graph.Start, "talk")
+	g.AddEdge("talk", graph.End)
+	wf, err := g.Compile()
+	require.NoError(t, err)
+
+	rep, err := trace.Replay(t.Context(), wf, c)
+	require.NoError(t, err, "a divergence, not an unreadable recording")
+	assert.Equal(t, trace.StatusError, rep.Status)
+	assert.Contains(t, rep.Error, "context canceled")
+	require.NotEmpty(t, rep.Divergences)
+	assert.Equal(t, trace.DivergedStatus, rep.Divergences[len(rep.Divergences)-1].Kind, "%s", rep)
+}
+
 // dropping is a store that no longer gives the event seq with its bodies.
 type dropping struct {
 	trace.Store
