@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -149,9 +150,15 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 	if !ok {
 		return nil, fmt.Errorf("memory: events of run %q: %w", id, trace.ErrNotFound)
 	}
+	// Events are kept by Seq: a page starts after q.After without
+	// looking at the events before.
+	from, _ := slices.BinarySearchFunc(rd.events, q.After+1, func(e trace.Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
 	var out []trace.Event
 	var used int64
-	for _, e := range rd.events {
+	for _, e := range rd.events[from:] {
+		if q.Until > 0 && e.Seq > q.Until {
+			break
+		}
 		if !q.Match(e) {
 			continue
 		}
