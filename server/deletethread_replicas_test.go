@@ -107,7 +107,7 @@ func threadLeft(t *testing.T, rs *replicaSet, th string) {
 // and no run was admitted — each told the thread is being deleted, or
 // unknown — and nothing of the thread is left.
 func TestDeletingAThreadRacingItsRunsOnThreeReplicas(t *testing.T) {
-	const rounds, n = 8, 120
+	const rounds, n = 12, 120
 	h := newHoldFlow(t, rounds*n)
 	rs := newReplicaSet(t, 3, time.Minute, server.Config{Workflows: workflows(h.r)})
 	var deleted []string
