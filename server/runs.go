@@ -382,11 +382,19 @@ func (s *Server) fillSpec(ru *run) {
 	}
 }
 
-// precheck refuses a run that the thread's state makes pointless or that
-// the engine would refuse with an error no sentinel names: an input for a
-// thread whose run did not finish, one answer for several questions, a
-// continuation with nothing to continue.
+// precheck refuses a run on a thread that no longer exists, and one that
+// the thread's state makes pointless or that the engine would refuse with
+// an error no sentinel names: an input for a thread whose run did not
+// finish, one answer for several questions, a continuation with nothing
+// to continue.
 func (s *Server) precheck(ru *run) error {
+	// The request read the thread's record before the run was admitted;
+	// a deletion of the thread that ended in between left the run
+	// admitted on no thread. Admitted, the thread is busy and no
+	// deletion can begin: its record is read again.
+	if _, _, err := s.threadRecord(ru.ctx, ru.owner, ru.thread); err != nil {
+		return err
+	}
 	stateOpts := []graph.Option{graph.WithSaver(s.saver)}
 	if ru.from != "" {
 		stateOpts = append(stateOpts, graph.FromCheckpoint(ru.from))
