@@ -60,8 +60,8 @@ func (l *limits) take() (asked, queries int) {
 
 // A page of large events asks the database for a few frames more than it
 // holds, not for a page's limit (10,000): each page of a run read page by
-// page would read the rest of the run again. A page of small events comes
-// in one or two queries.
+// page would read the rest of the run again. A page comes in three
+// queries at most.
 func TestAPageAsksTheDatabaseForAboutTheFramesItHolds(t *testing.T) {
 	cfg, err := pgxpool.ParseConfig(pgtest.URL())
 	require.NoError(t, err)
