@@ -274,6 +274,14 @@
 // owner is 404, as for threads. Recorded runs outlive the server's memory
 // of runs (Config.RetainRuns): they stay in the Recorder's store.
 //
+// GET /v1/trace/runs/{run}/events answers a page of the run's events: at
+// most limit of them (1 to 10,000; 1,000 by default) and max_bytes of them
+// as trace.Event.Size counts them (1,024 to 4,194,304; 1 MiB by default),
+// but always its first event, whatever its size. next_after, set when the
+// run has more events the query selects, is the after= of the next page,
+// the other parameters unchanged; without it, the page is the last (of a
+// run still going on, for now).
+//
 // # Tracing
 //
 // Each run is traced with telemetry.Observer: a run span whose parent is

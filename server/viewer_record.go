@@ -16,13 +16,14 @@ import (
 // stream. (Continuing after the shared one, this replica's first events
 // would be numbered as the dead one's last recorded ones, and a store
 // keeps the event it has: the new replica's, its model calls' usage among
-// them, would be lost.)
+// them, would be lost.) It reads the recording a page at a time; when a
+// page cannot be read, it goes on after the last event it read (logged).
 func (s *Server) recordedAfter(ru *run, shared int64) int64 {
 	last := shared
 	for e, err := range trace.AllEvents(ru.ctx, s.cfg.Recorder.Store(), ru.id, trace.EventQuery{After: shared}) {
 		if err != nil {
-			s.log.ErrorContext(ru.ctx, "server: read the recording of a run taken over", "run", ru.id, "err", err)
-			return shared
+			s.log.ErrorContext(ru.ctx, "server: read the recording of a run taken over", "run", ru.id, "after", last, "err", err)
+			return last
 		}
 		last = e.Seq
 	}

@@ -85,3 +85,32 @@ func TestTurnAndOwnerSpend(t *testing.T) {
 	assert.InDelta(t, 2.0, owner.CostUSD, 1e-9)
 	assert.Equal(t, 5, owner.Calls, "ann's five runs, not bob's")
 }
+
+// TestSpendCountsEveryPageOfARun: a run whose model calls fill several
+// pages of events is summed whole, by RunSpend, SpendOf and TurnSpend.
+func TestSpendCountsEveryPageOfARun(t *testing.T) {
+	ctx := t.Context()
+	s := memory.New()
+	require.NoError(t, s.CreateRun(ctx, trace.RunInfo{ID: "r", Owner: "ann", Thread: "t1", Start: trace.StartInput,
+		Status: trace.StatusDone, StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}))
+	var specs []any
+	for i := range 7 {
+		specs = append(specs, "model_call", "wf/n", 0, llm.ModelCall{Model: "gpt-4o", PromptTokens: 10 << i})
+		specs = append(specs, "custom", "wf/n", 0, nil)
+	}
+	require.NoError(t, s.AppendEvents(ctx, synthetic(t, specs...)))
+	paged := &meteredStore{Store: s, page: 2}
+
+	run, err := trace.RunSpend(ctx, paged, "r")
+	require.NoError(t, err)
+	assert.Equal(t, 7, run.Calls)
+	assert.Equal(t, 10*127, run.Tokens(), "every call's tokens, the last page's too")
+	assert.Greater(t, len(paged.reads), 3, "pages of two events")
+
+	owner, _, err := trace.SpendOf(ctx, paged, trace.RunQuery{Owner: "ann"})
+	require.NoError(t, err)
+	assert.Equal(t, 10*127, owner.Tokens())
+	turn, err := trace.TurnSpend(ctx, paged, "ann", "t1")
+	require.NoError(t, err)
+	assert.Equal(t, 10*127, turn.Tokens())
+}

@@ -354,13 +354,14 @@ func (ix *indexed) attach(a *agentEntry, e Event) {
 	}
 }
 
-// summarize returns the first line of s, cut to 120 characters.
+// summarize returns the first line of s, cut to 120 characters: a copy,
+// so that an agent's summary does not keep its whole output.
 func summarize(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(s); len(r) > 120 {
 		return string(r[:119]) + "…"
 	}
-	return s
+	return strings.Clone(s)
 }
 
 func (ix *indexed) timeline() Timeline {

@@ -88,6 +88,9 @@ func allEvents(t testing.TB, s trace.Store, id string) []trace.Event {
 // and a tool result (text bytes of output), and end with an output.
 type bigRun struct {
 	agents, calls, text int
+	// output, when set, is the bytes of each agent's output: a first
+	// line, then more lines.
+	output int
 }
 
 // store records the run in a new memory store and returns it.
@@ -132,7 +135,11 @@ func (b bigRun) store(t testing.TB) (trace.Store, trace.RunInfo) {
 			add(tools.EventToolCall, path+"/tool:"+id, tools.CallEvent{Agent: name, ID: id, Name: "echo", Args: json.RawMessage(`{"i":` + fmt.Sprint(i) + `}`)})
 			add(tools.EventToolResult, path+"/tool:"+id, tools.ResultEvent{Agent: name, ID: id, Name: "echo", Status: "ok", Output: text(name, "output", i), Duration: time.Millisecond})
 		}
-		add(agentevent.EventEnd, path, agentevent.Info{Agent: name, Output: "output of " + name})
+		output := "output of " + name
+		if b.output > 0 {
+			output += "\n" + strings.Repeat("more of it\n", b.output/11)
+		}
+		add(agentevent.EventEnd, path, agentevent.Info{Agent: name, Output: output})
 	}
 	add(graph.EventNodeEnd.String(), "g/n", nil)
 	s := memory.New()
@@ -260,6 +267,11 @@ type heapProbe struct {
 }
 
 func (h *heapProbe) start() {
+	// Two collections: the first moves what sync.Pools hold (encoding
+	// buffers of the run's making) to their victim caches, the second
+	// frees it, so that it does not count in the base and hide what the
+	// view keeps.
+	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -299,6 +311,26 @@ func TestViewsKeepWhatTheyShow(t *testing.T) {
 	// The agent's tool outputs and answers are 5 MiB of its 25 MiB of
 	// events, bodies included: it keeps them, once.
 	assert.Less(t, probe.max, uint64(len(shown))+1<<20, "an agent's detail keeps what it shows")
+}
+
+// A timeline keeps the start of each agent's output, its summary, not the
+// output: 40 agents ending with 256 KiB each keep less than 1 MiB (the
+// last output, the run's answer, among it).
+func TestATimelineKeepsTheSummariesNotTheOutputs(t *testing.T) {
+	probe := &heapProbe{}
+	base, _ := bigRun{agents: 40, calls: 1, text: 1 << 10, output: 256 << 10}.store(t)
+	s := &pageStore{Store: base, each: probe.measure}
+	probe.start()
+	tl, err := trace.LoadTimeline(t.Context(), s, "big")
+	require.NoError(t, err)
+	require.Greater(t, len(s.read()), 10, "the probe measured at each of the pages (10 MiB)")
+	t.Logf("timeline: kept %d bytes between pages", probe.max)
+	assert.Less(t, probe.max, uint64(1<<20), "the summaries of 10 MiB of outputs keep less than 1 MiB")
+	agents := tl.Steps[0].Nodes[0].Agents
+	require.Len(t, agents, 40)
+	assert.Equal(t, "output of a7", agents[7].Summary)
+	assert.True(t, strings.HasPrefix(tl.Answer, "output of a39\nmore of it\n"), "the answer is the last output, whole")
+	assert.Greater(t, len(tl.Answer), 256<<10-11)
 }
 
 // A view cuts what it keeps: each text and JSON value at 256 KiB, an

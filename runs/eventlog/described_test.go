@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -156,4 +157,76 @@ func TestSelectEndsAPageAtItsBytesInTheDatabase(t *testing.T) {
 	assert.Equal(t, []int64{4}, ids(Query{MaxBytes: 350, After: 3}), "a frame larger than a page comes alone")
 	assert.Equal(t, []int64{5, 6}, ids(Query{MaxBytes: 350, After: 4}))
 	assert.Equal(t, []int64{1, 2}, ids(Query{MaxBytes: 1 << 20, Limit: 2}), "the Limit too")
+}
+
+// rowsRead is how many rows of the frames table the plan of Select's
+// statement for q reads, by EXPLAIN ANALYZE (sequential scans off, as a
+// stream of many frames among many streams would have them).
+func rowsRead(t *testing.T, l *Log, stream string, q Query) int {
+	t.Helper()
+	query, args := l.q.selectFrames(stream, q)
+	tx, err := l.pool.Begin(t.Context())
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(t.Context(), `SET LOCAL enable_seqscan = off`)
+	require.NoError(t, err)
+	var plan []struct {
+		Plan json.RawMessage `json:"Plan"`
+	}
+	require.NoError(t, tx.QueryRow(t.Context(), `EXPLAIN (ANALYZE, FORMAT JSON) `+query, args...).Scan(&plan))
+	require.Len(t, plan, 1)
+	var walk func(raw json.RawMessage) int
+	walk = func(raw json.RawMessage) int {
+		var n struct {
+			Relation string            `json:"Relation Name"`
+			Rows     int               `json:"Actual Rows"`
+			Loops    int               `json:"Actual Loops"`
+			Removed  int               `json:"Rows Removed by Filter"`
+			Rechecks int               `json:"Rows Removed by Index Recheck"`
+			Plans    []json.RawMessage `json:"Plans"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &n))
+		read := 0
+		if n.Relation == "event_frames" {
+			read = (n.Rows+n.Removed)*max(n.Loops, 1) + n.Rechecks
+		}
+		for _, p := range n.Plans {
+			read += walk(p)
+		}
+		return read
+	}
+	return walk(plan[0].Plan)
+}
+
+// A page of the frames of one name reads no further than its Limit: the
+// index of described frames gives them by id (a page of the frames of
+// several names reads them all, but for the names it is not asked).
+func TestSelectOfOneNameReadsNoFurtherThanItsLimit(t *testing.T) {
+	l := newLog(t, Config{})
+	_, err := l.Open(t.Context(), "run", 0)
+	require.NoError(t, err)
+	var entries []Entry
+	for i := range int64(2000) {
+		name := "other"
+		if i%20 == 0 {
+			name = "call"
+		}
+		entries = append(entries, Entry{Stream: "run", Frame: Frame{ID: i + 1, Name: name, Path: "wf", Data: []byte("d"), Meta: []byte(`{}`)}})
+	}
+	require.NoError(t, l.AppendAll(entries))
+	require.NoError(t, l.Flush("run"))
+	_, err = l.pool.Exec(t.Context(), `ANALYZE `+l.q.frames)
+	require.NoError(t, err)
+
+	for _, q := range []Query{
+		{Names: []string{"call"}, Limit: 4},
+		{Names: []string{"call"}, Limit: 4, MaxBytes: 1 << 20, Bodies: true},
+		{Names: []string{"call"}, Limit: 4, MaxBytes: 1 << 20, After: 1000, Path: "wf"},
+	} {
+		got, err := l.Select(t.Context(), "run", q)
+		require.NoError(t, err)
+		require.Len(t, got, 4)
+		assert.Equal(t, "call", got[3].Name)
+		assert.LessOrEqual(t, rowsRead(t, l, "run", q), q.Limit+1, "%+v: the 100 frames of the name are not all read", q)
+	}
 }

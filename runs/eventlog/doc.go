@@ -46,7 +46,9 @@
 // The frames of an owned stream may be described (Frame.Meta, Path,
 // Body: a recorded event's fields, node path and model call bodies).
 // Select finds them by name and path, through an index of described
-// frames alone, and reads their bodies only when asked; Read, the page
+// frames alone, a page at a time (Query.Limit and MaxBytes: the database
+// ends the page where the frames' bytes pass MaxBytes), and reads their
+// bodies only when asked; Read, the page
 // of a stream's reader, reads no bodies. A stream's owner deletes it
 // with what it belongs to (a run; Tables), the stream's row before its
 // frames, so that a commit under way is waited for and a later one

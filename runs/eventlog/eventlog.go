@@ -766,6 +766,23 @@ func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, erro
 	if err != nil {
 		return nil, err
 	}
+	query, args := qs.selectFrames(stream, q)
+	rows, err := l.pool.Query(ctx, query, args...)
+	if err == nil {
+		var out []Frame
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Frame, error) {
+			var f Frame
+			return f, row.Scan(&f.ID, &f.Name, &f.Data, &f.Path, &f.Meta, &f.Body)
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("eventlog: select frames of stream %q: %w", stream, err)
+}
+
+// selectFrames is the statement of Select and its arguments.
+func (qs *queries) selectFrames(stream string, q Query) (string, []any) {
 	args := []any{stream, q.After}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -788,7 +805,14 @@ func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, erro
 	if q.Until > 0 {
 		query += ` AND id <= ` + arg(q.Until)
 	}
-	if len(q.Names) > 0 {
+	switch len(q.Names) {
+	case 0:
+	case 1:
+		// One name is an equality: the index of described frames gives
+		// them by id, and the page reads no further than its Limit (a
+		// list, = ANY, is read whole and sorted, for every page).
+		query += ` AND name = ` + arg(q.Names[0])
+	default:
 		query += ` AND name = ANY(` + arg(q.Names) + `)`
 	}
 	if q.Path != "" {
@@ -802,18 +826,7 @@ func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, erro
 		query = `SELECT id, name, frame, path, meta, ` + body + ` FROM (` + query + `) p WHERE total <= ` +
 			arg(q.MaxBytes) + ` OR n = 1 ORDER BY id`
 	}
-	rows, err := l.pool.Query(ctx, query, args...)
-	if err == nil {
-		var out []Frame
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Frame, error) {
-			var f Frame
-			return f, row.Scan(&f.ID, &f.Name, &f.Data, &f.Path, &f.Meta, &f.Body)
-		})
-		if err == nil {
-			return out, nil
-		}
-	}
-	return nil, fmt.Errorf("eventlog: select frames of stream %q: %w", stream, err)
+	return query, args
 }
 
 // Last returns the id of the last frame of stream stored (0: none).

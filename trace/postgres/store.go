@@ -388,29 +388,55 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 	}
-	// The database ends the page by the bytes it stores (no more than
-	// the events' sizes); the page is then cut where their sizes pass
-	// q's bytes.
-	frames, err := s.log.Select(ctx, streamOf(id), eventlog.Query{After: q.After, Until: q.Until, Names: q.Kinds,
-		Path: q.Path, Limit: q.EffectiveLimit(), MaxBytes: q.EffectiveMaxBytes(), Bodies: q.Bodies})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
-	}
-	out := make([]trace.Event, 0, len(frames))
+	return s.page(ctx, id, q)
+}
+
+// firstFrames is how many frames a page asks the database for first: a
+// page of larger events ends within them, and the database reads no
+// further (it reads a query's Limit of frames to find where their bytes
+// end).
+const firstFrames = 256
+
+// page reads a page of the events of run id that q selects, asking the
+// database for firstFrames frames, then, while they all fit, for as many
+// more as the bytes left would hold at the size of the latest (and half
+// as many again). The database ends each answer by the bytes it stores (no
+// more than the events' sizes); the page is cut where the events' sizes
+// pass q's bytes.
+func (s *Store) page(ctx context.Context, id string, q trace.EventQuery) ([]trace.Event, error) {
+	limit, budget := q.EffectiveLimit(), q.EffectiveMaxBytes()
+	var out []trace.Event
 	var used int64
-	for _, f := range frames {
-		e, err := fromFrame(id, f)
+	after, ask := q.After, min(limit, firstFrames)
+	for {
+		frames, err := s.log.Select(ctx, streamOf(id), eventlog.Query{After: after, Until: q.Until, Names: q.Kinds,
+			Path: q.Path, Limit: ask, MaxBytes: budget - used, Bodies: q.Bodies})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 		}
-		size := e.Size()
-		if !q.Fits(len(out), used, size) {
-			break
+		var got int64 // the bytes of this answer
+		for _, f := range frames {
+			e, err := fromFrame(id, f)
+			if err != nil {
+				return nil, err
+			}
+			size := e.Size()
+			if !q.Fits(len(out), used, size) {
+				return out, nil
+			}
+			out = append(out, e)
+			used, got = used+size, got+size
 		}
-		out = append(out, e)
-		used += size
+		// Fewer frames than asked: the stream has no more, or their
+		// bytes ended the answer, and so the page.
+		if len(frames) < ask || len(out) == limit || used >= budget {
+			return out, nil
+		}
+		after = out[len(out)-1].Seq
+		each := max(got/int64(len(frames)), 1) // the size of the latest events
+		fit := min((budget-used)/each, int64(limit))
+		ask = int(min(int64(limit-len(out)), fit+fit/2+16))
 	}
-	return out, nil
 }
 
 func scanRun(row pgx.Row) (trace.RunInfo, error) {

@@ -43,6 +43,7 @@ var rules = []rule{
 	{"EventQueryFilters", testEventQueryFilters},
 	{"APageEndsAtItsBytes", testPageBytes},
 	{"APageIsBoundedByDefault", testPageDefaults},
+	{"APageCountsTheBytesOfTheEventsItSelects", testPageBytesFiltered},
 	{"AllEventsReadsEveryPage", testAllEvents},
 	{"FinishRunKeepsTheRest", testFinishRun},
 	{"RunsNewestFirstAndFiltered", testRuns},
@@ -526,6 +527,41 @@ func testPageBytes(t *testing.T, s trace.Store) {
 	got, err = s.Events(t.Context(), "r1", trace.EventQuery{MaxBytes: 10 * small, Limit: 4})
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 2, 3, 4}, seqs(got), "Limit and MaxBytes both bound a page")
+}
+
+// A page's bytes are those of the events its query selects: the events
+// its kinds and path leave out, however large, take no room in it.
+func testPageBytesFiltered(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	var evs []trace.Event
+	for i := range int64(12) {
+		e := sized("r1", i+1, "custom", 50_000, 0) // odd seqs: large, not selected
+		if i%2 == 1 {
+			e = sized("r1", i+1, "model_call", 100, 0)
+			if i%4 == 3 {
+				e.Path = "wf/b"
+			}
+		}
+		evs = append(evs, e)
+	}
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	small := evs[1].Size()
+	page := 3*small + small/2
+	for _, tt := range []struct {
+		name string
+		q    trace.EventQuery
+		want []int64
+	}{
+		{"kinds", trace.EventQuery{Kinds: []string{"model_call"}, MaxBytes: page}, []int64{2, 4, 6}},
+		{"kinds and path", trace.EventQuery{Kinds: []string{"model_call"}, Path: "wf/a", MaxBytes: page}, []int64{2, 6, 10}},
+		{"path", trace.EventQuery{Path: "wf/b", MaxBytes: page}, []int64{4, 8, 12}},
+		{"path after", trace.EventQuery{Path: "wf/b", MaxBytes: page, After: 4}, []int64{8, 12}},
+		{"kinds until", trace.EventQuery{Kinds: []string{"model_call"}, MaxBytes: page, Until: 5}, []int64{2, 4}},
+	} {
+		got, err := s.Events(t.Context(), "r1", tt.q)
+		require.NoError(t, err, tt.name)
+		assert.Equal(t, tt.want, seqs(got), tt.name)
+	}
 }
 
 func testPageDefaults(t *testing.T, s trace.Store) {
