@@ -120,7 +120,7 @@ type EventQuery struct {
 	// counts them: the events, in order, while their sizes sum to at
 	// most MaxBytes, and the first one whatever its size (so that a
 	// reader paging with After goes on). DefaultEventBytes when 0 or
-	// less.
+	// less, MaxEventBytes when more.
 	MaxBytes int64
 	// Bodies includes the requests and responses of model calls.
 	Bodies bool
@@ -135,4 +135,7 @@ const (
 	// DefaultEventBytes caps the bytes of events one query returns when
 	// it sets no MaxBytes.
 	DefaultEventBytes = 4 << 20
+	// MaxEventBytes caps the bytes of events one query returns whatever
+	// its MaxBytes (but for its first event).
+	MaxEventBytes = 64 << 20
 )

@@ -55,3 +55,16 @@ func TestAllEventsStopsAtAStoreThatDoesNotGoOn(t *testing.T) {
 	want := `trace: events of run "r": the store gave event 1 after event 4`
 	assert.EqualError(t, err, want)
 }
+
+func TestAPagesBoundsHaveCeilings(t *testing.T) {
+	assert.Equal(t, int64(trace.DefaultEventBytes), trace.EventQuery{}.EffectiveMaxBytes())
+	assert.Equal(t, int64(1000), trace.EventQuery{MaxBytes: 1000}.EffectiveMaxBytes())
+	assert.Equal(t, int64(trace.MaxEventBytes), trace.EventQuery{MaxBytes: 1 << 40}.EffectiveMaxBytes())
+	assert.Equal(t, trace.MaxEventLimit, trace.EventQuery{}.EffectiveLimit())
+	assert.Equal(t, trace.MaxEventLimit, trace.EventQuery{Limit: 1 << 30}.EffectiveLimit())
+	q := trace.EventQuery{Limit: 2, MaxBytes: 100}
+	assert.True(t, q.Fits(0, 0, 1000), "the first event whatever its size")
+	assert.True(t, q.Fits(1, 40, 60))
+	assert.False(t, q.Fits(1, 40, 61))
+	assert.False(t, q.Fits(2, 0, 1), "the limit")
+}

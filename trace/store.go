@@ -72,12 +72,13 @@ func (q EventQuery) EffectiveLimit() int {
 }
 
 // EffectiveMaxBytes is how many bytes of events q returns at most, but
-// for its first event: q.MaxBytes, or DefaultEventBytes when 0 or less.
+// for its first event: q.MaxBytes, DefaultEventBytes when 0 or less, or
+// MaxEventBytes when more than that.
 func (q EventQuery) EffectiveMaxBytes() int64 {
 	if q.MaxBytes <= 0 {
 		return DefaultEventBytes
 	}
-	return q.MaxBytes
+	return min(q.MaxBytes, MaxEventBytes)
 }
 
 // Fits reports whether an event of size bytes (Event.Size) joins a page
