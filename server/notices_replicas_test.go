@@ -181,11 +181,10 @@ func (rs *replicaSet) addDying(t *testing.T, ttl time.Duration, cfg server.Confi
 
 // posts is a receiver of notices: the body of each POST, in order.
 type posts struct {
-	url  string
-	got  chan []byte
-	mu   sync.Mutex
-	all  [][]byte
-	hits atomic.Int64
+	url string
+	got chan []byte
+	mu  sync.Mutex
+	all []string
 }
 
 func newPosts(t *testing.T, capacity int) *posts {
@@ -194,13 +193,19 @@ func newPosts(t *testing.T, capacity int) *posts {
 	p.url = httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var body json.RawMessage
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		p.hits.Add(1)
 		p.mu.Lock()
-		p.all = append(p.all, body)
+		p.all = append(p.all, string(body))
 		p.mu.Unlock()
 		p.got <- body
 	})
 	return p
+}
+
+// bodies are the bodies of the POSTs so far.
+func (p *posts) bodies() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.all
 }
 
 // next waits for the next POST.
@@ -224,6 +229,16 @@ func shutdownAll(t *testing.T, es []*env) {
 	}
 }
 
+// stops are the ways r0 stops in the takeover tests: killed (its
+// Replicas die), or shut down (Shutdown releases its runs).
+var stops = []struct {
+	name string
+	stop func(t *testing.T, e *env, d *dying)
+}{
+	{"killed", func(_ *testing.T, _ *env, d *dying) { d.die() }},
+	{"shut down", func(t *testing.T, e *env, _ *dying) { require.NoError(t, e.srv.Shutdown(t.Context())) }},
+}
+
 // killedReplicaSet is three replicas on one PostgreSQL: r0, which can
 // die, then r1 and r2. Their leases are short (2s, as the other
 // takeover tests'), so that r0's run is taken over soon after it died.
@@ -240,10 +255,16 @@ func killedReplicaSet(t *testing.T, cfg server.Config) ([]*env, *dying) {
 
 // TestA2APushOfATaskWhoseReplicaDiedIsSentByTheReplicaThatFinishedIt: a
 // message with a push notification config is sent to r0, which runs
-// the task's run and dies in its node; r1 or r2 takes the run over and
+// the task's run and dies in its node (killed, or shut down); r1 or r2 takes the run over and
 // finishes it, and sends the push notification, once, with the task
 // completed, which any replica shows.
 func TestA2APushOfATaskWhoseReplicaDiedIsSentByTheReplicaThatFinishedIt(t *testing.T) {
+	for _, stop := range stops {
+		t.Run(stop.name, func(t *testing.T) { testA2APushAfterTakeover(t, stop.stop) })
+	}
+}
+
+func testA2APushAfterTakeover(t *testing.T, stop func(*testing.T, *env, *dying)) {
 	hook := newPosts(t, 4)
 	h := newHoldFlow(t, 4)
 	es, r0 := killedReplicaSet(t, server.Config{Workflows: workflows(h.r), WebhookAllow: []string{hook.url + "/hooks"},
@@ -256,32 +277,39 @@ func TestA2APushOfATaskWhoseReplicaDiedIsSentByTheReplicaThatFinishedIt(t *testi
 	require.NotNil(t, sent.Task)
 	h.waitEntered(t, 1)
 	assert.Equal(t, "r0", replicaOf(t, es[1], *sent.Task), "r0 runs the task's run")
-	r0.die()
+	stop(t, es[0], r0)
 	h.waitEntered(t, 1) // another replica took the run over
 	h.open()
+	// The run's end, followed on r1.
+	es[1].stream("GET", fmt.Sprintf("/v1/threads/%s/runs/%s/stream", sent.Task.Metadata["thread_id"], sent.Task.Metadata["run_id"]), alice, nil)
+	assert.NotEqual(t, "r0", replicaOf(t, es[2], *sent.Task), "the run was finished by the replica that took it over")
+	for _, e := range es[1:] {
+		got := e.a2aTask(sent.Task.ID)
+		assert.Equal(t, a2a.StateCompleted, got.Status.State)
+	}
+	shutdownAll(t, es) // every notice claimed has been posted
 
+	require.Len(t, hook.bodies(), 1, "the task's push notification was posted once")
 	var ev a2a.StreamResponse
-	require.NoError(t, json.Unmarshal(hook.next(t), &ev))
+	require.NoError(t, json.Unmarshal([]byte(hook.bodies()[0]), &ev))
 	require.NotNil(t, ev.Task)
 	assert.Equal(t, sent.Task.ID, ev.Task.ID)
 	assert.Equal(t, a2a.StateCompleted, ev.Task.Status.State)
 	require.Len(t, ev.Task.Artifacts, 1)
 	assert.Equal(t, "held", *ev.Task.Artifacts[0].Parts[0].Text)
-	finisher := replicaOf(t, es[2], *sent.Task)
-	assert.NotEqual(t, "r0", finisher, "the run was finished by the replica that took it over")
-	for _, e := range es[1:] {
-		got := e.a2aTask(sent.Task.ID)
-		assert.Equal(t, a2a.StateCompleted, got.Status.State)
-	}
-	shutdownAll(t, es)
-	assert.Equal(t, int64(1), hook.hits.Load(), "the task's push notification was posted once")
 }
 
 // TestPlatformWebhookOfARunWhoseReplicaDiedIsCalledOnceByTheReplicaThatFinishedIt:
 // a Platform run with a webhook is started on r0, which dies in its
-// node; the replica that takes it over and finishes it calls the
+// node (killed, or shut down); the replica that takes it over and finishes it calls the
 // webhook, once, with the run's success and values.
 func TestPlatformWebhookOfARunWhoseReplicaDiedIsCalledOnceByTheReplicaThatFinishedIt(t *testing.T) {
+	for _, stop := range stops {
+		t.Run(stop.name, func(t *testing.T) { testWebhookAfterTakeover(t, stop.stop) })
+	}
+}
+
+func testWebhookAfterTakeover(t *testing.T, stop func(*testing.T, *env, *dying)) {
 	hook := newPosts(t, 4)
 	h := newHoldFlow(t, 4)
 	es, r0 := killedReplicaSet(t, server.Config{Workflows: workflows(h.r), WebhookAllow: []string{hook.url + "/hooks"}})
@@ -293,20 +321,21 @@ func TestPlatformWebhookOfARunWhoseReplicaDiedIsCalledOnceByTheReplicaThatFinish
 	var ru server.Run
 	es[1].call("GET", "/v1/threads/"+th+"/runs/"+run.RunID, alice, nil, http.StatusOK, &ru)
 	assert.Equal(t, "r0", ru.Replica, "r0 runs it")
-	r0.die()
+	stop(t, es[0], r0)
 	h.waitEntered(t, 1) // another replica took the run over
 	h.open()
-
-	var got map[string]any
-	require.NoError(t, json.Unmarshal(hook.next(t), &got))
-	assert.Equal(t, run.RunID, got["run_id"])
-	assert.Equal(t, "success", got["status"])
-	assert.Equal(t, map[string]any{"text": "held"}, got["values"])
+	es[1].stream("GET", "/v1/threads/"+th+"/runs/"+run.RunID+"/stream", alice, nil) // to its end
 	es[2].call("GET", "/v1/threads/"+th+"/runs/"+run.RunID, alice, nil, http.StatusOK, &ru)
 	assert.NotEqual(t, "r0", ru.Replica, "the run was finished by the replica that took it over")
 	assert.Equal(t, 1, ru.Takeovers)
-	shutdownAll(t, es)
-	assert.Equal(t, int64(1), hook.hits.Load(), "the webhook was called once")
+	shutdownAll(t, es) // every notice claimed has been posted
+
+	require.Len(t, hook.bodies(), 1, "the webhook was called once")
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(hook.bodies()[0]), &got))
+	assert.Equal(t, run.RunID, got["run_id"])
+	assert.Equal(t, "success", got["status"])
+	assert.Equal(t, map[string]any{"text": "held"}, got["values"])
 }
 
 // TestNoticesOf100ParallelRunsAcrossThreeReplicasArePostedOnceEach: 100
@@ -357,12 +386,12 @@ func TestNoticesOf100ParallelRunsAcrossThreeReplicasArePostedOnceEach(t *testing
 	shutdownAll(t, es)
 
 	perTask, perThread := map[string]int{}, map[string]int{}
-	for _, body := range hook.all {
+	for _, body := range hook.bodies() {
 		var ev struct {
 			Task     *a2a.Task `json:"task"`
 			ThreadID string    `json:"thread_id"`
 		}
-		require.NoError(t, json.Unmarshal(body, &ev))
+		require.NoError(t, json.Unmarshal([]byte(body), &ev))
 		if ev.Task != nil {
 			assert.Equal(t, a2a.StateCompleted, ev.Task.Status.State)
 			perTask[ev.Task.ID]++
@@ -376,8 +405,8 @@ func TestNoticesOf100ParallelRunsAcrossThreeReplicasArePostedOnceEach(t *testing
 	for _, th := range threads {
 		assert.Equal(t, 1, perThread[th], "POSTs of the run on thread %s", th)
 	}
-	assert.Len(t, hook.all, 2*n, "POSTs in all")
-	t.Logf("%d A2A tasks and %d Platform runs sent at once through 3 replicas: %d POSTs", n, n, len(hook.all))
+	assert.Len(t, hook.bodies(), 2*n, "POSTs in all")
+	t.Logf("%d A2A tasks and %d Platform runs sent at once through 3 replicas: %d POSTs", n, n, len(hook.bodies()))
 }
 
 // TestA2APushWhoseSenderDiedMidPostIsSentAgainByAnotherReplica: the
