@@ -137,7 +137,8 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE TABLE ` + schema + `.server_run_events (run_id text COLLATE "C" NOT NULL REFERENCES ` + schema + `.server_runs ON DELETE CASCADE,
 			id bigint NOT NULL, name text NOT NULL, frame bytea NOT NULL, PRIMARY KEY (run_id, id))`,
-		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN final`, // migration 5's
+		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN final`,                            // migration 5's
+		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN notice, DROP COLUMN notice_until`, // migration 6's, with its index
 		`DELETE FROM ` + schema + `.server_runs_schema WHERE version >= 4`,
 		`INSERT INTO ` + schema + `.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`,
 	} {
