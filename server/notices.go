@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 )
 
 // A run's notice is what its end tells outside the server: the POST of
@@ -125,12 +126,21 @@ func (s *Server) claimNotice(ctx context.Context, id string) bool {
 	return true
 }
 
-// sweepNotices delivers the notices of shared runs that their replicas
-// did not deliver (they died), a batch at a time.
-func (s *Server) sweepNotices(ctx context.Context) {
-	for range pruneBatch {
-		if !s.claimNotice(ctx, "") {
+// noticeLoop delivers, every half lease, the notices of shared runs
+// that their replicas did not deliver (they died: Replicas.ClaimNotice
+// with no id), apart from the claim loop, so that a slow webhook delays
+// no claim.
+func (s *Server) noticeLoop(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case <-tick.C:
+		}
+		for more := true; more && ctx.Err() == nil; {
+			more = s.claimNotice(ctx, "")
 		}
 	}
 }

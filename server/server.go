@@ -276,8 +276,8 @@ type Server struct {
 type replicaState struct {
 	ctx    context.Context // of the claimed runs; cancelled by Shutdown
 	stop   context.CancelFunc
-	done   chan struct{} // closed when the claim loop has ended
-	active int           // claimed runs executing; guarded by Server.mu
+	loops  sync.WaitGroup // the claim loop and the notice loop
+	active int            // claimed runs executing; guarded by Server.mu
 	// claimMu is held by the claim loop from a claim to the start of its
 	// run (claim).
 	claimMu sync.Mutex

@@ -27,24 +27,26 @@ const (
 // replica.
 var errCancelRequested = errors.New("server: cancelled by request")
 
-// startReplica starts the loop that claims the runs that are due; Shutdown
-// stops it.
+// startReplica starts the loop that claims the runs that are due, and
+// the one that delivers the notices other replicas left (noticeLoop);
+// Shutdown stops them.
 func (s *Server) startReplica() {
 	// Claimed runs do not end with the loop: Shutdown cancels each.
 	s.replica.ctx = context.Background()
 	s.replica.workflows = slices.Sorted(maps.Keys(s.cfg.Workflows))
 	ctx, cancel := context.WithCancel(context.Background())
-	s.replica.stop, s.replica.done = cancel, make(chan struct{})
-	go s.claimLoop(ctx)
+	s.replica.stop = cancel
+	s.replica.loops.Go(func() { s.claimLoop(ctx) })
+	s.replica.loops.Go(func() { s.noticeLoop(ctx) })
 }
 
-// stopReplica stops the claim loop and waits for it.
+// stopReplica stops the replica's loops and waits for them.
 func (s *Server) stopReplica() {
 	if s.replica.stop == nil {
 		return
 	}
 	s.replica.stop()
-	<-s.replica.done
+	s.replica.loops.Wait()
 }
 
 // claimLoop claims due runs whenever a replica says one may be due, and
@@ -52,7 +54,6 @@ func (s *Server) stopReplica() {
 // queued run's hold by a replica that died (nextLook). It prunes the ended
 // runs at its start and every half lease.
 func (s *Server) claimLoop(ctx context.Context) {
-	defer close(s.replica.done)
 	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
 	defer tick.Stop()
 	look := time.NewTimer(s.cfg.LeaseTTL / 2)
@@ -69,7 +70,6 @@ func (s *Server) claimLoop(ctx context.Context) {
 		case <-look.C:
 		case <-tick.C:
 			s.pruneShared(ctx)
-			s.sweepNotices(ctx)
 		}
 	}
 }
