@@ -42,19 +42,17 @@ func (d *dying) err() error {
 }
 
 func (d *dying) Enqueue(ctx context.Context, r server.SharedRun, busy runs.Busy, l runs.Limits) error {
-	return errors.Join(d.err(), d.live(func() error { return d.Replicas.Enqueue(ctx, r, busy, l) }))
-}
-
-// live calls f unless the replica died.
-func (d *dying) live(f func() error) error {
-	if d.dead.Load() {
-		return nil
+	if err := d.err(); err != nil {
+		return err
 	}
-	return f()
+	return d.Replicas.Enqueue(ctx, r, busy, l)
 }
 
 func (d *dying) Offer(ctx context.Context, id string) error {
-	return errors.Join(d.err(), d.live(func() error { return d.Replicas.Offer(ctx, id) }))
+	if err := d.err(); err != nil {
+		return err
+	}
+	return d.Replicas.Offer(ctx, id)
 }
 
 func (d *dying) Claim(ctx context.Context, id string, wfs []string) (*server.Claim, error) {
@@ -72,15 +70,24 @@ func (d *dying) Renew(ctx context.Context, c *server.Claim) (bool, error) {
 }
 
 func (d *dying) Publish(ctx context.Context, c *server.Claim, ev server.SharedEvent) error {
-	return errors.Join(d.err(), d.live(func() error { return d.Replicas.Publish(ctx, c, ev) }))
+	if err := d.err(); err != nil {
+		return err
+	}
+	return d.Replicas.Publish(ctx, c, ev)
 }
 
 func (d *dying) Finish(ctx context.Context, c *server.Claim, r server.SharedRun) error {
-	return errors.Join(d.err(), d.live(func() error { return d.Replicas.Finish(ctx, c, r) }))
+	if err := d.err(); err != nil {
+		return err
+	}
+	return d.Replicas.Finish(ctx, c, r)
 }
 
 func (d *dying) Release(ctx context.Context, c *server.Claim) error {
-	return errors.Join(d.err(), d.live(func() error { return d.Replicas.Release(ctx, c) }))
+	if err := d.err(); err != nil {
+		return err
+	}
+	return d.Replicas.Release(ctx, c)
 }
 
 func (d *dying) Run(ctx context.Context, id string) (server.SharedRun, error) {
@@ -154,7 +161,10 @@ func (d *dying) ClaimNotice(ctx context.Context, id string, wfs []string) (serve
 }
 
 func (d *dying) NoticeSent(ctx context.Context, id string) error {
-	return errors.Join(d.err(), d.live(func() error { return d.Replicas.NoticeSent(ctx, id) }))
+	if err := d.err(); err != nil {
+		return err
+	}
+	return d.Replicas.NoticeSent(ctx, id)
 }
 
 // Changed announces nothing once the replica died.
