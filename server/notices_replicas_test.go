@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coorflow/coorflow/a2a"
+	"github.com/coorflow/coorflow/checkpoint/memory"
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
@@ -175,7 +177,8 @@ func (d *dying) Changed(key string) <-chan struct{} {
 	return d.Replicas.Changed(key)
 }
 
-// addDying starts one more replica, r<n>, whose Replicas can die.
+// addDying starts one more replica, r<n>, whose Replicas can die; its
+// Saver is cfg's when set (one over the set's).
 func (rs *replicaSet) addDying(t *testing.T, ttl time.Duration, cfg server.Config) (*env, *dying) {
 	t.Helper()
 	reps, err := replicas.New(rs.pool, replicas.Config{Saver: rs.saver, Name: "r" + strconv.Itoa(len(rs.envs)), LeaseTTL: ttl, Schema: rs.schema})
@@ -183,7 +186,10 @@ func (rs *replicaSet) addDying(t *testing.T, ttl time.Duration, cfg server.Confi
 	require.NoError(t, reps.Start(t.Context()))
 	t.Cleanup(func() { assert.NoError(t, reps.Close()) })
 	d := &dying{Replicas: reps}
-	cfg.Saver, cfg.Replicas, cfg.LeaseTTL = rs.saver, d, ttl
+	if cfg.Saver == nil {
+		cfg.Saver = rs.saver
+	}
+	cfg.Replicas, cfg.LeaseTTL = d, ttl
 	e := newEnv(t, cfg)
 	rs.envs = append(rs.envs, e)
 	return e, d
@@ -454,4 +460,83 @@ func TestA2APushWhoseSenderDiedMidPostIsSentAgainByAnotherReplica(t *testing.T) 
 	}
 	shutdownAll(t, es)
 	assert.Equal(t, int64(2), hits.Load(), "posted by r0, which died before it recorded it sent, and once again by another replica")
+}
+
+// heldTaskRecord is a Saver that holds the first A2A task record stored
+// through it until release is closed, having sent it on saving.
+type heldTaskRecord struct {
+	graph.Saver
+	held    atomic.Bool
+	saving  chan graph.CheckpointRecord
+	release chan struct{}
+}
+
+func (h *heldTaskRecord) PutCheckpoint(ctx context.Context, cp graph.CheckpointRecord, blobs []graph.Blob) error {
+	if cp.NS == "#coorflow-a2a" && h.held.CompareAndSwap(false, true) {
+		h.saving <- cp
+		<-h.release
+	}
+	return h.Saver.PutCheckpoint(ctx, cp, blobs)
+}
+
+// TestA2APushOfARunThatEndedBeforeItsTaskWasRecorded: a task's run that
+// ends before the replica that took the message stored the task's record
+// (which lists the run and its push config) has its notice posted once,
+// by that replica once it stored it: the run's end and the record meet
+// whichever comes second. On one server and among three replicas.
+func TestA2APushOfARunThatEndedBeforeItsTaskWasRecorded(t *testing.T) {
+	for _, replicated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one server", true: "three replicas"}[replicated], func(t *testing.T) {
+			hook := newPosts(t, 4)
+			cfg := server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, WebhookAllow: []string{hook.url + "/hooks"}}
+			saver := &heldTaskRecord{saving: make(chan graph.CheckpointRecord, 1), release: make(chan struct{})}
+			var es []*env
+			if replicated {
+				rs := newReplicaSet(t, 0, time.Minute, cfg)
+				saver.Saver = rs.saver
+				held := cfg
+				held.Saver = saver
+				rs.addDying(t, time.Minute, held)
+				rs.add(t, time.Minute, cfg)
+				rs.add(t, time.Minute, cfg)
+				es = rs.envs
+			} else {
+				saver.Saver = memory.New()
+				cfg.Saver = saver
+				es = []*env{newEnv(t, cfg)}
+			}
+			sent := make(chan a2a.SendMessageResponse, 1)
+			go func() {
+				var out a2a.SendMessageResponse
+				assert.Nil(t, es[0].a2aCall("/a2a/echo", "SendMessage", a2a.SendMessageRequest{Message: a2a.UserText("hi"),
+					Configuration: &a2a.SendMessageConfiguration{ReturnImmediately: true,
+						TaskPushNotificationConfig: &a2a.TaskPushNotificationConfig{URL: hook.url + "/hooks/a2a"}}}, &out))
+				sent <- out
+			}()
+			var rec struct {
+				Context string   `json:"context"`
+				Runs    []string `json:"runs"`
+			}
+			require.NoError(t, json.Unmarshal((<-saver.saving).Meta, &rec))
+			require.Len(t, rec.Runs, 1)
+			// The run ends, followed on the last replica, before its
+			// task's record is stored.
+			last := es[len(es)-1]
+			evs := last.stream("GET", "/v1/threads/"+rec.Context+"/runs/"+rec.Runs[0]+"/stream", alice, nil)
+			require.NotEmpty(t, evs)
+			assert.Equal(t, server.StatusDone, evs[len(evs)-1].run(t).Status)
+			close(saver.release)
+			task := (<-sent).Task
+			require.NotNil(t, task)
+			assert.Equal(t, a2a.StateCompleted, last.a2aTask(task.ID).Status.State)
+			shutdownAll(t, es)
+
+			require.Len(t, hook.bodies(), 1, "the task's push notification was posted once")
+			var ev a2a.StreamResponse
+			require.NoError(t, json.Unmarshal([]byte(hook.bodies()[0]), &ev))
+			require.NotNil(t, ev.Task)
+			assert.Equal(t, task.ID, ev.Task.ID)
+			assert.Equal(t, a2a.StateCompleted, ev.Task.Status.State)
+		})
+	}
 }
