@@ -46,8 +46,8 @@
 //	GET    /v1/trace/runs?thread=&workflow=&status=&limit=&before=   {"runs": [TraceRun]}, newest first, each with input_text
 //	GET    /v1/trace/runs/{run}                        trace.RunInfo: status, input, final state, event count
 //	GET    /v1/trace/runs/{run}/timeline               trace.Timeline: the answer; steps, nodes, agents with their times
-//	GET    /v1/trace/runs/{run}/agents/{agent}         trace.AgentDetail: snapshots, model calls, tool calls, output
-//	GET    /v1/trace/runs/{run}/events?after=&until=&kinds=&path=&limit=&bodies=   {"events": [trace.Event]}
+//	GET    /v1/trace/runs/{run}/agents/{agent}         trace.AgentDetail: snapshots, model calls, tool calls, output (each text cut at 256 KiB)
+//	GET    /v1/trace/runs/{run}/events?after=&until=&kinds=&path=&limit=&max_bytes=&bodies=   {"events": [trace.Event], "next_after": N}: a page (1,000 events, 1 MiB by default); next_after, when set, is the next page's after=
 //
 // # LangGraph Platform API
 //

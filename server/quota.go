@@ -51,7 +51,8 @@ func (s *Server) busyOf(ru *run) runs.Busy {
 
 // refusal is the answer to a run that admission refused with err: 429
 // quota_exceeded for a *runs.QuotaError, 409 thread_busy for a
-// *runs.BusyError; nil for any other error.
+// *runs.BusyError or on a thread being deleted (runs.ErrThreadClosed);
+// nil for any other error.
 func refusal(ru *run, err error) *apiError {
 	var qe *runs.QuotaError
 	var be *runs.BusyError
@@ -66,6 +67,8 @@ func refusal(ru *run, err error) *apiError {
 		e := errorf(http.StatusConflict, CodeThreadBusy, "thread %q already has run %q in progress: wait for it, cancel it, or enable queueing", ru.thread, be.Run)
 		e.Run = be.Run
 		return e
+	case errors.Is(err, runs.ErrThreadClosed):
+		return threadBeingDeleted(ru.thread)
 	}
 	return nil
 }

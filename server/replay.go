@@ -13,8 +13,12 @@ import (
 	"github.com/coorflow/coorflow/trace"
 )
 
-// replayPage is how many recorded events a stream reads at a time.
-const replayPage = 256
+// A stream reads a run's recorded events a page at a time: at most
+// replayPage events and replayPageBytes of them (but one larger event).
+const (
+	replayPage      = 256
+	replayPageBytes = 1 << 20
+)
 
 // replayRecorded writes the recorded events of the ended run ru with ids
 // in (after, until] that kinds selects, as the stream sent them live, but
@@ -30,29 +34,27 @@ func (s *Server) replayRecorded(r *http.Request, out sseWriter, ru *run, after, 
 		}
 		return after, nil
 	}
-	q := trace.EventQuery{After: after, Until: until, Limit: replayPage, Bodies: true}
+	if after >= until {
+		return until, nil
+	}
+	q := trace.EventQuery{After: after, Until: until, Limit: replayPage, MaxBytes: replayPageBytes, Bodies: true}
 	for k := range format.filter() {
 		q.Kinds = append(q.Kinds, k)
 	}
 	slices.Sort(q.Kinds)
-	for q.After < until {
-		evs, err := store.Events(r.Context(), ru.id, q)
+	sent := after
+	for ev, err := range trace.AllEvents(r.Context(), store, ru.id, q) {
 		if err != nil {
 			s.log.ErrorContext(r.Context(), "server: read a run's recorded events", "request_id", requestID(r.Context()), "run", ru.id, "err", err)
-			return q.After, nil
+			return sent, nil
 		}
-		for _, ev := range evs {
-			b := format.event(frame{id: ev.Seq, name: ev.Kind, data: recordedFrame(ev, info)})
-			if b != nil {
-				if err := out.write(b); err != nil {
-					return q.After, err
-				}
+		b := format.event(frame{id: ev.Seq, name: ev.Kind, data: recordedFrame(ev, info)})
+		if b != nil {
+			if err := out.write(b); err != nil {
+				return sent, err
 			}
-			q.After = ev.Seq
 		}
-		if len(evs) < replayPage {
-			break
-		}
+		sent = ev.Seq
 	}
 	return until, nil
 }

@@ -26,9 +26,26 @@ type Replicas interface {
 	// offered (Offer). A thread with a queued or running run refuses it
 	// with a *runs.BusyError unless busy is runs.Queue; an owner at one
 	// of its limits, counted over the open runs of every replica, gets a
-	// *runs.QuotaError. A refused run is not stored. The run holds its
-	// place until it ends (Finish, or Cancel while queued).
+	// *runs.QuotaError. A thread being deleted (CloseThread) refuses it
+	// with runs.ErrThreadClosed, and a thread without its record (no
+	// checkpoint of the run's Key in namespace ThreadRecordNS: it was
+	// deleted) with graph.ErrNotFound, both checked in that same step. A
+	// refused run is not stored. The run holds its place until it ends
+	// (Finish, or Cancel while queued).
 	Enqueue(ctx context.Context, run SharedRun, busy runs.Busy, limits runs.Limits) error
+	// CloseThread runs deleting while the owner's thread key is closed to
+	// new runs on every replica (Enqueue refuses them), and returns its
+	// error, as it is (joined with the error of removing the mark, if
+	// that failed: the mark expires then). The thread is closed in one atomic step with Enqueue's
+	// admission, which also checks that it has no queued or running run
+	// (a *runs.BusyError naming the oldest otherwise) and is not being
+	// deleted already (runs.ErrThreadClosed); deleting is not called
+	// then. It reopens when deleting returns, whatever it returned. The
+	// mark that closes it lasts a lease's time (the LeaseTTL) and is
+	// renewed while deleting runs: the mark of a replica that died, or
+	// could not remove it, expires then, and the thread takes runs again.
+	// A mark that could not be renewed in time cancels deleting's ctx.
+	CloseThread(ctx context.Context, owner, key string, deleting func(ctx context.Context) error) error
 	// Offer leaves a queued run that this replica enqueued but has no
 	// room for to any replica, at once.
 	Offer(ctx context.Context, id string) error

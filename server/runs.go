@@ -227,8 +227,6 @@ func (s *Server) submit(ru *run) (queued bool, err *apiError) {
 		return queued, nil
 	case errors.Is(refused, runs.ErrClosed):
 		return false, shuttingDown
-	case errors.Is(refused, runs.ErrThreadClosed):
-		return false, errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", ru.thread)
 	case errors.As(refused, &e):
 		return false, e
 	}

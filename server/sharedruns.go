@@ -421,7 +421,8 @@ func (s *Server) finishShared(ru *run) {
 // returns the run this replica executes, if it does. A run its owner has
 // no room or budget for, or refused on a busy thread, is an *apiError, as
 // submit's: the quotas and the thread's runs are checked against the
-// runs of every replica in the step that stores the run (Enqueue).
+// runs of every replica in the step that stores the run (Enqueue), as is
+// the thread itself: being deleted (409 thread_busy) or deleted (404).
 func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (*run, error) {
 	if e := s.storageQuota(ru.owner); e != nil {
 		return nil, e
@@ -440,6 +441,10 @@ func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (
 	if err := s.cfg.Replicas.Enqueue(ctx, sr, s.busyOf(ru), s.runLimits()); err != nil {
 		if e := refusal(ru, err); e != nil {
 			return nil, e
+		}
+		if errors.Is(err, graph.ErrNotFound) {
+			// The thread was deleted after the run read it.
+			return nil, unknownThread(ru.thread)
 		}
 		return nil, err
 	}

@@ -16,10 +16,14 @@ import (
 	"github.com/coorflow/coorflow/graph"
 )
 
-// threadNS is the Saver namespace of the server's record of a thread. Its
-// one checkpoint holds the thread's workflow and metadata; the engine's
-// namespaces never start with '#'.
-const threadNS = "#coorflow-server"
+// ThreadRecordNS is the Saver namespace of the server's record of a
+// thread, under the thread's key: the thread exists while the namespace
+// has a checkpoint, which holds its workflow and metadata (Replicas.Enqueue
+// admits runs only then). The engine's namespaces never start with '#'.
+const ThreadRecordNS = "#coorflow-server"
+
+// threadNS is ThreadRecordNS.
+const threadNS = ThreadRecordNS
 
 const threadRecordID = "thread"
 
@@ -219,45 +223,65 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 // runs and recorded runs — once no run is in progress or queued on it
 // (409 thread_busy otherwise), on this server or any replica. A thread no
 // run has bound to a workflow yet is deleted too; an unknown one is a 404.
+// Checked idle, the thread stays so until it is deleted: runs asked for
+// meanwhile are refused in the step that admits them (409 thread_busy, as
+// is another deletion), here and, with replicas, on every replica, whose
+// admission also refuses a run on the thread once its record is gone (404).
 func (s *Server) deleteThread(ctx context.Context, owner, id string) error {
 	th, _, err := s.threadRecord(ctx, owner, id)
 	if err != nil {
 		return err
 	}
 	key := threadKey(owner, th.ID)
-	if s.cfg.Replicas != nil {
-		active, queued, _, err := s.activity(ctx, key)
-		if err != nil {
-			return err
-		}
-		if active != "" || queued > 0 {
-			return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID)
-		}
+	if s.cfg.Replicas == nil {
+		return deleteRefused(th.ID, s.deleteClosed(ctx, owner, th.ID, key))
+	}
+	err = s.cfg.Replicas.CloseThread(ctx, owner, key, func(ctx context.Context) error {
 		if err := s.forgetShared(ctx, key); err != nil {
 			return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 		}
-	}
-	// Checked idle, the thread stays so until its checkpoints and
-	// recorded runs are deleted: submit refuses runs on it meanwhile, in
-	// the step that admits them. Its finished runs are forgotten.
+		return s.deleteClosed(ctx, owner, th.ID, key)
+	})
+	return deleteRefused(th.ID, err)
+}
+
+// deleteClosed deletes the thread key, closed to the runs of this
+// process meanwhile (runs.Manager.CloseThread: a replica's claim,
+// Task.Admitted, is never refused; the replicas close it to theirs). Its
+// finished runs are forgotten.
+func (s *Server) deleteClosed(ctx context.Context, owner, thread, key string) error {
 	reopen, err := s.manager.CloseThread(key)
+	if err != nil {
+		return err
+	}
+	defer reopen()
+	if err := s.saver.DeleteThread(ctx, key); err != nil {
+		return fmt.Errorf("server: delete thread %q: %w", thread, err)
+	}
+	if err := s.forgetRecordings(ctx, owner, thread); err != nil {
+		return fmt.Errorf("server: delete thread %q: %w", thread, err)
+	}
+	return nil
+}
+
+// deleteRefused words the refusal of a deletion of thread: one deleting
+// it already (runs.ErrThreadClosed), or a run queued or in progress on it
+// (*runs.BusyError), is a 409 thread_busy; other errors pass.
+func deleteRefused(thread string, err error) error {
 	var busy *runs.BusyError
 	switch {
 	case errors.Is(err, runs.ErrThreadClosed):
-		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", th.ID)
+		return threadBeingDeleted(thread)
 	case errors.As(err, &busy):
-		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", th.ID)
-	case err != nil:
-		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
+		return errorf(http.StatusConflict, CodeThreadBusy, "thread %q has a run in progress: cancel it first", thread)
 	}
-	defer reopen() // a replica's claim (Task.Admitted) is never refused
-	if err := s.saver.DeleteThread(ctx, key); err != nil {
-		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
-	}
-	if err := s.forgetRecordings(ctx, owner, th.ID); err != nil {
-		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
-	}
-	return nil
+	return err
+}
+
+// threadBeingDeleted refuses a run, or a deletion, on a thread being
+// deleted.
+func threadBeingDeleted(thread string) *apiError {
+	return errorf(http.StatusConflict, CodeThreadBusy, "thread %q is being deleted: wait for the deletion to end", thread)
 }
 
 // Snapshot is a thread's state at one checkpoint, as the API shows it.

@@ -27,7 +27,11 @@ const (
 const (
 	maxTraceRuns       = 500
 	defaultTraceEvents = 1000
-	maxTraceEvents     = 10000
+	maxTraceEvents     = trace.MaxEventLimit
+	// A page of events holds about this many bytes (Event.Size), or one
+	// larger event; max_bytes may ask for up to trace.DefaultEventBytes.
+	defaultTraceEventBytes = 1 << 20
+	minTraceEventBytes     = 1 << 10
 )
 
 // viewerCSP lets the page load its own script and styles and call the API
@@ -72,9 +76,13 @@ type TraceRun struct {
 	InputText string `json:"input_text,omitempty"`
 }
 
-// TraceEventList is the body of GET /v1/trace/runs/{run}/events.
+// TraceEventList is the body of GET /v1/trace/runs/{run}/events: a page
+// of a run's events.
 type TraceEventList struct {
 	Events []trace.Event `json:"events"`
+	// NextAfter, when set, is the after= of the next page: the run has
+	// more events the query selects. Unset on the last page.
+	NextAfter int64 `json:"next_after,omitempty"`
 }
 
 func (s *Server) handleTraceRuns(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +184,7 @@ func (s *Server) handleTraceEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	eq := trace.EventQuery{Path: q.Get("path"), Limit: defaultTraceEvents, Bodies: q.Get("bodies") == "true"}
+	eq := trace.EventQuery{Path: q.Get("path"), Limit: defaultTraceEvents, MaxBytes: defaultTraceEventBytes, Bodies: q.Get("bodies") == "true"}
 	for name, dst := range map[string]*int64{"after": &eq.After, "until": &eq.Until} {
 		if v := q.Get(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -195,6 +203,14 @@ func (s *Server) handleTraceEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		eq.Limit = n
 	}
+	if v := q.Get("max_bytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < minTraceEventBytes || n > trace.DefaultEventBytes {
+			writeError(w, fieldErrorf(CodeInvalidQuery, "max_bytes", "max_bytes must be an integer from %d to %d, not %q", minTraceEventBytes, trace.DefaultEventBytes, v))
+			return
+		}
+		eq.MaxBytes = n
+	}
 	kinds, e := s.parseKinds(r)
 	if e != nil {
 		writeError(w, e)
@@ -208,13 +224,27 @@ func (s *Server) handleTraceEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fieldErrorf(CodeInvalidQuery, "bodies", "bodies must be true or false, not %q", v))
 		return
 	}
-	evs, err := s.cfg.Recorder.Store().Events(r.Context(), run.ID, eq)
+	store := s.cfg.Recorder.Store()
+	evs, err := store.Events(r.Context(), run.ID, eq)
 	if err != nil {
 		writeError(w, s.internal(r, err))
 		return
 	}
-	if evs == nil {
-		evs = []trace.Event{}
+	list := TraceEventList{Events: evs}
+	if len(evs) == 0 {
+		list.Events = []trace.Event{}
+	} else if last := evs[len(evs)-1].Seq; eq.Until == 0 || last < eq.Until {
+		// Whether a next page holds anything: one event, without bodies.
+		more := eq
+		more.After, more.Limit, more.Bodies = last, 1, false
+		next, err := store.Events(r.Context(), run.ID, more)
+		if err != nil {
+			writeError(w, s.internal(r, err))
+			return
+		}
+		if len(next) > 0 {
+			list.NextAfter = last
+		}
 	}
-	writeJSON(w, http.StatusOK, TraceEventList{Events: evs})
+	writeJSON(w, http.StatusOK, list)
 }

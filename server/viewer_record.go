@@ -18,15 +18,15 @@ import (
 // keeps the event it has: the new replica's, its model calls' usage among
 // them, would be lost.)
 func (s *Server) recordedAfter(ru *run, shared int64) int64 {
-	evs, err := s.cfg.Recorder.Store().Events(ru.ctx, ru.id, trace.EventQuery{After: shared})
-	if err != nil {
-		s.log.ErrorContext(ru.ctx, "server: read the recording of a run taken over", "run", ru.id, "err", err)
-		return shared
+	last := shared
+	for e, err := range trace.AllEvents(ru.ctx, s.cfg.Recorder.Store(), ru.id, trace.EventQuery{After: shared}) {
+		if err != nil {
+			s.log.ErrorContext(ru.ctx, "server: read the recording of a run taken over", "run", ru.id, "err", err)
+			return shared
+		}
+		last = e.Seq
 	}
-	if len(evs) == 0 {
-		return shared
-	}
-	return max(shared, evs[len(evs)-1].Seq)
+	return last
 }
 
 // recordingFailed logs why ru is not recorded, or not whole.

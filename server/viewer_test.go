@@ -133,6 +133,49 @@ func TestServerRecordsEveryRun(t *testing.T) {
 	e.call("GET", "/v1/trace/runs/"+ru.ID+"/events?after=2&limit=3", alice, nil, http.StatusOK, &page)
 	require.Len(t, page.Events, 3)
 	assert.Equal(t, int64(3), page.Events[0].Seq)
+	assert.Equal(t, int64(5), page.NextAfter, "more events follow")
+}
+
+func TestTheEventsOfARunComeInPagesBoundedInBytes(t *testing.T) {
+	e, ru := recordedCalc(t)
+	var all server.TraceEventList
+	e.call("GET", "/v1/trace/runs/"+ru.ID+"/events?bodies=true", alice, nil, http.StatusOK, &all)
+	require.Zero(t, all.NextAfter, "one page holds this run")
+	require.Equal(t, ru.Events, all.Events[len(all.Events)-1].Seq)
+	var total int64
+	for _, ev := range all.Events {
+		total += ev.Size()
+	}
+	require.Greater(t, total, int64(3*1024), "more than three pages of 1 KiB")
+
+	var seen []trace.Event
+	pages, after := 0, int64(0)
+	for {
+		var page server.TraceEventList
+		e.call("GET", fmt.Sprintf("/v1/trace/runs/%s/events?bodies=true&max_bytes=1024&after=%d", ru.ID, after), alice, nil, http.StatusOK, &page)
+		require.NotEmpty(t, page.Events)
+		var bytes int64
+		for _, ev := range page.Events {
+			bytes += ev.Size()
+		}
+		if len(page.Events) > 1 {
+			assert.LessOrEqual(t, bytes, int64(1024), "page %d", pages)
+		}
+		seen = append(seen, page.Events...)
+		pages++
+		if page.NextAfter == 0 {
+			break
+		}
+		after = page.NextAfter
+		require.Equal(t, page.Events[len(page.Events)-1].Seq, after)
+	}
+	assert.Equal(t, all.Events, seen, "the pages hold every event once, in order")
+	assert.Greater(t, pages, 2)
+
+	var tail server.TraceEventList
+	e.call("GET", fmt.Sprintf("/v1/trace/runs/%s/events?until=%d&limit=2", ru.ID, 2), alice, nil, http.StatusOK, &tail)
+	assert.Len(t, tail.Events, 2)
+	assert.Zero(t, tail.NextAfter, "nothing more up to until")
 }
 
 func TestServerRecordsResumedAndCancelledRuns(t *testing.T) {
@@ -227,6 +270,8 @@ func TestViewerAPIErrorsAndOwners(t *testing.T) {
 			Message: `after must be an event sequence number (an integer >= 0), not "-1"`}},
 		{base + "/events?limit=20000", http.StatusBadRequest, server.ErrorDetail{Code: "invalid_query", Field: "limit",
 			Message: `limit must be an integer from 1 to 10000, not "20000"`}},
+		{base + "/events?max_bytes=10", http.StatusBadRequest, server.ErrorDetail{Code: "invalid_query", Field: "max_bytes",
+			Message: `max_bytes must be an integer from 1024 to 4194304, not "10"`}},
 		{base + "/events?bodies=maybe", http.StatusBadRequest, server.ErrorDetail{Code: "invalid_query", Field: "bodies",
 			Message: `bodies must be true or false, not "maybe"`}},
 	}

@@ -30,7 +30,9 @@
 // LoadTimeline outlines a run — steps, nodes, the agents that worked in
 // them — and LoadAgent gives one agent's detail: task, snapshots, model
 // calls with what the model answered and reasoned, tool calls with their
-// results, output. The run viewer (package server) shows them.
+// results, output. The run viewer (package server) shows them. Both read
+// a run a page at a time (1 MiB) and keep only what they show, each text
+// of an AgentDetail cut at 256 KiB and all of them at 16 MiB.
 //
 // # Retention
 //
@@ -49,12 +51,21 @@
 // (the first entry is where it happened), tool results that differ, and
 // differences of final status and state, channel by channel:
 //
-//	recording, err := trace.Load(ctx, store, runID)
-//	cas, err := trace.NewCassette(recording)
+//	cas, err := trace.OpenCassette(ctx, store, runID)
 //	models, err := cas.Models(realModels) // every tier answered by the cassette, with the real profiles
-//	wf := build(recording.Run.Workflow, models) // the same workflow, with fresh in-memory stores and registry
+//	wf := build(cas.Run().Workflow, models) // the same workflow, with fresh in-memory stores and registry
 //	report, err := trace.Replay(ctx, wf, cas)
 //	fmt.Println(report) // report.OK() when nothing diverged
+//
+// OpenCassette reads the run's model calls a page at a time without their
+// bodies, and a call's request and response from the store when it
+// answers the call: a replay holds the bodies of the calls in flight, not
+// the run's (the tool results and agent events it compares are read a
+// page at a time too). A call whose bodies cannot be read then fails with
+// an *UnreadableError, which names the run, the path and the call, and
+// Replay returns it.
+// NewCassette plays a Recording held in memory (Load reads one, bodies
+// and all; tests build them).
 //
 // Only runs started from an input (RunInfo.Start == StartInput) can be
 // replayed; a run that resumed or continued a thread fails with

@@ -113,8 +113,26 @@ type EventQuery struct {
 	Kinds []string
 	// Path keeps events whose path is Path or lies below it.
 	Path string
-	// Limit caps the events returned (0: no cap).
+	// Limit caps the events returned: MaxEventLimit when 0 or more than
+	// that.
 	Limit int
+	// MaxBytes caps the bytes of the events returned, as Event.Size
+	// counts them: the events, in order, while their sizes sum to at
+	// most MaxBytes, and the first one whatever its size (so that a
+	// reader paging with After goes on). DefaultEventBytes when 0 or
+	// less.
+	MaxBytes int64
 	// Bodies includes the requests and responses of model calls.
 	Bodies bool
 }
+
+// Bounds of one EventQuery's answer, so that no reader of a recording
+// holds more than a page of it: a reader that wants a whole run pages
+// through it (AllEvents).
+const (
+	// MaxEventLimit caps the events one query returns.
+	MaxEventLimit = 10_000
+	// DefaultEventBytes caps the bytes of events one query returns when
+	// it sets no MaxBytes.
+	DefaultEventBytes = 4 << 20
+)

@@ -43,8 +43,7 @@ func Example() {
 		}
 	}
 
-	recording, _ := trace.Load(ctx, store, "run-1")
-	cas, _ := trace.NewCassette(recording)
+	cas, _ := trace.OpenCassette(ctx, store, "run-1")
 	report, _ := trace.Replay(ctx, build(cas), cas)
 	fmt.Println(report)
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -171,7 +172,9 @@ func WithRunOptions(opts ...graph.Option) ReplayOption {
 // the same path and position (see Cassette), the tool results, how the run
 // ended and its final state, channel by channel. A divergence is not an
 // error: the error is for a replay that could not run (a run that did not
-// start from an input, an input the graph does not take, a cancelled ctx).
+// start from an input, an input the graph does not take, a cancelled ctx,
+// a recorded call or tool result the store could not give; then the
+// Report says how far the replay went).
 func Replay(ctx context.Context, r *graph.Runnable, cas *Cassette, opts ...ReplayOption) (Report, error) {
 	cfg := replayConfig{ignore: map[string]bool{}}
 	for _, o := range opts {
@@ -200,7 +203,12 @@ func Replay(ctx context.Context, r *graph.Runnable, cas *Cassette, opts ...Repla
 		rep.Status, rep.Error = StatusError, runErr.Error()
 	}
 	rep.ReplayedCalls = cas.Answered()
-	rep.compare(cas, got, cfg.ignore)
+	if err := cas.failure(); err != nil {
+		return rep, err
+	}
+	if err := rep.compare(ctx, cas, got, cfg.ignore); err != nil {
+		return rep, fmt.Errorf("trace: replay run %q: %w", run.ID, err)
+	}
 	return rep, nil
 }
 
@@ -237,8 +245,9 @@ func replaySetup(r *graph.Runnable, run RunInfo, cfg replayConfig) ([]graph.Writ
 
 // compare adds to the report how the replay differed from the recording:
 // the calls the cassette could not answer, the recorded calls it was not
-// asked for, tool results, the status and the final state.
-func (rep *Report) compare(cas *Cassette, got replayed, ignore map[string]bool) {
+// asked for, tool results, the status and the final state. The error is
+// a recorded tool result that could not be read.
+func (rep *Report) compare(ctx context.Context, cas *Cassette, got replayed, ignore map[string]bool) error {
 	run := cas.rec.Run
 	rep.Divergences = append(rep.Divergences, cas.Divergences()...)
 	diverged := map[string]bool{}
@@ -251,13 +260,18 @@ func (rep *Report) compare(cas *Cassette, got replayed, ignore map[string]bool) 
 				Call: x.call, Seq: x.seq, Want: x.hash})
 		}
 	}
-	rep.Divergences = append(rep.Divergences, compareTools(cas.rec.Events, got.results)...)
+	toolDivs, err := compareTools(cas.Events(ctx, EventQuery{Kinds: []string{tools.EventToolResult}}), got.results)
+	if err != nil {
+		return err
+	}
+	rep.Divergences = append(rep.Divergences, toolDivs...)
 	if rep.Status != run.Status {
 		rep.Divergences = append(rep.Divergences, Divergence{Kind: DivergedStatus, Want: run.Status, Got: rep.Status, Detail: rep.Error})
 	}
 	if run.FinalState != nil && rep.FinalState != nil {
 		rep.Divergences = append(rep.Divergences, compareStates(run.FinalState, rep.FinalState, ignore)...)
 	}
+	return nil
 }
 
 // replayed is what a replay's events tell.
@@ -292,10 +306,14 @@ func (g *replayed) observe(ev graph.Event) {
 }
 
 // compareTools reports the recorded tool calls that the replay also made
-// (same path, same call id) and that answered otherwise.
-func compareTools(recorded []Event, got map[string]tools.ResultEvent) []Divergence {
+// (same path, same call id) and that answered otherwise; recorded yields
+// the recorded tool results.
+func compareTools(recorded iter.Seq2[Event, error], got map[string]tools.ResultEvent) ([]Divergence, error) {
 	var out []Divergence
-	for _, e := range recorded {
+	for e, err := range recorded {
+		if err != nil {
+			return nil, fmt.Errorf("read the recorded tool results: %w", err)
+		}
 		if e.Kind != tools.EventToolResult {
 			continue
 		}
@@ -311,7 +329,7 @@ func compareTools(recorded []Event, got map[string]tools.ResultEvent) []Divergen
 			Want: clip(want.Status + ": " + want.Output), Got: clip(g.Status + ": " + g.Output),
 			Detail: fmt.Sprintf("tool %s, call %s", want.Name, want.ID)})
 	}
-	return out
+	return out, nil
 }
 
 // compareStates reports the channels whose final values differ.

@@ -12,12 +12,11 @@ const maxSpendRuns = 100_000
 
 // RunSpend sums the model calls recorded for run id: tokens and cost.
 func RunSpend(ctx context.Context, s Store, id string) (llm.Spend, error) {
-	events, err := s.Events(ctx, id, EventQuery{Kinds: []string{llm.EventModelCall}})
-	if err != nil {
-		return llm.Spend{}, err
-	}
 	var sp llm.Spend
-	for _, e := range events {
+	for e, err := range AllEvents(ctx, s, id, EventQuery{Kinds: []string{llm.EventModelCall}}) {
+		if err != nil {
+			return llm.Spend{}, err
+		}
 		var mc llm.ModelCall
 		if json.Unmarshal(e.Payload, &mc) == nil {
 			sp.Add(mc)

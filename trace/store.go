@@ -36,8 +36,10 @@ type Store interface {
 	Run(ctx context.Context, id string) (RunInfo, error)
 	// Runs returns the runs q selects, the most recently started first.
 	Runs(ctx context.Context, q RunQuery) ([]RunInfo, error)
-	// Events returns the events of run id that q selects, by Seq. An
-	// unknown run fails with ErrNotFound.
+	// Events returns a page of the events of run id that q selects, by
+	// Seq: no more than q's Limit and MaxBytes allow (EffectiveLimit,
+	// Fits). The next page starts after the last event's Seq; AllEvents
+	// reads them all. An unknown run fails with ErrNotFound.
 	Events(ctx context.Context, id string, q EventQuery) ([]Event, error)
 	// DeleteRun removes a run and its events; an unknown run fails with
 	// ErrNotFound.
@@ -48,8 +50,8 @@ type Store interface {
 	Prune(ctx context.Context, p RetentionPolicy) (PruneReport, error)
 }
 
-// Match reports whether q selects e, apart from Limit. Stores that filter
-// in Go use it.
+// Match reports whether q selects e, apart from Limit and MaxBytes.
+// Stores that filter in Go use it.
 func (q EventQuery) Match(e Event) bool {
 	if e.Seq <= q.After || (q.Until > 0 && e.Seq > q.Until) {
 		return false
@@ -58,6 +60,32 @@ func (q EventQuery) Match(e Event) bool {
 		return false
 	}
 	return q.Path == "" || UnderPath(e.Path, q.Path)
+}
+
+// EffectiveLimit is how many events q returns at most: q.Limit, or
+// MaxEventLimit when q.Limit is 0 or less, or more than that.
+func (q EventQuery) EffectiveLimit() int {
+	if q.Limit <= 0 || q.Limit > MaxEventLimit {
+		return MaxEventLimit
+	}
+	return q.Limit
+}
+
+// EffectiveMaxBytes is how many bytes of events q returns at most, but
+// for its first event: q.MaxBytes, or DefaultEventBytes when 0 or less.
+func (q EventQuery) EffectiveMaxBytes() int64 {
+	if q.MaxBytes <= 0 {
+		return DefaultEventBytes
+	}
+	return q.MaxBytes
+}
+
+// Fits reports whether an event of size bytes (Event.Size) joins a page
+// of q that holds n events of used bytes: within q's Limit, the first
+// event always, another while the page stays within q's MaxBytes.
+// Stores use it to end a page.
+func (q EventQuery) Fits(n int, used, size int64) bool {
+	return n < q.EffectiveLimit() && (n == 0 || used+size <= q.EffectiveMaxBytes())
 }
 
 // UnderPath reports whether path is prefix or lies below it

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/coorflow/coorflow/agentevent"
@@ -49,7 +47,8 @@ type Timeline struct {
 
 // TimelineInterrupt is a question a node asked (graph.InterruptInfo):
 // Payload is what it passed to graph.Interrupt, as JSON (the question,
-// and what it asks about, such as a plan under review).
+// and what it asks about, such as a plan under review). A Payload of more
+// than 256 KiB is cut as AgentDetail says.
 type TimelineInterrupt struct {
 	ID      string          `json:"id"`
 	Node    string          `json:"node"`
@@ -117,6 +116,16 @@ type AgentSummary struct {
 // AgentDetail is everything recorded of one agent run: what it was asked,
 // what each of its model calls saw (snapshots), what the model answered
 // and reasoned, the tools it called and what it answered in the end.
+//
+// Its size is bounded: each text (its role, task, output and error, a
+// tool call's output, a model call's error, content, reasoning and tool
+// call arguments, a warning) and each JSON value (a snapshot, a tool
+// call's arguments) keeps at most 256 KiB, and all of them together at
+// most 16 MiB, in the order the agent recorded them, the model calls'
+// answers last. A text cut keeps its start, to a character's boundary,
+// and ends with a line "[cut: the first N of M bytes are shown]" (the
+// whole of it when nothing of the 16 MiB is left); a JSON value cut
+// becomes a JSON string: the start of its text with that line.
 type AgentDetail struct {
 	AgentSummary
 	Role  string   `json:"role,omitempty"`
@@ -194,535 +203,84 @@ var viewKinds = []string{
 	tools.EventToolResult, agentevent.EventWarning, graph.EventInterrupt.String(),
 }
 
-// LoadTimeline reads run id from s and builds its Timeline.
+// viewPageBytes bounds a page of the events the views read (as
+// Event.Size counts them): building a view holds one page of the run, or
+// one larger event, at most.
+const viewPageBytes = 1 << 20
+
+// LoadTimeline reads run id from s and builds its Timeline. It reads the
+// run's events a page at a time (1 MiB, or one larger event) and keeps
+// no more of them than the Timeline shows.
 func LoadTimeline(ctx context.Context, s Store, id string) (Timeline, error) {
 	run, err := s.Run(ctx, id)
 	if err != nil {
 		return Timeline{}, err
 	}
-	events, err := s.Events(ctx, id, EventQuery{Kinds: viewKinds})
-	if err != nil {
+	ix := newIndex(run, 0)
+	if err := ix.read(ctx, s, id); err != nil {
 		return Timeline{}, err
 	}
-	tl := BuildTimeline(run, events)
+	tl := ix.timeline()
 	tl.LastSeq = max(tl.LastSeq, run.Events)
 	return tl, nil
 }
 
 // LoadAgent reads run id from s and returns its agent agentID (an
-// AgentSummary.ID), with the responses of its model calls.
+// AgentSummary.ID), with the responses of its model calls. It reads the
+// run's events, and then the agent's model calls with their bodies, a
+// page at a time (1 MiB, or one larger event), and keeps only what the
+// AgentDetail shows, cut as it says.
 func LoadAgent(ctx context.Context, s Store, id string, agentID int64) (AgentDetail, error) {
 	run, err := s.Run(ctx, id)
 	if err != nil {
 		return AgentDetail{}, err
 	}
-	events, err := s.Events(ctx, id, EventQuery{Kinds: viewKinds})
-	if err != nil {
+	ix := newIndex(run, agentID)
+	if err := ix.read(ctx, s, id); err != nil {
 		return AgentDetail{}, err
 	}
-	ix := index(run, events)
-	a := ix.agent(agentID)
+	a := ix.wanted
 	if a == nil {
 		return AgentDetail{}, fmt.Errorf("%w: run %q has no agent %d", ErrAgentNotFound, id, agentID)
 	}
-	calls, err := s.Events(ctx, id, EventQuery{Kinds: []string{llm.EventModelCall}, Path: a.sum.Path,
-		After: a.first - 1, Until: a.last, Bodies: true})
-	if err != nil {
-		return AgentDetail{}, err
+	q := EventQuery{Kinds: []string{llm.EventModelCall}, Path: a.sum.Path, After: a.first - 1, Until: a.last,
+		Bodies: true, MaxBytes: viewPageBytes}
+	for e, err := range AllEvents(ctx, s, id, q) {
+		if err != nil {
+			return AgentDetail{}, err
+		}
+		a.detail.body(e)
 	}
-	bodies := make(map[int64]Event, len(calls))
-	for _, c := range calls {
-		bodies[c.Seq] = c
-	}
-	return a.detail(bodies), nil
+	return a.detail.result(a), nil
 }
 
 // BuildTimeline builds the Timeline of run from its events, in Seq order.
 func BuildTimeline(run RunInfo, events []Event) Timeline {
-	return index(run, events).timeline()
+	ix := newIndex(run, 0)
+	for _, e := range events {
+		ix.add(e)
+	}
+	ix.finish()
+	return ix.timeline()
 }
 
 // BuildAgent returns the agent agentID of run, built from its events in
 // Seq order; model calls show what the model answered when their bodies
-// are among the events.
+// are among the events. It cuts what it keeps as LoadAgent does.
 func BuildAgent(run RunInfo, events []Event, agentID int64) (AgentDetail, bool) {
-	a := index(run, events).agent(agentID)
-	if a == nil {
-		return AgentDetail{}, false
-	}
-	bodies := map[int64]Event{}
-	for _, e := range a.events {
-		if e.Kind == llm.EventModelCall && e.Response != nil {
-			bodies[e.Seq] = e
-		}
-	}
-	return a.detail(bodies), true
-}
-
-// indexed is a run's events sorted into steps, nodes and agents.
-type indexed struct {
-	run     RunInfo
-	root    string
-	steps   []*stepEntry
-	byStep  map[int]*stepEntry
-	current map[string]*nodeEntry  // the latest node of each label
-	open    map[string]*agentEntry // agents not ended, by path
-	agents  []*agentEntry
-	lastSeq int64
-	// interrupts are the questions asked, once each (a subgraph's run
-	// reports its questions again to its parent).
-	interrupts []TimelineInterrupt
-	asked      map[string]*nodeEntry // the node of each question, by id
-}
-
-type stepEntry struct {
-	step  int
-	start time.Time
-	nodes []*nodeEntry
-}
-
-type nodeEntry struct {
-	TimelineNode
-	step   int
-	agents []*agentEntry
-}
-
-type agentEntry struct {
-	sum     AgentSummary
-	node    *nodeEntry
-	started bool // by an agent_start event
-	ended   bool
-	first   int64
-	last    int64
-	events  []Event
-}
-
-func index(run RunInfo, events []Event) *indexed {
-	ix := &indexed{
-		run: run, root: run.Graph, byStep: map[int]*stepEntry{}, current: map[string]*nodeEntry{},
-		open: map[string]*agentEntry{}, asked: map[string]*nodeEntry{},
-	}
+	ix := newIndex(run, agentID)
 	for _, e := range events {
 		ix.add(e)
 	}
-	for _, a := range ix.agents {
-		if !a.ended {
-			a.sum.Status = ItemRunning
-			if run.Status != StatusRunning {
-				a.sum.Status = ItemUnfinished
-			}
+	ix.finish()
+	a := ix.wanted
+	if a == nil {
+		return AgentDetail{}, false
+	}
+	for _, e := range events {
+		if e.Kind == llm.EventModelCall && e.Response != nil {
+			a.detail.body(e)
 		}
 	}
-	// A node that asked a question waits for its answer, and so do its
-	// agents that did not fail.
-	for _, n := range ix.asked {
-		if n == nil {
-			continue
-		}
-		n.Status, n.Error = ItemWaiting, ""
-		for _, a := range n.agents {
-			if a.sum.Status != ItemFailed {
-				a.sum.Status = ItemWaiting
-			}
-		}
-	}
-	return ix
-}
-
-func (ix *indexed) add(e Event) {
-	ix.lastSeq = max(ix.lastSeq, e.Seq)
-	if e.Kind == graph.EventRunStart.String() && ix.root == "" {
-		ix.root = e.Path
-	}
-	label, depth1 := ix.label(e.Path)
-	switch e.Kind {
-	case graph.EventStepStart.String():
-		if e.Path == ix.root {
-			ix.step(e.Step).start = e.Time
-		}
-	case graph.EventNodeStart.String():
-		if depth1 {
-			ix.nodeStart(label, e)
-		}
-	case graph.EventNodeEnd.String():
-		if depth1 {
-			ix.nodeEnd(label, e)
-		}
-	case agentevent.EventCreated:
-		var ae agentevent.Info
-		_ = json.Unmarshal(e.Payload, &ae)
-		n := ix.node(label, e)
-		n.Created = append(n.Created, ae.Agent)
-	case agentevent.EventStart:
-		a := ix.open[e.Path]
-		if a == nil || a.started {
-			a = ix.newAgent(label, e)
-		}
-		a.started = true
-		a.attach(e)
-	case agentevent.EventEnd:
-		a := ix.open[e.Path]
-		if a == nil {
-			a = ix.newAgent(label, e)
-		}
-		a.attach(e)
-		delete(ix.open, e.Path)
-	case llm.EventModelCall, agentevent.EventSnapshot, tools.EventToolCall, tools.EventToolResult:
-		a := ix.owner(e.Path)
-		if a == nil {
-			a = ix.newAgent(label, e)
-		}
-		a.attach(e)
-	case agentevent.EventWarning:
-		if a := ix.owner(e.Path); a != nil {
-			a.attach(e)
-		}
-	case graph.EventInterrupt.String():
-		ix.interrupt(e)
-	}
-}
-
-// interrupt records the questions of an interrupt event and the nodes
-// that asked them.
-func (ix *indexed) interrupt(e Event) {
-	var asked []TimelineInterrupt
-	if json.Unmarshal(e.Payload, &asked) != nil {
-		return
-	}
-	for _, in := range asked {
-		if _, seen := ix.asked[in.ID]; seen {
-			continue
-		}
-		label, _ := ix.label(in.Path)
-		ix.asked[in.ID] = ix.current[label]
-		ix.interrupts = append(ix.interrupts, in)
-	}
-}
-
-// label returns the top-level node label of path (the segment after the
-// root) and whether path is exactly root/label.
-func (ix *indexed) label(path string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, ix.root+"/")
-	if !ok || ix.root == "" {
-		return "", false
-	}
-	label, _, nested := strings.Cut(rest, "/")
-	return label, !nested
-}
-
-func (ix *indexed) step(n int) *stepEntry {
-	s := ix.byStep[n]
-	if s == nil {
-		s = &stepEntry{step: n}
-		ix.byStep[n] = s
-		ix.steps = append(ix.steps, s)
-	}
-	return s
-}
-
-func (ix *indexed) nodeStart(label string, e Event) {
-	if n := ix.current[label]; n != nil && n.Path == e.Path && n.step == e.Step {
-		n.Attempt, n.Status = max(n.Attempt, e.Attempt), ItemRunning
-		return
-	}
-	name := e.Node
-	if name == "" {
-		name = label
-	}
-	s := ix.step(e.Step)
-	n := &nodeEntry{TimelineNode: TimelineNode{Node: name, Path: e.Path, Status: ItemRunning, Attempt: e.Attempt, Start: e.Time}, step: e.Step}
-	s.nodes = append(s.nodes, n)
-	ix.current[label] = n
-}
-
-func (ix *indexed) nodeEnd(label string, e Event) {
-	n := ix.node(label, e)
-	n.Status, n.Error, n.Attempt = ItemDone, e.Error, max(n.Attempt, e.Attempt)
-	if e.Error != "" {
-		n.Status = ItemFailed
-	}
-	n.DurationMS = float64(e.Duration) / float64(time.Millisecond)
-	end := e.Time
-	n.End = &end
-	// What is still open inside the node ended with it. An agent that
-	// never reported its start (a scope that made model calls) ended with
-	// its last event.
-	for path, a := range ix.open {
-		if a.node == n {
-			a.ended, a.sum.Status = true, n.Status
-			if a.sum.End == nil {
-				t := e.Time
-				if !a.started && len(a.events) > 0 {
-					t = a.events[len(a.events)-1].Time
-				}
-				a.sum.End = &t
-			}
-			delete(ix.open, path)
-		}
-	}
-}
-
-// node returns the current node of label, or one made up for events that
-// came without a node start (events at the root, or a recording that
-// starts in the middle).
-func (ix *indexed) node(label string, e Event) *nodeEntry {
-	if n := ix.current[label]; n != nil {
-		return n
-	}
-	path := ix.root
-	if label != "" {
-		path += "/" + label
-	}
-	n := &nodeEntry{TimelineNode: TimelineNode{Node: label, Path: path, Status: ItemRunning, Start: e.Time}, step: e.Step}
-	if label == "" {
-		n.Node = ix.root
-	}
-	s := ix.step(e.Step)
-	s.nodes = append(s.nodes, n)
-	ix.current[label] = n
-	return n
-}
-
-// owner returns the open agent whose path is the longest prefix of path.
-func (ix *indexed) owner(path string) *agentEntry {
-	for p := path; ; {
-		if a := ix.open[p]; a != nil {
-			return a
-		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			return nil
-		}
-		p = p[:i]
-	}
-}
-
-func (ix *indexed) newAgent(label string, e Event) *agentEntry {
-	name := e.Agent
-	if name == "" {
-		name = e.Path[strings.LastIndexByte(e.Path, '/')+1:]
-		name = strings.TrimPrefix(name, "agent:")
-	}
-	start := e.Time
-	if e.Kind == llm.EventModelCall {
-		// Recorded when the call ended: it started Duration before.
-		var mc llm.ModelCall
-		if json.Unmarshal(e.Payload, &mc) == nil {
-			start = start.Add(-mc.Duration)
-		}
-	}
-	a := &agentEntry{
-		sum:   AgentSummary{ID: e.Seq, Name: name, Path: e.Path, Status: ItemRunning, Start: start},
-		node:  ix.node(label, e),
-		first: e.Seq,
-	}
-	a.node.agents = append(a.node.agents, a)
-	ix.agents = append(ix.agents, a)
-	ix.open[e.Path] = a
-	return a
-}
-
-func (ix *indexed) agent(id int64) *agentEntry {
-	for _, a := range ix.agents {
-		if a.sum.ID == id {
-			return a
-		}
-	}
-	return nil
-}
-
-// attach adds e to the agent and updates its summary.
-func (a *agentEntry) attach(e Event) {
-	a.events = append(a.events, e)
-	a.last = e.Seq
-	switch e.Kind {
-	case agentevent.EventStart:
-		var ae agentevent.Info
-		_ = json.Unmarshal(e.Payload, &ae)
-		if ae.Agent != "" {
-			a.sum.Name = ae.Agent
-		}
-		a.sum.Run = ae.Run
-	case agentevent.EventEnd:
-		var ae agentevent.Info
-		_ = json.Unmarshal(e.Payload, &ae)
-		a.ended, a.sum.Status = true, ItemDone
-		a.sum.Summary = summarize(ae.Output)
-		if ae.Err != "" {
-			a.sum.Status, a.sum.Summary = ItemFailed, summarize(ae.Err)
-		}
-		t := e.Time
-		a.sum.End = &t
-	case llm.EventModelCall:
-		var mc llm.ModelCall
-		_ = json.Unmarshal(e.Payload, &mc)
-		a.sum.ModelCalls++
-		a.sum.PromptTokens += mc.PromptTokens
-		a.sum.CompletionTokens += mc.CompletionTokens
-		a.sum.Usage.Add(mc)
-	case agentevent.EventSnapshot:
-		a.sum.Snapshots++
-	case tools.EventToolCall:
-		a.sum.ToolCalls++
-	}
-}
-
-// summarize returns the first line of s, cut to 120 characters.
-func summarize(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 120 {
-		return string(r[:119]) + "…"
-	}
-	return s
-}
-
-func (ix *indexed) timeline() Timeline {
-	tl := Timeline{Run: ix.run, Steps: make([]TimelineStep, 0, len(ix.steps)), LastSeq: ix.lastSeq}
-	for _, s := range ix.steps {
-		ts := TimelineStep{Step: s.step, Start: s.start, Nodes: make([]TimelineNode, 0, len(s.nodes))}
-		for _, n := range s.nodes {
-			if ts.Start.IsZero() || n.Start.Before(ts.Start) {
-				ts.Start = n.Start
-			}
-			tn := n.TimelineNode
-			tn.Agents = make([]AgentSummary, 0, len(n.agents))
-			for _, a := range n.agents {
-				tn.Agents = append(tn.Agents, a.sum)
-				tn.Usage.Merge(a.sum.Usage)
-			}
-			tl.Usage.Merge(tn.Usage)
-			if tn.Status == ItemRunning && ix.run.Status != StatusRunning {
-				tn.Status = ItemUnfinished
-			}
-			ts.Nodes = append(ts.Nodes, tn)
-		}
-		ts.End = stepEnd(ts.Nodes)
-		tl.Steps = append(tl.Steps, ts)
-	}
-	tl.Answer = ix.answer()
-	tl.Interrupts = ix.interrupts
-	return tl
-}
-
-// stepEnd is when the last of a step's nodes ended, or nil while one
-// runs (or none ran).
-func stepEnd(nodes []TimelineNode) *time.Time {
-	var end *time.Time
-	for _, n := range nodes {
-		if n.End == nil {
-			return nil
-		}
-		if end == nil || n.End.After(*end) {
-			end = n.End
-		}
-	}
-	return end
-}
-
-// answer is the run's final answer: the text of its AnswerChannel, else
-// the output of the last agent that ended with one.
-func (ix *indexed) answer() string {
-	var final map[string]json.RawMessage
-	if json.Unmarshal(ix.run.FinalState, &final) == nil {
-		var s string
-		if json.Unmarshal(final[AnswerChannel], &s) == nil && strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	for _, a := range slices.Backward(ix.agents) {
-		for _, e := range slices.Backward(a.events) {
-			if e.Kind != agentevent.EventEnd {
-				continue
-			}
-			var ae agentevent.Info
-			if json.Unmarshal(e.Payload, &ae) == nil && ae.Output != "" {
-				return ae.Output
-			}
-		}
-	}
-	return ""
-}
-
-// recordedResponse is the part of a recorded model response (llm's
-// journal record of the choices) that the viewer shows.
-type recordedResponse []struct {
-	Content   string `json:"content"`
-	Reasoning string `json:"reasoning"`
-	ToolCalls []struct {
-		ID        string `json:"id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"tool_calls"`
-}
-
-// detail builds the agent's detail; bodies holds model calls with their
-// request and response, by Seq.
-func (a *agentEntry) detail(bodies map[int64]Event) AgentDetail {
-	d := AgentDetail{AgentSummary: a.sum, Snapshots: []SnapshotEntry{}, ModelCalls: []ModelCallEntry{}, ToolCalls: []ToolCallEntry{}}
-	calls := map[string]int{} // tool call id -> index in d.ToolCalls
-	for _, e := range a.events {
-		switch e.Kind {
-		case agentevent.EventStart:
-			var ae agentevent.Info
-			_ = json.Unmarshal(e.Payload, &ae)
-			d.Role, d.Tier, d.Tools, d.Task = ae.Role, ae.Tier, ae.Tools, ae.Task
-		case agentevent.EventEnd:
-			var ae agentevent.Info
-			_ = json.Unmarshal(e.Payload, &ae)
-			d.Output, d.Error = ae.Output, ae.Err
-		case agentevent.EventSnapshot:
-			d.Snapshots = append(d.Snapshots, SnapshotEntry{Seq: e.Seq, Time: e.Time, Snapshot: e.Payload})
-		case llm.EventModelCall:
-			d.ModelCalls = append(d.ModelCalls, modelCallEntry(e, bodies[e.Seq]))
-		case tools.EventToolCall:
-			var tc tools.CallEvent
-			_ = json.Unmarshal(e.Payload, &tc)
-			calls[tc.ID] = len(d.ToolCalls)
-			d.ToolCalls = append(d.ToolCalls, ToolCallEntry{ID: tc.ID, Name: tc.Name, Args: tc.Args, Seq: e.Seq})
-		case tools.EventToolResult:
-			var tr tools.ResultEvent
-			_ = json.Unmarshal(e.Payload, &tr)
-			i, ok := calls[tr.ID]
-			if !ok {
-				i = len(d.ToolCalls)
-				d.ToolCalls = append(d.ToolCalls, ToolCallEntry{ID: tr.ID, Name: tr.Name, Seq: e.Seq})
-			}
-			tc := &d.ToolCalls[i]
-			tc.Status, tc.Output, tc.ResultSeq = tr.Status, tr.Output, e.Seq
-			tc.DurationMS = float64(tr.Duration) / float64(time.Millisecond)
-		case agentevent.EventWarning:
-			var s string
-			if json.Unmarshal(e.Payload, &s) != nil {
-				s = string(e.Payload)
-			}
-			d.Warnings = append(d.Warnings, s)
-		}
-	}
-	if n := len(d.ModelCalls); n > 0 {
-		last := d.ModelCalls[n-1]
-		d.Reasoning = last.Reasoning
-		if !a.started && d.Output == "" {
-			d.Output = last.Content
-		}
-	}
-	return d
-}
-
-func modelCallEntry(e, body Event) ModelCallEntry {
-	var mc llm.ModelCall
-	_ = json.Unmarshal(e.Payload, &mc)
-	m := ModelCallEntry{
-		Seq: e.Seq, Time: e.Time, Path: e.Path, Model: mc.Model, Tier: mc.Tier, PromptTokens: mc.PromptTokens,
-		CachedTokens: mc.CachedTokens, ReasoningTokens: mc.ReasoningTokens, Estimated: mc.Estimated, CostUSD: mc.CostUSD,
-		CompletionTokens: mc.CompletionTokens, DurationMS: float64(mc.Duration) / float64(time.Millisecond),
-		Hash: e.Hash, Replayed: mc.Replayed, Error: mc.Err,
-	}
-	var resp recordedResponse
-	if len(body.Response) > 0 && json.Unmarshal(body.Response, &resp) == nil && len(resp) > 0 {
-		m.Content, m.Reasoning = resp[0].Content, resp[0].Reasoning
-		for _, tc := range resp[0].ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, ToolCallRef{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-		}
-	}
-	return m
+	return a.detail.result(a), true
 }

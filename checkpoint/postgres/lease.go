@@ -181,3 +181,15 @@ func (s *Saver) LeasesTable(ctx context.Context) (string, error) {
 	}
 	return schema + ".thread_leases", nil
 }
+
+// HeadsTable returns the quoted, schema-qualified name of the table of
+// each thread namespace's newest checkpoint (thread_id, ns, ...: a row
+// while the namespace has a checkpoint), for queries that read whether a
+// thread has one, creating the schema if needed.
+func (s *Saver) HeadsTable(ctx context.Context) (string, error) {
+	schema, err := s.share.Init(ctx)
+	if err != nil {
+		return "", err
+	}
+	return schema + ".checkpoint_heads", nil
+}

@@ -62,16 +62,12 @@ func (r *evalReplay) Replay(ctx context.Context, c *eval.Case, t *eval.Trial) (g
 		t.Diverged = fmt.Sprintf("its recording in %s answered questions: only runs of one stream are replayed", r.id)
 		return graph.State{}, false, nil
 	}
-	rec, err := trace.Load(ctx, r.traces, old.Runs[0])
+	cas, err := trace.OpenCassette(ctx, r.traces, old.Runs[0])
 	if err != nil {
 		t.Diverged = fmt.Sprintf("run %s cannot be read: %v", old.Runs[0], err)
 		return graph.State{}, false, nil
 	}
-	cas, err := trace.NewCassette(rec)
-	if err != nil {
-		return graph.State{}, false, err
-	}
-	g, err := r.a.replayGraph(ctx, r.base, r.wf, cas, r.overrides, r.demo || ranOnDemo(rec))
+	g, err := r.a.replayGraph(ctx, r.base, r.wf, cas, r.overrides, r.demo)
 	if err != nil {
 		return graph.State{}, false, err
 	}
@@ -83,6 +79,12 @@ func (r *evalReplay) Replay(ctx context.Context, c *eval.Case, t *eval.Trial) (g
 	// The recording answers the calls: they spend nothing of a budget.
 	rctx := llm.WithMeter(ctx, nil)
 	rep, err := trace.Replay(rctx, g, cas, trace.WithInput(input...), trace.WithRunOptions(graph.WithSaver(saver)))
+	if ue := (*trace.UnreadableError)(nil); errors.As(err, &ue) {
+		// A recorded call that cannot be read is a recording that cannot
+		// be read: the trial runs on the models.
+		t.Diverged = ue.Error()
+		return graph.State{}, false, nil
+	}
 	if err != nil {
 		return graph.State{}, false, err
 	}
@@ -90,7 +92,7 @@ func (r *evalReplay) Replay(ctx context.Context, c *eval.Case, t *eval.Trial) (g
 		t.Diverged = rep.Divergences[0].String()
 		return graph.State{}, false, nil
 	}
-	snap, err := g.State(ctx, rec.Run.GraphThread, graph.WithSaver(saver))
+	snap, err := g.State(ctx, cas.Run().GraphThread, graph.WithSaver(saver))
 	if err != nil {
 		return graph.State{}, false, err
 	}

@@ -186,12 +186,12 @@ func recordedWorkflow(run trace.RunInfo, given string, toRun bool) (*workflowRef
 // event of an agent it built, the agent_reused event of one it took from
 // the registry), never from the registry, which may have changed since.
 func recordedAgents(ctx context.Context, traces trace.Store, run trace.RunInfo, p *plan.Plan) ([]factory.Agent, error) {
-	events, err := traces.Events(ctx, run.ID, trace.EventQuery{Kinds: []string{agentevent.EventCreated, agentevent.EventReused}})
-	if err != nil {
-		return nil, err
-	}
 	used := map[string]agentevent.Info{}
-	for _, e := range events {
+	q := trace.EventQuery{Kinds: []string{agentevent.EventCreated, agentevent.EventReused}}
+	for e, err := range trace.AllEvents(ctx, traces, run.ID, q) {
+		if err != nil {
+			return nil, err
+		}
 		var info agentevent.Info
 		if json.Unmarshal(e.Payload, &info) == nil && info.System != "" {
 			used[info.Agent] = info

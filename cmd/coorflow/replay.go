@@ -90,15 +90,13 @@ func (a *app) replay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := trace.Load(ctx, traces, run.ID)
+	// The cassette holds the model calls' metadata and reads each call's
+	// bodies from the store when it answers it.
+	cas, err := trace.OpenCassette(ctx, traces, run.ID)
 	if err != nil {
 		return err
 	}
-	cas, err := trace.NewCassette(rec)
-	if err != nil {
-		return err
-	}
-	r, err := a.replayGraph(ctx, base, src, cas, overrides, *demo || ranOnDemo(rec))
+	r, err := a.replayGraph(ctx, base, src, cas, overrides, *demo)
 	if err != nil {
 		return err
 	}
@@ -180,8 +178,15 @@ func notReplayable(ctx context.Context, traces trace.Store, run trace.RunInfo) e
 // the cassette with the profiles the run had, and fresh in-memory stores,
 // so that the agents the run built are built again from the recording.
 // The agents it reused from the registry (not built in it) are copied in
-// as it recorded them.
+// as it recorded them. The demo model's profiles are used when demo is set
+// or the recording says the demo model answered.
 func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *trace.Cassette, overrides map[llm.Tier]string, demo bool) (*graph.Runnable, error) {
+	if !demo {
+		var err error
+		if demo, err = ranOnDemo(ctx, cas); err != nil {
+			return nil, err
+		}
+	}
 	ms, err := src.file.Resolve(ctx, workflows.ModelOptions{Getenv: a.getenv, Overrides: overrides, Demo: demo})
 	if err != nil {
 		return nil, err
@@ -194,13 +199,13 @@ func (a *app) replayGraph(ctx context.Context, base *db, src *workflowRef, cas *
 	if err != nil {
 		return nil, err
 	}
-	run := cas.Recording().Run
+	run := cas.Run()
 	owner := run.Owner
 	if owner == "" {
 		owner = "default"
 	}
 	st := memory.New(store.Config{})
-	if err := seedReused(ctx, cas.Recording(), factory.NewRegistry(base.store, owner), factory.NewRegistry(st, owner)); err != nil {
+	if err := seedReused(ctx, cas, factory.NewRegistry(base.store, owner), factory.NewRegistry(st, owner)); err != nil {
 		return nil, err
 	}
 	environ, err := replayEnvironment(run)
@@ -234,13 +239,18 @@ func missingTools(recorded, now []string) []string {
 // seedReused copies into to the agents that the recorded run used but did
 // not build (reused from the registry): as the recording's agent_reused
 // events have them, or, for a run recorded before those, as from holds
-// them now; built-in agents that nobody edited are there already.
-func seedReused(ctx context.Context, rec *trace.Recording, from, to *factory.Registry) error {
+// them now; built-in agents that nobody edited are there already. It reads
+// the recording's agent events a page at a time.
+func seedReused(ctx context.Context, cas *trace.Cassette, from, to *factory.Registry) error {
 	built, used := map[string]bool{}, map[string]bool{}
 	reused := map[string]agentevent.Info{}
 	var shown []agentevent.DirectoryEntry
 	seen := map[string]bool{}
-	for _, e := range rec.Events {
+	kinds := []string{agentevent.EventDirectory, agentevent.EventCreated, agentevent.EventStart, agentevent.EventReused}
+	for e, err := range cas.Events(ctx, trace.EventQuery{Kinds: kinds}) {
+		if err != nil {
+			return fmt.Errorf("read the agents of run %s: %w", cas.Run().ID, err)
+		}
 		switch e.Kind {
 		case agentevent.EventDirectory:
 			var dir agentevent.Directory
@@ -337,16 +347,14 @@ func seedRecorded(ctx context.Context, to *factory.Registry, info agentevent.Inf
 }
 
 // ranOnDemo reports whether the recorded run's model calls were answered
-// by a file's scripted demo model.
-func ranOnDemo(rec *trace.Recording) bool {
-	for _, e := range rec.Events {
-		if e.Kind != llm.EventModelCall {
-			continue
+// by a file's scripted demo model, as its first model call says.
+func ranOnDemo(ctx context.Context, cas *trace.Cassette) (bool, error) {
+	for e, err := range cas.Events(ctx, trace.EventQuery{Kinds: []string{llm.EventModelCall}, Limit: 1}) {
+		if err != nil {
+			return false, fmt.Errorf("read the model calls of run %s: %w", cas.Run().ID, err)
 		}
 		var mc llm.ModelCall
-		if json.Unmarshal(e.Payload, &mc) == nil {
-			return mc.Model == "demo"
-		}
+		return json.Unmarshal(e.Payload, &mc) == nil && mc.Model == "demo", nil
 	}
-	return false
+	return false, nil
 }

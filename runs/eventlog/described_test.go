@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -122,4 +123,37 @@ func TestFlushContextStopsWaitingWhenItsContextEnds(t *testing.T) {
 	got, err := l.Read(t.Context(), "run", 0, 10, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, []Frame{frame(1)}, got)
+}
+
+func TestSelectEndsAPageAtItsBytesInTheDatabase(t *testing.T) {
+	l := newLog(t, Config{})
+	_, err := l.Open(t.Context(), "run", 0)
+	require.NoError(t, err)
+	var entries []Entry
+	for i := range int64(6) {
+		f := Frame{ID: i + 1, Name: "call", Path: "wf", Data: bytes.Repeat([]byte("d"), 100),
+			Meta: []byte(`{}`), Body: bytes.Repeat([]byte("b"), 1000)}
+		if i == 3 {
+			f.Data = bytes.Repeat([]byte("D"), 5000)
+		}
+		entries = append(entries, Entry{Stream: "run", Frame: f})
+	}
+	require.NoError(t, l.AppendAll(entries))
+	require.NoError(t, l.Flush("run"))
+	ids := func(q Query) []int64 {
+		t.Helper()
+		got, err := l.Select(t.Context(), "run", q)
+		require.NoError(t, err)
+		out := []int64{}
+		for _, f := range got {
+			out = append(out, f.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{1, 2, 3}, ids(Query{MaxBytes: 350}), "data counted: 3 × 100 bytes")
+	assert.Equal(t, []int64{1, 2, 3}, ids(Query{MaxBytes: 3300, Bodies: true}), "bodies counted when read: 3 × 1,100 bytes")
+	assert.Equal(t, []int64{1}, ids(Query{MaxBytes: 50, Bodies: true}), "the first frame whatever its size")
+	assert.Equal(t, []int64{4}, ids(Query{MaxBytes: 350, After: 3}), "a frame larger than a page comes alone")
+	assert.Equal(t, []int64{5, 6}, ids(Query{MaxBytes: 350, After: 4}))
+	assert.Equal(t, []int64{1, 2}, ids(Query{MaxBytes: 1 << 20, Limit: 2}), "the Limit too")
 }

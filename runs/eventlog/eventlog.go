@@ -748,6 +748,11 @@ type Query struct {
 	Path string
 	// Limit caps the frames returned (0: no cap).
 	Limit int
+	// MaxBytes caps the bytes of the frames returned, their data and
+	// the bodies read counted: no more than MaxBytes of them but the
+	// first (0: no cap). With a Limit, the database reads no further
+	// than Limit frames to find where the bytes end.
+	MaxBytes int64
 	// Bodies reads their bodies too.
 	Bodies bool
 }
@@ -766,15 +771,20 @@ func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, erro
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	body := `NULL::bytea`
+	body, size := `NULL::bytea`, `length(frame)`
 	if q.Bodies {
-		body = `body`
+		body, size = `body`, `length(frame) + coalesce(length(body), 0)`
 	}
 	// "meta IS NOT NULL" lets the planner use the index of described
 	// frames; the statement is built for the filters q sets, so that
 	// each has its plan.
-	query := `SELECT id, name, frame, path, meta, ` + body + ` FROM ` + qs.frames +
-		` WHERE stream = $1 AND meta IS NOT NULL AND id > $2`
+	query := `SELECT id, name, frame, path, meta, ` + body
+	if q.MaxBytes > 0 {
+		// The running sum of the bytes, by id, ends the page (length
+		// reads a stored value's size, not the value).
+		query += `, sum(` + size + `) OVER (ORDER BY id) AS total, row_number() OVER (ORDER BY id) AS n`
+	}
+	query += ` FROM ` + qs.frames + ` WHERE stream = $1 AND meta IS NOT NULL AND id > $2`
 	if q.Until > 0 {
 		query += ` AND id <= ` + arg(q.Until)
 	}
@@ -787,6 +797,10 @@ func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, erro
 	query += ` ORDER BY id`
 	if q.Limit > 0 {
 		query += ` LIMIT ` + arg(q.Limit)
+	}
+	if q.MaxBytes > 0 {
+		query = `SELECT id, name, frame, path, meta, ` + body + ` FROM (` + query + `) p WHERE total <= ` +
+			arg(q.MaxBytes) + ` OR n = 1 ORDER BY id`
 	}
 	rows, err := l.pool.Query(ctx, query, args...)
 	if err == nil {

@@ -12,14 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coorflow/coorflow/checkpoint/postgres"
+	"github.com/coorflow/coorflow/graph"
 	"github.com/coorflow/coorflow/internal/pgtest"
 	"github.com/coorflow/coorflow/runs"
 	"github.com/coorflow/coorflow/server"
 	"github.com/coorflow/coorflow/server/replicas"
 )
 
-// threeReplicas are three Replicas on one schema.
-func threeReplicas(t *testing.T) []*replicas.Replicas {
+// threeReplicas are three Replicas on one schema, with their Saver.
+func threeReplicas(t *testing.T) ([]*replicas.Replicas, *postgres.Saver) {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool, "coorflow_test_")
@@ -32,13 +33,31 @@ func threeReplicas(t *testing.T) []*replicas.Replicas {
 		t.Cleanup(func() { assert.NoError(t, reps.Close()) })
 		out = append(out, reps)
 	}
-	return out
+	return out, saver
+}
+
+// recordThreads stores the record of each thread key, as the server does
+// when it creates a thread: Enqueue admits runs only on a thread that has
+// one.
+func recordThreads(t testing.TB, saver *postgres.Saver, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		ref := graph.CheckpointRef{Thread: key, NS: server.ThreadRecordNS}
+		if _, err := saver.GetCheckpoint(t.Context(), ref); err == nil {
+			continue
+		}
+		rec := graph.CheckpointRecord{Thread: key, NS: server.ThreadRecordNS, ID: "thread", Source: "server", Created: time.Now(), Meta: []byte(`{}`)}
+		require.NoError(t, saver.PutCheckpoint(t.Context(), rec, nil))
+	}
 }
 
 // enqueueAll enqueues alice's runs on the threads all at once, the i-th
 // on reps[i%len(reps)], and returns their errors, in order.
-func enqueueAll(t *testing.T, reps []*replicas.Replicas, threads []string, busy runs.Busy, limits runs.Limits) []error {
+func enqueueAll(t *testing.T, reps []*replicas.Replicas, saver *postgres.Saver, threads []string, busy runs.Busy, limits runs.Limits) []error {
 	t.Helper()
+	for _, th := range threads {
+		recordThreads(t, saver, "alice/"+th)
+	}
 	errs := make([]error, len(threads))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -74,24 +93,24 @@ func admittedOf(t *testing.T, errs []error, quota string, limit int) int {
 
 func TestEnqueueOnThreeReplicasAdmitsExactlyTheActiveQuota(t *testing.T) {
 	const n, quota = 150, 16
-	reps := threeReplicas(t)
+	reps, saver := threeReplicas(t)
 	threads := make([]string, n)
 	for i := range threads {
 		threads[i] = fmt.Sprintf("t%d", i)
 	}
-	errs := enqueueAll(t, reps, threads, runs.Refuse, runs.Limits{MaxActive: quota, MaxQueued: 0})
+	errs := enqueueAll(t, reps, saver, threads, runs.Refuse, runs.Limits{MaxActive: quota, MaxQueued: 0})
 	assert.Equal(t, quota, admittedOf(t, errs, runs.QuotaActiveRuns, quota))
 }
 
 func TestEnqueueOnThreeReplicasQueuesExactlyTheQueuedQuota(t *testing.T) {
 	const n, threads, quota = 150, 5, 12
-	reps := threeReplicas(t)
+	reps, saver := threeReplicas(t)
 	limits := runs.Limits{MaxActive: threads, MaxQueued: quota}
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("t%d", i%threads)
 	}
-	errs := enqueueAll(t, reps, keys, runs.Queue, limits)
+	errs := enqueueAll(t, reps, saver, keys, runs.Queue, limits)
 	// The first run of each thread is active, the others queue behind.
 	assert.Equal(t, threads+quota, admittedOf(t, errs, runs.QuotaQueuedRuns, quota))
 
@@ -109,7 +128,8 @@ func TestEnqueueOnThreeReplicasQueuesExactlyTheQueuedQuota(t *testing.T) {
 func BenchmarkEnqueueAndCancel(b *testing.B) {
 	pool := pgtest.Pool(b)
 	schema := pgtest.Schema(b, pool, "coorflow_test_")
-	reps, err := replicas.New(pool, replicas.Config{Saver: postgres.New(pool, postgres.WithSchema(schema)), Name: "r0", LeaseTTL: time.Minute, Schema: schema})
+	saver := postgres.New(pool, postgres.WithSchema(schema))
+	reps, err := replicas.New(pool, replicas.Config{Saver: saver, Name: "r0", LeaseTTL: time.Minute, Schema: schema})
 	require.NoError(b, err)
 	require.NoError(b, reps.Start(b.Context()))
 	b.Cleanup(func() { assert.NoError(b, reps.Close()) })
@@ -118,6 +138,7 @@ func BenchmarkEnqueueAndCancel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		th := fmt.Sprintf("t%d", next.Add(1))
+		recordThreads(b, saver, "alice/"+th)
 		for pb.Next() {
 			id := fmt.Sprintf("run-%d", next.Add(1))
 			sr := server.SharedRun{ID: id, Thread: th, Key: "alice/" + th, Owner: "alice", Workflow: "gate",

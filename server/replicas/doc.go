@@ -37,7 +37,17 @@
 // rows (each thread's oldest active, the others queued), not a counter:
 // a run leaves the count when its row ends, one taken over counts once,
 // and one whose replica died counts until another replica serving its
-// workflow takes it over and ends it.
+// workflow takes it over and ends it. It also refuses a run on a thread
+// being deleted, and on one whose record (server.ThreadRecordNS) is gone.
+//
+// CloseThread closes a thread to new runs while the server deletes it: a
+// row of server_closed_threads (migration 6), taken under the same lock
+// on the owner in a transaction that finds no open run of the thread,
+// renewed every third of the lease's time while the deletion goes on and
+// removed when it ends. A replica that dies mid-deletion leaves a mark
+// that expires a lease's time after its last renewal (Prune removes it);
+// one that stalls that long finds its mark expired, and its deletion's
+// context is cancelled.
 //
 //	reps, err := replicas.New(pool, replicas.Config{Saver: saver, LeaseTTL: 10 * time.Second})
 //	if err != nil {

@@ -34,6 +34,7 @@ func BenchmarkPublish(b *testing.B) {
 			for i := range claims {
 				sr := server.SharedRun{ID: fmt.Sprintf("run-%d", i), Thread: fmt.Sprintf("t%d", i), Key: fmt.Sprintf("alice/t%d", i),
 					Owner: "alice", Workflow: "wf", Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+				recordThreads(b, saver, sr.Key)
 				require.NoError(b, reps.Enqueue(b.Context(), sr, runpolicy.Refuse, runpolicy.NoLimits))
 				var err error
 				claims[i], err = reps.Claim(b.Context(), sr.ID, []string{"wf"})

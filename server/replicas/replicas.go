@@ -2,6 +2,7 @@ package replicas
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,6 +127,7 @@ type queries struct {
 	usage, insert, candidates, claim, cancel, finish string
 	run, runs, cancelled, offer                      string
 	remove, prune, activity, nextDue, notify         string
+	closing, closeThread, keepClosed, reopen         string
 	noticeDue, claimNotice, noticeSent               string
 }
 
@@ -138,18 +140,37 @@ const runColumns = `r.run_id, r.thread_id, r.thread_key, r.owner, r.workflow, r.
 // channelOf is the replicas' notification channel in schema (quoted).
 func channelOf(schema string) string { return "coorflow_runs:" + strings.Trim(schema, `"`) }
 
-func newQueries(schema, leases, streams, frames string) *queries {
-	rep := strings.NewReplacer("{schema}", schema, "{leases}", leases, "{streams}", streams, "{frames}", frames,
+func newQueries(schema, leases, heads, streams, frames string) *queries {
+	rep := strings.NewReplacer("{schema}", schema, "{leases}", leases, "{heads}", heads, "{streams}", streams, "{frames}", frames,
 		"{columns}", strings.NewReplacer("{schema}", schema, "{streams}", streams).Replace(runColumns))
 	open := `status IN ('queued', 'running')`
+	closed := `EXISTS (SELECT 1 FROM {schema}.server_closed_threads c WHERE c.thread_key = $1 AND c.expires > clock_timestamp())`
 	return &queries{
 		// One channel per schema: replicas of other schemas share nothing.
 		channel: channelOf(schema),
-		// The owner's threads with open runs, its open runs, and the
-		// oldest open run of the thread $2 ("" when it has none).
+		// The owner's threads with open runs, its open runs, the oldest
+		// open run of the thread $2 ("" when it has none), whether the
+		// thread is being deleted, and whether it has its record (a
+		// checkpoint in namespace $3).
 		usage: rep.Replace(`SELECT count(DISTINCT thread_key), count(*),
-				coalesce((SELECT run_id FROM {schema}.server_runs WHERE thread_key = $2 AND ` + open + ` ORDER BY seq LIMIT 1), '')
+				coalesce((SELECT run_id FROM {schema}.server_runs WHERE thread_key = $2 AND ` + open + ` ORDER BY seq LIMIT 1), ''),
+				` + strings.ReplaceAll(closed, "$1", "$2") + `,
+				EXISTS (SELECT 1 FROM {heads} h WHERE h.thread_id = $2 AND h.ns = $3)
 			FROM {schema}.server_runs WHERE owner = $1 AND ` + open),
+		// The oldest open run of the thread $1 ("" when it has none), and
+		// whether it is being deleted.
+		closing: rep.Replace(`SELECT coalesce((SELECT run_id FROM {schema}.server_runs WHERE thread_key = $1 AND ` + open + ` ORDER BY seq LIMIT 1), ''),
+				` + closed),
+		// The mark that closes thread $1 to new runs, in place of one
+		// that expired.
+		closeThread: rep.Replace(`INSERT INTO {schema}.server_closed_threads AS c (thread_key, holder, token, expires)
+				VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 microsecond')
+			ON CONFLICT (thread_key) DO UPDATE SET holder = excluded.holder, token = excluded.token, expires = excluded.expires`),
+		// A mark is renewed only before it expires: once expired, a run
+		// may have been admitted.
+		keepClosed: rep.Replace(`UPDATE {schema}.server_closed_threads SET expires = clock_timestamp() + $3 * interval '1 microsecond'
+			WHERE thread_key = $1 AND token = $2 AND expires > clock_timestamp()`),
+		reopen: rep.Replace(`DELETE FROM {schema}.server_closed_threads WHERE thread_key = $1 AND token = $2`),
 		// The replica that enqueues a run is its holder until it claims
 		// it: the others leave it alone for a lease's time.
 		insert: rep.Replace(`INSERT INTO {schema}.server_runs (run_id, thread_key, thread_id, owner, workflow, request, status, created, holder, notice)
@@ -204,10 +225,12 @@ func newQueries(schema, leases, streams, frames string) *queries {
 				s AS (DELETE FROM {streams} s USING del WHERE s.stream = del.run_id)
 			SELECT old.status, (SELECT count(*) FROM del) FROM old`),
 		// The ended runs beyond the newest $1 go, with their streams, at
-		// most $2 of them: a DELETE that replicas may race on.
+		// most $2 of them: a DELETE that replicas may race on. The marks
+		// that expired (their replicas died) go too.
 		prune: rep.Replace(`WITH del AS (DELETE FROM {schema}.server_runs WHERE run_id IN (
 					SELECT run_id FROM {schema}.server_runs WHERE status NOT IN ('queued', 'running') ORDER BY seq DESC OFFSET $1 LIMIT $2)
 				RETURNING run_id),
+				m AS (DELETE FROM {schema}.server_closed_threads WHERE expires < clock_timestamp()),
 				f AS (DELETE FROM {frames} f USING del WHERE f.stream = del.run_id),
 				s AS (DELETE FROM {streams} s USING del WHERE s.stream = del.run_id)
 			SELECT count(*) FROM del`),
@@ -267,6 +290,10 @@ func (r *Replicas) ready(ctx context.Context) (*queries, error) {
 	if err != nil {
 		return nil, err
 	}
+	heads, err := r.saver.HeadsTable(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// The runs' streams, in the same schema, notified on the replicas'
 	// channel: a stream's reader waits on its run's id. The log's tables
 	// are made first: the replicas' migration 4 moves into them what an
@@ -289,7 +316,7 @@ func (r *Replicas) ready(ctx context.Context) (*queries, error) {
 		return nil, err
 	}
 	streams, frames := log.Tables()
-	r.q, r.log = newQueries(schema, leases, streams, frames), log
+	r.q, r.log = newQueries(schema, leases, heads, streams, frames), log
 	return r.q, nil
 }
 
@@ -310,7 +337,9 @@ func (r *Replicas) notify(ctx context.Context, q *queries, payloads ...string) e
 // counter to drift: a run leaves it when its row ends (Finish, Cancel),
 // a run taken over from a replica that died counts once, as it did, and
 // pruning deletes only ended rows. An open run whose replica died counts
-// until a replica serving its workflow takes it over and ends it.
+// until a replica serving its workflow takes it over and ends it. In the
+// same transaction, a run on a thread being deleted (CloseThread takes
+// its mark under the same lock) or whose record is gone is refused.
 func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, busy runs.Busy, limits runs.Limits) error {
 	q, err := r.ready(ctx)
 	if err != nil {
@@ -321,13 +350,22 @@ func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, busy runs.
 	// Read committed: each statement sees what the owner's former lock
 	// holders committed, the lock taken by the statement before.
 	err = pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, q.channel+"/owner:"+run.Owner); err != nil {
+		if err := lockOwner(ctx, tx, q, run.Owner); err != nil {
 			return err
 		}
 		var threads, open int
 		var holder string
-		if err := tx.QueryRow(ctx, q.usage, run.Owner, run.Key).Scan(&threads, &open, &holder); err != nil {
+		var closed, recorded bool
+		if err := tx.QueryRow(ctx, q.usage, run.Owner, run.Key, server.ThreadRecordNS).Scan(&threads, &open, &holder, &closed, &recorded); err != nil {
 			return err
+		}
+		switch {
+		case closed:
+			refused = fmt.Errorf("replicas: thread %q: %w", run.Key, runs.ErrThreadClosed)
+			return nil
+		case !recorded:
+			refused = fmt.Errorf("replicas: thread %q has no record (it was deleted): %w", run.Key, graph.ErrNotFound)
+			return nil
 		}
 		// Each thread with open runs has one active, its oldest; the
 		// others are queued behind it.
@@ -344,6 +382,93 @@ func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, busy runs.
 		return fmt.Errorf("replicas: enqueue run %q: %w", run.ID, err)
 	}
 	return refused
+}
+
+// lockOwner takes the lock of the owner's admissions for the rest of tx:
+// its runs are admitted, and its threads closed, one at a time.
+func lockOwner(ctx context.Context, tx pgx.Tx, q *queries, owner string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, q.channel+"/owner:"+owner)
+	return err
+}
+
+// CloseThread implements server.Replicas: the mark is a row of
+// server_closed_threads, taken in a transaction under the owner's lock
+// of Enqueue once the thread's open runs and marks are read, renewed
+// every third of the lease's time while deleting runs, and removed when
+// it returns. A replica that dies leaves its mark to expire, a lease's
+// time after its last renewal; Prune removes the marks that expired.
+func (r *Replicas) CloseThread(ctx context.Context, owner, key string, deleting func(context.Context) error) error {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return fmt.Errorf("replicas: close thread %q: %w", key, err)
+	}
+	token := rand.Text()
+	var refused error
+	err = pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if err := lockOwner(ctx, tx, q, owner); err != nil {
+			return err
+		}
+		var oldest string
+		var closed bool
+		if err := tx.QueryRow(ctx, q.closing, key).Scan(&oldest, &closed); err != nil {
+			return err
+		}
+		switch {
+		case closed:
+			refused = fmt.Errorf("replicas: thread %q: %w", key, runs.ErrThreadClosed)
+			return nil
+		case oldest != "":
+			refused = &runs.BusyError{Thread: key, Run: oldest}
+			return nil
+		}
+		_, err := tx.Exec(ctx, q.closeThread, key, r.name, token, r.ttl.Microseconds())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("replicas: close thread %q: %w", key, err)
+	}
+	if refused != nil {
+		return refused
+	}
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { r.keepClosed(ctx, q, key, token, done, lost) })
+	err = deleting(ctx)
+	close(done)
+	wg.Wait()
+	if _, rerr := r.pool.Exec(context.WithoutCancel(ctx), q.reopen, key, token); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("replicas: reopen thread %q (its mark expires): %w", key, rerr))
+	}
+	return err
+}
+
+// errMarkExpired is the cause of a deletion's ctx when its thread's mark
+// expired before the deletion ended (its replica stalled longer than a
+// lease's time): runs may be admitted on the thread from then on.
+var errMarkExpired = errors.New("replicas: the mark that closed the thread expired before its deletion ended")
+
+// keepClosed renews the mark token of thread key every third of the
+// lease's time until done is closed; a mark that expired meanwhile is
+// lost, and cancels the deletion's ctx.
+func (r *Replicas) keepClosed(ctx context.Context, q *queries, key, token string, done <-chan struct{}, lost context.CancelCauseFunc) {
+	tick := time.NewTicker(max(r.ttl/3, time.Microsecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		tag, err := r.pool.Exec(ctx, q.keepClosed, key, token, r.ttl.Microseconds())
+		if err == nil && tag.RowsAffected() == 0 {
+			lost(fmt.Errorf("replicas: thread %q: %w", key, errMarkExpired))
+			return
+		}
+		// An error (ctx's, or the database's) is tried again at the next
+		// tick: a mark not renewed in time expires, and says so then.
+	}
 }
 
 // Offer implements server.Replicas.

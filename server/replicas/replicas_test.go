@@ -339,6 +339,7 @@ func TestActivityReadsAThreadsOpenRunsAndItsNewestOnly(t *testing.T) {
 	ctx := t.Context()
 	enqueue := func(key, id string) {
 		t.Helper()
+		recordThreads(t, saver, key)
 		require.NoError(t, reps.Enqueue(ctx, server.SharedRun{ID: id, Key: key, Thread: key, Owner: "alice", Workflow: "gate",
 			Request: json.RawMessage(`{}`), CreatedAt: time.Now()}, runs.Queue, runs.NoLimits))
 	}

@@ -79,6 +79,19 @@ var migrations = [][]string{
 		`ALTER TABLE {schema}.server_runs ADD COLUMN final jsonb`,
 	},
 	{
+		// The threads being deleted, closed to new runs (CloseThread):
+		// Enqueue refuses a run on one while its mark has not expired.
+		// holder is the replica deleting it, token its mark, which it
+		// renews until the deletion ends and then removes: a replica
+		// that died leaves a mark that expires.
+		`CREATE TABLE {schema}.server_closed_threads (
+			thread_key text COLLATE "C" PRIMARY KEY,
+			holder     text NOT NULL,
+			token      text NOT NULL,
+			expires    timestamptz NOT NULL
+		)`,
+	},
+	{
 		// The notice of a run's end (a webhook, an A2A task's end and
 		// push notifications): '' none, 'due' to deliver once the run
 		// ended, 'sent'. notice_until is the end of the claim of the

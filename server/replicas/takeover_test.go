@@ -100,6 +100,7 @@ func TestARunsEventsAreStoredBeforeItsCheckpoints(t *testing.T) {
 	defer reps.Close()
 	sr := server.SharedRun{ID: "run-1", Thread: "t", Key: "alice/t", Owner: "alice", Workflow: "gate",
 		Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+	recordThreads(t, saver, sr.Key)
 	require.NoError(t, reps.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 	claim, err := reps.Claim(t.Context(), sr.ID, []string{"gate"})
 	require.NoError(t, err)
@@ -130,6 +131,7 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	require.NoError(t, first.Start(t.Context()))
 	sr := server.SharedRun{ID: "old-run", Thread: "t", Key: "alice/t", Owner: "alice", Workflow: "gate",
 		Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+	recordThreads(t, saver, sr.Key)
 	require.NoError(t, first.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 	require.NoError(t, first.Close())
 	// The schema as the older version left it (version 3, with its
@@ -137,8 +139,9 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE TABLE ` + schema + `.server_run_events (run_id text COLLATE "C" NOT NULL REFERENCES ` + schema + `.server_runs ON DELETE CASCADE,
 			id bigint NOT NULL, name text NOT NULL, frame bytea NOT NULL, PRIMARY KEY (run_id, id))`,
+		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN notice, DROP COLUMN notice_until`, // migration 7's, with its index
+		`DROP TABLE ` + schema + `.server_closed_threads`,                                     // migration 6's
 		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN final`,                            // migration 5's
-		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN notice, DROP COLUMN notice_until`, // migration 6's, with its index
 		`DELETE FROM ` + schema + `.server_runs_schema WHERE version >= 4`,
 		`INSERT INTO ` + schema + `.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`,
 	} {
@@ -178,6 +181,7 @@ func TestFinishStoresARunsFinalValues(t *testing.T) {
 	for i, want := range []json.RawMessage{final, nil} {
 		sr := server.SharedRun{ID: "run-" + strconv.Itoa(i), Thread: "t" + strconv.Itoa(i), Key: "alice/t" + strconv.Itoa(i), Owner: "alice", Workflow: "gate",
 			Request: json.RawMessage(`{}`), CreatedAt: time.Now()}
+		recordThreads(t, saver, sr.Key)
 		require.NoError(t, reps.Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
 		claim, err := reps.Claim(t.Context(), sr.ID, []string{"gate"})
 		require.NoError(t, err)

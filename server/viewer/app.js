@@ -849,6 +849,10 @@ function renderAgent(d) {
 // snapshotView shows one snapshot; one labelled by another caller (the
 // meta-prompt stage of a builder, a summarizer) says whose it is.
 function snapshotView(entry, i, n, name) {
+  // A snapshot too large for the detail comes cut, as text (trace.AgentDetail).
+  if (typeof entry.snapshot === "string") {
+    return el("div", { class: "snapshot", "data-seq": entry.seq }, el("h4", {}, `Call ${i + 1} of ${n}`), pre(entry.snapshot));
+  }
   const s = entry.snapshot || {};
   const budget = s.limit ? `${fmtInt(s.total_tokens)} of ${fmtInt(s.limit)} tokens` : `${fmtInt(s.total_tokens)} tokens`;
   const rows = (s.parts || []).map((p) => {

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -149,19 +150,27 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 	if !ok {
 		return nil, fmt.Errorf("memory: events of run %q: %w", id, trace.ErrNotFound)
 	}
+	// Events are kept by Seq: a page starts after q.After without
+	// looking at the events before.
+	from, _ := slices.BinarySearchFunc(rd.events, q.After+1, func(e trace.Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
 	var out []trace.Event
-	for _, e := range rd.events {
+	var used int64
+	for _, e := range rd.events[from:] {
+		if q.Until > 0 && e.Seq > q.Until {
+			break
+		}
 		if !q.Match(e) {
 			continue
 		}
-		c := cloneEvent(e)
 		if !q.Bodies {
-			c.Request, c.Response = nil, nil
+			e.Request, e.Response = nil, nil
 		}
-		out = append(out, c)
-		if q.Limit > 0 && len(out) == q.Limit {
+		size := e.Size()
+		if !q.Fits(len(out), used, size) {
 			break
 		}
+		out = append(out, cloneEvent(e))
+		used += size
 	}
 	return out, nil
 }

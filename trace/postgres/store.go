@@ -388,16 +388,27 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 	}
+	// The database ends the page by the bytes it stores (no more than
+	// the events' sizes); the page is then cut where their sizes pass
+	// q's bytes.
 	frames, err := s.log.Select(ctx, streamOf(id), eventlog.Query{After: q.After, Until: q.Until, Names: q.Kinds,
-		Path: q.Path, Limit: q.Limit, Bodies: q.Bodies})
+		Path: q.Path, Limit: q.EffectiveLimit(), MaxBytes: q.EffectiveMaxBytes(), Bodies: q.Bodies})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of run %q: %w", id, err)
 	}
-	out := make([]trace.Event, len(frames))
-	for i, f := range frames {
-		if out[i], err = fromFrame(id, f); err != nil {
+	out := make([]trace.Event, 0, len(frames))
+	var used int64
+	for _, f := range frames {
+		e, err := fromFrame(id, f)
+		if err != nil {
 			return nil, err
 		}
+		size := e.Size()
+		if !q.Fits(len(out), used, size) {
+			break
+		}
+		out = append(out, e)
+		used += size
 	}
 	return out, nil
 }

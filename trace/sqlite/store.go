@@ -414,17 +414,16 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 		args = append(args, q.Path, utf8.RuneCountInString(q.Path)+1, q.Path+"/")
 	}
 	query += ` ORDER BY seq LIMIT ?`
-	limit := -1
-	if q.Limit > 0 {
-		limit = q.Limit
-	}
-	args = append(args, limit)
+	args = append(args, q.EffectiveLimit())
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: events of run %q: %w", id, err)
 	}
 	defer rows.Close()
+	// A page ends where its bytes would pass q's (rows not stepped
+	// through are not read).
 	var out []trace.Event
+	var used int64
 	for rows.Next() {
 		e := trace.Event{RunID: id}
 		var timeUS, durNS int64
@@ -435,7 +434,12 @@ func (s *Store) Events(ctx context.Context, id string, q trace.EventQuery) ([]tr
 		}
 		e.Time, e.Duration = time.UnixMicro(timeUS).UTC(), time.Duration(durNS)
 		e.Payload, e.Request, e.Response = raw(payload), raw(request), raw(response)
+		size := e.Size()
+		if !q.Fits(len(out), used, size) {
+			break
+		}
 		out = append(out, e)
+		used += size
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: events of run %q: %w", id, err)

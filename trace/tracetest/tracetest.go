@@ -41,6 +41,9 @@ var rules = []rule{
 	{"AppendingAgainKeepsTheFirst", testAppendAgain},
 	{"AppendIsAllOrNone", testAppendAllOrNone},
 	{"EventQueryFilters", testEventQueryFilters},
+	{"APageEndsAtItsBytes", testPageBytes},
+	{"APageIsBoundedByDefault", testPageDefaults},
+	{"AllEventsReadsEveryPage", testAllEvents},
 	{"FinishRunKeepsTheRest", testFinishRun},
 	{"RunsNewestFirstAndFiltered", testRuns},
 	{"DeleteRunRemovesItsEvents", testDeleteRun},
@@ -470,4 +473,127 @@ func testOwnerBytes(t *testing.T, s trace.Store) {
 	n, err = sz.OwnerBytes(t.Context(), "alice")
 	require.NoError(t, err)
 	assert.InDelta(t, r2.Size()+evs[2].Size(), n, 1)
+}
+
+// sized is an event of run r whose payload holds n bytes (and a body of
+// b bytes each way when b > 0).
+func sized(r string, seq int64, kind string, n, b int) trace.Event {
+	e := event(r, seq, kind, "wf/a")
+	e.Payload = json.RawMessage(`"` + strings.Repeat("p", n) + `"`)
+	if b > 0 {
+		e.Hash = "h"
+		e.Request = json.RawMessage(`"` + strings.Repeat("q", b) + `"`)
+		e.Response = json.RawMessage(`"` + strings.Repeat("r", b) + `"`)
+	}
+	return e
+}
+
+func sizes(evs []trace.Event) (sum int64) {
+	for _, e := range evs {
+		sum += e.Size()
+	}
+	return sum
+}
+
+func testPageBytes(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	var evs []trace.Event
+	for i := range int64(10) {
+		evs = append(evs, sized("r1", i+1, "model_call", 1000, 5000))
+	}
+	evs = append(evs, sized("r1", 11, "model_call", 50_000, 0))
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	one := evs[0]
+	one.Request, one.Response = nil, nil
+	small := one.Size()
+
+	got, err := s.Events(t.Context(), "r1", trace.EventQuery{MaxBytes: 3*small + small/2})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 2, 3}, seqs(got), "as many as fit without bodies")
+
+	got, err = s.Events(t.Context(), "r1", trace.EventQuery{MaxBytes: 3*small + small/2, Bodies: true})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1}, seqs(got), "bodies count when read; the first event always comes")
+	assert.Greater(t, sizes(got), 3*small+small/2)
+
+	got, err = s.Events(t.Context(), "r1", trace.EventQuery{MaxBytes: 3 * small, After: 9})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{10}, seqs(got), "the next event (~50 KB) does not fit")
+	got, err = s.Events(t.Context(), "r1", trace.EventQuery{MaxBytes: 3 * small, After: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{11}, seqs(got), "an event larger than a page comes alone")
+
+	got, err = s.Events(t.Context(), "r1", trace.EventQuery{MaxBytes: 10 * small, Limit: 4})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 2, 3, 4}, seqs(got), "Limit and MaxBytes both bound a page")
+}
+
+func testPageDefaults(t *testing.T, s trace.Store) {
+	create(t, s, run("big", base), run("many", base))
+	var evs []trace.Event
+	for i := range int64(6) {
+		evs = append(evs, sized("big", i+1, "custom", 1<<20, 0))
+	}
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	got, err := s.Events(t.Context(), "big", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 2, 3}, seqs(got), "about 3 MiB of 6 within the default 4 MiB")
+	assert.LessOrEqual(t, sizes(got), int64(trace.DefaultEventBytes))
+
+	evs = evs[:0]
+	for i := range int64(trace.MaxEventLimit + 5) {
+		evs = append(evs, trace.Event{RunID: "many", Seq: i + 1, Kind: "custom", Path: "wf", Time: base})
+	}
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	got, err = s.Events(t.Context(), "many", trace.EventQuery{})
+	require.NoError(t, err)
+	assert.Len(t, got, trace.MaxEventLimit)
+	got, err = s.Events(t.Context(), "many", trace.EventQuery{Limit: trace.MaxEventLimit * 2})
+	require.NoError(t, err)
+	assert.Len(t, got, trace.MaxEventLimit, "a Limit above MaxEventLimit is MaxEventLimit")
+}
+
+func testAllEvents(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base))
+	var evs []trace.Event
+	var want, wantCalls []int64
+	for i := range int64(40) {
+		kind := "custom"
+		if i%3 == 0 {
+			kind = "model_call"
+			wantCalls = append(wantCalls, i+1)
+		}
+		evs = append(evs, sized("r1", i+1, kind, 500, 2000))
+		want = append(want, i+1)
+	}
+	require.NoError(t, s.AppendEvents(t.Context(), evs))
+	read := func(q trace.EventQuery) []int64 {
+		t.Helper()
+		var got []int64
+		for e, err := range trace.AllEvents(t.Context(), s, "r1", q) {
+			require.NoError(t, err)
+			if q.Bodies && e.Kind == "model_call" {
+				require.Len(t, e.Response, 2002, "event %d's body", e.Seq)
+			}
+			got = append(got, e.Seq)
+		}
+		return got
+	}
+	assert.Equal(t, want, read(trace.EventQuery{MaxBytes: 3000}), "pages of a few events")
+	assert.Equal(t, want, read(trace.EventQuery{MaxBytes: 3000, Bodies: true}), "pages of one event with bodies")
+	assert.Equal(t, wantCalls, read(trace.EventQuery{Kinds: []string{"model_call"}, Limit: 2}))
+	assert.Equal(t, want[5:20], read(trace.EventQuery{After: 5, Until: 20, Limit: 4}))
+
+	n := 0
+	for range trace.AllEvents(t.Context(), s, "r1", trace.EventQuery{Limit: 3}) {
+		n++
+		if n == 5 {
+			break
+		}
+	}
+	assert.Equal(t, 5, n, "a reader stops when it likes")
+
+	for _, err := range trace.AllEvents(t.Context(), s, "nope", trace.EventQuery{}) {
+		assert.ErrorIs(t, err, trace.ErrNotFound)
+	}
 }
