@@ -36,6 +36,7 @@ func TestANoticeIsClaimedByOneOfThreeReplicasAtOnce(t *testing.T) {
 	}
 	finish := func(id string, notice bool) {
 		t.Helper()
+		recordThreads(t, saver, "alice/"+id)
 		sr := server.SharedRun{ID: id, Thread: id, Key: "alice/" + id, Owner: "alice", Workflow: "gate", Request: []byte(`{}`),
 			CreatedAt: time.Now(), Notice: notice}
 		require.NoError(t, reps[0].Enqueue(t.Context(), sr, runs.Refuse, runs.NoLimits))
