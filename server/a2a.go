@@ -24,7 +24,6 @@ const (
 // how to authenticate); the JSON-RPC endpoints need a token, and an
 // owner's tasks are invisible to every other owner.
 func (s *Server) a2aRoutes() {
-	s.a2aTasks.init()
 	s.handle("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.agentCard(r, ""))
 	})

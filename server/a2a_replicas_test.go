@@ -241,9 +241,10 @@ func TestA2AParallelSendsGetExactlyTheActiveRunQuotaAcrossThreeReplicas(t *testi
 	assert.LessOrEqual(t, h.max.Load(), int64(quota), "runs in progress at once")
 }
 
-// TestA2APushNotificationsAmongReplicas: the replica that took a message
-// follows its task's run through the shared runs and posts the task to
-// its push notification URL when it ends.
+// TestA2APushNotificationsAmongReplicas: the task of a message taken by
+// one replica is posted to its push notification URL when its run ends,
+// by the replica that finished the run or the one that took the message
+// (whichever saw both the run's end and the task's record).
 func TestA2APushNotificationsAmongReplicas(t *testing.T) {
 	got := make(chan a2a.StreamResponse, 1)
 	hook := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {

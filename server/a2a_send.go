@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coorflow/coorflow/a2a"
@@ -69,7 +68,10 @@ func (c *a2aCall) send(stream bool) (any, error) {
 		ru.events.attach() // before it starts: the stream sees every event
 		defer ru.events.detach()
 	}
-	pl, err := c.s.start(ctx, ru, storedRequest{RunRequest: req})
+	// The run's end records the task's and notifies its push URLs, on
+	// whichever replica finishes it (notices.go).
+	ru.task = t.ID
+	pl, err := c.s.start(ctx, ru, storedRequest{RunRequest: req, Task: t.ID})
 	if err == nil {
 		err = c.s.awaitStart(ctx, pl, false)
 		var early *apiError
@@ -104,7 +106,7 @@ func (c *a2aCall) send(stream bool) (any, error) {
 		}
 		return nil, err
 	}
-	c.s.watchTask(c.owner, t.ID, pl)
+	c.s.taskRecorded(context.WithoutCancel(ctx), pl)
 	if stream {
 		c.s.serve(c.w, c.r, pl, 0, c.taskFormat(t, pl.id))
 		return nil, nil
@@ -291,53 +293,15 @@ func messageAnswer(m *a2a.Message) json.RawMessage {
 	return mustJSON(text)
 }
 
-// a2aTaskState follows the runs of A2A tasks to record how they end.
-type a2aTaskState struct {
-	// ctx ends the watchers of runs among replicas; Shutdown cancels it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// stopped: Shutdown stopped the watchers; guarded by Server.mu.
-	stopped bool
-	wg      sync.WaitGroup // the watchers (watchTask)
-}
-
-func (a *a2aTaskState) init() {
-	a.ctx, a.cancel = context.WithCancel(context.Background())
-}
-
-// watchTask records how the task's run p ends, and posts the task to its
-// push notification URLs, wherever the run executes. A run in this
-// process is followed until it ends (a server's Shutdown ends its runs);
-// a run among replicas until it ends or Shutdown: a task whose end was
-// not recorded shows what its run's shared record says (taskView).
-func (s *Server) watchTask(owner, id string, p *placed) {
-	s.mu.Lock()
-	if s.a2aTasks.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.a2aTasks.wg.Add(1)
-	s.mu.Unlock()
-	own := *p // awaitEnd updates its placed: the caller may await the same run meanwhile
-	go func() {
-		defer s.a2aTasks.wg.Done()
-		s.followTask(owner, id, &own)
-	}()
-}
-
-func (s *Server) followTask(owner, id string, p *placed) {
-	ctx := s.a2aTasks.ctx
-	if p.ru != nil {
-		ctx = context.WithoutCancel(p.ru.ctx)
-	}
-	v, err := s.awaitEnd(ctx, p, 0)
+// endTask records in the owner's task id how its run p ended, when p is
+// still its newest run, and posts the task to its push notification
+// URLs: the notice of the run's end (deliverNotice).
+func (s *Server) endTask(ctx context.Context, owner, id string, p *placed) {
+	v, err := s.view(ctx, p, false)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.WarnContext(ctx, "server: a2a: follow a task's run", "task", id, "run", p.id, "err", err)
-		}
+		s.log.WarnContext(ctx, "server: a2a: read a task's run", "task", id, "run", p.id, "err", err)
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
 	end := runEnd(v)
 	t, err := s.saveTask(ctx, owner, a2aTask{ID: id, Context: p.thread}, false, func(cur *a2aTask) error {
 		if n := len(cur.Runs); n > 0 && cur.Runs[n-1] == p.id {
@@ -351,26 +315,6 @@ func (s *Server) followTask(owner, id string, p *placed) {
 	}
 	if len(t.Push) > 0 {
 		s.pushTask(ctx, owner, t)
-	}
-}
-
-// stopTaskWatchers ends the watchers of runs among replicas and waits,
-// until ctx is done, for every watcher to return.
-func (s *Server) stopTaskWatchers(ctx context.Context) error {
-	s.mu.Lock()
-	s.a2aTasks.stopped = true
-	s.mu.Unlock()
-	s.a2aTasks.cancel()
-	done := make(chan struct{})
-	go func() {
-		s.a2aTasks.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("server: shutdown: a2a tasks still being recorded: %w", ctx.Err())
 	}
 }
 

@@ -63,14 +63,6 @@ func lgStatus(st string) string {
 	return st // running, error
 }
 
-func (ru *run) platformView() lgRun {
-	var req *lgRunRequest
-	if ru.platform != nil {
-		req = &ru.platform.req
-	}
-	return lgRunOf(ru.view(), req)
-}
-
 // lgRunOf is the run v as the Platform shows it, with the fields of the
 // Platform request req that started it (nil: a /v1 run).
 func lgRunOf(v Run, req *lgRunRequest) lgRun {

@@ -99,6 +99,22 @@ type Replicas interface {
 	// such run is open. The time is the database's, so clocks of replicas
 	// that disagree do not matter.
 	NextDue(ctx context.Context, workflows []string) (wait time.Duration, ok bool, err error)
+	// NoticeDue makes the notice of run id due, once its end is known
+	// (SharedRun.Notice: one the run was enqueued without, as an A2A
+	// task's, whose record lists the run only after it started), and
+	// reports whether the run had ended by then: its replica's
+	// ClaimNotice at its end found none due, so the caller claims it.
+	NoticeDue(ctx context.Context, id string) (ended bool, err error)
+	// ClaimNotice claims the due notice of the ended run id for a
+	// lease's time, in one atomic step: of the replicas that ask at
+	// once, one gets it. "" claims the notice of any ended run of the
+	// named workflows whose claim expired (its replica died delivering
+	// it), or that no replica claimed for a lease after the run's end.
+	// ok is false when there is none to claim.
+	ClaimNotice(ctx context.Context, id string, workflows []string) (run SharedRun, ok bool, err error)
+	// NoticeSent records that the notice of run id was delivered: no
+	// replica claims it again.
+	NoticeSent(ctx context.Context, id string) error
 	// Changed returns a channel closed at the next change of the run —
 	// an event, its end, a request to cancel — on any replica; "" is any
 	// run that becomes due.
@@ -137,6 +153,10 @@ type SharedRun struct {
 	// (nil for none), as its replica stored them when it ended (Finish).
 	Usage  llm.Spend
 	Budget *llm.Budget
+	// Notice: the run's end has a notice to deliver (its Platform
+	// request's webhook), due from its enqueueing (Enqueue stores it);
+	// see NoticeDue and ClaimNotice.
+	Notice bool
 	// Final is, for a run whose thread was deleted when it ended (a
 	// stateless run, on_completion "delete"), the values and interrupts
 	// the thread had then, as JSON, stored by Finish: its waiters on any

@@ -247,7 +247,12 @@ func (s *Server) runAt(ctx context.Context, owner, thread, id string) (*placed, 
 		return nil, err
 	}
 	req, _ := sr.request() // a request that cannot be read shows as a /v1 run's
-	return &placed{id: sr.ID, thread: sr.Thread, key: sr.Key, workflow: sr.Workflow, wf: s.cfg.Workflows[sr.Workflow], sr: sr, platform: req.Platform}, nil
+	return s.placedShared(sr, req), nil
+}
+
+// placedShared is the shared run sr, with its request req, placed.
+func (s *Server) placedShared(sr SharedRun, req storedRequest) *placed {
+	return &placed{id: sr.ID, thread: sr.Thread, key: sr.Key, workflow: sr.Workflow, wf: s.cfg.Workflows[sr.Workflow], sr: sr, platform: req.Platform}
 }
 
 // placedFor finds the run the request's path names on the caller's

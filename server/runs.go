@@ -128,6 +128,11 @@ type run struct {
 	claim     *Claim
 	publish   func(id int64, name string, frame []byte)
 	stopLease func() // stops renewing the claim's lease
+	// notice is how the notice of the run's end stands (notices.go).
+	notice runNotice
+	// task is the A2A task whose run it is ("" for none), set before
+	// it starts.
+	task string
 }
 
 func (s *Server) newRun(r *http.Request, th Thread, wf *graph.Runnable) *run {
@@ -307,16 +312,17 @@ func (s *Server) ended(ru *run) {
 	s.finishShared(ru)
 }
 
-// finally is what the server does once those waiting on ru woke: its
-// webhook and its log, for a run that executed.
+// finally is what the server does once those waiting on ru woke: the
+// notice of its end (its webhook, its A2A task's end: endNotice), and
+// its log, for a run that executed.
 func (s *Server) finally(ru *run) {
+	s.endNotice(ru)
 	ru.mu.Lock()
 	obs := ru.obs
 	ru.mu.Unlock()
 	if obs == nil {
 		return
 	}
-	s.notifyWebhook(ru)
 	st := ru.view()
 	s.log.InfoContext(ru.ctx, "server: run ended", "run", ru.id, "thread", ru.thread, "status", st.Status, "events", st.Events)
 }

@@ -265,7 +265,6 @@ type Server struct {
 	owners     *runs.OwnerBudgets // owner budgets (budget.go); nil without a Recorder
 	mcp        mcpState           // /mcp (mcp.go)
 	openai     openaiState        // /openai/v1 (openai.go)
-	a2aTasks   a2aTaskState       // the runs of A2A tasks followed (a2a_send.go)
 	crons      cronState          // Platform crons (platform_crons.go)
 	assistants assistantState     // created assistants (platform_assistants.go)
 	webhooks   webhookPolicy      // Config.WebhookAllow (webhookpolicy.go)
@@ -277,8 +276,8 @@ type Server struct {
 type replicaState struct {
 	ctx    context.Context // of the claimed runs; cancelled by Shutdown
 	stop   context.CancelFunc
-	done   chan struct{} // closed when the claim loop has ended
-	active int           // claimed runs executing; guarded by Server.mu
+	loops  sync.WaitGroup // the claim loop and the notice loop
+	active int            // claimed runs executing; guarded by Server.mu
 	// claimMu is held by the claim loop from a claim to the start of its
 	// run (claim).
 	claimMu sync.Mutex
@@ -511,5 +510,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: shutdown: runs still ending: %w", err)
 	}
-	return s.stopTaskWatchers(ctx)
+	return nil
 }

@@ -27,24 +27,26 @@ const (
 // replica.
 var errCancelRequested = errors.New("server: cancelled by request")
 
-// startReplica starts the loop that claims the runs that are due; Shutdown
-// stops it.
+// startReplica starts the loop that claims the runs that are due, and
+// the one that delivers the notices other replicas left (noticeLoop);
+// Shutdown stops them.
 func (s *Server) startReplica() {
 	// Claimed runs do not end with the loop: Shutdown cancels each.
 	s.replica.ctx = context.Background()
 	s.replica.workflows = slices.Sorted(maps.Keys(s.cfg.Workflows))
 	ctx, cancel := context.WithCancel(context.Background())
-	s.replica.stop, s.replica.done = cancel, make(chan struct{})
-	go s.claimLoop(ctx)
+	s.replica.stop = cancel
+	s.replica.loops.Go(func() { s.claimLoop(ctx) })
+	s.replica.loops.Go(func() { s.noticeLoop(ctx) })
 }
 
-// stopReplica stops the claim loop and waits for it.
+// stopReplica stops the replica's loops and waits for them.
 func (s *Server) stopReplica() {
 	if s.replica.stop == nil {
 		return
 	}
 	s.replica.stop()
-	<-s.replica.done
+	s.replica.loops.Wait()
 }
 
 // claimLoop claims due runs whenever a replica says one may be due, and
@@ -52,7 +54,6 @@ func (s *Server) stopReplica() {
 // queued run's hold by a replica that died (nextLook). It prunes the ended
 // runs at its start and every half lease.
 func (s *Server) claimLoop(ctx context.Context) {
-	defer close(s.replica.done)
 	tick := time.NewTicker(s.cfg.LeaseTTL / 2)
 	defer tick.Stop()
 	look := time.NewTimer(s.cfg.LeaseTTL / 2)
@@ -213,6 +214,9 @@ type storedRequest struct {
 	// deletes its thread when it ends, keeping its final values in the
 	// shared run (SharedRun.Final).
 	Ephemeral bool `json:"ephemeral,omitempty"`
+	// Task is the A2A task whose run it is: the replica that finishes it
+	// records the task's end and posts its push notifications (notices.go).
+	Task string `json:"task,omitempty"`
 }
 
 // request decodes the run's request.
@@ -234,6 +238,7 @@ func (s *Server) setShared(ctx context.Context, ru *run, sr SharedRun) error {
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "run_failed", "%v", strings.TrimPrefix(err.Error(), "server: "))
 	}
+	ru.task = req.Task
 	if req.Platform != nil {
 		p := *req.Platform
 		p.pin = req.Assistant
@@ -399,7 +404,11 @@ func (s *Server) finishShared(ru *run) {
 		sr.Usage, sr.Budget = v.Usage, v.Budget
 		sr.Final = ru.finalJSON()
 		sr.EndedAt = time.Now().UTC()
-		err = s.cfg.Replicas.Finish(ctx, ru.claim, sr)
+		if err = s.cfg.Replicas.Finish(ctx, ru.claim, sr); err == nil {
+			ru.mu.Lock()
+			ru.notice.ended = true // its notice is this replica's to claim (endNotice)
+			ru.mu.Unlock()
+		}
 	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "server: share how a run ended", "run", ru.id, "err", err)
@@ -425,7 +434,10 @@ func (s *Server) submitShared(ctx context.Context, ru *run, req storedRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("server: store run %q: %w", ru.id, err)
 	}
-	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued, CreatedAt: ru.createdAt()}
+	// A webhook's notice is due from the start; an A2A task's once the
+	// task's record lists the run (taskRecorded).
+	sr := SharedRun{ID: ru.id, Thread: ru.thread, Key: ru.key, Owner: ru.owner, Workflow: ru.workflow, Request: body, Status: StatusQueued,
+		CreatedAt: ru.createdAt(), Notice: ru.platform != nil && ru.platform.webhook != ""}
 	if err := s.cfg.Replicas.Enqueue(ctx, sr, s.busyOf(ru), s.runLimits()); err != nil {
 		if e := refusal(ru, err); e != nil {
 			return nil, e

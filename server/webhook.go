@@ -44,23 +44,32 @@ func (s *Server) checkWebhook(raw string) *apiError {
 // server on to one that is not.
 var webhookClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-// notifyWebhook posts the ended run, with its values or error, to the
-// run's webhook, within Config.WebhookTimeout. A failure is logged; the
-// run's outcome stays as it was.
-func (s *Server) notifyWebhook(ru *run) {
-	if ru.platform == nil || ru.platform.webhook == "" {
+// notifyWebhook posts the ended run p, with its values or error, to its
+// Platform request's webhook, within Config.WebhookTimeout, when this
+// server's policy allows the URL (it may differ from the policy of the
+// replica that took the request, or have changed since). A failure is
+// logged; the run's outcome stays as it was. deliverNotice calls it.
+func (s *Server) notifyWebhook(ctx context.Context, p *placed) {
+	target := p.platform.Webhook
+	if e := s.checkWebhook(target); e != nil {
+		s.log.WarnContext(ctx, "server: webhook refused", "run", p.id, "webhook", target, "err", e.Message)
 		return
 	}
 	timeout := s.cfg.WebhookTimeout
 	if timeout <= 0 {
 		timeout = DefaultWebhookTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ru.ctx), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	v, verr := s.view(ctx, p, true)
+	if verr != nil && v.ID == "" {
+		s.log.WarnContext(ctx, "server: webhook failed", "run", p.id, "webhook", target, "err", verr)
+		return
+	}
 	body := map[string]any{}
-	b, _ := json.Marshal(ru.platformView())
+	b, _ := json.Marshal(lgRunOf(v, p.platform))
 	_ = json.Unmarshal(b, &body)
-	if v, err := s.runView(ctx, ru); err == nil {
+	if verr == nil {
 		if v.Error != nil {
 			body["error"] = v.Error.Message
 		} else {
@@ -69,10 +78,10 @@ func (s *Server) notifyWebhook(ru *run) {
 	}
 	data, err := json.Marshal(body)
 	if err == nil {
-		err = postWebhook(ctx, ru.platform.webhook, data)
+		err = postWebhook(ctx, target, data)
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "server: webhook failed", "run", ru.id, "webhook", ru.platform.webhook, "err", err)
+		s.log.WarnContext(ctx, "server: webhook failed", "run", p.id, "webhook", target, "err", err)
 	}
 }
 

@@ -49,6 +49,15 @@
 // one that stalls that long finds its mark expired, and its deletion's
 // context is cancelled.
 //
+// A run's end notice (its webhook; an A2A task's end and push
+// notifications) is columns notice and notice_until of its row
+// (migration 7): due from Enqueue (SharedRun.Notice) or from NoticeDue,
+// claimed for a lease's time by one replica in one statement
+// (ClaimNotice: the one that finished the run, or the one that made it
+// due after the run ended), and recorded sent (NoticeSent). A claim that
+// expired unsent — its replica died — is claimed again by another
+// (ClaimNotice with no id), so that a notice is delivered at least once.
+//
 //	reps, err := replicas.New(pool, replicas.Config{Saver: saver, LeaseTTL: 10 * time.Second})
 //	if err != nil {
 //		return err

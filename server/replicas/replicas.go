@@ -128,6 +128,7 @@ type queries struct {
 	run, runs, cancelled, offer                      string
 	remove, prune, activity, nextDue, notify         string
 	closing, closeThread, keepClosed, reopen         string
+	noticeDue, claimNotice, noticeSent               string
 }
 
 // runColumns are what scanRun reads, in order; a run's last event is its
@@ -172,8 +173,8 @@ func newQueries(schema, leases, heads, streams, frames string) *queries {
 		reopen: rep.Replace(`DELETE FROM {schema}.server_closed_threads WHERE thread_key = $1 AND token = $2`),
 		// The replica that enqueues a run is its holder until it claims
 		// it: the others leave it alone for a lease's time.
-		insert: rep.Replace(`INSERT INTO {schema}.server_runs (run_id, thread_key, thread_id, owner, workflow, request, status, created, holder)
-			VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)`),
+		insert: rep.Replace(`INSERT INTO {schema}.server_runs (run_id, thread_key, thread_id, owner, workflow, request, status, created, holder, notice)
+			VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, CASE WHEN $9 THEN 'due' ELSE '' END)`),
 		// The oldest open run of each thread, unless a live lease holds
 		// the thread or another replica enqueued it a moment ago.
 		candidates: rep.Replace(`SELECT r.run_id, r.thread_key FROM {schema}.server_runs r
@@ -243,9 +244,31 @@ func newQueries(schema, leases, heads, streams, frames string) *queries {
 				SELECT r.created + $2 * interval '1 microsecond' FROM {schema}.server_runs r
 				WHERE r.status = 'queued' AND r.holder NOT IN ('', $1) AND r.workflow = ANY($3::text[])
 			) x WHERE t > clock_timestamp()`),
-		offer: rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
-		run:   rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
-		runs:  rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
+		// A run's notice becomes due; the statement says whether the
+		// run had ended (its replica's claim of the notice, after its
+		// Finish, found none due).
+		noticeDue: rep.Replace(`UPDATE {schema}.server_runs SET notice = 'due'
+			WHERE run_id = $1 AND notice = '' RETURNING status NOT IN ('queued', 'running')`),
+		// The due notice of ended run $1 ('': of any run of the
+		// workflows $3 whose notice no live claim holds, and that its
+		// own replica had $2 µs to claim after its end), claimed for $2
+		// µs: one statement, so that two replicas never both hold it.
+		claimNotice: rep.Replace(`WITH n AS (
+				SELECT run_id FROM {schema}.server_runs
+				WHERE notice = 'due' AND NOT ` + open + ` AND ($1 = '' OR run_id = $1)
+					AND (notice_until < clock_timestamp()
+						OR notice_until IS NULL AND ($1 <> '' OR ended_at < clock_timestamp() - $2 * interval '1 microsecond'))
+					AND ($1 <> '' OR workflow = ANY($3::text[]))
+				ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+			), up AS (
+				UPDATE {schema}.server_runs r SET notice_until = clock_timestamp() + $2 * interval '1 microsecond'
+				FROM n WHERE r.run_id = n.run_id RETURNING r.*
+			)
+			SELECT {columns} FROM up r`),
+		noticeSent: rep.Replace(`UPDATE {schema}.server_runs SET notice = 'sent' WHERE run_id = $1 AND notice = 'due'`),
+		offer:      rep.Replace(`UPDATE {schema}.server_runs SET holder = '' WHERE run_id = $1 AND status = 'queued'`),
+		run:        rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.run_id = $1`),
+		runs:       rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1 ORDER BY r.seq`),
 		activity: rep.Replace(`SELECT {columns} FROM {schema}.server_runs r WHERE r.thread_key = $1
 				AND (r.` + open + ` OR r.seq = (SELECT max(seq) FROM {schema}.server_runs WHERE thread_key = $1)) ORDER BY r.seq`),
 		// A renewal shares what the run spent so far ($3; null: nothing
@@ -352,7 +375,7 @@ func (r *Replicas) Enqueue(ctx context.Context, run server.SharedRun, busy runs.
 		// No notification: the replica that enqueues a run claims it
 		// itself when it has room; the others find it due when a run
 		// ends, or at their next look.
-		_, err := tx.Exec(ctx, q.insert, run.ID, run.Key, run.Thread, run.Owner, run.Workflow, []byte(run.Request), run.CreatedAt, r.name)
+		_, err := tx.Exec(ctx, q.insert, run.ID, run.Key, run.Thread, run.Owner, run.Workflow, []byte(run.Request), run.CreatedAt, r.name, run.Notice)
 		return err
 	})
 	if err != nil {
@@ -706,6 +729,51 @@ func (r *Replicas) NextDue(ctx context.Context, workflows []string) (time.Durati
 		return 0, false, nil
 	}
 	return time.Duration(*secs * float64(time.Second)), true, nil
+}
+
+// NoticeDue implements server.Replicas.
+func (r *Replicas) NoticeDue(ctx context.Context, id string) (bool, error) {
+	q, err := r.ready(ctx)
+	if err != nil {
+		return false, fmt.Errorf("replicas: notice of run %q: %w", id, err)
+	}
+	var ended bool
+	err = r.pool.QueryRow(ctx, q.noticeDue, id).Scan(&ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // gone, or due already
+	}
+	if err != nil {
+		return false, fmt.Errorf("replicas: notice of run %q: %w", id, err)
+	}
+	return ended, nil
+}
+
+// ClaimNotice implements server.Replicas.
+func (r *Replicas) ClaimNotice(ctx context.Context, id string, workflows []string) (server.SharedRun, bool, error) {
+	var sr server.SharedRun
+	q, err := r.ready(ctx)
+	if err == nil {
+		err = scanRun(r.pool.QueryRow(ctx, q.claimNotice, id, r.ttl.Microseconds(), workflows), &sr)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sr, false, nil
+	}
+	if err != nil {
+		return sr, false, fmt.Errorf("replicas: claim the notice of run %q: %w", id, err)
+	}
+	return sr, true, nil
+}
+
+// NoticeSent implements server.Replicas.
+func (r *Replicas) NoticeSent(ctx context.Context, id string) error {
+	q, err := r.ready(ctx)
+	if err == nil {
+		_, err = r.pool.Exec(ctx, q.noticeSent, id)
+	}
+	if err != nil {
+		return fmt.Errorf("replicas: the notice of run %q was sent: %w", id, err)
+	}
+	return nil
 }
 
 // Run implements server.Replicas.

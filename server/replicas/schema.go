@@ -91,6 +91,14 @@ var migrations = [][]string{
 			expires    timestamptz NOT NULL
 		)`,
 	},
+	{
+		// The notice of a run's end (a webhook, an A2A task's end and
+		// push notifications): '' none, 'due' to deliver once the run
+		// ended, 'sent'. notice_until is the end of the claim of the
+		// replica delivering it: another delivers it after that.
+		`ALTER TABLE {schema}.server_runs ADD COLUMN notice text NOT NULL DEFAULT '', ADD COLUMN notice_until timestamptz`,
+		`CREATE INDEX server_runs_notices ON {schema}.server_runs (seq) WHERE notice = 'due'`,
+	},
 }
 
 // schemaMigrations are migrations with the lock and the version table

@@ -139,8 +139,9 @@ func TestTheEventsAnOlderVersionStoredMoveToTheEventLog(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE TABLE ` + schema + `.server_run_events (run_id text COLLATE "C" NOT NULL REFERENCES ` + schema + `.server_runs ON DELETE CASCADE,
 			id bigint NOT NULL, name text NOT NULL, frame bytea NOT NULL, PRIMARY KEY (run_id, id))`,
-		`DROP TABLE ` + schema + `.server_closed_threads`,          // migration 6's
-		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN final`, // migration 5's
+		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN notice, DROP COLUMN notice_until`, // migration 7's, with its index
+		`DROP TABLE ` + schema + `.server_closed_threads`,                                     // migration 6's
+		`ALTER TABLE ` + schema + `.server_runs DROP COLUMN final`,                            // migration 5's
 		`DELETE FROM ` + schema + `.server_runs_schema WHERE version >= 4`,
 		`INSERT INTO ` + schema + `.server_run_events (run_id, id, name, frame) VALUES ('old-run', 1, 'a', 'x'), ('old-run', 2, 'b', 'y')`,
 	} {
