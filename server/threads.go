@@ -216,7 +216,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteThread deletes the owner's thread — its record, checkpoints,
-// runs and recorded runs — once no run is in progress or queued on it
+// runs, recorded runs and the entry of its OpenAI conversation — once no run is in progress or queued on it
 // (409 thread_busy otherwise), on this server or any replica. A thread no
 // run has bound to a workflow yet is deleted too; an unknown one is a 404.
 func (s *Server) deleteThread(ctx context.Context, owner, id string) error {
@@ -255,6 +255,9 @@ func (s *Server) deleteThread(ctx context.Context, owner, id string) error {
 		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
 	if err := s.forgetRecordings(ctx, owner, th.ID); err != nil {
+		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
+	}
+	if err := s.forgetConv(ctx, owner, th.ID); err != nil {
 		return fmt.Errorf("server: delete thread %q: %w", th.ID, err)
 	}
 	return nil
