@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -208,30 +209,77 @@ func TestParallelConversationsHaveOneEntryEach(t *testing.T) {
 
 			entries := convItems(t, st, convEntries)
 			hashes := convItems(t, st, convThreadHashes)
-			assert.Len(t, entries, n, "one entry a thread")
-			assert.Len(t, hashes, n, "one hash a thread")
-			assert.Len(t, convItems(t, st, "openai/"), 2*n, "no other item")
-			byThread := map[string]string{}
+			assert.Equal(t, n, len(entries), "one entry a thread")
+			assert.Equal(t, n, len(hashes), "one hash a thread")
+			assert.Equal(t, 2*n, len(convItems(t, st, "openai/")), "no other item")
+			entryOf, hashOf := map[string]string{}, map[string]string{}
 			for path, thread := range entries {
-				byThread[thread] = strings.TrimPrefix(path, convEntries)
+				entryOf[thread] = strings.TrimPrefix(path, convEntries)
+			}
+			for path, hash := range hashes {
+				hashOf[path[strings.LastIndex(path, "/")+1:]] = hash
 			}
 			for i, th := range threads {
-				hash, ok := byThread[th]
-				if assert.True(t, ok, "conversation %d's thread %q has an entry", i, th) {
-					assert.Contains(t, hashes, convHashPath(hashes, th), "thread %q's hash", th)
-					assert.Equal(t, hash, hashes[convHashPath(hashes, th)], "thread %q's hash names its entry", th)
-				}
+				assert.NotEmpty(t, entryOf[th], "conversation %d's thread %q has an entry", i, th)
+				assert.Equal(t, entryOf[th], hashOf[th], "thread %q's hash names its entry", th)
 			}
 		})
 	}
 }
 
-// convHashPath is the path among hashes of the item of thread's hash.
-func convHashPath(hashes map[string]string, thread string) string {
-	for path := range hashes {
-		if strings.HasSuffix(path, "/"+thread) {
-			return path
-		}
+// pausingStore is a Store whose first write of an entry of the index of
+// conversations waits for release, having said so on paused.
+type pausingStore struct {
+	store.Store
+	first           atomic.Bool
+	paused, release chan struct{}
+}
+
+func (p *pausingStore) pause(path string) {
+	if strings.HasPrefix(path, convEntries) && p.first.CompareAndSwap(false, true) {
+		close(p.paused)
+		<-p.release
 	}
-	return ""
+}
+
+func (p *pausingStore) Add(ctx context.Context, owner, path, content string, attrs store.Attrs) (store.Meta, error) {
+	p.pause(path)
+	return p.Store.Add(ctx, owner, path, content, attrs)
+}
+
+func (p *pausingStore) Edit(ctx context.Context, owner, path string, e store.Edit) (store.Meta, error) {
+	p.pause(path)
+	return p.Store.Edit(ctx, owner, path, e)
+}
+
+// TestTwoAnswersOfAThreadRememberedAtOnceLeaveOneEntry: a thread's
+// answer whose entry is written after the thread's next answer was
+// remembered (another client on the thread: its next run began before
+// the first answer's entry was written) leaves the next answer's entry
+// only.
+func TestTwoAnswersOfAThreadRememberedAtOnceLeaveOneEntry(t *testing.T) {
+	st := &pausingStore{Store: storemem.New(store.Config{}), paused: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, Store: st})
+
+	done := make(chan string, 1)
+	go func() {
+		resp := e.request("POST", chatPath, alice, map[string]any{"model": "echo", "messages": msgs("first")}, server.OpenAIThreadHeader, "shared")
+		data, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		done <- string(data)
+	}()
+	<-st.paused
+	second, _ := e.chat(alice, map[string]any{"model": "echo", "messages": msgs("second")}, server.OpenAIThreadHeader, "shared")
+	close(st.release)
+	assert.Contains(t, <-done, "FIRST")
+
+	entries := convItems(t, st, convEntries)
+	assert.Equal(t, 1, len(entries), "one entry for the thread: %v", entries)
+	hashes := convItems(t, st, convThreadHashes)
+	require.Len(t, hashes, 1)
+	for _, hash := range hashes {
+		assert.Equal(t, "shared", entries[convEntries+hash], "the thread's hash names its entry")
+	}
+	_, h := e.chat(alice, map[string]any{"model": "echo", "messages": msgs("second", second.Choices[0].Message.Content, "third")})
+	assert.Equal(t, "shared", h.Get(server.OpenAIThreadHeader), "the last answer's conversation goes on on the thread")
 }

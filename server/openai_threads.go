@@ -47,12 +47,18 @@ import (
 // it survives a restart and replicas share it: for each thread, an item
 // at convThreadPath holds the hash of its conversation, and an item at
 // convPath+hash holds the thread's id. They change by the Store's
-// revisions (Add, Edit and Delete at the revision read), and in an order
-// that leaves no entry of a thread that is gone: a thread's hash is
-// written first, then its conversation's entry, then the entry of its
-// previous conversation deleted, and a thread deleted meanwhile (whose
-// deletion found nothing yet to delete) has what was written deleted
-// again. Without a Store the index is in memory, for maxConvs threads,
+// revisions (Add, Edit and Delete at the revision read), in an order
+// that leaves no entry but those of the threads' hashes, whatever runs at
+// the same time on any replica: a thread's hash is replaced first (which
+// tells the previous one), then its conversation's entry written; the
+// hash is read again, and the entry deleted if another answer of the
+// thread replaced the hash meanwhile (that answer read this one's hash
+// before the entry was there, so did not delete it); then the entry of
+// the previous conversation is deleted; and last, a thread deleted
+// meanwhile (whose deletion found nothing yet to delete) has what was
+// written deleted again. An entry is deleted only while it names the
+// thread: when two threads answered the same conversation, the entry
+// names the last, and the other's changes leave it. Without a Store the index is in memory, for maxConvs threads,
 // the oldest forgotten first.
 
 // maxConvs bounds the threads whose conversations are remembered in
@@ -198,6 +204,18 @@ func (s *Server) storeConv(ctx context.Context, owner, thread, key string) error
 	}
 	if _, err := s.setConvItem(ctx, convPath+key, thread); err != nil {
 		return err
+	}
+	// Another answer of the thread remembered meanwhile, having read key
+	// as the thread's before it was the entry's (so not deleting it): key
+	// is no more the thread's conversation.
+	it, err := s.cfg.Store.Get(ctx, convOwner, convThreadItem(owner, thread))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("server: openai: read the conversation of thread %q: %w", thread, err)
+	}
+	if it.Content != key {
+		if err := s.dropConvItem(ctx, convPath+key, thread); err != nil {
+			return err
+		}
 	}
 	if old != "" && old != key {
 		if err := s.dropConvItem(ctx, convPath+old, thread); err != nil {
