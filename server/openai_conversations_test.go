@@ -283,3 +283,29 @@ func TestTwoAnswersOfAThreadRememberedAtOnceLeaveOneEntry(t *testing.T) {
 	_, h := e.chat(alice, map[string]any{"model": "echo", "messages": msgs("second", second.Choices[0].Message.Content, "third")})
 	assert.Equal(t, "shared", h.Get(server.OpenAIThreadHeader), "the last answer's conversation goes on on the thread")
 }
+
+// TestTwoThreadsOfOneConversationShareItsEntry: two threads that gave the
+// same conversation the same answer (the same first message sent twice)
+// share its entry, which names the last; the other deleted, or moving on,
+// leaves it; the last deleted takes it.
+func TestTwoThreadsOfOneConversationShareItsEntry(t *testing.T) {
+	st := storemem.New(store.Config{})
+	e := newEnv(t, server.Config{Workflows: workflows(echoGraph(t)), MCPTools: mcpTools, Store: st})
+	first, h := e.chat(alice, map[string]any{"model": "echo", "messages": msgs("same")})
+	older := h.Get(server.OpenAIThreadHeader)
+	_, h = e.chat(alice, map[string]any{"model": "echo", "messages": msgs("same")})
+	last := h.Get(server.OpenAIThreadHeader)
+	require.NotEqual(t, older, last, "a first message starts a thread")
+	entries := convItems(t, st, convEntries)
+	require.Equal(t, 1, len(entries))
+	assert.Len(t, convItems(t, st, convThreadHashes), 2)
+
+	e.chat(alice, map[string]any{"model": "echo", "messages": msgs("other")}, server.OpenAIThreadHeader, older)
+	e.call("DELETE", "/v1/threads/"+older, alice, nil, http.StatusNoContent, nil)
+	assert.Equal(t, entries, convItems(t, st, convEntries), "the older thread's changes leave the entry of the last")
+	_, h = e.chat(alice, map[string]any{"model": "echo", "messages": msgs("same", first.Choices[0].Message.Content, "more")})
+	assert.Equal(t, last, h.Get(server.OpenAIThreadHeader), "the conversation goes on on the last thread")
+
+	e.call("DELETE", "/v1/threads/"+last, alice, nil, http.StatusNoContent, nil)
+	assert.Empty(t, convItems(t, st, "openai/"))
+}
