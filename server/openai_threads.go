@@ -185,19 +185,28 @@ func (s *Server) lookupConv(ctx context.Context, key string) (string, bool, erro
 func (s *Server) rememberConv(ctx context.Context, owner string, c *chat, answer, thread string) {
 	msgs := append(append([]convMessage{}, c.prefix...), convMessage{"user", c.last}, convMessage{"assistant", answer})
 	key := convHash(owner, c.req.Model, msgs)
-	if s.cfg.Store == nil {
-		s.openai.convs.put(threadKey(owner, thread), thread, key)
-		return
-	}
 	ctx = context.WithoutCancel(ctx)
-	if err := s.storeConv(ctx, owner, thread, key); err != nil {
+	err := s.storeConv(ctx, owner, thread, key)
+	if err == nil {
+		// A thread deleted meanwhile forgot its conversation before it
+		// was written: forget it again.
+		_, _, err = s.threadRecord(ctx, owner, thread)
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == CodeUnknownThread {
+			err = s.forgetConv(ctx, owner, thread)
+		}
+	}
+	if err != nil {
 		s.log.WarnContext(ctx, "server: openai: remember a conversation's thread", "request_id", requestID(ctx), "thread", thread, "err", err)
 	}
 }
 
-// storeConv makes key the conversation of the owner's thread in the
-// Store, in place of the one it had (see above).
+// storeConv makes key the conversation of the owner's thread, in place
+// of the one it had (see above).
 func (s *Server) storeConv(ctx context.Context, owner, thread, key string) error {
+	if s.cfg.Store == nil {
+		s.openai.convs.put(threadKey(owner, thread), thread, key)
+		return nil
+	}
 	old, err := s.setConvItem(ctx, convThreadItem(owner, thread), key)
 	if err != nil {
 		return err
@@ -218,17 +227,9 @@ func (s *Server) storeConv(ctx context.Context, owner, thread, key string) error
 		}
 	}
 	if old != "" && old != key {
-		if err := s.dropConvItem(ctx, convPath+old, thread); err != nil {
-			return err
-		}
+		return s.dropConvItem(ctx, convPath+old, thread)
 	}
-	// A thread deleted meanwhile forgot its conversation before it was
-	// written: forget it again.
-	_, _, err = s.threadRecord(ctx, owner, thread)
-	if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == CodeUnknownThread {
-		return s.forgetConv(ctx, owner, thread)
-	}
-	return err
+	return nil
 }
 
 // forgetConv forgets the conversation of the owner's thread, which is
