@@ -297,14 +297,12 @@ func (s *Server) oaiChat(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(OpenAIThreadHeader, th.ID)
 	w.Header().Set(OpenAIRunHeader, ru.id)
-	ans := &chatAnswer{s: s, c: c, runID: ru.id, created: time.Now().Unix()}
+	ans := &chatAnswer{s: s, c: c, runID: ru.id, created: time.Now().Unix(),
+		remember: func(answer string) { s.rememberConv(r.Context(), owner, c, answer, th.ID) }}
 	if c.req.Stream {
 		ans.format = newOAIFormat(ans)
 	}
 	admitted = s.oaiRun(w, r, ru, req, ans)
-	if ans.ended {
-		s.rememberConv(r.Context(), owner, c, ans.answer, th.ID)
-	}
 }
 
 // oaiRun starts ru through the server's one entry for runs (start:

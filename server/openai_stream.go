@@ -19,10 +19,10 @@ type chatAnswer struct {
 	created int64
 	// format streams the answer (nil: answered at once).
 	format *oaiFormat
-	// ended is set once the run's answer was given; answer is its text
-	// as the client has it.
-	ended  bool
-	answer string
+	// remember is called with the run's answer, as the client has it,
+	// before the client has its end: its conversation's next request
+	// finds the thread (rememberConv).
+	remember func(answer string)
 }
 
 // oaiUsage is a completion's usage: the run's model calls.
@@ -86,7 +86,7 @@ func (a *chatAnswer) write(w http.ResponseWriter, v Run) {
 		writeOpenAIError(w, e)
 		return
 	}
-	a.ended, a.answer = true, text
+	a.remember(text)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-" + a.runID, "object": "chat.completion", "created": a.created, "model": a.c.req.Model,
 		"system_fingerprint": nil,
@@ -196,6 +196,6 @@ func (f *oaiFormat) end(v Run, _ int64) []byte {
 			"system_fingerprint": nil, "choices": []any{}, "usage": usageOf(v.Usage),
 		})...)
 	}
-	f.a.ended, f.a.answer = true, streamed+rest
+	f.a.remember(streamed + rest)
 	return append(out, "data: [DONE]\n\n"...)
 }

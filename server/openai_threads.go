@@ -1,8 +1,12 @@
 package server
 
 import (
+	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -25,53 +29,137 @@ import (
 //  3. a new thread, for a conversation that has no answer yet or one the
 //     server did not give (a history written elsewhere, or forgotten).
 //
-// The index of conversations lives in Config.Store, under the server's
-// own owner, so that it survives a restart and replicas share it; without
-// a Store, in memory (maxConvs of them, the oldest forgotten first).
+// The index of conversations holds one entry per thread: the hash of the
+// conversation the thread answered last. When a thread answers a turn,
+// the entry of its previous conversation is replaced by the new one, and
+// when a thread is deleted (DELETE of the thread on either API,
+// threads/prune, the end of a stateless run) its entry goes with it. So
+// the index holds at most one entry per live thread, and an owner's
+// threads are bounded by its storage quota (MaxStoredBytes: each thread's
+// record counts in it); the entries themselves, about 200 bytes a thread,
+// are the server's and count in no owner's quota. A client that goes back
+// in a conversation (resends an earlier history with a new message:
+// regenerate, edit) finds no entry for it, as the thread has moved on,
+// and starts a new thread, rather than continuing a thread whose state
+// holds the turns the client took back.
+//
+// The index lives in Config.Store, under the server's own owner, so that
+// it survives a restart and replicas share it: for each thread, an item
+// at convThreadPath holds the hash of its conversation, and an item at
+// convPath+hash holds the thread's id. They change by the Store's
+// revisions (Add, Edit and Delete at the revision read), in an order
+// that leaves no entry but those of the threads' hashes, whatever runs at
+// the same time on any replica: a thread's hash is replaced first (which
+// tells the previous one), then its conversation's entry written; the
+// hash is read again, and the entry deleted if another answer of the
+// thread replaced the hash meanwhile (that answer read this one's hash
+// before the entry was there, so did not delete it); then the entry of
+// the previous conversation is deleted; and last, a thread deleted
+// meanwhile (whose deletion found nothing yet to delete) has what was
+// written deleted again. An entry is deleted only while it names the
+// thread: when two threads answered the same conversation, the entry
+// names the last, and the other's changes leave it. Without a Store the index is in memory, for maxConvs threads,
+// the oldest forgotten first.
 
-// maxConvs bounds the conversations remembered in memory.
+// maxConvs bounds the threads whose conversations are remembered in
+// memory, without a Store.
 const maxConvs = 10000
 
-// convPath is where the Store keeps the thread of a conversation hash, as
-// an item of convOwner, the server's own owner (no token's).
+// The Store's items of the index, all of convOwner, the server's own
+// owner (no token's): convPath+hash holds the id of the thread that
+// answered the conversation of hash last; convThreadPath+owner's
+// digest+"/"+thread holds the hash of the conversation the thread
+// answered last.
 const (
-	convPath  = "openai/conversations/"
-	convOwner = cronOwner
+	convPath       = "openai/conversations/"
+	convThreadPath = "openai/threads/"
+	convOwner      = cronOwner
 )
+
+// maxConvTries bounds the attempts at one change of an item of the
+// index that other requests change at the same time.
+const maxConvTries = 8
 
 // convMessage is a message of a conversation, as its hash reads it.
 type convMessage struct {
 	Role, Text string
 }
 
-// convIndex maps conversation hashes to threads in memory.
+// convIndex maps conversation hashes to threads in memory, one per
+// thread.
 type convIndex struct {
-	mu    sync.Mutex
-	m     map[string]string
-	order []string
+	mu      sync.Mutex
+	convs   map[string]*list.Element // by conversation hash
+	threads map[string]*list.Element // by thread key (threadKey)
+	order   list.List                // of *convEntry, oldest thread first
 }
 
-func (x *convIndex) get(key string) (string, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	id, ok := x.m[key]
-	return id, ok
+// convEntry is the conversation thread (of Saver key tkey) answered last.
+type convEntry struct {
+	tkey, thread, conv string
 }
 
-func (x *convIndex) put(key, thread string) {
+func (x *convIndex) get(conv string) (string, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.m == nil {
-		x.m = map[string]string{}
+	el, ok := x.convs[conv]
+	if !ok {
+		return "", false
 	}
-	if _, ok := x.m[key]; !ok {
-		if len(x.order) >= maxConvs {
-			delete(x.m, x.order[0])
-			x.order = x.order[1:]
+	return el.Value.(*convEntry).thread, true
+}
+
+// put makes conv the conversation of thread (of key tkey), in place of
+// the one it had.
+func (x *convIndex) put(tkey, thread, conv string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.convs == nil {
+		x.convs, x.threads = map[string]*list.Element{}, map[string]*list.Element{}
+	}
+	el, ok := x.threads[tkey]
+	if ok {
+		x.unlink(el)
+		el.Value.(*convEntry).conv = conv
+	} else {
+		if x.order.Len() >= maxConvs {
+			x.remove(x.order.Front())
 		}
-		x.order = append(x.order, key)
+		el = x.order.PushBack(&convEntry{tkey: tkey, thread: thread, conv: conv})
+		x.threads[tkey] = el
 	}
-	x.m[key] = thread
+	x.convs[conv] = el
+}
+
+// drop forgets the conversation of the thread of key tkey.
+func (x *convIndex) drop(tkey string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if el, ok := x.threads[tkey]; ok {
+		x.remove(el)
+	}
+}
+
+// len is how many conversations and threads the index holds.
+func (x *convIndex) len() (convs, threads int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.convs), len(x.threads)
+}
+
+// remove forgets the entry el. x.mu is held.
+func (x *convIndex) remove(el *list.Element) {
+	x.unlink(el)
+	delete(x.threads, el.Value.(*convEntry).tkey)
+	x.order.Remove(el)
+}
+
+// unlink removes el's conversation from the index, unless another thread
+// has answered the same conversation since. x.mu is held.
+func (x *convIndex) unlink(el *list.Element) {
+	if conv := el.Value.(*convEntry).conv; x.convs[conv] == el {
+		delete(x.convs, conv)
+	}
 }
 
 // lookupConv returns the thread of the conversation hash key.
@@ -91,26 +179,143 @@ func (s *Server) lookupConv(ctx context.Context, key string) (string, bool, erro
 }
 
 // rememberConv stores that the conversation of c, answered with answer,
-// is on thread: the next request of the conversation continues it. A
-// failure is logged: the conversation's next turn starts a new thread.
+// is on thread, in place of the conversation the thread had: the next
+// request of the conversation continues it. A failure is logged: the
+// conversation's next turn starts a new thread.
 func (s *Server) rememberConv(ctx context.Context, owner string, c *chat, answer, thread string) {
 	msgs := append(append([]convMessage{}, c.prefix...), convMessage{"user", c.last}, convMessage{"assistant", answer})
 	key := convHash(owner, c.req.Model, msgs)
-	if s.cfg.Store == nil {
-		s.openai.convs.put(key, thread)
-		return
-	}
 	ctx = context.WithoutCancel(ctx)
-	_, err := s.cfg.Store.Add(ctx, convOwner, convPath+key, thread, store.Attrs{})
-	if errors.Is(err, store.ErrExists) {
-		var it store.Item
-		if it, err = s.cfg.Store.Get(ctx, convOwner, convPath+key); err == nil && it.Content != thread {
-			_, err = s.cfg.Store.Edit(ctx, convOwner, convPath+key, store.Replace(it.Revision, thread))
+	err := s.storeConv(ctx, owner, thread, key)
+	if err == nil {
+		// A thread deleted meanwhile forgot its conversation before it
+		// was written: forget it again.
+		_, _, err = s.threadRecord(ctx, owner, thread)
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == CodeUnknownThread {
+			err = s.forgetConv(ctx, owner, thread)
 		}
 	}
 	if err != nil {
 		s.log.WarnContext(ctx, "server: openai: remember a conversation's thread", "request_id", requestID(ctx), "thread", thread, "err", err)
 	}
+}
+
+// storeConv makes key the conversation of the owner's thread, in place
+// of the one it had (see above).
+func (s *Server) storeConv(ctx context.Context, owner, thread, key string) error {
+	if s.cfg.Store == nil {
+		s.openai.convs.put(threadKey(owner, thread), thread, key)
+		return nil
+	}
+	old, err := s.setConvItem(ctx, convThreadItem(owner, thread), key)
+	if err != nil {
+		return err
+	}
+	if _, err := s.setConvItem(ctx, convPath+key, thread); err != nil {
+		return err
+	}
+	// Another answer of the thread remembered meanwhile, having read key
+	// as the thread's before it was the entry's (so not deleting it): key
+	// is no more the thread's conversation.
+	it, err := s.cfg.Store.Get(ctx, convOwner, convThreadItem(owner, thread))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("server: openai: read the conversation of thread %q: %w", thread, err)
+	}
+	if it.Content != key {
+		if err := s.dropConvItem(ctx, convPath+key, thread); err != nil {
+			return err
+		}
+	}
+	if old != "" && old != key {
+		return s.dropConvItem(ctx, convPath+old, thread)
+	}
+	return nil
+}
+
+// forgetConv forgets the conversation of the owner's thread, which is
+// being deleted.
+func (s *Server) forgetConv(ctx context.Context, owner, thread string) error {
+	if s.cfg.Store == nil {
+		s.openai.convs.drop(threadKey(owner, thread))
+		return nil
+	}
+	path := convThreadItem(owner, thread)
+	it, err := s.cfg.Store.Get(ctx, convOwner, path)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("server: forget the conversation of thread %q: %w", thread, err)
+	}
+	if err := s.dropConvItem(ctx, convPath+it.Content, thread); err != nil {
+		return err
+	}
+	return s.dropConvItem(ctx, path, it.Content)
+}
+
+// convThreadItem is the path of the item that holds the conversation of
+// the owner's thread.
+func convThreadItem(owner, thread string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return convThreadPath + hex.EncodeToString(sum[:16]) + "/" + thread
+}
+
+// setConvItem makes content the content of convOwner's item at path,
+// added or replaced at the revision read, and returns the content it had
+// ("" when there was none).
+func (s *Server) setConvItem(ctx context.Context, path, content string) (string, error) {
+	st := s.cfg.Store
+	for range maxConvTries {
+		it, err := st.Get(ctx, convOwner, path)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			_, err = st.Add(ctx, convOwner, path, content, store.Attrs{})
+			if err == nil {
+				return "", nil
+			}
+			if !errors.Is(err, store.ErrExists) {
+				return "", fmt.Errorf("server: openai: add %q: %w", path, err)
+			}
+			continue // added by another request meanwhile
+		case err != nil:
+			return "", fmt.Errorf("server: openai: read %q: %w", path, err)
+		case it.Content == content:
+			return content, nil
+		}
+		_, err = st.Edit(ctx, convOwner, path, store.Replace(it.Revision, content))
+		if err == nil {
+			return it.Content, nil
+		}
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("server: openai: edit %q: %w", path, err)
+		}
+	}
+	return "", fmt.Errorf("server: openai: %q was changed by other requests %d times while being set", path, maxConvTries)
+}
+
+// dropConvItem deletes convOwner's item at path if it holds content, at
+// the revision read.
+func (s *Server) dropConvItem(ctx context.Context, path, content string) error {
+	st := s.cfg.Store
+	for range maxConvTries {
+		it, err := st.Get(ctx, convOwner, path)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("server: openai: read %q: %w", path, err)
+		case it.Content != content:
+			return nil // another thread's, or the thread's next
+		}
+		err = st.Delete(ctx, convOwner, path, it.Revision)
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("server: openai: delete %q: %w", path, err)
+		}
+	}
+	return fmt.Errorf("server: openai: %q was changed by other requests %d times while being deleted", path, maxConvTries)
 }
 
 // convThread is the thread the chat c of owner runs on (see above),

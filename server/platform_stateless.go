@@ -77,14 +77,17 @@ func (s *Server) endEphemeral(ru *run) {
 }
 
 // dropEphemeral deletes the owner's ephemeral thread: its record and
-// checkpoints, and its recorded runs. A failure is logged: nobody waits
-// on it.
+// checkpoints, its recorded runs and the entry of its OpenAI
+// conversation. A failure is logged: nobody waits on it.
 func (s *Server) dropEphemeral(ctx context.Context, owner, thread string) {
 	if err := s.saver.DeleteThread(ctx, threadKey(owner, thread)); err != nil {
 		s.log.ErrorContext(ctx, "server: delete the thread of a stateless run", "thread", thread, "error", err)
 		return
 	}
 	if err := s.forgetRecordings(ctx, owner, thread); err != nil {
+		s.log.ErrorContext(ctx, "server: delete the thread of a stateless run", "thread", thread, "error", err)
+	}
+	if err := s.forgetConv(ctx, owner, thread); err != nil {
 		s.log.ErrorContext(ctx, "server: delete the thread of a stateless run", "thread", thread, "error", err)
 	}
 }

@@ -186,8 +186,9 @@ type Config struct {
 	// Store, when set, is served as the LangGraph Platform API's store
 	// (/store/...), each owner's items apart; without it those routes
 	// answer 501. It keeps the Platform's crons too (see MaxCrons), and
-	// the threads of the OpenAI endpoint's conversations (docs/openai.md),
-	// as items of the owner "#coorflow-server".
+	// the index of the OpenAI endpoint's conversations (docs/openai.md:
+	// two small items per thread, deleted with it), as items of the
+	// owner "#coorflow-server".
 	Store store.Store
 	// WebhookAllow lists the URL prefixes a Platform run's webhook may
 	// call (for example "https://hooks.example.com/"); without any, runs

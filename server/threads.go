@@ -220,8 +220,9 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteThread deletes the owner's thread — its record, checkpoints,
-// runs and recorded runs — once no run is in progress or queued on it
-// (409 thread_busy otherwise), on this server or any replica. A thread no
+// runs, recorded runs and the entry of its OpenAI conversation — once no
+// run is in progress or queued on it (409 thread_busy otherwise), on this
+// server or any replica. A thread no
 // run has bound to a workflow yet is deleted too; an unknown one is a 404.
 // Checked idle, the thread stays so until it is deleted: runs asked for
 // meanwhile are refused in the step that admits them (409 thread_busy, as
@@ -259,6 +260,9 @@ func (s *Server) deleteClosed(ctx context.Context, owner, thread, key string) er
 		return fmt.Errorf("server: delete thread %q: %w", thread, err)
 	}
 	if err := s.forgetRecordings(ctx, owner, thread); err != nil {
+		return fmt.Errorf("server: delete thread %q: %w", thread, err)
+	}
+	if err := s.forgetConv(ctx, owner, thread); err != nil {
 		return fmt.Errorf("server: delete thread %q: %w", thread, err)
 	}
 	return nil
