@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -199,8 +200,7 @@ func rowsRead(t *testing.T, l *Log, stream string, q Query) int {
 }
 
 // A page of the frames of one name reads no further than its Limit: the
-// index of described frames gives them by id (a page of the frames of
-// several names reads them all, but for the names it is not asked).
+// index of described frames gives them by id.
 func TestSelectOfOneNameReadsNoFurtherThanItsLimit(t *testing.T) {
 	l := newLog(t, Config{})
 	_, err := l.Open(t.Context(), "run", 0)
@@ -228,5 +228,59 @@ func TestSelectOfOneNameReadsNoFurtherThanItsLimit(t *testing.T) {
 		require.Len(t, got, 4)
 		assert.Equal(t, "call", got[3].Name)
 		assert.LessOrEqual(t, rowsRead(t, l, "run", q), q.Limit+1, "%+v: the 100 frames of the name are not all read", q)
+	}
+}
+
+// A page of the frames of a few names reads no further than its Limit
+// for each name (each from the index of described frames, by id), and
+// holds what a filter of the same names over every frame holds.
+func TestSelectOfAFewNamesReadsNoFurtherThanItsLimitForEach(t *testing.T) {
+	l := newLog(t, Config{})
+	_, err := l.Open(t.Context(), "run", 0)
+	require.NoError(t, err)
+	var entries []Entry
+	for i := range int64(3000) {
+		name := "other"
+		switch i % 30 {
+		case 0:
+			name = "call"
+		case 7:
+			name = "end"
+		case 11:
+			name = "start"
+		}
+		entries = append(entries, Entry{Stream: "run", Frame: Frame{ID: i + 1, Name: name, Path: "wf", Data: []byte("data"),
+			Meta: []byte(`{}`), Body: []byte("body")}})
+	}
+	require.NoError(t, l.AppendAll(entries))
+	require.NoError(t, l.Flush("run"))
+	_, err = l.pool.Exec(t.Context(), `ANALYZE `+l.q.frames)
+	require.NoError(t, err)
+
+	names := []string{"call", "end", "start"}
+	for _, q := range []Query{
+		{Names: names, Limit: 5},
+		{Names: names, Limit: 5, MaxBytes: 20, Bodies: true},
+		{Names: names, Limit: 5, MaxBytes: 1 << 20, After: 1500, Until: 2900, Path: "wf"},
+	} {
+		got, err := l.Select(t.Context(), "run", q)
+		require.NoError(t, err)
+		var want []int64
+		for _, e := range entries {
+			f := e.Frame
+			if f.ID > q.After && (q.Until == 0 || f.ID <= q.Until) && slices.Contains(names, f.Name) && len(want) < q.Limit {
+				want = append(want, f.ID)
+			}
+		}
+		if q.MaxBytes == 20 {
+			want = want[:2] // 8 bytes each with its body
+		}
+		var ids []int64
+		for _, f := range got {
+			ids = append(ids, f.ID)
+			assert.Equal(t, q.Bodies, f.Body != nil)
+		}
+		assert.Equal(t, want, ids, "%+v", q)
+		assert.LessOrEqual(t, rowsRead(t, l, "run", q), len(names)*(q.Limit+1), "%+v: the 300 frames of the names are not all read", q)
 	}
 }

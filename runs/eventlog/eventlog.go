@@ -781,6 +781,11 @@ func (l *Log) Select(ctx context.Context, stream string, q Query) ([]Frame, erro
 	return nil, fmt.Errorf("eventlog: select frames of stream %q: %w", stream, err)
 }
 
+// maxUnionNames is how many names a Select with a Limit reads each from
+// the index of described frames, no further than the Limit each (see
+// selectFrames).
+const maxUnionNames = 8
+
 // selectFrames is the statement of Select and its arguments.
 func (qs *queries) selectFrames(stream string, q Query) (string, []any) {
 	args := []any{stream, q.After}
@@ -795,33 +800,47 @@ func (qs *queries) selectFrames(stream string, q Query) (string, []any) {
 	// "meta IS NOT NULL" lets the planner use the index of described
 	// frames; the statement is built for the filters q sets, so that
 	// each has its plan.
+	where := ` WHERE stream = $1 AND meta IS NOT NULL AND id > $2`
+	if q.Until > 0 {
+		where += ` AND id <= ` + arg(q.Until)
+	}
+	if q.Path != "" {
+		where += ` AND (path = ` + arg(q.Path) + ` OR starts_with(path, ` + arg(q.Path+"/") + `))`
+	}
+	limit := ""
+	if q.Limit > 0 {
+		limit = ` LIMIT ` + arg(q.Limit)
+	}
+	from := ` FROM ` + qs.frames
+	switch n := len(q.Names); {
+	case n == 0:
+		from += where
+	case n == 1:
+		// One name is an equality: the index of described frames gives
+		// them by id, and the page reads no further than its Limit (a
+		// list, = ANY, is read whole and sorted, for every page; so for
+		// many names, whose frames are most of a stream's, the primary
+		// key is read in order instead).
+		from += where + ` AND name = ` + arg(q.Names[0])
+	case q.Limit > 0 && n <= maxUnionNames:
+		// A few names: each read by id from the index, no further than
+		// the Limit, and merged.
+		var each []string
+		for _, name := range q.Names {
+			each = append(each, `(SELECT id, name, frame, path, meta, `+body+` AS body FROM `+qs.frames+where+
+				` AND name = `+arg(name)+` ORDER BY id`+limit+`)`)
+		}
+		from = ` FROM (` + strings.Join(each, ` UNION ALL `) + `) f`
+	default:
+		from += where + ` AND name = ANY(` + arg(q.Names) + `)`
+	}
 	query := `SELECT id, name, frame, path, meta, ` + body
 	if q.MaxBytes > 0 {
 		// The running sum of the bytes, by id, ends the page (length
 		// reads a stored value's size, not the value).
 		query += `, sum(` + size + `) OVER (ORDER BY id) AS total, row_number() OVER (ORDER BY id) AS n`
 	}
-	query += ` FROM ` + qs.frames + ` WHERE stream = $1 AND meta IS NOT NULL AND id > $2`
-	if q.Until > 0 {
-		query += ` AND id <= ` + arg(q.Until)
-	}
-	switch len(q.Names) {
-	case 0:
-	case 1:
-		// One name is an equality: the index of described frames gives
-		// them by id, and the page reads no further than its Limit (a
-		// list, = ANY, is read whole and sorted, for every page).
-		query += ` AND name = ` + arg(q.Names[0])
-	default:
-		query += ` AND name = ANY(` + arg(q.Names) + `)`
-	}
-	if q.Path != "" {
-		query += ` AND (path = ` + arg(q.Path) + ` OR starts_with(path, ` + arg(q.Path+"/") + `))`
-	}
-	query += ` ORDER BY id`
-	if q.Limit > 0 {
-		query += ` LIMIT ` + arg(q.Limit)
-	}
+	query += from + ` ORDER BY id` + limit
 	if q.MaxBytes > 0 {
 		query = `SELECT id, name, frame, path, meta, ` + body + ` FROM (` + query + `) p WHERE total <= ` +
 			arg(q.MaxBytes) + ` OR n = 1 ORDER BY id`
