@@ -96,6 +96,15 @@ type RunQuery struct {
 	Status   string
 	// Before keeps runs started strictly before it.
 	Before time.Time
+	// BeforeID, with Before, also keeps the runs started at Before whose
+	// ID sorts before BeforeID (byte order): the runs that come after the
+	// run (Before, BeforeID) in the order of Runs, so that the started
+	// time and ID of a page's last run ask for the next page (AllRuns).
+	// It is ignored when Before is zero.
+	BeforeID string
+	// Brief leaves the large fields out of the runs returned: Input,
+	// Runtime and FinalState are nil.
+	Brief bool
 	// Limit caps the runs returned (DefaultRunLimit when 0).
 	Limit int
 }

@@ -34,7 +34,10 @@ type Store interface {
 	FinishRun(ctx context.Context, run RunInfo) error
 	// Run returns a run of the index, or ErrNotFound.
 	Run(ctx context.Context, id string) (RunInfo, error)
-	// Runs returns the runs q selects, the most recently started first.
+	// Runs returns the runs q selects, the most recently started first
+	// (by StartedAt, then by ID, both descending), no more than q's Limit;
+	// with q.Brief, without their large fields. AllRuns reads them all a
+	// page at a time.
 	Runs(ctx context.Context, q RunQuery) ([]RunInfo, error)
 	// Events returns a page of the events of run id that q selects, by
 	// Seq: no more than q's Limit and MaxBytes allow (EffectiveLimit,
@@ -95,13 +98,25 @@ func UnderPath(path, prefix string) bool {
 	return path == prefix || strings.HasPrefix(path, prefix+"/")
 }
 
-// Match reports whether q selects r, apart from Limit.
+// Match reports whether q selects r, apart from Limit and Brief.
 func (q RunQuery) Match(r RunInfo) bool {
 	return (q.Owner == "" || r.Owner == q.Owner) &&
 		(q.Thread == "" || r.Thread == q.Thread) &&
 		(q.Workflow == "" || r.Workflow == q.Workflow) &&
 		(q.Status == "" || r.Status == q.Status) &&
-		(q.Before.IsZero() || r.StartedAt.Before(q.Before))
+		q.beforeCursor(r)
+}
+
+// beforeCursor reports whether r comes after the cursor (Before,
+// BeforeID) in the order of Runs, or there is no cursor.
+func (q RunQuery) beforeCursor(r RunInfo) bool {
+	switch {
+	case q.Before.IsZero():
+		return true
+	case r.StartedAt.Before(q.Before):
+		return true
+	}
+	return q.BeforeID != "" && r.StartedAt.Equal(q.Before) && r.ID < q.BeforeID
 }
 
 // EffectiveLimit is q.Limit, or DefaultRunLimit when it is 0 or less.

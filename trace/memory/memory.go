@@ -114,7 +114,7 @@ func (s *Store) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, er
 	var out []trace.RunInfo
 	for _, rd := range s.runs {
 		if q.Match(rd.info) {
-			out = append(out, cloneRun(rd.info))
+			out = append(out, rd.info) // shared until cloned below
 		}
 	}
 	slices.SortFunc(out, func(a, b trace.RunInfo) int {
@@ -125,6 +125,12 @@ func (s *Store) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, er
 	})
 	if n := q.EffectiveLimit(); len(out) > n {
 		out = out[:n]
+	}
+	for i, r := range out {
+		if q.Brief {
+			r.Input, r.Runtime, r.FinalState = nil, nil, nil
+		}
+		out[i] = cloneRun(r)
 	}
 	return out, nil
 }

@@ -312,6 +312,11 @@ func (s *Store) Prune(ctx context.Context, p trace.RetentionPolicy) (trace.Prune
 const runColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
 	started, ended, final_state, error, events`
 
+// briefRunColumns are runColumns without the large ones (input, runtime,
+// final_state), for a RunQuery's Brief.
+const briefRunColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, NULL, NULL,
+	started, ended, NULL, error, events`
+
 // Run returns a run of the index.
 func (s *Store) Run(ctx context.Context, id string) (trace.RunInfo, error) {
 	sc, err := s.init(ctx)
@@ -347,10 +352,18 @@ func (s *Store) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, er
 			where = append(where, f.col+" = "+arg(f.v))
 		}
 	}
-	if !q.Before.IsZero() {
+	switch {
+	case !q.Before.IsZero() && q.BeforeID != "":
+		// A row comparison: the index on (started, run_id) gives its range.
+		where = append(where, "(started, run_id) < ("+arg(q.Before)+", "+arg(q.BeforeID)+")")
+	case !q.Before.IsZero():
 		where = append(where, "started < "+arg(q.Before))
 	}
-	query := `SELECT ` + runColumns + ` FROM ` + sc + `.trace_runs`
+	columns := runColumns
+	if q.Brief {
+		columns = briefRunColumns
+	}
+	query := `SELECT ` + columns + ` FROM ` + sc + `.trace_runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}

@@ -318,6 +318,11 @@ func (s *Store) deleteRuns(ctx context.Context, ids []string) error {
 const runColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, input, runtime,
 	started_us, ended_us, final_state, error, events`
 
+// briefRunColumns are runColumns without the large ones (input, runtime,
+// final_state), for a RunQuery's Brief.
+const briefRunColumns = `run_id, thread_id, graph_thread, workflow, graph, owner, status, start_kind, NULL, NULL,
+	started_us, ended_us, NULL, error, events`
+
 // Run returns a run of the index.
 func (s *Store) Run(ctx context.Context, id string) (trace.RunInfo, error) {
 	if err := s.reader(ctx); err != nil {
@@ -348,11 +353,20 @@ func (s *Store) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, er
 			args = append(args, f.v)
 		}
 	}
-	if !q.Before.IsZero() {
+	switch {
+	case !q.Before.IsZero() && q.BeforeID != "":
+		// A row value: the index on (started_us, run_id) gives its range.
+		where = append(where, "(started_us, run_id) < (?, ?)")
+		args = append(args, q.Before.UnixMicro(), q.BeforeID)
+	case !q.Before.IsZero():
 		where = append(where, "started_us < ?")
 		args = append(args, q.Before.UnixMicro())
 	}
-	query := `SELECT ` + runColumns + ` FROM trace_runs`
+	columns := runColumns
+	if q.Brief {
+		columns = briefRunColumns
+	}
+	query := `SELECT ` + columns + ` FROM trace_runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
