@@ -47,6 +47,9 @@ var rules = []rule{
 	{"AllEventsReadsEveryPage", testAllEvents},
 	{"FinishRunKeepsTheRest", testFinishRun},
 	{"RunsNewestFirstAndFiltered", testRuns},
+	{"BeforeIDKeepsTheRunsAfterARun", testBeforeID},
+	{"AllRunsReadsEachRunOnceAcrossEqualTimes", testAllRuns},
+	{"BriefRunsLeaveTheLargeFieldsOut", testBriefRuns},
 	{"DeleteRunRemovesItsEvents", testDeleteRun},
 	{"LargeAndUnusualPayloads", testLargePayloads},
 	{"ConcurrentWriters", testConcurrentWriters},
@@ -272,6 +275,114 @@ func testRuns(t *testing.T, s trace.Store) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, ids(got))
 		})
+	}
+}
+
+// sameTimes creates runs three of which start at each time: the ids, in
+// the order of Runs (newest first, then by id descending). Every other
+// run is bob's.
+func sameTimes(t *testing.T, s trace.Store) []string {
+	t.Helper()
+	var want []string
+	for i := range 4 {
+		at := base.Add(time.Duration(i) * time.Second)
+		for _, id := range []string{"b", "c", "a"} { // not created in order
+			r := run(fmt.Sprintf("r%d-%s", i, id), at)
+			if id == "c" {
+				r.Owner = "bob"
+			}
+			create(t, s, r)
+		}
+		want = append([]string{fmt.Sprintf("r%d-c", i), fmt.Sprintf("r%d-b", i), fmt.Sprintf("r%d-a", i)}, want...)
+	}
+	return want
+}
+
+func testBeforeID(t *testing.T, s trace.Store) {
+	sameTimes(t, s)
+	at1 := micro(base.Add(time.Second))
+	tests := []struct {
+		name string
+		q    trace.RunQuery
+		want []string
+	}{
+		{"the runs after r1-b: r1-a, then the earlier ones",
+			trace.RunQuery{Before: at1, BeforeID: "r1-b"}, []string{"r1-a", "r0-c", "r0-b", "r0-a"}},
+		{"an id after every run of its time keeps them all",
+			trace.RunQuery{Before: at1, BeforeID: "zz"}, []string{"r1-c", "r1-b", "r1-a", "r0-c", "r0-b", "r0-a"}},
+		{"the first id of its time keeps none of them",
+			trace.RunQuery{Before: at1, BeforeID: "r1-a"}, []string{"r0-c", "r0-b", "r0-a"}},
+		{"without BeforeID, Before keeps none of its time",
+			trace.RunQuery{Before: at1}, []string{"r0-c", "r0-b", "r0-a"}},
+		{"without Before, BeforeID is ignored",
+			trace.RunQuery{BeforeID: "r0-a", Limit: 2}, []string{"r3-c", "r3-b"}},
+		{"with the other filters and a Limit",
+			trace.RunQuery{Owner: "alice", Before: at1, BeforeID: "r1-c", Limit: 3}, []string{"r1-b", "r1-a", "r0-b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, runIDs(t, s, tt.q))
+			var matched []string
+			for _, id := range tt.want {
+				r, err := s.Run(t.Context(), id)
+				require.NoError(t, err)
+				if tt.q.Match(r) {
+					matched = append(matched, id)
+				}
+			}
+			assert.Equal(t, tt.want, matched, "RunQuery.Match agrees with the store")
+		})
+	}
+}
+
+func testAllRuns(t *testing.T, s trace.Store) {
+	want := sameTimes(t, s)
+	read := func(q trace.RunQuery) []string {
+		t.Helper()
+		got := []string{}
+		for r, err := range trace.AllRuns(t.Context(), s, q) {
+			require.NoError(t, err)
+			got = append(got, r.ID)
+		}
+		return got
+	}
+	for _, page := range []int{1, 2, 4, 5, 12, 100} {
+		assert.Equal(t, want, read(trace.RunQuery{Limit: page}), "pages of %d", page)
+	}
+	var alice []string
+	for _, id := range want {
+		if !strings.HasSuffix(id, "-c") {
+			alice = append(alice, id)
+		}
+	}
+	assert.Equal(t, alice, read(trace.RunQuery{Owner: "alice", Limit: 2}), "an owner's, by pages of 2")
+	assert.Equal(t, want[5:], read(trace.RunQuery{Before: micro(base.Add(2 * time.Second)), BeforeID: "r2-b", Limit: 2}),
+		"from a cursor on")
+	assert.Equal(t, want, read(trace.RunQuery{}), "pages of RunPage")
+	n := 0
+	for range trace.AllRuns(t.Context(), s, trace.RunQuery{Limit: 2}) {
+		if n++; n == 3 {
+			break
+		}
+	}
+	assert.Equal(t, 3, n, "the reader can stop")
+}
+
+func testBriefRuns(t *testing.T, s trace.Store) {
+	create(t, s, run("r1", base), run("r2", base.Add(time.Second)))
+	ended := base.Add(time.Minute)
+	require.NoError(t, s.FinishRun(t.Context(), trace.RunInfo{ID: "r1", Status: trace.StatusDone, EndedAt: &ended,
+		FinalState: json.RawMessage(`{"big":"` + strings.Repeat("x", 10_000) + `"}`), Events: 7}))
+	full, err := s.Runs(t.Context(), trace.RunQuery{})
+	require.NoError(t, err)
+	require.Len(t, full, 2)
+	require.NotEmpty(t, full[1].FinalState, "precondition: r1 has a final state")
+	brief, err := s.Runs(t.Context(), trace.RunQuery{Brief: true})
+	require.NoError(t, err)
+	require.Len(t, brief, 2)
+	for i, r := range full {
+		r.Input, r.Runtime, r.FinalState = nil, nil, nil
+		assert.Equal(t, r, brief[i], "a brief run is the run without Input, Runtime and FinalState")
 	}
 }
 
