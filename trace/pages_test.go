@@ -3,6 +3,7 @@ package trace_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,4 +68,38 @@ func TestAPagesBoundsHaveCeilings(t *testing.T) {
 	assert.True(t, q.Fits(1, 40, 60))
 	assert.False(t, q.Fits(1, 40, 61))
 	assert.False(t, q.Fits(2, 0, 1), "the limit")
+}
+
+// runsAgain is a store that ignores a query's BeforeID: it gives the
+// runs started at the cursor's time again.
+type runsAgain struct{ trace.Store }
+
+func (s runsAgain) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, error) {
+	if !q.Before.IsZero() {
+		q.Before, q.BeforeID = q.Before.Add(time.Microsecond), ""
+	}
+	return s.Store.Runs(ctx, q)
+}
+
+// TestAllRunsStopsAtAStoreThatDoesNotGoOn: a store that answers a page
+// with a run not after the last one read fails the reading, rather than
+// feeding it the same pages for ever.
+func TestAllRunsStopsAtAStoreThatDoesNotGoOn(t *testing.T) {
+	s := memory.New()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, id := range []string{"a", "b", "c"} {
+		require.NoError(t, s.CreateRun(t.Context(), trace.RunInfo{ID: id, StartedAt: at}))
+	}
+	var got []string
+	var err error
+	for r, e := range trace.AllRuns(t.Context(), runsAgain{s}, trace.RunQuery{Limit: 2}) {
+		if e != nil {
+			err = e
+			break
+		}
+		got = append(got, r.ID)
+	}
+	assert.Equal(t, []string{"c", "b"}, got)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `trace: runs: the store gave run "c" (started 2026-01-01T00:00:00Z) after run "b"`)
 }

@@ -1,6 +1,11 @@
 package trace_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,4 +118,95 @@ func TestSpendCountsEveryPageOfARun(t *testing.T) {
 	turn, err := trace.TurnSpend(ctx, paged, "ann", "t1")
 	require.NoError(t, err)
 	assert.Equal(t, 10*127, turn.Tokens())
+}
+
+// runsMeter is a store that records what each Runs call asked and the
+// bytes of the large fields of the runs it returned.
+type runsMeter struct {
+	trace.Store
+
+	mu    sync.Mutex
+	asked []trace.RunQuery
+	large []int // per call: bytes of Input, Runtime and FinalState
+}
+
+func (s *runsMeter) Runs(ctx context.Context, q trace.RunQuery) ([]trace.RunInfo, error) {
+	runs, err := s.Store.Runs(ctx, q)
+	n := 0
+	for _, r := range runs {
+		n += len(r.Input) + len(r.FinalState)
+		for k, v := range r.Runtime {
+			n += len(k) + len(v)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked, s.large = append(s.asked, q), append(s.large, n)
+	return runs, err
+}
+
+// spendRuns creates n runs of owner ann on thread t1, all started at the
+// same time, each with one model call of 10 tokens and a
+// final state of 10 KB; the first (by Runs' order, the last) started
+// with an input, the others continued it.
+func spendRuns(t *testing.T, n int) trace.Store {
+	t.Helper()
+	ctx := t.Context()
+	s := memory.New()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	final := json.RawMessage(`{"s":"` + strings.Repeat("x", 10_000) + `"}`)
+	for i := range n {
+		id := fmt.Sprintf("r%05d", i)
+		start := trace.StartContinue
+		if i == 0 {
+			start = trace.StartInput
+		}
+		require.NoError(t, s.CreateRun(ctx, trace.RunInfo{ID: id, Owner: "ann", Thread: "t1", Start: start,
+			Status: trace.StatusRunning, StartedAt: at, Input: json.RawMessage(`{"q":"why?"}`)}))
+		evs := synthetic(t, "model_call", "wf/n", 0, llm.ModelCall{Model: "gpt-4o", PromptTokens: 10, CostUSD: usd(0.001)})
+		evs[0].RunID = id
+		require.NoError(t, s.AppendEvents(ctx, evs))
+		require.NoError(t, s.FinishRun(ctx, trace.RunInfo{ID: id, Status: trace.StatusDone, FinalState: final}))
+	}
+	return s
+}
+
+// TestSpendOfSumsEveryPageOfRuns: an owner with more runs than a page of
+// AllRuns, all started at the same time, is summed whole, each run once,
+// by SpendOf and TurnSpend, reading the runs in several pages.
+func TestSpendOfSumsEveryPageOfRuns(t *testing.T) {
+	const runs = 2*trace.RunPage + 3
+	s := &runsMeter{Store: spendRuns(t, runs)}
+
+	sp, n, err := trace.SpendOf(t.Context(), s, trace.RunQuery{Owner: "ann", Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, runs, n, "every run, the query's Limit ignored")
+	assert.Equal(t, runs, sp.Calls)
+	assert.Equal(t, 10*runs, sp.Tokens())
+	assert.Len(t, s.asked, 4, "three pages of runs and the empty one after")
+
+	turn, err := trace.TurnSpend(t.Context(), s, "ann", "t1")
+	require.NoError(t, err)
+	assert.Equal(t, 10*runs, turn.Tokens(), "the turn reaches its input in the third page")
+}
+
+// TestSpendReadsBriefPagesOfRuns: SpendOf and TurnSpend ask for pages of
+// RunPage runs at most, without their large fields, and get none of
+// their final states, inputs or runtimes.
+func TestSpendReadsBriefPagesOfRuns(t *testing.T) {
+	s := &runsMeter{Store: spendRuns(t, 3)}
+	full, err := s.Store.Runs(t.Context(), trace.RunQuery{})
+	require.NoError(t, err)
+	require.NotEmpty(t, full[0].FinalState, "precondition: the runs have final states")
+
+	_, _, err = trace.SpendOf(t.Context(), s, trace.RunQuery{Owner: "ann"})
+	require.NoError(t, err)
+	_, err = trace.TurnSpend(t.Context(), s, "ann", "t1")
+	require.NoError(t, err)
+	require.NotEmpty(t, s.asked)
+	for i, q := range s.asked {
+		assert.True(t, q.Brief, "query %d is brief", i)
+		assert.LessOrEqual(t, q.Limit, trace.RunPage, "query %d asks for a page", i)
+		assert.Zero(t, s.large[i], "query %d returned no large fields", i)
+	}
 }
