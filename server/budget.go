@@ -122,8 +122,8 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 // Usage is the answer of GET /v1/usage.
 type Usage struct {
 	Owner string `json:"owner"`
-	// Runs counts the owner's recorded runs; Usage sums their model
-	// calls.
+	// Runs counts the owner's recorded runs (the most recent 100,000 at
+	// most); Usage sums their model calls.
 	Runs  int       `json:"runs"`
 	Usage llm.Spend `json:"usage"`
 	// Budget is the owner's budget across its runs, if it has one.
