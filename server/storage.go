@@ -317,7 +317,7 @@ func (s *Server) forgetRecordings(ctx context.Context, owner, thread string) err
 	}
 	st := s.cfg.Recorder.Store()
 	for {
-		runs, err := st.Runs(ctx, trace.RunQuery{Owner: owner, Thread: thread, Limit: 100})
+		runs, err := st.Runs(ctx, trace.RunQuery{Owner: owner, Thread: thread, Limit: 100, Brief: true})
 		if err != nil {
 			return fmt.Errorf("server: the recorded runs of thread %q: %w", thread, err)
 		}
